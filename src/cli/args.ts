@@ -1,0 +1,106 @@
+/** A wrong flag or value: the CLI prints the one-line message and exits 2. */
+export class UsageError extends Error {}
+
+export interface FlagSpec {
+  name: string;
+  type: 'string' | 'number' | 'boolean';
+  help: string;
+  default?: string | number | boolean;
+  /** Placeholder for the value in help, e.g. FILE. */
+  value?: string;
+  choices?: readonly string[];
+  /** Returns why a value is wrong, or undefined. */
+  check?: (v: string | number) => string | undefined;
+}
+
+export interface CommandSpec {
+  /** Words after `eni-ipam`, e.g. `emulate ecs`. */
+  name: string;
+  summary: string;
+  description?: string;
+  flags: FlagSpec[];
+  run(flags: Record<string, string | number | boolean | undefined>): Promise<number>;
+}
+
+export type FlagValues = Record<string, string | number | boolean | undefined>;
+
+/** Parses `--name value`, `--name=value`, `--flag` and `--no-flag`; no positionals. */
+export function parseFlags(cmd: CommandSpec, argv: string[]): FlagValues {
+  const out: FlagValues = {};
+  for (const f of cmd.flags) out[f.name] = f.default;
+  const hint = `(see eni-ipam ${cmd.name} --help)`;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument "${arg}" ${hint}`);
+    const eq = arg.indexOf('=');
+    let name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
+    let inline: string | undefined = eq > 0 ? arg.slice(eq + 1) : undefined;
+    let flag = cmd.flags.find((f) => f.name === name);
+    if (!flag && name.startsWith('no-')) {
+      const positive = cmd.flags.find((f) => f.name === name.slice(3) && f.type === 'boolean');
+      if (positive && inline === undefined) {
+        flag = positive;
+        name = positive.name;
+        inline = 'false';
+      }
+    }
+    if (!flag) throw new UsageError(`unknown flag --${name} ${hint}`);
+    let raw: string;
+    if (flag.type === 'boolean') {
+      raw = inline ?? 'true';
+      if (raw !== 'true' && raw !== 'false') throw new UsageError(`--${name} takes true or false, not "${raw}"`);
+      out[name] = raw === 'true';
+      continue;
+    }
+    if (inline !== undefined) raw = inline;
+    else {
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith('--')) throw new UsageError(`--${name} needs a value ${flag.value ?? ''}`.trimEnd());
+      raw = next;
+      i++;
+    }
+    if (flag.choices && !flag.choices.includes(raw)) throw new UsageError(`--${name} must be one of ${flag.choices.join(', ')}, not "${raw}"`);
+    let value: string | number = raw;
+    if (flag.type === 'number') {
+      value = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${name} takes a number, not "${raw}"`);
+    }
+    const why = flag.check?.(value);
+    if (why) throw new UsageError(`--${name} ${why}`);
+    out[name] = value;
+  }
+  return out;
+}
+
+export function formatHelp(cmd: CommandSpec): string {
+  const rows = cmd.flags.map((f) => {
+    const left = `  --${f.name}${f.type === 'boolean' ? '' : ` ${f.value ?? f.type.toUpperCase()}`}`;
+    const def = f.default === undefined ? '' : ` (default ${String(f.default)})`;
+    const choices = f.choices ? ` [${f.choices.join('|')}]` : '';
+    return `${left.padEnd(32)} ${f.help}${choices}${def}`;
+  });
+  return [`Usage: eni-ipam ${cmd.name} [flags]`, '', cmd.summary, ...(cmd.description ? ['', cmd.description] : []), '', 'Flags:', ...rows, `${'  --help'.padEnd(32)} show this help`, ''].join('\n');
+}
+
+/** Checks a HOST:PORT value; port 0 picks a free port. */
+export function parseHostPort(v: string): { host: string; port: number } | undefined {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(v);
+  if (!m || Number(m[2]) > 65535) return undefined;
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+export const hostPortCheck = (v: string | number): string | undefined =>
+  parseHostPort(String(v)) ? undefined : `takes HOST:PORT (for example 127.0.0.1:0), not "${v}"`;
+
+/** Resolves when the process is asked to stop (SIGINT or SIGTERM). */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (sig: NodeJS.Signals) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(sig);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}

@@ -1,0 +1,281 @@
+import type { RpcCaller, RpcParams } from './rpc.js';
+import type {
+  CreateEniRequest,
+  EniFilter,
+  EniStatus,
+  Instance,
+  InstanceTypeLimits,
+  NetworkInterface,
+  SecurityGroup,
+  VSwitch,
+  Vpc,
+} from './types.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- wire shapes are mapped to typed data right here */
+
+const list = <T = any>(wrapper: any, key: string): T[] => (Array.isArray(wrapper?.[key]) ? wrapper[key] : []);
+const num = (v: unknown): number => Number(v ?? 0);
+
+function tagMap(tags: any, keyField: 'TagKey' | 'Key', valueField: 'TagValue' | 'Value'): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of list(tags, 'Tag')) out[String(t[keyField])] = String(t[valueField] ?? '');
+  return out;
+}
+
+const tagParams = (tags: Record<string, string> = {}): Array<Record<string, string>> =>
+  Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
+
+export function toNetworkInterface(e: any): NetworkInterface {
+  const instanceId = e.InstanceId || e.Attachment?.InstanceId || undefined;
+  return {
+    id: e.NetworkInterfaceId,
+    mac: e.MacAddress,
+    status: e.Status as EniStatus,
+    type: e.Type,
+    vpcId: e.VpcId,
+    vSwitchId: e.VSwitchId,
+    zoneId: e.ZoneId,
+    instanceId,
+    deviceIndex: e.Attachment?.DeviceIndex === undefined ? undefined : num(e.Attachment.DeviceIndex),
+    primaryIp: e.PrivateIpAddress,
+    secondaryIps: list(e.PrivateIpSets, 'PrivateIpSet')
+      .filter((s) => !s.Primary)
+      .map((s) => s.PrivateIpAddress),
+    ipv4Prefixes: list(e.Ipv4PrefixSets, 'Ipv4PrefixSet').map((s) => s.Ipv4Prefix),
+    ipv6: list(e.Ipv6Sets, 'Ipv6Set').map((s) => s.Ipv6Address),
+    securityGroupIds: list(e.SecurityGroupIds, 'SecurityGroupId').map(String),
+    tags: tagMap(e.Tags, 'TagKey', 'TagValue'),
+    creationTime: e.CreationTime ?? '',
+  };
+}
+
+function filterParams(f: EniFilter): RpcParams {
+  return {
+    VpcId: f.vpcId,
+    VSwitchId: f.vSwitchId,
+    InstanceId: f.instanceId,
+    Status: f.status,
+    Type: f.type,
+    Tag: f.tags && Object.keys(f.tags).length ? tagParams(f.tags) : undefined,
+  };
+}
+
+const defined = (p: RpcParams): RpcParams => Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined));
+
+/** Typed ECS and VPC actions. Every call goes through its action's limiter and retry policy. */
+export class EcsApi {
+  constructor(
+    private readonly ecs: RpcCaller,
+    private readonly vpc: RpcCaller,
+    readonly region: string,
+  ) {}
+
+  private call<T = any>(action: string, params: RpcParams, idempotent = false, clientToken?: string): Promise<T> {
+    return this.ecs.call<T>(action, defined({ RegionId: this.region, ...params }), { idempotent, clientToken });
+  }
+
+  async createNetworkInterface(r: CreateEniRequest): Promise<NetworkInterface> {
+    const res = await this.call(
+      'CreateNetworkInterface',
+      {
+        VSwitchId: r.vSwitchId,
+        SecurityGroupIds: r.securityGroupIds,
+        SecondaryPrivateIpAddressCount: r.secondaryIpCount || undefined,
+        Ipv6AddressCount: r.ipv6Count || undefined,
+        Ipv4PrefixCount: r.ipv4PrefixCount || undefined,
+        Tag: r.tags && Object.keys(r.tags).length ? tagParams(r.tags) : undefined,
+        NetworkInterfaceName: r.name,
+        Description: r.description,
+      },
+      true,
+      r.clientToken,
+    );
+    return toNetworkInterface(res);
+  }
+
+  async attachNetworkInterface(eniId: string, instanceId: string): Promise<void> {
+    await this.call('AttachNetworkInterface', { NetworkInterfaceId: eniId, InstanceId: instanceId });
+  }
+
+  async detachNetworkInterface(eniId: string, instanceId: string): Promise<void> {
+    await this.call('DetachNetworkInterface', { NetworkInterfaceId: eniId, InstanceId: instanceId });
+  }
+
+  async deleteNetworkInterface(eniId: string): Promise<void> {
+    await this.call('DeleteNetworkInterface', { NetworkInterfaceId: eniId });
+  }
+
+  /** Adds `count` secondary IPv4 addresses (or the named ones) and returns those assigned. */
+  async assignPrivateIpAddresses(eniId: string, req: { count?: number; ips?: string[]; clientToken?: string }): Promise<string[]> {
+    const res = await this.call(
+      'AssignPrivateIpAddresses',
+      {
+        NetworkInterfaceId: eniId,
+        SecondaryPrivateIpAddressCount: req.ips?.length ? undefined : req.count,
+        PrivateIpAddress: req.ips?.length ? req.ips : undefined,
+      },
+      true,
+      req.clientToken,
+    );
+    return list(res.AssignedPrivateIpAddressesSet?.PrivateIpSet, 'PrivateIpAddress').map(String);
+  }
+
+  async unassignPrivateIpAddresses(eniId: string, ips: string[]): Promise<void> {
+    await this.call('UnassignPrivateIpAddresses', { NetworkInterfaceId: eniId, PrivateIpAddress: ips });
+  }
+
+  async assignIpv6Addresses(eniId: string, req: { count?: number; ips?: string[]; clientToken?: string }): Promise<string[]> {
+    const res = await this.call(
+      'AssignIpv6Addresses',
+      { NetworkInterfaceId: eniId, Ipv6AddressCount: req.ips?.length ? undefined : req.count, Ipv6Address: req.ips?.length ? req.ips : undefined },
+      true,
+      req.clientToken,
+    );
+    return list(res.Ipv6Sets, 'Ipv6Address').map(String);
+  }
+
+  async unassignIpv6Addresses(eniId: string, ips: string[]): Promise<void> {
+    await this.call('UnassignIpv6Addresses', { NetworkInterfaceId: eniId, Ipv6Address: ips });
+  }
+
+  /** One page of ENIs (NextToken paging, up to 500 per page). */
+  async describeNetworkInterfacesPage(f: EniFilter, page: { nextToken?: string; maxResults?: number } = {}) {
+    if (f.ids && f.ids.length > 100) throw new RangeError(`at most 100 ENI ids per DescribeNetworkInterfaces call, got ${f.ids.length}`);
+    const res = await this.call('DescribeNetworkInterfaces', {
+      ...filterParams(f),
+      NetworkInterfaceId: f.ids?.length ? f.ids : undefined,
+      MaxResults: page.maxResults ?? 500,
+      NextToken: page.nextToken || undefined,
+    });
+    return { items: list(res.NetworkInterfaceSets, 'NetworkInterfaceSet').map(toNetworkInterface), nextToken: String(res.NextToken ?? '') };
+  }
+
+  /** Every ENI matching the filter, across pages; ids are asked for in batches of 100. */
+  async describeNetworkInterfaces(f: EniFilter = {}): Promise<NetworkInterface[]> {
+    if (f.ids && f.ids.length > 100) {
+      const out: NetworkInterface[] = [];
+      for (let i = 0; i < f.ids.length; i += 100) out.push(...(await this.describeNetworkInterfaces({ ...f, ids: f.ids.slice(i, i + 100) })));
+      return out;
+    }
+    const out: NetworkInterface[] = [];
+    let nextToken: string | undefined;
+    do {
+      const page = await this.describeNetworkInterfacesPage(f, { nextToken });
+      out.push(...page.items);
+      nextToken = page.nextToken;
+    } while (nextToken);
+    return out;
+  }
+
+  async describeNetworkInterfaceAttribute(eniId: string): Promise<NetworkInterface> {
+    return toNetworkInterface(await this.call('DescribeNetworkInterfaceAttribute', { NetworkInterfaceId: eniId, Attribute: 'basic' }));
+  }
+
+  async describeInstanceTypes(ids: string[] = []): Promise<InstanceTypeLimits[]> {
+    const out: InstanceTypeLimits[] = [];
+    const batches = ids.length ? Array.from({ length: Math.ceil(ids.length / 10) }, (_, i) => ids.slice(i * 10, i * 10 + 10)) : [[]];
+    for (const batch of batches) {
+      let nextToken: string | undefined;
+      do {
+        const res = await this.ecs.call<any>(
+          'DescribeInstanceTypes',
+          defined({ InstanceTypes: batch.length ? batch : undefined, MaxResults: 100, NextToken: nextToken }),
+        );
+        for (const t of list(res.InstanceTypes, 'InstanceType')) {
+          out.push({ id: t.InstanceTypeId, eniQuantity: num(t.EniQuantity), ipv4PerEni: num(t.EniPrivateIpAddressQuantity), ipv6PerEni: num(t.EniIpv6AddressQuantity) });
+        }
+        nextToken = res.NextToken || undefined;
+      } while (nextToken);
+    }
+    return out;
+  }
+
+  async describeInstances(f: { ids?: string[]; privateIps?: string[]; vpcId?: string } = {}): Promise<Instance[]> {
+    const out: Instance[] = [];
+    let nextToken: string | undefined;
+    do {
+      const res = await this.call('DescribeInstances', {
+        InstanceIds: f.ids ? JSON.stringify(f.ids) : undefined,
+        PrivateIpAddresses: f.privateIps ? JSON.stringify(f.privateIps) : undefined,
+        VpcId: f.vpcId,
+        MaxResults: 100,
+        NextToken: nextToken,
+      });
+      for (const i of list(res.Instances, 'Instance')) {
+        out.push({
+          id: i.InstanceId,
+          instanceType: i.InstanceType,
+          zoneId: i.ZoneId,
+          vpcId: i.VpcAttributes?.VpcId ?? '',
+          vSwitchId: i.VpcAttributes?.VSwitchId ?? '',
+          status: i.Status,
+          primaryIp: list(i.VpcAttributes?.PrivateIpAddress, 'IpAddress')[0] ?? '',
+          securityGroupIds: list(i.SecurityGroupIds, 'SecurityGroupId').map(String),
+        });
+      }
+      nextToken = res.NextToken || undefined;
+    } while (nextToken);
+    return out;
+  }
+
+  async describeSecurityGroups(f: { vpcId?: string; ids?: string[]; tags?: Record<string, string> } = {}): Promise<SecurityGroup[]> {
+    const out: SecurityGroup[] = [];
+    let nextToken: string | undefined;
+    do {
+      const res = await this.call('DescribeSecurityGroups', {
+        VpcId: f.vpcId,
+        SecurityGroupIds: f.ids ? JSON.stringify(f.ids) : undefined,
+        Tag: f.tags && Object.keys(f.tags).length ? tagParams(f.tags) : undefined,
+        MaxResults: 100,
+        NextToken: nextToken,
+      });
+      for (const g of list(res.SecurityGroups, 'SecurityGroup')) {
+        out.push({ id: g.SecurityGroupId, vpcId: g.VpcId, name: g.SecurityGroupName ?? '', tags: tagMap(g.Tags, 'TagKey', 'TagValue') });
+      }
+      nextToken = res.NextToken || undefined;
+    } while (nextToken);
+    return out;
+  }
+
+  async describeVSwitches(f: { vpcId?: string; id?: string; zoneId?: string; tags?: Record<string, string> } = {}): Promise<VSwitch[]> {
+    const out: VSwitch[] = [];
+    for (let page = 1; ; page++) {
+      const res = await this.vpc.call<any>(
+        'DescribeVSwitches',
+        defined({
+          RegionId: this.region,
+          VpcId: f.vpcId,
+          VSwitchId: f.id,
+          ZoneId: f.zoneId,
+          Tag: f.tags && Object.keys(f.tags).length ? tagParams(f.tags) : undefined,
+          PageNumber: page,
+          PageSize: 50,
+        }),
+      );
+      const items = list(res.VSwitches, 'VSwitch');
+      for (const v of items) {
+        out.push({
+          id: v.VSwitchId,
+          vpcId: v.VpcId,
+          zoneId: v.ZoneId,
+          cidr: v.CidrBlock,
+          ipv6Cidr: v.Ipv6CidrBlock || undefined,
+          availableIpCount: num(v.AvailableIpAddressCount),
+          name: v.VSwitchName ?? '',
+          tags: tagMap(v.Tags, 'Key', 'Value'),
+        });
+      }
+      if (items.length < 50 || page * 50 >= num(res.TotalCount)) return out;
+    }
+  }
+
+  async describeVpcs(id?: string): Promise<Vpc[]> {
+    const out: Vpc[] = [];
+    for (let page = 1; ; page++) {
+      const res = await this.vpc.call<any>('DescribeVpcs', defined({ RegionId: this.region, VpcId: id, PageNumber: page, PageSize: 50 }));
+      const items = list(res.Vpcs, 'Vpc');
+      for (const v of items) out.push({ id: v.VpcId, cidr: v.CidrBlock, name: v.VpcName ?? '', vSwitchIds: list(v.VSwitchIds, 'VSwitchId') });
+      if (items.length < 50 || page * 50 >= num(res.TotalCount)) return out;
+    }
+  }
+}

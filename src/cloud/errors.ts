@@ -1,0 +1,87 @@
+/** What a failed OpenAPI call means to the caller. */
+export type CloudErrorKind =
+  | 'throttled'
+  | 'vswitch-exhausted'
+  | 'instance-limit'
+  | 'quota-exceeded'
+  | 'not-found'
+  | 'invalid-state'
+  | 'invalid-request'
+  | 'permission'
+  | 'transient'
+  | 'unknown';
+
+const RETRYABLE_CODES = new Set(['Throttling', 'Throttling.User', 'Throttling.Api', 'ServiceUnavailable', 'InternalError', 'Operation.Conflict']);
+
+/** Codes for calls that never got an answer from the API (ours, not the cloud's). */
+export const TRANSPORT_CODES = { timeout: 'Transport.Timeout', connection: 'Transport.Connection', nonJson: 'Transport.NonJsonBody' } as const;
+
+export function isRetryableCode(code: string): boolean {
+  return RETRYABLE_CODES.has(code) || code.startsWith('Transport.');
+}
+
+export function classify(code: string): CloudErrorKind {
+  if (code.startsWith('Throttling')) return 'throttled';
+  if (code === 'InvalidVSwitchId.IpNotEnough' || code === 'QuotaExceeded.PrivateIpAddress') return 'vswitch-exhausted';
+  if (
+    code === 'EniPerInstanceLimitExceeded' ||
+    code === 'MaxEniPrivateIpsCountExceeded' ||
+    code === 'MaxEniIpv6IpsCountExceeded' ||
+    code === 'InvalidOperation.Ipv4CountExceeded' ||
+    code === 'InvalidOperation.Ipv6CountExceeded'
+  ) {
+    return 'instance-limit';
+  }
+  if (code === 'MaxEniCountExceeded' || code.startsWith('QuotaExceed')) return 'quota-exceeded';
+  if (code.endsWith('.NotFound') && !code.startsWith('InvalidAccessKeyId') && !code.startsWith('InvalidAction')) return 'not-found';
+  if (code === 'InvalidOperation.InvalidEniState' || code === 'InvalidOperation.InvalidEcsState' || code === 'IncorrectInstanceStatus') {
+    return 'invalid-state';
+  }
+  if (
+    code.startsWith('Forbidden') ||
+    code.startsWith('InvalidAccessKeyId') ||
+    code.startsWith('InvalidSecurityToken') ||
+    code === 'SignatureDoesNotMatch' ||
+    code === 'IncompleteSignature' ||
+    code === 'NoPermission'
+  ) {
+    return 'permission';
+  }
+  if (RETRYABLE_CODES.has(code) || code.startsWith('Transport.') || code.startsWith('ServiceUnavailable')) return 'transient';
+  if (/^(Invalid|Missing|Duplicate|Unsupported|Idempotent|IllegalTimestamp|SignatureNonceUsed)/.test(code)) return 'invalid-request';
+  return 'unknown';
+}
+
+/**
+ * A classified OpenAPI failure. The message names the action, the code, the cloud's own
+ * message and the request id, and never a URL, signature or secret.
+ */
+export class CloudError extends Error {
+  readonly kind: CloudErrorKind;
+  readonly retryable: boolean;
+
+  constructor(
+    readonly action: string,
+    readonly code: string,
+    readonly cloudMessage: string,
+    readonly requestId: string | undefined,
+    readonly attempts = 1,
+  ) {
+    super(`${action}: ${code}: ${cloudMessage}${requestId ? ` (RequestId ${requestId})` : ''}${attempts > 1 ? ` after ${attempts} attempts` : ''}`);
+    this.name = 'CloudError';
+    this.kind = classify(code);
+    this.retryable = isRetryableCode(code);
+  }
+
+  withAttempts(attempts: number): CloudError {
+    return new CloudError(this.action, this.code, this.cloudMessage, this.requestId, attempts);
+  }
+}
+
+/** Removes anything that could carry a credential from a text we did not write. */
+export function scrub(text: string): string {
+  return text
+    .replace(/server string to sign is:.*$/s, 'server string to sign is:<redacted>')
+    .replace(/https?:\/\/\S+/g, '<url>')
+    .replace(/(Signature|AccessKeySecret|SecurityToken|AccessKeyId)=[^&\s]*/gi, '$1=<redacted>');
+}

@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import RPCClient from '@alicloud/pop-core';
+import type { Logger } from '../observability/logger.js';
+import type { CredentialsProvider } from './credentials.js';
+import { CloudError, TRANSPORT_CODES, scrub } from './errors.js';
+import type { ActionLimiters } from './limits.js';
+import type { OpenApiMetrics } from './metrics.js';
+import { backoffDelay, timeLeftHint, type RetryPolicy } from './retry.js';
+
+export type RpcParams = Record<string, string | number | boolean | undefined | string[] | Array<Record<string, string>>>;
+
+export interface CallOptions {
+  /** The call creates something: it carries a ClientToken, the same on every retry. */
+  idempotent?: boolean;
+  /** A token chosen by the caller (for example derived from its intent, to survive restarts). */
+  clientToken?: string;
+}
+
+export interface RpcCallerOptions {
+  endpoint: string;
+  apiVersion: string;
+  credentials: CredentialsProvider;
+  limiters: ActionLimiters;
+  metrics: OpenApiMetrics;
+  retry: RetryPolicy;
+  logger: Logger;
+  random?: () => number;
+}
+
+interface PopError extends Error {
+  code?: string;
+  data?: { Code?: string; Message?: string; RequestId?: string };
+  entry?: { response?: { statusCode?: number; headers?: Record<string, unknown> } };
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ECONNABORTED']);
+
+/** Turns whatever pop-core threw into a CloudError, dropping its URL (which carries the signature). */
+function toCloudError(action: string, err: PopError, timeoutMs: number): CloudError {
+  if (err.data?.Code) return new CloudError(action, err.data.Code, scrub(err.data.Message ?? ''), err.data.RequestId);
+  if (err.name === 'RequestTimeoutError') return new CloudError(action, TRANSPORT_CODES.timeout, `no answer within ${timeoutMs} ms`, undefined);
+  if (err.name === 'SyntaxError') return new CloudError(action, TRANSPORT_CODES.nonJson, 'the endpoint answered with a body that is not JSON (a proxy or gateway error page?)', undefined);
+  if (err.code && CONNECTION_CODES.has(err.code)) return new CloudError(action, TRANSPORT_CODES.connection, `connection failed: ${err.code}`, undefined);
+  if (/socket hang up/i.test(err.message)) return new CloudError(action, TRANSPORT_CODES.connection, 'connection closed by the endpoint', undefined);
+  return new CloudError(action, 'Unknown', scrub(err.message), undefined);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Calls one OpenAPI product (ECS or VPC) through pop-core: each attempt takes a token from
+ * its action's limiter, is measured, and is retried with jittered backoff when the code
+ * says a retry can succeed. Parameters go in a POST body, so no URL carries a signature.
+ */
+export class RpcCaller {
+  private readonly client: RPCClient;
+  private readonly random: () => number;
+
+  constructor(private readonly o: RpcCallerOptions) {
+    this.random = o.random ?? Math.random;
+    this.client = new RPCClient({
+      endpoint: o.endpoint,
+      apiVersion: o.apiVersion,
+      credentialsProvider: o.credentials,
+    } as unknown as ConstructorParameters<typeof RPCClient>[0]);
+  }
+
+  async call<T>(action: string, params: RpcParams, opts: CallOptions = {}): Promise<T> {
+    const { retry, limiters, metrics, logger } = this.o;
+    const body: RpcParams = { ...params };
+    if (opts.idempotent || opts.clientToken) body.ClientToken = opts.clientToken ?? randomUUID();
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      let error: CloudError;
+      let hint: number | undefined;
+      try {
+        return await limiters.schedule(action, async (waitedMs) => {
+          metrics.limiterWait.observe({ action }, waitedMs / 1000);
+          const timeoutMs = Math.max(100, Math.min(retry.attemptTimeoutMs, started + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()));
+          const endTimer = metrics.duration.startTimer({ action });
+          metrics.inFlight.inc({ action });
+          try {
+            const out = (await this.client.request(action, body, { method: 'POST', timeout: timeoutMs, formatParams: false })) as T;
+            metrics.requests.inc({ action, code: 'OK' });
+            return out;
+          } catch (e) {
+            const ce = toCloudError(action, e as PopError, timeoutMs);
+            metrics.requests.inc({ action, code: ce.code });
+            if (ce.kind === 'throttled') metrics.throttled.inc({ action });
+            hint = timeLeftHint((e as PopError).entry?.response?.headers);
+            throw ce;
+          } finally {
+            endTimer();
+            metrics.inFlight.dec({ action });
+          }
+        });
+      } catch (e) {
+        error = e instanceof CloudError ? e : toCloudError(action, e as PopError, retry.attemptTimeoutMs);
+      }
+      const delay = backoffDelay(attempt, retry, this.random, hint);
+      const elapsed = Date.now() - started;
+      if (!error.retryable || attempt >= retry.maxAttempts || elapsed + delay > retry.maxElapsedMs) {
+        throw attempt > 1 ? error.withAttempts(attempt) : error;
+      }
+      metrics.retries.inc({ action, code: error.code });
+      logger.warn({ action, code: error.code, requestId: error.requestId, attempt, delayMs: Math.round(delay) }, 'OpenAPI call failed; retrying');
+      await sleep(delay);
+    }
+  }
+}

@@ -1,0 +1,121 @@
+import { Ajv } from 'ajv';
+
+export interface FaultRule {
+  /** The action it applies to; every action when absent. */
+  action?: string;
+  /** error: answer with `code`; timeout: never answer; non-json: a 502 HTML page as a proxy sends. */
+  kind: 'error' | 'timeout' | 'non-json';
+  code?: string;
+  /** Share of matching calls hit, 0 to 1. */
+  rate: number;
+}
+
+export interface FaultSpec {
+  rules?: FaultRule[];
+  /** Added to every call, in (scaled) milliseconds. */
+  latencyMs?: number;
+  actionLatencyMs?: Record<string, number>;
+  /** Share of detaches that stay `Detaching` until DetachNetworkInterface is issued again. */
+  stuckDetachRate?: number;
+  /** Share of attaches that fall back to `Available` instead of reaching `InUse`. */
+  attachFailRate?: number;
+  seed?: number;
+}
+
+const rate = { type: 'number', minimum: 0, maximum: 1 } as const;
+const faultSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    rules: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['kind', 'rate'],
+        properties: {
+          action: { type: 'string', minLength: 1 },
+          kind: { enum: ['error', 'timeout', 'non-json'] },
+          code: { type: 'string', minLength: 1 },
+          rate,
+        },
+      },
+    },
+    latencyMs: { type: 'number', minimum: 0 },
+    actionLatencyMs: { type: 'object', additionalProperties: { type: 'number', minimum: 0 } },
+    stuckDetachRate: rate,
+    attachFailRate: rate,
+    seed: { type: 'integer' },
+  },
+} as const;
+
+const validate = new Ajv({ strict: true }).compile(faultSchema);
+
+/** Validates a fault spec (from a fixture or the admin path); the message names the field. */
+export function parseFaultSpec(data: unknown): FaultSpec {
+  if (!validate(data)) {
+    const e = validate.errors![0]!;
+    const at = e.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.').replace(/^\./, '') || '(top level)';
+    const extra = e.keyword === 'additionalProperties' ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"` : '';
+    throw new Error(`faults.${at}: ${e.message}${extra}`);
+  }
+  const spec = data as FaultSpec;
+  spec.rules?.forEach((r, i) => {
+    if (r.kind === 'error' && !r.code) throw new Error(`faults.rules[${i}].code: an error rule needs a code`);
+  });
+  return spec;
+}
+
+/** A small seeded PRNG (mulberry32) so that a fault run can be repeated. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export type FaultDecision = { kind: 'none' } | { kind: 'error'; code: string } | { kind: 'timeout' } | { kind: 'non-json' };
+
+export class Faults {
+  private spec: FaultSpec = {};
+  private random: () => number = prng(1);
+
+  constructor(spec?: FaultSpec) {
+    if (spec) this.set(spec);
+  }
+
+  set(spec: FaultSpec): void {
+    this.spec = parseFaultSpec(spec);
+    this.random = prng(spec.seed ?? Date.now());
+  }
+
+  get current(): FaultSpec {
+    return this.spec;
+  }
+
+  decide(action: string): FaultDecision {
+    for (const rule of this.spec.rules ?? []) {
+      if (rule.action && rule.action !== action) continue;
+      if (this.random() >= rule.rate) continue;
+      if (rule.kind === 'error') return { kind: 'error', code: rule.code! };
+      return { kind: rule.kind };
+    }
+    return { kind: 'none' };
+  }
+
+  latencyMs(action: string): number {
+    return (this.spec.latencyMs ?? 0) + (this.spec.actionLatencyMs?.[action] ?? 0);
+  }
+
+  detachSticks(): boolean {
+    return this.random() < (this.spec.stuckDetachRate ?? 0);
+  }
+
+  attachFails(): boolean {
+    return this.random() < (this.spec.attachFailRate ?? 0);
+  }
+}

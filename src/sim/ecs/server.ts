@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ACTIONS, ECS_VERSION } from './actions.js';
+import type { Authenticator } from './auth.js';
+import type { ActionContext } from './eni-actions.js';
+import { ApiError, apiError, invalid, missing } from './errors.js';
+import type { Fixture } from './fixture.js';
+import { Params } from './params.js';
+import type { ActionQuotas } from './quotas.js';
+import type { World } from './world.js';
+
+/** Parameters that belong to the protocol, not to the call; excluded from idempotency checks. */
+const COMMON = new Set(['Action', 'Version', 'Format', 'AccessKeyId', 'SignatureMethod', 'SignatureVersion', 'SignatureNonce', 'SignatureType', 'Timestamp', 'Signature', 'SecurityToken']);
+
+export interface CallStats {
+  /** Calls per action and answer code (`OK` for success; `Timeout` and `NonJson` for injected faults). */
+  calls: Record<string, Record<string, number>>;
+  total: number;
+}
+
+export interface RpcDeps {
+  world: World;
+  auth: Authenticator;
+  quotas: ActionQuotas;
+  fixture: Fixture;
+  ownerId: string;
+  stats: CallStats;
+  /** Responses held open by an injected timeout; ended when the emulator closes. */
+  held: Set<ServerResponse>;
+}
+
+async function readParams(req: IncomingMessage, url: URL): Promise<Record<string, string>> {
+  const params: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) params[k] = v;
+  if (req.method === 'POST') {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const type = String(req.headers['content-type'] ?? '');
+    if (body && (type.startsWith('application/x-www-form-urlencoded') || !type)) {
+      for (const [k, v] of new URLSearchParams(body)) params[k] = v;
+    }
+  }
+  return params;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function count(stats: CallStats, action: string, code: string): void {
+  const perAction = (stats.calls[action] ??= {});
+  perAction[code] = (perAction[code] ?? 0) + 1;
+  stats.total++;
+}
+
+/** Serves one OpenAPI RPC call (ECS 2014-05-26 or VPC 2016-04-28), GET or POST. */
+export function rpcHandler(deps: RpcDeps) {
+  const { world, auth, quotas, fixture, stats } = deps;
+  const idempotency = new Map<string, { fingerprint: string; response: object }>();
+  const ctxBase = {
+    world,
+    ownerId: deps.ownerId,
+    delays: { attachMs: 2000, detachMs: 2000, deleteMs: 500, ...fixture.delays },
+    limits: {
+      createSecondaryIpsMax: fixture.limits?.createSecondaryIpsMax ?? 49,
+      assignPerCallWhenAvailable: fixture.limits?.assignPerCallWhenAvailable ?? 10,
+      enisPerRegion: fixture.quotas?.enisPerRegion ?? 1000,
+    },
+  };
+
+  const send = (res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json;charset=utf-8', ...headers }).end(JSON.stringify(body));
+  };
+
+  return async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
+    const requestId = randomUUID().toUpperCase();
+    let action = 'Unknown';
+    let hostId = `ecs.${world.region}.aliyuncs.com`;
+    try {
+      if (req.method !== 'GET' && req.method !== 'POST') {
+        throw apiError('UnsupportedHTTPMethod', `The HTTP method ${req.method} is not supported; use GET or POST.`);
+      }
+      const raw = await readParams(req, url);
+      if (!raw.Action) throw missing('Action');
+      action = raw.Action;
+      if (!raw.Version) throw missing('Version');
+      const defs = ACTIONS[raw.Version];
+      if (!defs) throw invalid('Version', `"${raw.Version}" is not a supported API version`);
+      if (raw.Version !== ECS_VERSION) hostId = `vpc.${world.region}.aliyuncs.com`;
+      if (raw.Format && raw.Format.toUpperCase() !== 'JSON') throw invalid('Format', 'this endpoint answers JSON only');
+      const accessKeyId = auth.verify(req.method, raw);
+      const def = defs[action];
+      if (!def) throw apiError('InvalidAction.NotFound', `Specified api is not found, please check your url and method. (${action}, ${raw.Version})`);
+      const params = new Params(raw);
+      if (def.regional) {
+        const region = params.required('RegionId');
+        if (region !== world.region) throw apiError('InvalidRegionId.NotFound', `The specified RegionId "${region}" does not exist.`);
+      } else if (raw.RegionId && raw.RegionId !== world.region) {
+        throw apiError('InvalidRegionId.NotFound', `The specified RegionId "${raw.RegionId}" does not exist.`);
+      }
+
+      const quota = quotas.take(action, world.clock.now());
+      if (!quota.ok) {
+        const timeLeft = Math.max(1, Math.ceil(world.clock.toReal(quota.waitMs)));
+        const e = apiError('Throttling.User', 'Request was denied due to user flow control.', {
+          'x-ratelimit-user-api': `Limit:${quota.limit},Remain:0,TimeLeft:${timeLeft},Reset:${Date.now() + timeLeft}`,
+        });
+        throw new ApiError(fixture.quotas?.throttlingStatus ?? 400, e.code, e.message, e.headers);
+      }
+
+      const faults = world.faultInjector;
+      const latency = faults.latencyMs(action);
+      if (latency > 0) await sleep(world.clock.toReal(latency));
+      const fault = faults.decide(action);
+      if (fault.kind === 'timeout') {
+        count(stats, action, 'Timeout');
+        deps.held.add(res);
+        res.on('close', () => deps.held.delete(res));
+        return;
+      }
+      if (fault.kind === 'non-json') {
+        count(stats, action, 'NonJson');
+        res.writeHead(502, { 'content-type': 'text/html' }).end('<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>');
+        return;
+      }
+      if (fault.kind === 'error') throw apiError(fault.code, `Injected fault: ${fault.code}.`);
+
+      const token = def.idempotent ? params.str('ClientToken') : undefined;
+      if (token !== undefined && token.length > 64) throw invalid('ClientToken', 'at most 64 ASCII characters');
+      const key = token === undefined ? undefined : `${accessKeyId}/${action}/${token}`;
+      const fingerprint = JSON.stringify(Object.entries(raw).filter(([k]) => !COMMON.has(k)).sort());
+      const previous = key ? idempotency.get(key) : undefined;
+      if (previous) {
+        if (previous.fingerprint !== fingerprint) {
+          throw apiError('IdempotentParameterMismatch', 'The request uses the same client token as a previous, but non-identical request.');
+        }
+        count(stats, action, 'OK');
+        return send(res, 200, { RequestId: requestId, ...previous.response });
+      }
+
+      world.advance();
+      const ctx: ActionContext = { ...ctxBase, params };
+      const response = def.handler(ctx);
+      if (key) {
+        idempotency.set(key, { fingerprint, response });
+        // Tokens are kept for the last 100,000 idempotent calls (the real window is unstated).
+        if (idempotency.size > 100_000) idempotency.delete(idempotency.keys().next().value!);
+      }
+      count(stats, action, 'OK');
+      send(res, 200, { RequestId: requestId, ...response });
+    } catch (err) {
+      const e = err instanceof ApiError ? err : apiError('InternalError', 'The request processing has failed due to some unknown error.');
+      if (!(err instanceof ApiError)) console.error('ecs emulator: internal error', err);
+      count(stats, action, e.code);
+      send(
+        res,
+        e.status,
+        {
+          RequestId: requestId,
+          HostId: hostId,
+          Code: e.code,
+          Message: e.message,
+          Recommend: `https://api.aliyun.com/troubleshoot?q=${encodeURIComponent(e.code)}&product=Ecs`,
+        },
+        e.headers,
+      );
+    }
+  };
+}
