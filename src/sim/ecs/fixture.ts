@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import YAML from 'yaml';
 import { cidrContains, parseCidr4 } from './addresses.js';
-import type { FaultSpec } from './faults.js';
+import { parseFaultSpec, type FaultSpec } from './faults.js';
 
 /** The emulated world: one region with its VPCs, vSwitches, instances, quotas and credentials. */
 export interface Fixture {
@@ -208,7 +208,7 @@ const schema = {
 
 export class FixtureError extends Error {}
 
-const ajv = new Ajv({ allErrors: false, strict: true });
+const ajv = new Ajv({ allErrors: false, strict: true, verbose: true });
 const validateShape = ajv.compile(schema);
 
 function fieldPath(instancePath: string): string {
@@ -286,6 +286,13 @@ export function validateFixture(data: unknown): Fixture {
       else if (g.vpcId !== vsw.vpcId) fail(`${at}.securityGroupIds[${j}]`, `"${sg}" is in another VPC than ${inst.vSwitchId}`);
     });
   });
+  if (f.faults) {
+    try {
+      parseFaultSpec(f.faults);
+    } catch (e) {
+      throw new FixtureError((e as Error).message);
+    }
+  }
   for (const action of Object.keys(f.quotas?.api ?? {})) {
     if (!/^[A-Z][A-Za-z0-9]+$/.test(action)) fail(`quotas.api.${action}`, 'is not an action name');
   }
