@@ -83,6 +83,18 @@ export class ActionLimiters {
     return this.limiter(action).schedule(() => fn(Date.now() - queuedAt));
   }
 
+  /**
+   * Empties an action's bucket after the API throttled it: the calls queued behind it then
+   * go at the refill rate instead of all retrying at once.
+   */
+  async drain(action: string): Promise<void> {
+    const l = this.limiters.get(action);
+    if (!l) return;
+    // Not updateSettings(): in Bottleneck 2.19.5 it stops the refill timer for good.
+    const left = (await l.currentReservoir()) ?? 0;
+    if (left > 0) await l.incrementReservoir(-left);
+  }
+
   /** Tokens left per action (only actions used so far). */
   async tokensLeft(): Promise<Record<string, number>> {
     const out: Record<string, number> = {};

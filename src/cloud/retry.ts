@@ -18,13 +18,14 @@ export const DEFAULT_RETRY: RetryPolicy = {
 };
 
 /**
- * Full-jitter exponential backoff (uniform in [0, min(max, base * 2^(attempt-1))]).
- * A server hint (`TimeLeft`) is a floor: retrying sooner is sure to be throttled again.
+ * Full-jitter exponential backoff: uniform in [0, min(max, base * 2^(attempt-1))].
+ * A server hint (`TimeLeft`) is a floor, since retrying sooner is sure to be throttled
+ * again; the jitter on top keeps the callers it throttled together from coming back together.
  */
 export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number, hintMs?: number): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
   const jittered = random() * ceiling;
-  return hintMs === undefined ? jittered : hintMs + random() * policy.baseDelayMs;
+  return hintMs === undefined ? jittered : Math.max(hintMs, jittered) + random() * Math.min(ceiling, hintMs + policy.baseDelayMs);
 }
 
 /** Reads `TimeLeft` (milliseconds) from `x-ratelimit-user-api` or `x-ratelimit-user` (`Key:Value,...`). */

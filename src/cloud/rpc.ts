@@ -86,7 +86,10 @@ export class RpcCaller {
           } catch (e) {
             const ce = toCloudError(action, e as PopError, timeoutMs);
             metrics.requests.inc({ action, code: ce.code });
-            if (ce.kind === 'throttled') metrics.throttled.inc({ action });
+            if (ce.kind === 'throttled') {
+              metrics.throttled.inc({ action });
+              void limiters.drain(action);
+            }
             hint = timeLeftHint((e as PopError).entry?.response?.headers);
             throw ce;
           } finally {

@@ -3,11 +3,16 @@ import { Ajv } from 'ajv';
 export interface FaultRule {
   /** The action it applies to; every action when absent. */
   action?: string;
-  /** error: answer with `code`; timeout: never answer; non-json: a 502 HTML page as a proxy sends. */
-  kind: 'error' | 'timeout' | 'non-json';
+  /**
+   * error: answer with `code`; timeout: never answer; non-json: a 502 HTML page as a proxy
+   * sends; drop-answer: carry the call out, then close the connection without answering.
+   */
+  kind: 'error' | 'timeout' | 'non-json' | 'drop-answer';
   code?: string;
   /** Share of matching calls hit, 0 to 1. */
   rate: number;
+  /** Hit at most this many calls, then stop. */
+  times?: number;
 }
 
 export interface FaultSpec {
@@ -35,9 +40,10 @@ const faultSchema = {
         required: ['kind', 'rate'],
         properties: {
           action: { type: 'string', minLength: 1 },
-          kind: { enum: ['error', 'timeout', 'non-json'] },
+          kind: { enum: ['error', 'timeout', 'non-json', 'drop-answer'] },
           code: { type: 'string', minLength: 1 },
           rate,
+          times: { type: 'integer', minimum: 1 },
         },
       },
     },
@@ -78,10 +84,11 @@ function prng(seed: number): () => number {
   };
 }
 
-export type FaultDecision = { kind: 'none' } | { kind: 'error'; code: string } | { kind: 'timeout' } | { kind: 'non-json' };
+export type FaultDecision = { kind: 'none' } | { kind: 'error'; code: string } | { kind: 'timeout' } | { kind: 'non-json' } | { kind: 'drop-answer' };
 
 export class Faults {
   private spec: FaultSpec = {};
+  private readonly hits = new Map<FaultRule, number>();
   private random: () => number = prng(1);
 
   constructor(spec?: FaultSpec) {
@@ -90,6 +97,7 @@ export class Faults {
 
   set(spec: FaultSpec): void {
     this.spec = parseFaultSpec(spec);
+    this.hits.clear();
     this.random = prng(spec.seed ?? Date.now());
   }
 
@@ -100,7 +108,10 @@ export class Faults {
   decide(action: string): FaultDecision {
     for (const rule of this.spec.rules ?? []) {
       if (rule.action && rule.action !== action) continue;
+      const hits = this.hits.get(rule) ?? 0;
+      if (rule.times !== undefined && hits >= rule.times) continue;
       if (this.random() >= rule.rate) continue;
+      this.hits.set(rule, hits + 1);
       if (rule.kind === 'error') return { kind: 'error', code: rule.code! };
       return { kind: rule.kind };
     }

@@ -140,6 +140,12 @@ export function rpcHandler(deps: RpcDeps) {
       world.advance();
       const ctx: ActionContext = { ...ctxBase, params };
       const response = def.handler(ctx);
+      if (fault.kind === 'drop-answer') {
+        if (key) idempotency.set(key, { fingerprint, response });
+        count(stats, action, 'DropAnswer');
+        res.socket?.destroy();
+        return;
+      }
       if (key) {
         idempotency.set(key, { fingerprint, response });
         // Tokens are kept for the last 100,000 idempotent calls (the real window is unstated).
