@@ -63,11 +63,11 @@ describe('fault injection', () => {
     emu = await emulator();
     const put = await fetch(`${emu.url}/_emulator/faults`, { method: 'PUT', body: JSON.stringify({ rules: [{ action: 'DescribeVpcs', kind: 'non-json', rate: 1 }] }) });
     expect(put.status).toBe(200);
-    const e1 = await pop(emu.url, 'vpc').request('DescribeVpcs', { RegionId: REGION }).catch((e) => e);
+    const e1: any = await pop(emu.url, 'vpc').request('DescribeVpcs', { RegionId: REGION }).catch((e) => e);
     expect(e1.name).toBe('SyntaxError');
 
     await fetch(`${emu.url}/_emulator/faults`, { method: 'PUT', body: JSON.stringify({ rules: [{ action: 'DescribeVpcs', kind: 'timeout', rate: 1 }] }) });
-    const e2 = await pop(emu.url, 'vpc').request('DescribeVpcs', { RegionId: REGION }, { timeout: 300 }).catch((e) => e);
+    const e2: any = await pop(emu.url, 'vpc').request('DescribeVpcs', { RegionId: REGION }, { timeout: 300 }).catch((e) => e);
     expect(e2.name).toBe('RequestTimeoutError');
 
     const stats = (await (await fetch(`${emu.url}/_emulator/stats`)).json()) as any;
