@@ -1,7 +1,8 @@
 import { UsageError, formatHelp, parseFlags, type CommandSpec } from './args.js';
 import { emulateEcs } from './emulate-ecs.js';
+import { emulateKube } from './emulate-kube.js';
 
-const COMMANDS: CommandSpec[] = [emulateEcs];
+const COMMANDS: CommandSpec[] = [emulateEcs, emulateKube];
 
 function topHelp(): string {
   const rows = COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`);

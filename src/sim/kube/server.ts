@@ -1,0 +1,179 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { apiGroupDoc, apiGroupList, apiResourceList, apiVersions, openApiDoc, openApiIndex, versionInfo } from './discovery.js';
+import { StatusError, methodNotAllowed } from './errors.js';
+import { Writer, getOne, listPage, type Request, type Result } from './handlers.js';
+import type { Store } from './store.js';
+import { toTable } from './table.js';
+import { groupVersion, type ResourceType } from './types.js';
+import { startWatch, type OpenWatch } from './watch.js';
+
+export interface KubeFaults {
+  /** Answer this share of requests (watches excluded) with this code: 429 (with Retry-After) or 500. */
+  errors?: { code: 429 | 500; rate: number; retryAfterSeconds?: number };
+  latencyMs?: number;
+}
+
+export interface ServerState {
+  store: Store;
+  faults: KubeFaults;
+  /** Watches to answer with an in-stream 410 Expired. */
+  expireWatches: number;
+  watches: Set<OpenWatch>;
+  requests: Record<string, number>;
+  bookmarkIntervalMs: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Route {
+  t: ResourceType;
+  version: string;
+  namespace?: string;
+  name?: string;
+  subresource?: string;
+}
+
+/** Maps a resource path (`/api/v1/namespaces/ns/pods/p/status`, `/apis/g/v/foos`) to its kind. */
+function route(store: Store, group: string, version: string, segs: string[]): Route | undefined {
+  let namespace: string | undefined;
+  let rest = segs;
+  const isNamespaceItself = group === '' && segs[0] === 'namespaces' && (segs.length <= 2 || (segs.length === 3 && ['status', 'finalize'].includes(segs[2]!)));
+  if (segs[0] === 'namespaces' && !isNamespaceItself) {
+    namespace = segs[1];
+    rest = segs.slice(2);
+  }
+  const [resource, name, subresource, ...extra] = rest;
+  if (!resource || extra.length) return undefined;
+  const t = [...store.types.values()].find((x) => x.group === group && x.resource === resource && x.versions.includes(version));
+  if (!t) return undefined;
+  if (namespace !== undefined && !t.namespaced) return undefined;
+  if (subresource && !((subresource === 'status' && t.statusSubresource) || (subresource === 'scale' && t.scale))) return undefined;
+  return { t, version, namespace, name, subresource };
+}
+
+const notFoundPath = () => new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+
+export function kubeHandler(s: ServerState) {
+  const { store } = s;
+  const writer = new Writer(store);
+
+  const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+  };
+
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://kube');
+    const path = url.pathname.replace(/\/+$/, '') || '/';
+    const method = req.method ?? 'GET';
+    const accept = String(req.headers.accept ?? '');
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = chunks.length ? Buffer.concat(chunks).toString('utf8') : undefined;
+    try {
+      if (s.faults.latencyMs) await sleep(s.faults.latencyMs);
+      if (path === '/version') return json(res, 200, versionInfo());
+      if (['/healthz', '/readyz', '/livez'].includes(path)) return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      if (path === '/api') return json(res, 200, apiVersions(String(req.headers.host ?? '')));
+      if (path === '/apis') return json(res, 200, apiGroupList(store));
+      if (path === '/openapi/v3') return json(res, 200, openApiIndex(store));
+      if (path.startsWith('/openapi/v3/')) {
+        const [kind, a, b] = path.slice('/openapi/v3/'.length).split('/');
+        const doc = kind === 'api' && a ? openApiDoc(store, '', a) : kind === 'apis' && a && b ? openApiDoc(store, a, b) : undefined;
+        if (!doc || !Object.keys(doc.paths).length) throw notFoundPath();
+        return json(res, 200, doc);
+      }
+      const segs = path.split('/').filter(Boolean);
+      let group: string;
+      let version: string;
+      let rest: string[];
+      if (segs[0] === 'api' && segs[1]) [group, version, rest] = ['', segs[1], segs.slice(2)];
+      else if (segs[0] === 'apis' && segs[1] && segs[2]) [group, version, rest] = [segs[1], segs[2], segs.slice(3)];
+      else if (segs[0] === 'apis' && segs[1]) {
+        const g = apiGroupDoc(store, segs[1]);
+        if (!g) throw notFoundPath();
+        return json(res, 200, g);
+      } else throw notFoundPath();
+      if (rest.length === 0) {
+        const list = apiResourceList(store, group, version);
+        if (!list) throw notFoundPath();
+        return json(res, 200, list);
+      }
+      const r = route(store, group, version, rest);
+      if (!r) throw notFoundPath();
+      const isWatch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
+      const verb = method === 'GET' ? (isWatch ? 'watch' : r.name ? 'get' : 'list') : method === 'DELETE' && !r.name ? 'deletecollection' : method.toLowerCase();
+      const statKey = `${verb} ${r.t.group ? `${r.t.resource}.${r.t.group}` : r.t.resource}${r.subresource ? `/${r.subresource}` : ''}`;
+      s.requests[statKey] = (s.requests[statKey] ?? 0) + 1;
+      const fault = s.faults.errors;
+      if (fault && verb !== 'watch' && Math.random() < fault.rate) {
+        if (fault.code === 429) {
+          const after = fault.retryAfterSeconds ?? 1;
+          throw new StatusError(429, 'TooManyRequests', 'The server has received too many requests and has asked us to try again later', { retryAfterSeconds: after });
+        }
+        throw new StatusError(500, 'InternalError', 'Internal error occurred: injected fault');
+      }
+      const request: Request = { ...r, query: url.searchParams, body, contentType: String(req.headers['content-type'] ?? 'application/json') };
+      const asTable = accept.includes('as=Table');
+      let result: Result;
+      switch (verb) {
+        case 'watch': {
+          const expire = s.expireWatches > 0;
+          if (expire) s.expireWatches--;
+          let w: OpenWatch | undefined = undefined;
+          w = startWatch(store, res, { t: r.t, version, namespace: r.namespace, query: url.searchParams, asTable, bookmarkIntervalMs: s.bookmarkIntervalMs, expire }, () => {
+            if (w) s.watches.delete(w);
+          });
+          if (!res.writableEnded) s.watches.add(w);
+          return;
+        }
+        case 'get':
+          result = getOne(store, request);
+          if (asTable) result = { ...result, body: toTable(r.t, version, [result.body as never], { resourceVersion: (result.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion }, { includeObject: url.searchParams.get('includeObject') ?? 'Metadata', headers: true }) };
+          break;
+        case 'list': {
+          const page = listPage(store, request);
+          const meta = { resourceVersion: page.resourceVersion, continue: page.continue, remainingItemCount: page.remaining };
+          result = {
+            status: 200,
+            body: asTable
+              ? toTable(r.t, version, page.items, meta, { includeObject: url.searchParams.get('includeObject') ?? 'Metadata', headers: true })
+              : { kind: r.t.listKind, apiVersion: groupVersion(r.t.group, version), metadata: meta, items: page.items },
+          };
+          break;
+        }
+        case 'post':
+          if (r.name || r.subresource) throw methodNotAllowed('POST is not allowed on a named resource');
+          result = writer.create(request);
+          break;
+        case 'put':
+          if (!r.name) throw methodNotAllowed('PUT needs a resource name');
+          result = writer.update(request);
+          break;
+        case 'patch':
+          if (!r.name) throw methodNotAllowed('PATCH needs a resource name');
+          result = writer.patch(request);
+          break;
+        case 'delete':
+          result = writer.delete(request);
+          break;
+        case 'deletecollection':
+          result = writer.deleteCollection(request);
+          break;
+        default:
+          throw methodNotAllowed(`the server does not allow this method on the requested resource: ${method}`);
+      }
+      const headers: Record<string, string | string[]> = {};
+      if (result.warnings?.length) headers.warning = result.warnings.map((w) => `299 - "${w.replace(/"/g, '\\"')}"`);
+      json(res, result.status, result.body, headers);
+    } catch (e) {
+      if (!(e instanceof StatusError)) {
+        console.error('kube emulator: internal error', e);
+      }
+      const err = e instanceof StatusError ? e : new StatusError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
+      const headers: Record<string, string> = {};
+      if (err.details?.retryAfterSeconds && err.code === 429) headers['retry-after'] = String(err.details.retryAfterSeconds);
+      if (!res.headersSent) json(res, err.code, err.toStatus(), headers);
+      else res.end();
+    }
+  };
+}

@@ -1,0 +1,125 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import type { KubeObject, PrinterColumn, ResourceType } from './types.js';
+
+/** kubectl's HumanDuration (apimachinery util/duration). */
+export function humanDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < -1) return '<invalid>';
+  if (seconds < 0) return '0s';
+  if (seconds < 120) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
+  if (minutes < 180) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
+  if (hours < 48) return `${hours}h`;
+  if (hours < 24 * 8) return hours % 24 === 0 ? `${hours / 24}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
+  const days = Math.floor(hours / 24);
+  if (hours < 24 * 365 * 8) return days % 365 === 0 ? `${days / 365}y` : `${Math.floor(days / 365)}y${days % 365}d`;
+  return `${Math.floor(days / 365)}y`;
+}
+
+/** The simple JSONPath of printer columns: `.a.b`, `.a[0].b`, `.a['x.y']`, optionally in `{}`. */
+export function jsonPath(obj: any, path: string): unknown {
+  const p = path.trim().replace(/^\{(.*)\}$/, '$1');
+  const parts: Array<string | number> = [];
+  const re = /\.([^.[\]]+)|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]/g;
+  let m: RegExpExecArray | null;
+  let consumed = 0;
+  while ((m = re.exec(p)) !== null) {
+    if (m.index !== consumed) return undefined;
+    consumed = re.lastIndex;
+    parts.push(m[1] ?? (m[2] !== undefined ? Number(m[2]) : (m[3] ?? m[4])!));
+  }
+  if (consumed !== p.length) return undefined;
+  let v = obj;
+  for (const k of parts) {
+    if (v === null || v === undefined) return undefined;
+    v = v[k as any];
+  }
+  return v;
+}
+
+function cell(col: PrinterColumn, v: unknown): unknown {
+  if (v === undefined || v === null) return null;
+  switch (col.type) {
+    case 'date':
+      return typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? humanDuration(Date.now() - Date.parse(v)) : '<invalid>';
+    case 'integer':
+      return Number.isInteger(v) ? v : null;
+    case 'number':
+      return typeof v === 'number' ? v : null;
+    case 'boolean':
+      return typeof v === 'boolean' ? v : null;
+    default:
+      return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  }
+}
+
+const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' };
+
+/** Built-in kinds' usual columns (a subset of the API server's table convertors). */
+const BUILTIN_COLUMNS: Record<string, Array<PrinterColumn & { value?: (o: KubeObject) => unknown }>> = {
+  nodes: [
+    { name: 'Status', type: 'string', jsonPath: '', value: (o) => ((o.status?.conditions ?? []).find((c: any) => c.type === 'Ready')?.status === 'True' ? 'Ready' : 'NotReady') + (o.spec?.unschedulable ? ',SchedulingDisabled' : '') },
+    { name: 'Roles', type: 'string', jsonPath: '', value: (o) => Object.keys(o.metadata.labels ?? {}).filter((k) => k.startsWith('node-role.kubernetes.io/')).map((k) => k.split('/')[1]).join(',') || '<none>' },
+    AGE,
+    { name: 'Version', type: 'string', jsonPath: '.status.nodeInfo.kubeletVersion' },
+    { name: 'Internal-IP', type: 'string', jsonPath: '', priority: 1, value: (o) => (o.status?.addresses ?? []).find((a: any) => a.type === 'InternalIP')?.address ?? '<none>' },
+  ],
+  namespaces: [{ name: 'Status', type: 'string', jsonPath: '.status.phase' }, AGE],
+  customresourcedefinitions: [{ name: 'Created At', type: 'string', jsonPath: '.metadata.creationTimestamp' }],
+  leases: [{ name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity' }, AGE],
+  deployments: [
+    { name: 'Ready', type: 'string', jsonPath: '', value: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}` },
+    { name: 'Up-to-date', type: 'integer', jsonPath: '.status.updatedReplicas' },
+    { name: 'Available', type: 'integer', jsonPath: '.status.availableReplicas' },
+    AGE,
+  ],
+  events: [
+    { name: 'Last Seen', type: 'string', jsonPath: '', value: (o) => humanDuration(Date.now() - Date.parse(o.lastTimestamp ?? o.eventTime ?? o.metadata.creationTimestamp)) },
+    { name: 'Type', type: 'string', jsonPath: '.type' },
+    { name: 'Reason', type: 'string', jsonPath: '.reason' },
+    { name: 'Object', type: 'string', jsonPath: '', value: (o) => `${(o.involvedObject?.kind ?? '').toLowerCase()}/${o.involvedObject?.name ?? ''}` },
+    { name: 'Message', type: 'string', jsonPath: '.message' },
+  ],
+  pods: [
+    { name: 'Ready', type: 'string', jsonPath: '', value: (o) => `${(o.status?.containerStatuses ?? []).filter((c: any) => c.ready).length}/${(o.spec?.containers ?? []).length}` },
+    { name: 'Status', type: 'string', jsonPath: '', value: (o) => (o.metadata.deletionTimestamp ? 'Terminating' : (o.status?.phase ?? 'Pending')) },
+    { name: 'Restarts', type: 'integer', jsonPath: '', value: (o) => (o.status?.containerStatuses ?? []).reduce((n: number, c: any) => n + (c.restartCount ?? 0), 0) },
+    AGE,
+    { name: 'IP', type: 'string', jsonPath: '.status.podIP', priority: 1 },
+    { name: 'Node', type: 'string', jsonPath: '.spec.nodeName', priority: 1 },
+  ],
+};
+
+export function columnsFor(t: ResourceType, version: string): Array<PrinterColumn & { value?: (o: KubeObject) => unknown }> {
+  if (t.builtin) return BUILTIN_COLUMNS[t.resource] ?? [AGE];
+  const custom = t.printerColumns?.[version];
+  return custom && custom.length ? custom : [AGE];
+}
+
+export function toTable(t: ResourceType, version: string, items: KubeObject[], meta: { resourceVersion?: string; continue?: string }, opts: { includeObject: string; headers: boolean }) {
+  const cols = columnsFor(t, version);
+  return {
+    kind: 'Table',
+    apiVersion: 'meta.k8s.io/v1',
+    metadata: meta,
+    columnDefinitions: opts.headers
+      ? [
+          { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
+          ...cols.map((c) => ({ name: c.name, type: c.type === 'date' ? 'date' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
+        ]
+      : [],
+    rows: items.map((o) => ({
+      cells: [o.metadata.name, ...cols.map((c) => (c.value ? c.value(o) : cell(c, jsonPath(o, c.jsonPath))))],
+      object:
+        opts.includeObject === 'None'
+          ? undefined
+          : opts.includeObject === 'Object'
+            ? o
+            : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata },
+    })),
+  };
+}
