@@ -1,0 +1,106 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { startKubeEmulator, type KubeEmulator, type KubeEmulatorOptions } from '../../src/sim/kube/index.js';
+
+export interface Kubectl {
+  (args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }>;
+  dir: string;
+}
+
+/** Real kubectl against the emulator, with a fresh HOME and discovery cache (see toolchain.md 5.4). */
+export function kubectlFor(emu: KubeEmulator): Kubectl {
+  const dir = mkdtempSync(join(tmpdir(), 'kubectl-'));
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, emu.kubeconfig);
+  const run = (args: string[], stdin?: string) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const child = execFile(
+        'kubectl',
+        ['--kubeconfig', kubeconfig, ...args],
+        { env: { ...process.env, HOME: dir, KUBECACHEDIR: join(dir, 'cache') }, timeout: 30_000 },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
+      if (stdin !== undefined) child.stdin!.end(stdin);
+    });
+  return Object.assign(run, { dir });
+}
+
+export async function kube(opts: KubeEmulatorOptions = {}): Promise<{ emu: KubeEmulator; kc: KubeConfig }> {
+  const emu = await startKubeEmulator(opts);
+  const kc = new KubeConfig();
+  kc.loadFromString(emu.kubeconfig);
+  return { emu, kc };
+}
+
+/** Raw HTTP against the emulator, for status codes and headers. */
+export async function http(emu: KubeEmulator, method: string, path: string, body?: unknown, contentType = 'application/json') {
+  const res = await fetch(`${emu.url}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': contentType },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
+  return { status: res.status, body: json, headers: res.headers };
+}
+
+/** A CRD with a structural schema, printer columns and a status subresource. */
+export const WIDGET_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'widgets.example.io' },
+  spec: {
+    group: 'example.io',
+    scope: 'Namespaced',
+    names: { plural: 'widgets', singular: 'widget', kind: 'Widget', shortNames: ['wd'] },
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        additionalPrinterColumns: [
+          { name: 'Size', type: 'integer', jsonPath: '.spec.size' },
+          { name: 'Color', type: 'string', jsonPath: '.spec.color', priority: 1 },
+          { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+          { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+        ],
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: {
+                type: 'object',
+                required: ['size'],
+                properties: {
+                  size: { type: 'integer', minimum: 0, default: 1 },
+                  color: { type: 'string', enum: ['red', 'blue'], default: 'red' },
+                  tags: { type: 'object', additionalProperties: { type: 'string' } },
+                  free: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+                },
+              },
+              status: { type: 'object', properties: { phase: { type: 'string' }, count: { type: 'integer' } } },
+            },
+          },
+        },
+      },
+    ],
+  },
+};
+
+export const widget = (name: string, spec: Record<string, unknown> = { size: 1 }, labels?: Record<string, string>) => ({
+  apiVersion: 'example.io/v1',
+  kind: 'Widget',
+  metadata: { name, namespace: 'default', ...(labels ? { labels } : {}) },
+  spec,
+});
+
+export const WIDGETS = '/apis/example.io/v1/namespaces/default/widgets';
