@@ -42,11 +42,11 @@ export async function failure(p: Promise<unknown>): Promise<PopFailure> {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `fn` until it returns a truthy value or the timeout passes. */
-export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 5000, everyMs = 20): Promise<T> {
+export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 5000, everyMs = 20): Promise<NonNullable<T>> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
-    if (v) return v;
+    if (v) return v as NonNullable<T>;
     if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
     await sleep(everyMs);
   }

@@ -33,6 +33,9 @@ const CRD_KEY = 'customresourcedefinitions.apiextensions.k8s.io';
 
 function parseBody(req: Request): any {
   if (!req.body) throw badRequest('the request has no body');
+  if (req.contentType.includes('protobuf')) {
+    throw new StatusError(415, 'UnsupportedMediaType', 'the emulator accepts JSON and YAML bodies, not protobuf (sent by kubectl create configmap|secret|namespace ...); use kubectl create -f or kubectl apply -f');
+  }
   try {
     return req.contentType.includes('yaml') ? YAML.parse(req.body) : JSON.parse(req.body);
   } catch (e) {
@@ -201,6 +204,11 @@ export class Writer {
     return o;
   }
 
+  /** Writes an object a subresource handler computed (preconditions as in an update). */
+  updateFromSubresource(req: Request, next: KubeObject): Result {
+    return this.commit(req, this.existing(req), next, req.query.get('fieldManager') ?? undefined);
+  }
+
   update(req: Request): Result {
     const old = this.existing(req);
     const o = this.checkIdentity(req, parseBody(req));
@@ -366,4 +374,47 @@ export function listPage(store: Store, req: Request): { items: KubeObject[]; res
     return { items: page.map((o) => served(o, req.t, req.version)), resourceVersion: snapshotRv, continue: next, remaining: items.length - limit };
   }
   return { items: items.map((o) => served(o, req.t, req.version)), resourceVersion: snapshotRv };
+}
+
+const pathParts = (jsonPath: string): string[] => jsonPath.replace(/^\./, '').split('.');
+const readPath = (o: any, jsonPath: string): unknown => pathParts(jsonPath).reduce((v, k) => (v == null ? undefined : v[k]), o);
+
+/** The autoscaling/v1 Scale view of an object with a scale subresource. */
+export function toScale(t: ResourceType, o: KubeObject) {
+  const s = t.scale!;
+  return {
+    kind: 'Scale',
+    apiVersion: 'autoscaling/v1',
+    metadata: { name: o.metadata.name, namespace: o.metadata.namespace, uid: o.metadata.uid, resourceVersion: o.metadata.resourceVersion, creationTimestamp: o.metadata.creationTimestamp },
+    spec: { replicas: (readPath(o, s.specReplicasPath) as number | undefined) ?? 0 },
+    status: { replicas: (readPath(o, s.statusReplicasPath) as number | undefined) ?? 0, selector: s.labelSelectorPath ? readPath(o, s.labelSelectorPath) : undefined },
+  };
+}
+
+/** GET, PUT and PATCH on `/scale`: they read and write the spec's replica count only. */
+export function scaleRequest(store: Store, writer: Writer, req: Request, method: string): Result {
+  const t = req.t;
+  const o = store.get(t, req.namespace, req.name!);
+  if (!o) throw notFound(t, req.name!);
+  if (method === 'GET') return { status: 200, body: toScale(t, o) };
+  const current = toScale(t, o);
+  let scale: any;
+  const body = parseBody(req);
+  const type = req.contentType.split(';')[0]!.trim();
+  if (method === 'PUT') scale = body;
+  else if (type === 'application/merge-patch+json') scale = mergePatch(current, body);
+  else if (type === 'application/json-patch+json') scale = jsonPatch(current, body);
+  else throw unsupportedMediaType(type);
+  const replicas = scale?.spec?.replicas;
+  if (!Number.isInteger(replicas) || replicas < 0) {
+    throw invalid(t, req.name!, [{ reason: 'FieldValueInvalid', field: 'spec.replicas', message: `spec.replicas: Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0` }]);
+  }
+  const next = structuredClone(o);
+  const parts = pathParts(t.scale!.specReplicasPath);
+  let node: any = next;
+  for (const k of parts.slice(0, -1)) node = node[k] ??= {};
+  node[parts[parts.length - 1]!] = replicas;
+  next.metadata.resourceVersion = scale.metadata?.resourceVersion;
+  const result = writer.updateFromSubresource({ ...req, subresource: undefined }, next);
+  return { ...result, body: toScale(t, result.body as KubeObject) };
 }

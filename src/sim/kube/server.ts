@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { apiGroupDoc, apiGroupList, apiResourceList, apiVersions, openApiDoc, openApiIndex, versionInfo } from './discovery.js';
 import { StatusError, methodNotAllowed } from './errors.js';
-import { Writer, getOne, listPage, type Request, type Result } from './handlers.js';
+import { Writer, getOne, listPage, scaleRequest, type Request, type Result } from './handlers.js';
 import type { Store } from './store.js';
 import { toTable } from './table.js';
 import { groupVersion, type ResourceType } from './types.js';
@@ -115,6 +115,10 @@ export function kubeHandler(s: ServerState) {
       const request: Request = { ...r, query: url.searchParams, body, contentType: String(req.headers['content-type'] ?? 'application/json') };
       const asTable = accept.includes('as=Table');
       let result: Result;
+      if (r.subresource === 'scale' && ['get', 'put', 'patch'].includes(verb)) {
+        result = scaleRequest(store, writer, request, method);
+        return json(res, result.status, result.body);
+      }
       switch (verb) {
         case 'watch': {
           const expire = s.expireWatches > 0;

@@ -311,3 +311,24 @@ describe('faults and persistence', () => {
     await b.emu.close();
   });
 });
+
+describe('the scale subresource', () => {
+  it('reads and writes the replica count through autoscaling/v1 Scale', async () => {
+    const crd = structuredClone(WIDGET_CRD);
+    crd.metadata.name = 'pools.example.io';
+    Object.assign(crd.spec.names, { plural: 'pools', singular: 'pool', kind: 'Pool', shortNames: [] });
+    const v = crd.spec.versions[0]! as Record<string, unknown>;
+    v.subresources = { status: {}, scale: { specReplicasPath: '.spec.size', statusReplicasPath: '.status.count' } };
+    await http(emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    const base = '/apis/example.io/v1/namespaces/default/pools';
+    await http(emu, 'POST', base, { ...widget('p'), kind: 'Pool', spec: { size: 2 } });
+    const scale = await http(emu, 'GET', `${base}/p/scale`);
+    expect(scale.body).toMatchObject({ kind: 'Scale', apiVersion: 'autoscaling/v1', spec: { replicas: 2 }, status: { replicas: 0 } });
+    const patched = await http(emu, 'PATCH', `${base}/p/scale`, { spec: { replicas: 5 } }, 'application/merge-patch+json');
+    expect(patched.body.spec.replicas).toBe(5);
+    expect((await http(emu, 'GET', `${base}/p`)).body.spec.size).toBe(5);
+    expect((await http(emu, 'PATCH', `${base}/p/scale`, { spec: { replicas: -1 } }, 'application/merge-patch+json')).status).toBe(422);
+    const discovery = await http(emu, 'GET', '/apis/example.io/v1');
+    expect(discovery.body.resources.map((r: { name: string }) => r.name)).toContain('pools/scale');
+  });
+});
