@@ -16,6 +16,19 @@ export interface WatchOptions {
   expire: boolean;
 }
 
+// Stored objects are immutable, so one serialization per object and version serves every watch.
+const cache = new WeakMap<KubeObject, Map<string, string>>();
+function serialized(obj: KubeObject, t: ResourceType, version: string): string {
+  let perVersion = cache.get(obj);
+  if (!perVersion) cache.set(obj, (perVersion = new Map()));
+  let text = perVersion.get(version);
+  if (text === undefined) {
+    text = JSON.stringify({ ...obj, apiVersion: groupVersion(t.group, version), kind: t.kind });
+    perVersion.set(version, text);
+  }
+  return text;
+}
+
 export interface OpenWatch {
   close(): void;
 }
@@ -41,11 +54,11 @@ export function startWatch(store: Store, res: ServerResponse, o: WatchOptions, o
   res.flushHeaders();
   const line = (type: string, object: unknown) => res.write(`${JSON.stringify({ type, object })}\n`);
   const send = (type: EventType, obj: KubeObject) => {
-    const served = { ...obj, apiVersion: groupVersion(o.t.group, o.version), kind: o.t.kind };
     if (o.asTable) {
+      const served = { ...obj, apiVersion: groupVersion(o.t.group, o.version), kind: o.t.kind };
       line(type, toTable(o.t, o.version, [served], { resourceVersion: obj.metadata.resourceVersion }, { includeObject, headers: !headersSent }));
       headersSent = true;
-    } else line(type, served);
+    } else res.write(`{"type":"${type}","object":${serialized(obj, o.t, o.version)}}\n`);
   };
   const watcher: Watcher = { key: typeKey(o.t), namespace: o.t.namespaced ? o.namespace : undefined, labels, fields, send };
 
