@@ -58,6 +58,9 @@ function paginate<T extends { id: string }>(all: T[], p: Params, rules: PageRule
   return { items: items.slice(start, start + pageSize), nextToken: '', pageNumber, pageSize, totalCount: items.length };
 }
 
+/** The paging fields most describe answers carry. */
+const pageFields = (page: Page<unknown>) => ({ NextToken: page.nextToken, PageSize: page.pageSize, PageNumber: page.pageNumber, TotalCount: page.totalCount });
+
 function matchesTags(have: Tag[], want: Tag[]): boolean {
   return want.every((w) => have.some((h) => h.key === w.key && (w.value === '' || h.value === w.value)));
 }
@@ -98,10 +101,7 @@ export function describeNetworkInterfaces(ctx: ActionContext) {
   );
   const page = paginate(found, p, { token: { min: 10, max: 500, default: 10 }, legacy: { max: 1000 } });
   return {
-    NextToken: page.nextToken,
-    PageSize: page.pageSize,
-    PageNumber: page.pageNumber,
-    TotalCount: page.totalCount,
+    ...pageFields(page),
     NetworkInterfaceSets: { NetworkInterfaceSet: page.items.map((e) => eniShape(e, ctx.ownerId)) },
   };
 }
@@ -142,10 +142,7 @@ export function describeInstances(ctx: ActionContext) {
   );
   const page = paginate(found, p, { token: { min: 10, max: 100, default: 10 }, legacy: { max: 100 } });
   return {
-    NextToken: page.nextToken,
-    PageSize: page.pageSize,
-    PageNumber: page.pageNumber,
-    TotalCount: page.totalCount,
+    ...pageFields(page),
     Instances: { Instance: page.items.map((i) => instanceShape(i, w)) },
   };
 }
@@ -168,10 +165,7 @@ export function describeSecurityGroups(ctx: ActionContext) {
   const page = paginate(found, p, { token: { min: 1, max: 100, default: 10 }, legacy: { max: 100 } });
   return {
     RegionId: w.region,
-    NextToken: page.nextToken,
-    TotalCount: page.totalCount,
-    PageNumber: page.pageNumber,
-    PageSize: page.pageSize,
+    ...pageFields(page),
     SecurityGroups: {
       SecurityGroup: page.items.map((g) => ({
         SecurityGroupId: g.id,

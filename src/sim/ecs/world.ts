@@ -35,18 +35,12 @@ export interface Eni {
   pending?: { to: EniStatus | 'gone'; at: number };
 }
 
-export interface VSwitch {
-  id: string;
-  vpcId: string;
-  zoneId: string;
-  cidr: string;
-  ipv6Cidr?: string;
-  name?: string;
+export type VSwitch = Omit<Fixture['vSwitches'][number], 'tags' | 'foreignUsedIps'> & {
   tags: Tag[];
   creationTime: number;
   pool: Ipv4Pool;
   pool6?: Ipv6Pool;
-}
+};
 
 export type InstanceType = Fixture['instanceTypes'][number];
 
