@@ -31,7 +31,7 @@ const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const now = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 const CRD_KEY = 'customresourcedefinitions.apiextensions.k8s.io';
 
-function parseBody(req: Request): any {
+export function parseBody(req: Request): any {
   if (!req.body) throw badRequest('the request has no body');
   if (req.contentType.includes('protobuf')) {
     throw new StatusError(415, 'UnsupportedMediaType', 'the emulator accepts JSON and YAML bodies, not protobuf (sent by kubectl create configmap|secret|namespace ...); use kubectl create -f or kubectl apply -f');
@@ -44,7 +44,7 @@ function parseBody(req: Request): any {
 }
 
 /** What the stored object looks like through the version a client asked for. */
-const served = (o: KubeObject, t: ResourceType, version: string): KubeObject => ({ ...o, apiVersion: groupVersion(t.group, version), kind: t.kind });
+export const served = (o: KubeObject, t: ResourceType, version: string): KubeObject => ({ ...o, apiVersion: groupVersion(t.group, version), kind: t.kind });
 
 function checkMetadata(t: ResourceType, o: KubeObject): StatusCause[] {
   const out: StatusCause[] = [];
@@ -175,7 +175,6 @@ export class Writer {
       if (old.status === undefined) delete next.status;
       else next.status = structuredClone(old.status);
     }
-    if (typeKey(t) === CRD_KEY && req.subresource !== 'status') next.status = old.status;
     const warnings: string[] = [];
     const causes = [...checkMetadata(t, next), ...(t.builtin ? [] : admitCustom(t, req.version, next, this.fieldValidation(req), warnings))];
     if (causes.length) throw invalid(t, old.metadata.name!, causes);
@@ -194,7 +193,11 @@ export class Writer {
     if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) {
       this.store.remove(t, next);
       this.afterDelete(t, next);
-    } else this.store.put(t, next, old);
+    } else {
+      this.store.put(t, next, old);
+      // A changed CRD changes its kind at once: versions, schema, printer columns.
+      if (typeKey(t) === CRD_KEY) this.store.register(crdType(next));
+    }
     return { status: 200, body: served(next, t, req.version), warnings };
   }
 
@@ -328,93 +331,4 @@ function withoutForce(q: URLSearchParams): URLSearchParams {
   const out = new URLSearchParams(q);
   out.delete('force');
   return out;
-}
-
-/** GET of one object. */
-export function getOne(store: Store, req: Request): Result {
-  const o = store.get(req.t, req.namespace, req.name!);
-  if (!o) throw notFound(req.t, req.name!);
-  return { status: 200, body: served(o, req.t, req.version) };
-}
-
-/** A list with selectors, chunking and resourceVersion semantics. */
-export function listPage(store: Store, req: Request): { items: KubeObject[]; resourceVersion: string; continue?: string; remaining?: number } {
-  const q = req.query;
-  const labels = parseLabelSelector(q.get('labelSelector') ?? undefined);
-  const fields = parseFieldSelector(q.get('fieldSelector') ?? undefined, req.t);
-  const rv = q.get('resourceVersion');
-  const match = q.get('resourceVersionMatch');
-  if (match && !['Exact', 'NotOlderThan'].includes(match)) throw badRequest(`resourceVersionMatch must be Exact or NotOlderThan, not "${match}"`);
-  if (match && !rv) throw badRequest('resourceVersionMatch is forbidden unless resourceVersion is provided');
-  if (rv && !/^\d+$/.test(rv)) throw badRequest(`invalid resource version "${rv}"`);
-  if (rv && Number(rv) > store.rv && rv !== '0') {
-    throw new StatusError(504, 'Timeout', `Too large resource version: ${rv}, current: ${store.rv}`, { retryAfterSeconds: 1 });
-  }
-  if (match === 'Exact' && rv && Number(rv) !== store.rv) {
-    throw new StatusError(410, 'Expired', `too old resource version: ${rv} (${store.rv}); this server serves only its latest state`);
-  }
-  let items = store.list(req.t, req.namespace).filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(fields, o));
-  const token = q.get('continue');
-  let snapshotRv = String(store.rv);
-  if (token) {
-    let parsed: { rv: string; after: string };
-    try {
-      parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    } catch {
-      throw badRequest('invalid continue token');
-    }
-    snapshotRv = parsed.rv;
-    items = items.filter((o) => `${o.metadata.namespace ?? ''}/${o.metadata.name}` > parsed.after);
-  }
-  const limit = Number(q.get('limit') ?? 0);
-  if (limit > 0 && items.length > limit) {
-    const page = items.slice(0, limit);
-    const last = page[page.length - 1]!;
-    const next = Buffer.from(JSON.stringify({ rv: snapshotRv, after: `${last.metadata.namespace ?? ''}/${last.metadata.name}` })).toString('base64url');
-    return { items: page.map((o) => served(o, req.t, req.version)), resourceVersion: snapshotRv, continue: next, remaining: items.length - limit };
-  }
-  return { items: items.map((o) => served(o, req.t, req.version)), resourceVersion: snapshotRv };
-}
-
-const pathParts = (jsonPath: string): string[] => jsonPath.replace(/^\./, '').split('.');
-const readPath = (o: any, jsonPath: string): unknown => pathParts(jsonPath).reduce((v, k) => (v == null ? undefined : v[k]), o);
-
-/** The autoscaling/v1 Scale view of an object with a scale subresource. */
-export function toScale(t: ResourceType, o: KubeObject) {
-  const s = t.scale!;
-  return {
-    kind: 'Scale',
-    apiVersion: 'autoscaling/v1',
-    metadata: { name: o.metadata.name, namespace: o.metadata.namespace, uid: o.metadata.uid, resourceVersion: o.metadata.resourceVersion, creationTimestamp: o.metadata.creationTimestamp },
-    spec: { replicas: (readPath(o, s.specReplicasPath) as number | undefined) ?? 0 },
-    status: { replicas: (readPath(o, s.statusReplicasPath) as number | undefined) ?? 0, selector: s.labelSelectorPath ? readPath(o, s.labelSelectorPath) : undefined },
-  };
-}
-
-/** GET, PUT and PATCH on `/scale`: they read and write the spec's replica count only. */
-export function scaleRequest(store: Store, writer: Writer, req: Request, method: string): Result {
-  const t = req.t;
-  const o = store.get(t, req.namespace, req.name!);
-  if (!o) throw notFound(t, req.name!);
-  if (method === 'GET') return { status: 200, body: toScale(t, o) };
-  const current = toScale(t, o);
-  let scale: any;
-  const body = parseBody(req);
-  const type = req.contentType.split(';')[0]!.trim();
-  if (method === 'PUT') scale = body;
-  else if (type === 'application/merge-patch+json') scale = mergePatch(current, body);
-  else if (type === 'application/json-patch+json') scale = jsonPatch(current, body);
-  else throw unsupportedMediaType(type);
-  const replicas = scale?.spec?.replicas;
-  if (!Number.isInteger(replicas) || replicas < 0) {
-    throw invalid(t, req.name!, [{ reason: 'FieldValueInvalid', field: 'spec.replicas', message: `spec.replicas: Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0` }]);
-  }
-  const next = structuredClone(o);
-  const parts = pathParts(t.scale!.specReplicasPath);
-  let node: any = next;
-  for (const k of parts.slice(0, -1)) node = node[k] ??= {};
-  node[parts[parts.length - 1]!] = replicas;
-  next.metadata.resourceVersion = scale.metadata?.resourceVersion;
-  const result = writer.updateFromSubresource({ ...req, subresource: undefined }, next);
-  return { ...result, body: toScale(t, result.body as KubeObject) };
 }

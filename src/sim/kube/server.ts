@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { apiGroupDoc, apiGroupList, apiResourceList, apiVersions, openApiDoc, openApiIndex, versionInfo } from './discovery.js';
 import { StatusError, methodNotAllowed } from './errors.js';
-import { Writer, getOne, listPage, scaleRequest, type Request, type Result } from './handlers.js';
+import { Writer, type Request, type Result } from './handlers.js';
+import { getOne, listPage } from './reads.js';
+import { scaleRequest } from './scale.js';
 import type { Store } from './store.js';
 import { toTable } from './table.js';
 import { groupVersion, type ResourceType } from './types.js';

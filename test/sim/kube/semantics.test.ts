@@ -39,6 +39,19 @@ describe('CRDs', () => {
     expect(r.body.details.causes[0].field).toBe('spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[loose].type');
   });
 
+  it('applies a changed CRD at once', async () => {
+    const crdPath = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.io';
+    const setColors = async (colors: string[]) => {
+      const crd = (await http(emu, 'GET', crdPath)).body;
+      crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.color.enum = colors;
+      expect((await http(emu, 'PUT', crdPath, crd)).status).toBe(200);
+    };
+    await setColors(['red', 'blue', 'green']);
+    expect((await create('green-one', { size: 1, color: 'green' })).status).toBe(201);
+    await setColors(['red', 'blue']);
+    expect((await create('green-two', { size: 1, color: 'green' })).status).toBe(422);
+  });
+
   it('removes the kind and its objects with the CRD', async () => {
     const other = structuredClone(WIDGET_CRD);
     other.metadata.name = 'things.example.io';
