@@ -142,6 +142,14 @@ describe('kubectl against the emulator', () => {
     expect((await k(['get', 'widget', 'eta'])).stderr).toContain('not found');
   });
 
+  it('shows Nodes and Pods with their usual columns', async () => {
+    const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1', labels: { 'node-role.kubernetes.io/worker': '' } }, status: { conditions: [{ type: 'Ready', status: 'True' }], nodeInfo: { kubeletVersion: 'v1.32.4' }, addresses: [{ type: 'InternalIP', address: '192.168.0.10' }] } };
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default' }, spec: { nodeName: 'node-1', containers: [{ name: 'c', image: 'nginx' }] }, status: { phase: 'Running', podIP: '192.168.16.7', containerStatuses: [{ name: 'c', ready: true, restartCount: 2 }] } };
+    for (const o of [node, pod]) expect((await k(['apply', '-f', '-'], JSON.stringify(o))).code).toBe(0);
+    expect((await k(['get', 'nodes', '-o', 'wide'])).stdout).toMatch(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\s+INTERNAL-IP\nnode-1\s+Ready\s+worker\s+\S+\s+v1\.32\.4\s+192\.168\.0\.10\n$/);
+    expect((await k(['get', 'pods', '-o', 'wide'])).stdout).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\nweb\s+1\/1\s+Running\s+2\s+\S+\s+192\.168\.16\.7\s+node-1\n$/);
+  });
+
   it('lists built-in kinds with their usual columns', async () => {
     expect((await k(['get', 'namespaces'])).stdout).toMatch(/^NAME\s+STATUS\s+AGE\ndefault\s+Active\s+/);
     expect((await k(['api-resources', '--api-group=example.io'])).stdout).toMatch(/widgets\s+wd\s+example\.io\/v1\s+true\s+Widget/);

@@ -345,3 +345,26 @@ describe('the scale subresource', () => {
     expect(discovery.body.resources.map((r: { name: string }) => r.name)).toContain('pools/scale');
   });
 });
+
+describe('watch details', () => {
+  it('closes a watch cleanly after timeoutSeconds and counts open watches', async () => {
+    const t0 = Date.now();
+    const res = await fetch(`${emu.url}${WIDGETS}?watch=true&timeoutSeconds=1&resourceVersion=0`);
+    expect(res.status).toBe(200);
+    expect(emu.openWatches()).toBeGreaterThanOrEqual(1);
+    const text = await res.text();
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    const events = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.every((e) => e.type === 'ADDED')).toBe(true);
+    expect(emu.openWatches()).toBe(0);
+  });
+
+  it('adds latency to every request when asked', async () => {
+    emu.setFaults({ latencyMs: 200 });
+    const t0 = Date.now();
+    await http(emu, 'GET', '/version');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
+    emu.setFaults({});
+  });
+});
