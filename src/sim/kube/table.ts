@@ -20,23 +20,32 @@ export function humanDuration(ms: number): string {
   return `${Math.floor(days / 365)}y`;
 }
 
-/** The simple JSONPath of printer columns: `.a.b`, `.a[0].b`, `.a['x.y']`, optionally in `{}`. */
+/**
+ * The JSONPath of printer columns: `.a.b`, `.a[0].b`, `.a['x.y']`, and a filter
+ * `[?(@.type=="Ready")]`, which takes the first matching element; optionally in `{}`.
+ */
 export function jsonPath(obj: any, path: string): unknown {
   const p = path.trim().replace(/^\{(.*)\}$/, '$1');
-  const parts: Array<string | number> = [];
-  const re = /\.([^.[\]]+)|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]/g;
+  type Step = { key: string | number } | { filter: string; value: string };
+  const steps: Step[] = [];
+  const re = /\.([^.[\]]+)|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]|\[\?\(@\.([\w.-]+)\s*==\s*(?:"([^"]*)"|'([^']*)')\)\]/g;
   let m: RegExpExecArray | null;
   let consumed = 0;
   while ((m = re.exec(p)) !== null) {
     if (m.index !== consumed) return undefined;
     consumed = re.lastIndex;
-    parts.push(m[1] ?? (m[2] !== undefined ? Number(m[2]) : (m[3] ?? m[4])!));
+    if (m[5] !== undefined) steps.push({ filter: m[5], value: (m[6] ?? m[7])! });
+    else steps.push({ key: m[1] ?? (m[2] !== undefined ? Number(m[2]) : (m[3] ?? m[4])!) });
   }
   if (consumed !== p.length) return undefined;
   let v = obj;
-  for (const k of parts) {
+  for (const step of steps) {
     if (v === null || v === undefined) return undefined;
-    v = v[k as any];
+    if ('filter' in step) {
+      if (!Array.isArray(v)) return undefined;
+      const field = step.filter.split('.');
+      v = v.find((item) => String(field.reduce((x: any, k) => x?.[k], item)) === step.value);
+    } else v = v[step.key as any];
   }
   return v;
 }

@@ -1,0 +1,85 @@
+import { GROUP, VERSION, eniPoolClassSpec, eniPoolClassStatus, eniPoolSpec, eniPoolStatus } from './types.js';
+import type { JsonSchema } from './schema-builder.js';
+
+interface CrdInput {
+  kind: string;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  spec: JsonSchema;
+  status: JsonSchema;
+  columns: Array<{ name: string; type: string; jsonPath: string; description?: string; priority?: number }>;
+}
+
+function crd(i: CrdInput) {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${i.plural}.${GROUP}` },
+    spec: {
+      group: GROUP,
+      scope: 'Cluster',
+      names: { kind: i.kind, listKind: `${i.kind}List`, plural: i.plural, singular: i.singular, shortNames: i.shortNames, categories: ['eni-ipam'] },
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: i.columns,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: i.spec,
+                status: i.status,
+              },
+              required: ['spec'],
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** The CRDs, generated from the types in types.ts (`npm run gen:crds` writes them to crds/). */
+export const CRDS = {
+  enipoolclasses: crd({
+    kind: 'ENIPoolClass',
+    plural: 'enipoolclasses',
+    singular: 'enipoolclass',
+    shortNames: ['enipc'],
+    spec: { ...eniPoolClassSpec.schema, default: {} },
+    status: eniPoolClassStatus.schema,
+    columns: [
+      { name: 'Priority', type: 'integer', jsonPath: '.spec.priority' },
+      { name: 'Nodes', type: 'integer', jsonPath: '.status.matchedNodes', description: 'Nodes this class selects.' },
+      { name: 'Valid', type: 'string', jsonPath: '.status.conditions[?(@.type=="Valid")].status' },
+      { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Valid")].reason', priority: 1 },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  }),
+  enipools: crd({
+    kind: 'ENIPool',
+    plural: 'enipools',
+    singular: 'enipool',
+    shortNames: ['enip'],
+    spec: eniPoolSpec.schema,
+    status: eniPoolStatus.schema,
+    columns: [
+      { name: 'Instance-Type', type: 'string', jsonPath: '.spec.instanceType' },
+      { name: 'ENIs', type: 'integer', jsonPath: '.status.summary.enis' },
+      { name: 'Available', type: 'integer', jsonPath: '.status.summary.available', description: 'IPs on attached ENIs.' },
+      { name: 'Used', type: 'integer', jsonPath: '.status.summary.used' },
+      { name: 'Needed', type: 'integer', jsonPath: '.status.summary.needed' },
+      { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+      { name: 'Zone', type: 'string', jsonPath: '.spec.zoneID', priority: 1 },
+      { name: 'Class', type: 'string', jsonPath: '.spec.className', priority: 1 },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  }),
+};

@@ -1,0 +1,151 @@
+import { s, type Infer } from './schema-builder.js';
+
+/** The API group and version of every eni-ipam kind. */
+export const GROUP = 'eniipam.io';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+const labelSelector = s.object(
+  {
+    matchLabels: s.map(s.string()),
+    matchExpressions: s.array(
+      s.object(
+        {
+          key: s.string({ minLength: 1 }),
+          operator: s.enum(['In', 'NotIn', 'Exists', 'DoesNotExist'] as const),
+          values: s.array(s.string()),
+        },
+        { required: ['key', 'operator'] },
+      ),
+    ),
+  },
+  { description: 'A standard label selector on Node labels; empty selects every node.' },
+);
+
+const condition = s.object(
+  {
+    type: s.string({ minLength: 1 }),
+    status: s.enum(['True', 'False', 'Unknown'] as const),
+    reason: s.string(),
+    message: s.string(),
+    lastTransitionTime: s.string({ format: 'date-time' }),
+    observedGeneration: s.int({ minimum: 0 }),
+  },
+  { required: ['type', 'status'] },
+);
+
+/** Where ENIs go and how big each node's pool is: shared by classes and (resolved) by pools. */
+const placementAndSizing = {
+  vSwitchIDs: s.array(s.string({ minLength: 1 }), { description: 'vSwitches for secondary ENIs; those in the node\u2019s zone are used.' }),
+  vSwitchTags: s.map(s.string(), { description: 'vSwitches with all of these tags are used (with vSwitchIDs, either may match).' }),
+  vSwitchSelection: s.enum(['MostFreeIPs', 'Ordered'] as const, { default: 'MostFreeIPs', description: 'MostFreeIPs picks the vSwitch with the most free addresses; Ordered the first listed with room.' }),
+  securityGroupIDs: s.array(s.string({ minLength: 1 }), { maxItems: 5, description: 'Security groups of created ENIs.' }),
+  securityGroupTags: s.map(s.string(), { description: 'Security groups of the VPC with all of these tags join created ENIs.' }),
+  eniTags: s.map(s.string(), { description: 'Extra tags on created ENIs (the ownership tags are always added).' }),
+  minAllocate: s.int({ minimum: 0, default: 0, description: 'IPs a node keeps at least.' }),
+  preAllocate: s.int({ minimum: 0, default: 8, description: 'Free IPs kept ready above use.' }),
+  maxAboveWatermark: s.int({ minimum: 0, default: 0, description: 'IPs that may be allocated beyond the need in one step, and kept.' }),
+  maxAllocate: s.int({ minimum: 0, default: 0, description: 'IPs a node has at most; 0 means the instance type\u2019s limit.' }),
+  releaseExcessIPs: s.bool({ default: true, description: 'Release IPs that stay above the need for releaseDelaySeconds.' }),
+  releaseDelaySeconds: s.int({ minimum: 0, default: 180, description: 'How long an IP must stay excess before its release is requested.' }),
+  deleteEmptyENIs: s.bool({ default: false, description: 'Detach and delete secondary ENIs left with no IP in use.' }),
+};
+
+export const eniPoolClassSpec = s.object(
+  {
+    nodeSelector: labelSelector,
+    priority: s.int({ default: 0, description: 'When several classes select a node, the highest priority wins (ties: the first name).' }),
+    ...placementAndSizing,
+  },
+  { description: 'Pool policy for the nodes its selector matches.' },
+);
+
+export const eniPoolClassStatus = s.object({
+  matchedNodes: s.int({ minimum: 0 }),
+  conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),
+  observedGeneration: s.int({ minimum: 0 }),
+});
+
+export const eniPoolSpec = s.object(
+  {
+    nodeName: s.string({ minLength: 1 }),
+    instanceID: s.string(),
+    instanceType: s.string(),
+    zoneID: s.string(),
+    vpcID: s.string(),
+    className: s.string(),
+    ...placementAndSizing,
+  },
+  { required: ['nodeName'], description: 'One node\u2019s pool: its instance and the resolved policy of its class.' },
+);
+
+const eni = s.object(
+  {
+    id: s.string(),
+    mac: s.string(),
+    vSwitchID: s.string(),
+    vSwitchCIDR: s.string(),
+    gatewayIP: s.string(),
+    primaryIP: s.string(),
+    securityGroupIDs: s.array(s.string()),
+    state: s.enum(['Available', 'Attaching', 'InUse', 'Detaching', 'Deleting'] as const),
+    deviceIndex: s.int({ minimum: 0 }),
+    ips: s.array(s.string(), { description: 'Every IPv4 address of the ENI usable by pods, its own primary included.' }),
+  },
+  { required: ['id', 'state'] },
+);
+
+export const eniPoolStatus = s.object({
+  // Written by the operator.
+  enis: s.array(eni, { listType: 'map', listMapKeys: ['id'] }),
+  summary: s.object({
+    enis: s.int({ minimum: 0 }),
+    available: s.int({ minimum: 0 }),
+    used: s.int({ minimum: 0 }),
+    needed: s.int({ minimum: 0 }),
+    releasing: s.int({ minimum: 0 }),
+  }),
+  releaseRequests: s.map(s.string({ format: 'date-time' }), { description: 'IP -> when its release was requested (operator).' }),
+  conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),
+  observedGeneration: s.int({ minimum: 0 }),
+  // Written by the node agent.
+  used: s.map(s.object({ pod: s.string(), containerID: s.string() }), { description: 'IP -> its owner (agent).' }),
+  releaseAcks: s.map(s.enum(['ready', 'do-not-release'] as const), { description: 'IP -> the agent\u2019s answer to a release request (agent).' }),
+});
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+}
+
+export type ENIPoolClassSpec = Infer<typeof eniPoolClassSpec>;
+export type ENIPoolClassStatus = Infer<typeof eniPoolClassStatus>;
+export type ENIPoolSpec = Infer<typeof eniPoolSpec>;
+export type ENIPoolStatus = Infer<typeof eniPoolStatus>;
+export type PoolENI = NonNullable<ENIPoolStatus['enis']>[number];
+export type Condition = Infer<typeof condition>;
+export type LabelSelector = Infer<typeof labelSelector>;
+
+export interface ENIPoolClass {
+  apiVersion: typeof API_VERSION;
+  kind: 'ENIPoolClass';
+  metadata: ObjectMeta;
+  spec: ENIPoolClassSpec;
+  status?: ENIPoolClassStatus;
+}
+
+export interface ENIPool {
+  apiVersion: typeof API_VERSION;
+  kind: 'ENIPool';
+  metadata: ObjectMeta;
+  spec: ENIPoolSpec;
+  status?: ENIPoolStatus;
+}
