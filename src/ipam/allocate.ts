@@ -1,0 +1,115 @@
+import { CREATE_MAX_IPS, type InstanceLimits } from './capacity.js';
+
+/** A secondary ENI of the node as the planner sees it. */
+export interface EniView {
+  id: string;
+  vSwitchId: string;
+  /** Only InUse ENIs take new addresses; the others still hold an ENI slot. */
+  attached: boolean;
+  /** IPv4 addresses on the ENI, its own primary included. */
+  ips: number;
+}
+
+/** A vSwitch the node's class allows in its zone, with what is known of its free addresses. */
+export interface VSwitchView {
+  id: string;
+  free: number;
+  /** Refused addresses lately (IpNotEnough): not used until its free count is refreshed. */
+  blocked?: boolean;
+}
+
+export interface AllocationInput {
+  /** IPs to add. */
+  want: number;
+  enis: EniView[];
+  limits: InstanceLimits;
+  /** In the class's order (which `Ordered` follows). */
+  vSwitches: VSwitchView[];
+  selection: 'MostFreeIPs' | 'Ordered';
+  /** ENIs already being created for the node (they hold slots). */
+  creating?: number;
+}
+
+export type AllocationOp = { kind: 'assign'; eniId: string; vSwitchId: string; count: number } | { kind: 'create'; vSwitchId: string; ips: number };
+
+export interface AllocationPlan {
+  ops: AllocationOp[];
+  /** IPs the plan adds. */
+  planned: number;
+  /** Why the plan adds fewer than wanted. */
+  shortfall?: 'instance-limit' | 'vswitch-exhausted';
+}
+
+/** Mutating calls a plan takes: one per assign, two per new ENI (create, attach). */
+export const callsOf = (ops: AllocationOp[]): number => ops.reduce((n, op) => n + (op.kind === 'assign' ? 1 : 2), 0);
+
+/** Creates ENIs for `remaining` IPs in free slots, each carrying as many IPs as it may. */
+function planCreates(remaining: number, slots: number, perEni: number, free: Map<string, number>, order: string[], selection: AllocationInput['selection']) {
+  const ops: AllocationOp[] = [];
+  let added = 0;
+  while (remaining - added > 0 && ops.length < slots) {
+    const wanted = Math.min(perEni, remaining - added);
+    const candidates = order.filter((id) => (free.get(id) ?? 0) > 0);
+    if (!candidates.length) break;
+    const pick =
+      selection === 'Ordered'
+        ? (candidates.find((id) => free.get(id)! >= wanted) ?? candidates[0]!)
+        : candidates.reduce((best, id) => (free.get(id)! > free.get(best)! ? id : best));
+    const ips = Math.min(wanted, free.get(pick)!);
+    free.set(pick, free.get(pick)! - ips);
+    ops.push({ kind: 'create', vSwitchId: pick, ips });
+    added += ips;
+  }
+  return { ops, added };
+}
+
+/**
+ * The cheapest cloud operations that add `want` IPs to a node within its instance limits and
+ * its vSwitches' free addresses. It weighs filling the j roomiest attached ENIs (one
+ * AssignPrivateIpAddresses each) against new ENIs (create with all their IPs, then attach:
+ * two calls), for every j, and keeps the plan that adds the most IPs in the fewest calls,
+ * preferring fewer new ENIs on a tie.
+ */
+export function planAllocation(input: AllocationInput): AllocationPlan {
+  const { limits } = input;
+  const usable = input.vSwitches.filter((v) => !v.blocked && v.free > 0);
+  const order = usable.map((v) => v.id);
+  const baseFree = new Map(usable.map((v) => [v.id, v.free] as const));
+  const slots = Math.max(0, limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0));
+  const perEni = Math.min(limits.ipv4PerEni, CREATE_MAX_IPS);
+  const roomy = input.enis
+    .filter((e) => e.attached && e.ips < limits.ipv4PerEni && baseFree.has(e.vSwitchId))
+    .sort((a, b) => a.ips - b.ips || (a.id < b.id ? -1 : 1));
+
+  let best: AllocationPlan | undefined;
+  for (let j = 0; j <= roomy.length; j++) {
+    const free = new Map(baseFree);
+    const ops: AllocationOp[] = [];
+    let planned = 0;
+    for (const eni of roomy.slice(0, j)) {
+      const count = Math.min(limits.ipv4PerEni - eni.ips, input.want - planned, free.get(eni.vSwitchId)!);
+      if (count <= 0) continue;
+      free.set(eni.vSwitchId, free.get(eni.vSwitchId)! - count);
+      ops.push({ kind: 'assign', eniId: eni.id, vSwitchId: eni.vSwitchId, count });
+      planned += count;
+    }
+    const creates = planCreates(input.want - planned, slots, perEni, free, order, input.selection);
+    ops.push(...creates.ops);
+    planned += creates.added;
+    const plan: AllocationPlan = { ops, planned };
+    if (
+      !best ||
+      plan.planned > best.planned ||
+      (plan.planned === best.planned && callsOf(plan.ops) < callsOf(best.ops)) ||
+      (plan.planned === best.planned && callsOf(plan.ops) === callsOf(best.ops) && creates.ops.length < best.ops.filter((o) => o.kind === 'create').length)
+    ) {
+      best = plan;
+    }
+  }
+  const plan = best!;
+  if (plan.planned < input.want) {
+    const roomLeft = input.enis.some((e) => e.attached && e.ips < limits.ipv4PerEni) || slots > plan.ops.filter((o) => o.kind === 'create').length;
+    plan.shortfall = roomLeft ? 'vswitch-exhausted' : 'instance-limit';
+  }
+  return plan;
+}

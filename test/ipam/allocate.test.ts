@@ -1,0 +1,169 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { callsOf, planAllocation, type AllocationInput, type EniView } from '../../src/ipam/allocate.js';
+
+const limitsArb = fc.record({ eniQuantity: fc.integer({ min: 1, max: 6 }), ipv4PerEni: fc.integer({ min: 2, max: 20 }) });
+
+/** A node's state: ENIs within the instance limits, vSwitches with some free addresses. */
+const inputArb = (vSwitchCount: { min: number; max: number }) =>
+  limitsArb.chain((limits) =>
+    fc.record({
+      want: fc.nat(60),
+      limits: fc.constant(limits),
+      vSwitches: fc.array(fc.record({ free: fc.nat(40), blocked: fc.boolean({ trueFrequency: 1 }) }), { minLength: vSwitchCount.min, maxLength: vSwitchCount.max }).map((vs) => vs.map((v, i) => ({ ...v, id: `vsw-${i}` }))),
+      selection: fc.constantFrom('MostFreeIPs' as const, 'Ordered' as const),
+      enis: fc.array(fc.record({ attached: fc.boolean({ trueFrequency: 4 }), ips: fc.integer({ min: 1, max: limits.ipv4PerEni }), vsw: fc.nat(3) }), { maxLength: Math.max(0, limits.eniQuantity - 1) }),
+      creating: fc.nat(1),
+    }).map((r) => ({
+      ...r,
+      creating: Math.min(r.creating, Math.max(0, limits.eniQuantity - 1 - r.enis.length)),
+      enis: r.enis.map((e, i): EniView => ({ id: `eni-${i}`, attached: e.attached, ips: e.ips, vSwitchId: `vsw-${e.vsw % Math.max(1, r.vSwitches.length)}` })),
+    })),
+  );
+
+/** Every plan the planner could choose, searched exhaustively: the best (IPs, calls) pair. */
+function bruteForce(input: AllocationInput): { planned: number; calls: number } {
+  const free = input.vSwitches.filter((v) => !v.blocked).reduce((n, v) => n + v.free, 0);
+  const usable = new Set(input.vSwitches.filter((v) => !v.blocked && v.free > 0).map((v) => v.id));
+  const roomy = input.enis.filter((e) => e.attached && usable.has(e.vSwitchId)).map((e) => input.limits.ipv4PerEni - e.ips).filter((r) => r > 0);
+  const slots = Math.max(0, input.limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0));
+  const perEni = Math.min(input.limits.ipv4PerEni, 50);
+  let best = { planned: 0, calls: 0 };
+  for (let mask = 0; mask < 1 << roomy.length; mask++) {
+    const chosen = roomy.filter((_, i) => mask & (1 << i));
+    for (let n = 0; n <= slots; n++) {
+      const room = chosen.reduce((a, b) => a + b, 0) + n * perEni;
+      const planned = Math.min(input.want, room, free);
+      // Every call must add at least one IP; otherwise it is not part of a sensible plan.
+      if (chosen.length + n > planned) continue;
+      const calls = chosen.length + 2 * n;
+      if (planned > best.planned || (planned === best.planned && calls < best.calls)) best = { planned, calls };
+    }
+  }
+  return best;
+}
+
+describe('allocation planning', () => {
+  it('fills an attached ENI with one call before creating any', () => {
+    const plan = planAllocation({
+      want: 5,
+      limits: { eniQuantity: 4, ipv4PerEni: 15 },
+      enis: [{ id: 'eni-a', vSwitchId: 'vsw-1', attached: true, ips: 6 }],
+      vSwitches: [{ id: 'vsw-1', free: 100 }],
+      selection: 'MostFreeIPs',
+    });
+    expect(plan).toEqual({ ops: [{ kind: 'assign', eniId: 'eni-a', vSwitchId: 'vsw-1', count: 5 }], planned: 5 });
+  });
+
+  it('creates ENIs carrying all their IPs, in the vSwitch with the most free addresses', () => {
+    const plan = planAllocation({
+      want: 20,
+      limits: { eniQuantity: 4, ipv4PerEni: 15 },
+      enis: [],
+      vSwitches: [{ id: 'vsw-small', free: 30 }, { id: 'vsw-big', free: 200 }],
+      selection: 'MostFreeIPs',
+    });
+    expect(plan.ops).toEqual([{ kind: 'create', vSwitchId: 'vsw-big', ips: 15 }, { kind: 'create', vSwitchId: 'vsw-big', ips: 5 }]);
+    const ordered = planAllocation({ want: 20, limits: { eniQuantity: 4, ipv4PerEni: 15 }, enis: [], vSwitches: [{ id: 'vsw-small', free: 30 }, { id: 'vsw-big', free: 200 }], selection: 'Ordered' });
+    expect(ordered.ops.map((o) => o.vSwitchId)).toEqual(['vsw-small', 'vsw-small']);
+  });
+
+  it('prefers one new ENI to three small fills', () => {
+    const plan = planAllocation({
+      want: 12,
+      limits: { eniQuantity: 5, ipv4PerEni: 15 },
+      enis: ['a', 'b', 'c'].map((id) => ({ id: `eni-${id}`, vSwitchId: 'vsw-1', attached: true, ips: 11 })),
+      vSwitches: [{ id: 'vsw-1', free: 100 }],
+      selection: 'MostFreeIPs',
+    });
+    expect(plan.ops).toEqual([{ kind: 'create', vSwitchId: 'vsw-1', ips: 12 }]);
+  });
+
+  it('moves on from a blocked or exhausted vSwitch and says why it falls short', () => {
+    const input: AllocationInput = {
+      want: 10,
+      limits: { eniQuantity: 3, ipv4PerEni: 6 },
+      enis: [],
+      vSwitches: [{ id: 'vsw-full', free: 0 }, { id: 'vsw-blocked', free: 50, blocked: true }, { id: 'vsw-ok', free: 4 }],
+      selection: 'Ordered',
+    };
+    expect(planAllocation(input)).toEqual({ ops: [{ kind: 'create', vSwitchId: 'vsw-ok', ips: 4 }], planned: 4, shortfall: 'vswitch-exhausted' });
+    expect(planAllocation({ ...input, vSwitches: [{ id: 'vsw-ok', free: 100 }], want: 20 })).toMatchObject({ planned: 12, shortfall: 'instance-limit' });
+  });
+
+  it('never plans beyond instance, ENI or vSwitch limits', () => {
+    fc.assert(
+      fc.property(inputArb({ min: 0, max: 4 }), (input) => {
+        const plan = planAllocation(input);
+        const slots = input.limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0);
+        const creates = plan.ops.filter((o) => o.kind === 'create');
+        expect(creates.length).toBeLessThanOrEqual(Math.max(0, slots));
+        const perVsw = new Map<string, number>();
+        const perEni = new Map<string, number>();
+        for (const op of plan.ops) {
+          const count = op.kind === 'assign' ? op.count : op.ips;
+          expect(count).toBeGreaterThan(0);
+          perVsw.set(op.vSwitchId, (perVsw.get(op.vSwitchId) ?? 0) + count);
+          if (op.kind === 'assign') perEni.set(op.eniId, (perEni.get(op.eniId) ?? 0) + count);
+          else expect(count).toBeLessThanOrEqual(Math.min(input.limits.ipv4PerEni, 50));
+        }
+        for (const [id, n] of perVsw) {
+          const v = input.vSwitches.find((x) => x.id === id)!;
+          expect(v.blocked).toBeFalsy();
+          expect(n).toBeLessThanOrEqual(v.free);
+        }
+        for (const [id, n] of perEni) {
+          const e = input.enis.find((x) => x.id === id)!;
+          expect(e.attached).toBe(true);
+          expect(e.ips + n).toBeLessThanOrEqual(input.limits.ipv4PerEni);
+          expect(perEni.get(id)).toBe(n);
+        }
+        expect(plan.planned).toBe(plan.ops.reduce((n, op) => n + (op.kind === 'assign' ? op.count : op.ips), 0));
+        expect(plan.planned).toBeLessThanOrEqual(input.want);
+        expect(plan.shortfall === undefined).toBe(plan.planned === input.want);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('adds as many IPs as possible in the fewest mutating calls (against an exhaustive search)', () => {
+    fc.assert(
+      fc.property(inputArb({ min: 1, max: 1 }), (input) => {
+        const plan = planAllocation(input);
+        const best = bruteForce(input);
+        expect({ planned: plan.planned, calls: callsOf(plan.ops) }).toEqual(best);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('converges: applying a plan and planning again adds nothing more once the want is met', () => {
+    fc.assert(
+      fc.property(inputArb({ min: 1, max: 3 }), (input) => {
+        let state = input;
+        for (let step = 0; step < 4; step++) {
+          const plan = planAllocation(state);
+          if (plan.planned === 0) return;
+          const enis = state.enis.map((e) => ({ ...e }));
+          const vSwitches = state.vSwitches.map((v) => ({ ...v }));
+          for (const op of plan.ops) {
+            const v = vSwitches.find((x) => x.id === op.vSwitchId)!;
+            if (op.kind === 'assign') {
+              enis.find((e) => e.id === op.eniId)!.ips += op.count;
+              v.free -= op.count;
+            } else {
+              enis.push({ id: `eni-new-${step}-${enis.length}`, vSwitchId: op.vSwitchId, attached: true, ips: op.ips });
+              v.free -= op.ips;
+            }
+          }
+          state = { ...state, enis, vSwitches, want: state.want - plan.planned };
+          if (state.want === 0) {
+            expect(planAllocation(state).ops).toEqual([]);
+            return;
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
