@@ -10,9 +10,9 @@ const inputArb = (vSwitchCount: { min: number; max: number }) =>
     fc.record({
       want: fc.nat(60),
       limits: fc.constant(limits),
-      vSwitches: fc.array(fc.record({ free: fc.nat(40), blocked: fc.boolean({ trueFrequency: 1 }) }), { minLength: vSwitchCount.min, maxLength: vSwitchCount.max }).map((vs) => vs.map((v, i) => ({ ...v, id: `vsw-${i}` }))),
+      vSwitches: fc.array(fc.record({ free: fc.nat(40), blocked: fc.nat(4).map((n) => n === 0) }), { minLength: vSwitchCount.min, maxLength: vSwitchCount.max }).map((vs) => vs.map((v, i) => ({ ...v, id: `vsw-${i}` }))),
       selection: fc.constantFrom('MostFreeIPs' as const, 'Ordered' as const),
-      enis: fc.array(fc.record({ attached: fc.boolean({ trueFrequency: 4 }), ips: fc.integer({ min: 1, max: limits.ipv4PerEni }), vsw: fc.nat(3) }), { maxLength: Math.max(0, limits.eniQuantity - 1) }),
+      enis: fc.array(fc.record({ attached: fc.nat(4).map((n) => n > 0), ips: fc.integer({ min: 1, max: limits.ipv4PerEni }), vsw: fc.nat(3) }), { maxLength: Math.max(0, limits.eniQuantity - 1) }),
       creating: fc.nat(1),
     }).map((r) => ({
       ...r,

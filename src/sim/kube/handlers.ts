@@ -61,6 +61,15 @@ function checkMetadata(t: ResourceType, o: KubeObject): StatusCause[] {
     }
   }
   if (t.kind === 'CustomResourceDefinition') out.push(...crdErrors(o));
+  if (t.kind === 'Lease') {
+    // MicroTime: the API server parses these with six fractional digits.
+    for (const f of ['acquireTime', 'renewTime'] as const) {
+      const v = o.spec?.[f];
+      if (v !== undefined && v !== null && !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(String(v))) {
+        out.push({ reason: 'FieldValueInvalid', field: `spec.${f}`, message: `spec.${f}: Invalid value: "${String(v)}": must be a MicroTime (2006-01-02T15:04:05.000000Z07:00)` });
+      }
+    }
+  }
   return out;
 }
 

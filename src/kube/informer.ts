@@ -1,0 +1,116 @@
+import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type KubernetesListObject } from '@kubernetes/client-node';
+import type { Logger } from '../observability/logger.js';
+
+export interface InformerOptions<T extends KubernetesObject> {
+  kc: KubeConfig;
+  /** The collection path, e.g. /apis/eniipam.io/v1alpha1/enipools. */
+  path: string;
+  list: () => Promise<KubernetesListObject<T>>;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Server-side watch timeout; each watch is closed and resumed after about this long. */
+  watchTimeoutSeconds?: number;
+  logger: Logger;
+  /** Called for every change, with the object's key (`ns/name` or `name`). */
+  onChange?: (type: 'add' | 'update' | 'delete', obj: T) => void;
+}
+
+/**
+ * A Watch that asks for bookmarks and a server-side timeout (client-node 1.4.0 asks for
+ * neither, so a quiet watch can hang for good) and notes when it last heard anything.
+ */
+class TimedWatch extends Watch {
+  lastEvent = Date.now();
+
+  constructor(
+    kc: KubeConfig,
+    private readonly timeoutSeconds: number,
+  ) {
+    super(kc);
+  }
+
+  override watch(path: string, queryParams: Record<string, unknown>, callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void, done: (err: unknown) => void): Promise<AbortController> {
+    this.lastEvent = Date.now();
+    const jitter = Math.floor(Math.random() * this.timeoutSeconds * 0.2);
+    return super.watch(path, { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds + jitter }, (phase, obj, raw) => {
+      this.lastEvent = Date.now();
+      callback(phase, obj, raw);
+    }, done);
+  }
+}
+
+export const objectKey = (o: KubernetesObject): string => (o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? ''));
+
+/**
+ * A client-node ListWatch hardened as kube-api.md §1.5 says: server-side timeouts and
+ * bookmarks, a watchdog that restarts a watch that heard nothing for twice its timeout, and
+ * restarts with jittered exponential backoff after errors (1.4.0 stops for good on any
+ * error but a 410).
+ */
+export class Informer<T extends KubernetesObject> {
+  private readonly lw: ListWatch<T>;
+  private readonly watch: TimedWatch;
+  private stopped = true;
+  private failures = 0;
+  private restartTimer?: NodeJS.Timeout;
+  private watchdog?: NodeJS.Timeout;
+  private readonly timeoutSeconds: number;
+  synced = false;
+
+  constructor(private readonly o: InformerOptions<T>) {
+    this.timeoutSeconds = o.watchTimeoutSeconds ?? 240;
+    this.watch = new TimedWatch(o.kc, this.timeoutSeconds);
+    this.lw = new ListWatch<T>(o.path, this.watch, o.list, false, o.labelSelector, o.fieldSelector);
+    this.lw.on('add', (obj) => o.onChange?.('add', obj));
+    this.lw.on('update', (obj) => o.onChange?.('update', obj));
+    this.lw.on('delete', (obj) => o.onChange?.('delete', obj));
+    this.lw.on('error', (err) => this.restartLater(err));
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.startOnce();
+    this.watchdog = setInterval(() => {
+      if (!this.stopped && Date.now() - this.watch.lastEvent > 2 * (this.timeoutSeconds * 1.2) * 1000) {
+        this.o.logger.warn({ path: this.o.path }, 'watch heard nothing for too long; restarting it');
+        void this.lw.stop().then(() => this.startOnce());
+      }
+    }, 10_000);
+    this.watchdog.unref();
+  }
+
+  private async startOnce(): Promise<void> {
+    try {
+      await this.lw.start();
+      this.synced = true;
+      this.failures = 0;
+    } catch (e) {
+      this.restartLater(e);
+    }
+  }
+
+  private restartLater(err: unknown): void {
+    if (this.stopped) return;
+    this.failures++;
+    const delay = Math.min(30_000, 1000 * 2 ** (this.failures - 1)) * (0.5 + Math.random() / 2);
+    this.o.logger.warn({ path: this.o.path, err: String((err as Error)?.message ?? err), retryInMs: Math.round(delay) }, 'watch failed; restarting');
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => void this.startOnce(), delay);
+    this.restartTimer.unref();
+  }
+
+  list(namespace?: string): readonly T[] {
+    return this.lw.list(namespace);
+  }
+
+  get(name: string, namespace?: string): T | undefined {
+    return this.lw.get(name, namespace);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
+    clearInterval(this.watchdog);
+    await this.lw.stop();
+  }
+}

@@ -1,0 +1,146 @@
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import type { Logger } from '../observability/logger.js';
+
+export interface LeaderElectionOptions {
+  kc: KubeConfig;
+  namespace: string;
+  name: string;
+  identity: string;
+  leaseDurationSeconds?: number;
+  renewDeadlineSeconds?: number;
+  retryPeriodSeconds?: number;
+  logger: Logger;
+  onStartedLeading: () => void;
+  onStoppedLeading: () => void;
+}
+
+const status = (e: unknown): number | undefined => (e as { code?: number }).code;
+
+/**
+ * Lease-based leader election after client-go's tools/leaderelection: acquire or renew every
+ * retry period; another holder's lease counts as valid until leaseDuration has passed on
+ * *our* clock since we saw its record change (clock skew between nodes does not matter);
+ * updates carry the read resourceVersion, so of two candidates only one wins; a leader that
+ * cannot renew within the renew deadline steps down; stop() releases the lease.
+ */
+export class LeaderElector {
+  private readonly api: CoordinationV1Api;
+  private readonly lease: number;
+  private readonly renewDeadline: number;
+  private readonly retry: number;
+  private observed?: { record: string; at: number };
+  private lastRenew = 0;
+  private timer?: NodeJS.Timeout;
+  private running = false;
+  leader = false;
+
+  constructor(private readonly o: LeaderElectionOptions) {
+    this.api = o.kc.makeApiClient(CoordinationV1Api);
+    this.lease = (o.leaseDurationSeconds ?? 15) * 1000;
+    this.renewDeadline = (o.renewDeadlineSeconds ?? 10) * 1000;
+    this.retry = (o.retryPeriodSeconds ?? 2) * 1000;
+    if (this.renewDeadline <= this.retry * 1.2) throw new Error('the renew deadline must be longer than 1.2 retry periods');
+    if (this.lease <= this.renewDeadline) throw new Error('the lease duration must be longer than the renew deadline');
+  }
+
+  start(): void {
+    this.running = true;
+    void this.tick();
+  }
+
+  private async tick(): Promise<void> {
+    if (!this.running) return;
+    let ok = false;
+    try {
+      ok = await this.tryAcquireOrRenew();
+    } catch (e) {
+      this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'leader election: lease update failed');
+    }
+    if (ok) {
+      this.lastRenew = Date.now();
+      if (!this.leader) {
+        this.leader = true;
+        this.o.logger.info({ lease: this.o.name, identity: this.o.identity }, 'became leader');
+        this.o.onStartedLeading();
+      }
+    } else if (this.leader && Date.now() - this.lastRenew > this.renewDeadline) {
+      this.leader = false;
+      this.o.logger.warn({ lease: this.o.name, identity: this.o.identity }, 'lost leadership: could not renew the lease in time');
+      this.o.onStoppedLeading();
+    }
+    if (this.running) {
+      const jitter = this.leader ? 0 : Math.random() * 0.2 * this.retry;
+      this.timer = setTimeout(() => void this.tick(), this.retry + jitter);
+    }
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { namespace, name, identity } = this.o;
+    const now = Date.now();
+    let current: V1Lease;
+    try {
+      current = await this.api.readNamespacedLease({ name, namespace });
+    } catch (e) {
+      if (status(e) !== 404) throw e;
+      const body: V1Lease = {
+        metadata: { name, namespace },
+        spec: { holderIdentity: identity, leaseDurationSeconds: this.lease / 1000, acquireTime: new V1MicroTime(now), renewTime: new V1MicroTime(now), leaseTransitions: 0 },
+      };
+      try {
+        await this.api.createNamespacedLease({ namespace, body });
+        return true;
+      } catch (err) {
+        if (status(err) === 409) return false;
+        throw err;
+      }
+    }
+    const spec = current.spec ?? {};
+    const record = JSON.stringify([spec.holderIdentity, String(spec.renewTime ?? ''), spec.leaseTransitions]);
+    if (this.observed?.record !== record) this.observed = { record, at: now };
+    const holder = spec.holderIdentity ?? '';
+    const heldByOther = holder !== '' && holder !== identity;
+    const duration = (spec.leaseDurationSeconds ?? this.lease / 1000) * 1000;
+    if (heldByOther && now < this.observed.at + duration) return false;
+    const mine = holder === identity;
+    const next: V1Lease = {
+      ...current,
+      spec: {
+        ...spec,
+        holderIdentity: identity,
+        leaseDurationSeconds: this.lease / 1000,
+        renewTime: new V1MicroTime(now),
+        acquireTime: mine && spec.acquireTime ? new V1MicroTime(Date.parse(String(spec.acquireTime))) : new V1MicroTime(now),
+        leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+      },
+    };
+    try {
+      await this.api.replaceNamespacedLease({ name, namespace, body: next });
+    } catch (e) {
+      if (status(e) === 409) return false;
+      throw e;
+    }
+    if (!mine) this.o.logger.info({ lease: name, from: holder || '(none)', to: identity }, 'took over the lease');
+    return true;
+  }
+
+  /** Stops campaigning; a leader gives the lease up so that a follower takes over at once. */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    if (!this.leader) return;
+    this.leader = false;
+    try {
+      const current = await this.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });
+      if (current.spec?.holderIdentity === this.o.identity) {
+        await this.api.replaceNamespacedLease({
+          name: this.o.name,
+          namespace: this.o.namespace,
+          body: { ...current, spec: { ...current.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(Date.now()), acquireTime: current.spec.acquireTime ? new V1MicroTime(Date.parse(String(current.spec.acquireTime))) : undefined } },
+        });
+      }
+    } catch (e) {
+      this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'could not release the lease');
+    }
+    this.o.onStoppedLeading();
+  }
+}

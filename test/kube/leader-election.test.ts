@@ -1,0 +1,104 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { LeaderElector } from '../../src/kube/leader-election.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import { eventually, sleep } from '../helpers/ecs.js';
+import { http, kube } from '../helpers/kube.js';
+
+let emu: KubeEmulator;
+let kc: KubeConfig;
+const electors: LeaderElector[] = [];
+beforeEach(async () => {
+  ({ emu, kc } = await kube());
+});
+afterEach(async () => {
+  await Promise.all(electors.splice(0).map((e) => e.stop()));
+  await emu.close();
+});
+
+function candidate(identity: string, events: string[] = []) {
+  const e = new LeaderElector({
+    kc,
+    namespace: 'kube-system',
+    name: 'eni-ipam',
+    identity,
+    leaseDurationSeconds: 1.5,
+    renewDeadlineSeconds: 1,
+    retryPeriodSeconds: 0.2,
+    logger: silentLogger(),
+    onStartedLeading: () => events.push(`${identity} leads`),
+    onStoppedLeading: () => events.push(`${identity} stops`),
+  });
+  electors.push(e);
+  return e;
+}
+
+const lease = () => kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'eni-ipam', namespace: 'kube-system' });
+
+describe('leader election on a Lease', () => {
+  it('elects one of two candidates and writes MicroTime timestamps', async () => {
+    const events: string[] = [];
+    const a = candidate('a', events);
+    const b = candidate('b', events);
+    a.start();
+    await eventually(() => a.leader);
+    b.start();
+    await sleep(600);
+    expect(b.leader).toBe(false);
+    const l = await lease();
+    expect(l.spec?.holderIdentity).toBe('a');
+    expect(String(l.spec?.renewTime)).toMatch(/\.\d{6}Z$/);
+    expect(events).toEqual(['a leads']);
+  });
+
+  it('hands over at once when the leader stops, with a lease transition', async () => {
+    const events: string[] = [];
+    const a = candidate('a', events);
+    const b = candidate('b', events);
+    a.start();
+    await eventually(() => a.leader);
+    b.start();
+    await a.stop();
+    const t0 = Date.now();
+    await eventually(() => b.leader, 3000);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect((await lease()).spec?.leaseTransitions).toBe(1);
+    expect(events).toEqual(['a leads', 'a stops', 'b leads']);
+  });
+
+  it('takes over within the lease duration when the leader vanishes without a word', async () => {
+    const a = candidate('a');
+    a.start();
+    await eventually(() => a.leader);
+    // Simulate a crash: a stops renewing but keeps the lease.
+    (a as unknown as { running: boolean }).running = false;
+    const b = candidate('b');
+    const t0 = Date.now();
+    b.start();
+    await eventually(() => b.leader, 5000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1400);
+    expect(Date.now() - t0).toBeLessThan(2500);
+  });
+
+  it('steps down when it cannot renew in time', async () => {
+    const events: string[] = [];
+    const a = candidate('a', events);
+    a.start();
+    await eventually(() => a.leader);
+    emu.setFaults({ errors: { code: 500, rate: 1 } });
+    await eventually(() => !a.leader, 3000);
+    emu.setFaults({});
+    expect(events).toEqual(['a leads', 'a stops']);
+    await eventually(() => a.leader, 3000);
+  });
+
+  it('is refused a lease written with 3-digit fractions, as the API server parses MicroTime', async () => {
+    const r = await http(emu, 'POST', '/apis/coordination.k8s.io/v1/namespaces/default/leases', {
+      metadata: { name: 'x' },
+      spec: { holderIdentity: 'x', renewTime: '2026-01-01T00:00:00.123Z' },
+    });
+    expect(r.status).toBe(422);
+    expect(r.body.message).toContain('spec.renewTime: Invalid value: "2026-01-01T00:00:00.123Z": must be a MicroTime');
+  });
+});
