@@ -1,0 +1,42 @@
+/** A vSwitch as the cloud describes it (what placement needs of it). */
+export interface VSwitchInfo {
+  id: string;
+  zoneId: string;
+  vpcId: string;
+  free: number;
+  tags: Record<string, string>;
+}
+
+export interface Placement {
+  vSwitchIDs?: string[];
+  vSwitchTags?: Record<string, string>;
+}
+
+const hasTags = (have: Record<string, string>, want: Record<string, string>): boolean => Object.entries(want).every(([k, v]) => have[k] === v);
+
+/**
+ * The vSwitches a pool may use in its zone: those named (in their order), then those whose
+ * tags match (by id). Neither given: none, which the class validation reports.
+ */
+export function candidateVSwitches(p: Placement, all: VSwitchInfo[], vpcId: string, zoneId: string): VSwitchInfo[] {
+  const inZone = all.filter((v) => v.vpcId === vpcId && v.zoneId === zoneId);
+  const named = (p.vSwitchIDs ?? []).map((id) => inZone.find((v) => v.id === id)).filter((v): v is VSwitchInfo => Boolean(v));
+  const tagged = p.vSwitchTags && Object.keys(p.vSwitchTags).length ? inZone.filter((v) => hasTags(v.tags, p.vSwitchTags!)).sort((a, b) => (a.id < b.id ? -1 : 1)) : [];
+  const seen = new Set<string>();
+  return [...named, ...tagged].filter((v) => (seen.has(v.id) ? false : (seen.add(v.id), true)));
+}
+
+export interface SecurityGroupInfo {
+  id: string;
+  vpcId: string;
+  tags: Record<string, string>;
+}
+
+/** The security groups of created ENIs: all those named and all those tagged (not one per VPC). */
+export function securityGroupsFor(p: { securityGroupIDs?: string[]; securityGroupTags?: Record<string, string> }, all: SecurityGroupInfo[], vpcId: string): string[] {
+  const ids = new Set(p.securityGroupIDs ?? []);
+  if (p.securityGroupTags && Object.keys(p.securityGroupTags).length) {
+    for (const g of all) if (g.vpcId === vpcId && hasTags(g.tags, p.securityGroupTags)) ids.add(g.id);
+  }
+  return [...ids].slice(0, 5);
+}

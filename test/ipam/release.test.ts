@@ -1,0 +1,90 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { planRelease, type ReleaseInput } from '../../src/ipam/release.js';
+
+const enisArb = fc.array(fc.nat(6), { minLength: 1, maxLength: 4 }).map((counts) =>
+  counts.map((n, e) => ({ id: `eni-${e}`, primaryIp: `10.0.${e}.1`, secondaryIps: Array.from({ length: n }, (_, k) => `10.0.${e}.${k + 2}`) })),
+);
+
+const inputArb = enisArb.chain((enis) => {
+  const ips = enis.flatMap((e) => [e.primaryIp, ...e.secondaryIps]);
+  return fc.record({
+    enis: fc.constant(enis),
+    used: fc.subarray(ips).map((a) => new Set(a)),
+    excess: fc.nat(ips.length),
+    excessSince: fc.option(fc.nat(10_000), { nil: undefined }),
+    now: fc.constant(10_000),
+    delayMs: fc.constantFrom(0, 5000, 20_000),
+    requests: fc.subarray(ips).map((a) => new Map(a.map((ip) => [ip, 0] as const))),
+    acks: fc.subarray(ips).chain((a) => fc.tuple(...a.map(() => fc.constantFrom('ready' as const, 'do-not-release' as const))).map((v) => new Map(a.map((ip, i) => [ip, v[i]!] as const)))),
+    deleteEmptyEnis: fc.boolean(),
+  });
+});
+
+describe('release planning', () => {
+  it('waits for the delay, then requests from the emptiest ENI first', () => {
+    const base: ReleaseInput = {
+      enis: [
+        { id: 'eni-busy', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2', '10.0.0.3'] },
+        { id: 'eni-idle', primaryIp: '10.0.1.1', secondaryIps: ['10.0.1.2', '10.0.1.3'] },
+      ],
+      used: new Set(['10.0.0.2']),
+      excess: 2,
+      excessSince: 1000,
+      now: 2000,
+      delayMs: 5000,
+      requests: new Map(),
+      acks: new Map(),
+      deleteEmptyEnis: false,
+    };
+    expect(planRelease(base).request).toEqual([]);
+    expect(planRelease({ ...base, now: 7000 }).request).toEqual(['10.0.1.2', '10.0.1.3']);
+  });
+
+  it('unassigns acknowledged IPs, withdraws refused ones, and deletes an ENI released whole', () => {
+    const plan = planRelease({
+      enis: [
+        { id: 'eni-a', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2', '10.0.0.3'] },
+        { id: 'eni-b', primaryIp: '10.0.1.1', secondaryIps: ['10.0.1.2'] },
+      ],
+      used: new Set(['10.0.0.1']),
+      excess: 4,
+      now: 0,
+      delayMs: 0,
+      requests: new Map([['10.0.0.2', 0], ['10.0.0.3', 0], ['10.0.1.1', 0], ['10.0.1.2', 0]]),
+      acks: new Map([['10.0.0.2', 'ready'], ['10.0.0.3', 'do-not-release'], ['10.0.1.1', 'ready'], ['10.0.1.2', 'ready']]),
+      deleteEmptyEnis: true,
+    });
+    expect(plan).toEqual({ request: [], withdraw: ['10.0.0.3'], unassign: [{ eniId: 'eni-a', ips: ['10.0.0.2'] }], deleteEnis: ['eni-b'] });
+  });
+
+  it('never requests or releases an IP in use, nor more than the excess (property)', () => {
+    fc.assert(
+      fc.property(inputArb, (input) => {
+        const plan = planRelease(input);
+        for (const ip of plan.request) expect(input.used.has(ip)).toBe(false);
+        for (const u of plan.unassign) {
+          for (const ip of u.ips) {
+            expect(input.used.has(ip)).toBe(false);
+            expect(input.acks.get(ip)).toBe('ready');
+            expect(input.requests.has(ip)).toBe(true);
+          }
+        }
+        for (const id of plan.deleteEnis) {
+          const eni = input.enis.find((e) => e.id === id)!;
+          expect(input.deleteEmptyEnis).toBe(true);
+          for (const ip of [eni.primaryIp, ...eni.secondaryIps]) {
+            expect(input.used.has(ip)).toBe(false);
+            expect(input.acks.get(ip)).toBe('ready');
+          }
+        }
+        const outstanding = new Set([...input.requests.keys()].filter((ip) => !plan.withdraw.includes(ip)));
+        plan.request.forEach((ip) => outstanding.add(ip));
+        if (plan.request.length) expect(outstanding.size).toBeLessThanOrEqual(input.excess);
+        for (const ip of outstanding) expect(input.used.has(ip)).toBe(false);
+        if (!input.deleteEmptyEnis) for (const e of input.enis) expect(plan.request).not.toContain(e.primaryIp);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
