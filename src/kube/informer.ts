@@ -1,11 +1,14 @@
-import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type KubernetesListObject } from '@kubernetes/client-node';
+import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
 
-export interface InformerOptions<T extends KubernetesObject> {
+/** Any object with metadata: typed built-ins, or custom objects as plain JSON. */
+export type Watched = { metadata?: { name?: string; namespace?: string } };
+
+export interface InformerOptions<T extends Watched> {
   kc: KubeConfig;
   /** The collection path, e.g. /apis/eniipam.io/v1alpha1/enipools. */
   path: string;
-  list: () => Promise<KubernetesListObject<T>>;
+  list: () => Promise<{ metadata?: { resourceVersion?: string }; items: T[] }>;
   labelSelector?: string;
   fieldSelector?: string;
   /** Server-side watch timeout; each watch is closed and resumed after about this long. */
@@ -39,7 +42,7 @@ class TimedWatch extends Watch {
   }
 }
 
-export const objectKey = (o: KubernetesObject): string => (o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? ''));
+export const objectKey = (o: Watched): string => (o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? ''));
 
 /**
  * A client-node ListWatch hardened as kube-api.md §1.5 says: server-side timeouts and
@@ -47,8 +50,8 @@ export const objectKey = (o: KubernetesObject): string => (o.metadata?.namespace
  * restarts with jittered exponential backoff after errors (1.4.0 stops for good on any
  * error but a 410).
  */
-export class Informer<T extends KubernetesObject> {
-  private readonly lw: ListWatch<T>;
+export class Informer<T extends Watched> {
+  private readonly lw: ListWatch<KubernetesObject>;
   private readonly watch: TimedWatch;
   private stopped = true;
   private failures = 0;
@@ -60,10 +63,11 @@ export class Informer<T extends KubernetesObject> {
   constructor(private readonly o: InformerOptions<T>) {
     this.timeoutSeconds = o.watchTimeoutSeconds ?? 240;
     this.watch = new TimedWatch(o.kc, this.timeoutSeconds);
-    this.lw = new ListWatch<T>(o.path, this.watch, o.list, false, o.labelSelector, o.fieldSelector);
-    this.lw.on('add', (obj) => o.onChange?.('add', obj));
-    this.lw.on('update', (obj) => o.onChange?.('update', obj));
-    this.lw.on('delete', (obj) => o.onChange?.('delete', obj));
+    // ListWatch only reads metadata; custom objects keep their JSON shape.
+    this.lw = new ListWatch<KubernetesObject>(o.path, this.watch, o.list as never, false, o.labelSelector, o.fieldSelector);
+    this.lw.on('add', (obj) => o.onChange?.('add', obj as T));
+    this.lw.on('update', (obj) => o.onChange?.('update', obj as T));
+    this.lw.on('delete', (obj) => o.onChange?.('delete', obj as T));
     this.lw.on('error', (err) => this.restartLater(err));
   }
 
@@ -100,11 +104,11 @@ export class Informer<T extends KubernetesObject> {
   }
 
   list(namespace?: string): readonly T[] {
-    return this.lw.list(namespace);
+    return this.lw.list(namespace) as unknown as T[];
   }
 
   get(name: string, namespace?: string): T | undefined {
-    return this.lw.get(name, namespace);
+    return this.lw.get(name, namespace) as T | undefined;
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,34 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface HealthChecks {
+  /** The process is alive and its loops turn. */
+  live(): boolean;
+  /** Caches are synced and the instance is a leader or a warm follower. */
+  ready(): boolean;
+}
+
+/** Serves /metrics from a registry and /healthz, /readyz from checks; returns the bound address. */
+export async function serveObservability(addr: string, registry: Registry | undefined, checks: HealthChecks): Promise<{ server: Server; url: string }> {
+  const [host, port] = addr.includes(':') ? [addr.slice(0, addr.lastIndexOf(':')) || '0.0.0.0', Number(addr.slice(addr.lastIndexOf(':') + 1))] : ['0.0.0.0', Number(addr)];
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/metrics' && registry) {
+      registry
+        .metrics()
+        .then((text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text))
+        .catch((e) => res.writeHead(500).end(String(e)));
+      return;
+    }
+    if (path === '/healthz' || path === '/livez') return void res.writeHead(checks.live() ? 200 : 503, { 'content-type': 'text/plain' }).end(checks.live() ? 'ok' : 'not live');
+    if (path === '/readyz') return void res.writeHead(checks.ready() ? 200 : 503, { 'content-type': 'text/plain' }).end(checks.ready() ? 'ok' : 'not ready');
+    res.writeHead(404).end('not found');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const a = server.address() as AddressInfo;
+  return { server, url: `http://${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}` };
+}

@@ -1,0 +1,119 @@
+import type { EcsApi, InstanceTypeLimits, NetworkInterface, SecurityGroup, VSwitch } from '../cloud/index.js';
+import type { Logger } from '../observability/logger.js';
+
+/** The tag keys every ENI the operator creates carries. */
+export const TAGS = { cluster: 'eni-ipam.io/cluster', node: 'eni-ipam.io/node', creator: 'eni-ipam.io/creator' } as const;
+export const CREATOR = 'eni-ipam-operator';
+
+/**
+ * What the operator knows of the cloud: ENIs of the VPC (a full paged resync, then per-instance
+ * refreshes after each change), vSwitches and security groups (refreshed when stale or after
+ * an exhaustion), and instance-type limits (fetched on a miss). Reconcilers read it; only
+ * this class calls the describe actions.
+ */
+export class CloudState {
+  readonly enis = new Map<string, NetworkInterface>();
+  private vSwitchList: VSwitch[] = [];
+  private vSwitchesAt = 0;
+  private sgList: SecurityGroup[] = [];
+  private sgAt = 0;
+  private readonly types = new Map<string, InstanceTypeLimits>();
+  /** vSwitches that answered IpNotEnough, until their free count is refreshed. */
+  readonly blocked = new Map<string, number>();
+  resyncedAt = 0;
+
+  constructor(
+    private readonly api: EcsApi,
+    private readonly vpcId: string,
+    private readonly clusterId: string,
+    private readonly logger: Logger,
+    private readonly ttlMs = 60_000,
+  ) {}
+
+  /** Every ENI of the VPC, in pages of 500. */
+  async fullResync(): Promise<void> {
+    const all = await this.api.describeNetworkInterfaces({ vpcId: this.vpcId });
+    this.enis.clear();
+    for (const e of all) this.enis.set(e.id, e);
+    this.resyncedAt = Date.now();
+    this.logger.info({ enis: all.length }, 'full ENI resync done');
+  }
+
+  /** The instance's ENIs and this node's own unattached ones, after a change. */
+  async resyncInstance(instanceId: string, node: string): Promise<void> {
+    const [attached, ours] = await Promise.all([
+      this.api.describeNetworkInterfaces({ instanceId }),
+      this.api.describeNetworkInterfaces({ vpcId: this.vpcId, tags: { [TAGS.cluster]: this.clusterId, [TAGS.node]: node } }),
+    ]);
+    const seen = new Set([...attached, ...ours].map((e) => e.id));
+    for (const [id, e] of this.enis) {
+      if (seen.has(id)) continue;
+      if (e.instanceId === instanceId || (e.tags[TAGS.cluster] === this.clusterId && e.tags[TAGS.node] === node)) this.enis.delete(id);
+    }
+    for (const e of [...attached, ...ours]) this.enis.set(e.id, e);
+  }
+
+  upsert(e: NetworkInterface): void {
+    this.enis.set(e.id, e);
+  }
+
+  forget(id: string): void {
+    this.enis.delete(id);
+  }
+
+  /** ENIs attached (or attaching) to an instance, its primary included. */
+  enisOfInstance(instanceId: string): NetworkInterface[] {
+    return [...this.enis.values()].filter((e) => e.instanceId === instanceId);
+  }
+
+  /** ENIs this cluster created for a node, attached or not. */
+  ownedBy(node: string): NetworkInterface[] {
+    return [...this.enis.values()].filter((e) => e.tags[TAGS.cluster] === this.clusterId && e.tags[TAGS.node] === node);
+  }
+
+  /** ENIs this cluster created, for garbage collection. */
+  owned(): NetworkInterface[] {
+    return [...this.enis.values()].filter((e) => e.tags[TAGS.cluster] === this.clusterId);
+  }
+
+  async vSwitches(force = false): Promise<VSwitch[]> {
+    if (force || Date.now() - this.vSwitchesAt > this.ttlMs) {
+      this.vSwitchList = await this.api.describeVSwitches({ vpcId: this.vpcId });
+      this.vSwitchesAt = Date.now();
+      this.blocked.clear();
+    }
+    return this.vSwitchList;
+  }
+
+  /** Marks a vSwitch exhausted: it is skipped until the next refresh of the vSwitch list. */
+  block(vSwitchId: string): void {
+    this.blocked.set(vSwitchId, Date.now());
+    const v = this.vSwitchList.find((x) => x.id === vSwitchId);
+    if (v) v.availableIpCount = 0;
+    // Come back to it after a shortened refresh.
+    this.vSwitchesAt = Math.min(this.vSwitchesAt, Date.now() - this.ttlMs / 2);
+  }
+
+  /** Accounts addresses taken from a vSwitch by our own calls, until the next refresh. */
+  took(vSwitchId: string, n: number): void {
+    const v = this.vSwitchList.find((x) => x.id === vSwitchId);
+    if (v) v.availableIpCount = Math.max(0, v.availableIpCount - n);
+  }
+
+  async securityGroups(force = false): Promise<SecurityGroup[]> {
+    if (force || Date.now() - this.sgAt > this.ttlMs) {
+      this.sgList = await this.api.describeSecurityGroups({ vpcId: this.vpcId });
+      this.sgAt = Date.now();
+    }
+    return this.sgList;
+  }
+
+  /** Limits of an instance type, fetched on a miss (never a region-wide list). */
+  async instanceType(id: string, force = false): Promise<InstanceTypeLimits | undefined> {
+    if (force || !this.types.has(id)) {
+      const [t] = await this.api.describeInstanceTypes([id]);
+      if (t) this.types.set(id, t);
+    }
+    return this.types.get(id);
+  }
+}

@@ -1,0 +1,31 @@
+export type OperatorMode = 'normal' | 'no-release' | 'read-only';
+
+/** The operator's settings, from flags (see cli/operator.ts) with these defaults. */
+export interface OperatorConfig {
+  clusterId: string;
+  vpcId: string;
+  mode: OperatorMode;
+  workers: number;
+  /** Full ENI resync and re-enqueue of every pool. */
+  resyncIntervalMs: number;
+  gcIntervalMs: number;
+  /** A leaked ENI must be at least this old to be collected. */
+  gcMinAgeMs: number;
+  /** Namespace for Events on cluster-scoped ENIPools. */
+  eventNamespace: string;
+  pollMinIntervalMs: number;
+  pollMaxIntervalMs: number;
+}
+
+export const DEFAULT_OPERATOR_CONFIG: Omit<OperatorConfig, 'clusterId' | 'vpcId'> = {
+  mode: 'normal',
+  workers: 8,
+  resyncIntervalMs: 5 * 60_000,
+  gcIntervalMs: 10 * 60_000,
+  gcMinAgeMs: 10 * 60_000,
+  eventNamespace: 'default',
+  pollMinIntervalMs: 250,
+  pollMaxIntervalMs: 4000,
+};
+
+export const FINALIZER = 'eniipam.io/release-enis';

@@ -1,0 +1,62 @@
+import { CoreV1Api, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../observability/logger.js';
+
+export interface EventTarget {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid?: string;
+  namespace?: string;
+}
+
+/**
+ * Records core/v1 Events on objects, so `kubectl describe` explains each decision. A repeat of
+ * the same reason and message on the same object within ten minutes bumps the count of the
+ * existing Event instead of creating another. Failures to record are logged, never raised.
+ */
+export class EventRecorder {
+  private readonly api: CoreV1Api;
+  private readonly recent = new Map<string, { name: string; count: number; at: number; first: string }>();
+
+  constructor(
+    kc: KubeConfig,
+    private readonly namespace: string,
+    private readonly component: string,
+    private readonly logger: Logger,
+  ) {
+    this.api = kc.makeApiClient(CoreV1Api);
+  }
+
+  async record(target: EventTarget, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const key = `${target.kind}/${target.name}/${reason}/${message}`;
+    const now = new Date();
+    const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const namespace = target.namespace ?? this.namespace;
+    try {
+      const prev = this.recent.get(key);
+      if (prev && now.getTime() - prev.at < 10 * 60_000) {
+        prev.count++;
+        prev.at = now.getTime();
+        await this.api.patchNamespacedEvent({ name: prev.name, namespace, body: [{ op: 'replace', path: '/count', value: prev.count }, { op: 'replace', path: '/lastTimestamp', value: stamp }] });
+        return;
+      }
+      const body: CoreV1Event = {
+        metadata: { generateName: `${target.name}.`, namespace },
+        involvedObject: { apiVersion: target.apiVersion, kind: target.kind, name: target.name, uid: target.uid, namespace: target.namespace },
+        type,
+        reason,
+        message,
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        source: { component: this.component },
+        reportingComponent: this.component,
+      };
+      const created = await this.api.createNamespacedEvent({ namespace, body });
+      this.recent.set(key, { name: created.metadata!.name!, count: 1, at: now.getTime(), first: stamp });
+      if (this.recent.size > 10_000) this.recent.delete(this.recent.keys().next().value!);
+    } catch (e) {
+      this.logger.warn({ reason, object: target.name, err: (e as Error).message }, 'could not record an Event');
+    }
+  }
+}

@@ -1,0 +1,38 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** The operator's own metrics (`eni_ipam_*`); the cloud client adds `eni_ipam_openapi_*`. */
+export class OperatorMetrics {
+  readonly poolIps: Gauge<'node' | 'kind'>;
+  readonly nodes: Gauge<'state'>;
+  readonly enis: Gauge<'state'>;
+  readonly vSwitchFree: Gauge<'vswitch' | 'zone'>;
+  readonly deficitToPublished: Histogram;
+  readonly reconcileDuration: Histogram<'kind'>;
+  readonly reconcileErrors: Counter<'kind'>;
+  readonly queueDepth: Gauge;
+  readonly queueWait: Histogram;
+  readonly gcEnis: Counter;
+  readonly leader: Gauge;
+  readonly cloudChanges: Counter<'action'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.poolIps = new Gauge({ name: 'eni_ipam_pool_ips', help: 'IPs of a node pool by kind: available, used, needed, releasing.', labelNames: ['node', 'kind'], registers });
+    this.nodes = new Gauge({ name: 'eni_ipam_nodes', help: 'Nodes by pool state: ready, in-deficit, at-capacity, error.', labelNames: ['state'], registers });
+    this.enis = new Gauge({ name: 'eni_ipam_enis', help: 'Secondary ENIs the operator manages, by state.', labelNames: ['state'], registers });
+    this.vSwitchFree = new Gauge({ name: 'eni_ipam_vswitch_free_ips', help: 'Free addresses of a vSwitch, as last described.', labelNames: ['vswitch', 'zone'], registers });
+    this.deficitToPublished = new Histogram({
+      name: 'eni_ipam_deficit_to_published_seconds',
+      help: 'Time from a pool deficit being seen to the IPs that cover it being published.',
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
+      registers,
+    });
+    this.reconcileDuration = new Histogram({ name: 'eni_ipam_reconcile_duration_seconds', help: 'Reconcile duration by kind (pool, class).', labelNames: ['kind'], buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30], registers });
+    this.reconcileErrors = new Counter({ name: 'eni_ipam_reconcile_errors_total', help: 'Reconciles that failed, by kind.', labelNames: ['kind'], registers });
+    this.queueDepth = new Gauge({ name: 'eni_ipam_workqueue_depth', help: 'Keys waiting in the work queue.', registers });
+    this.queueWait = new Histogram({ name: 'eni_ipam_workqueue_wait_seconds', help: 'Time a key waited in the queue before work started.', buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 60], registers });
+    this.gcEnis = new Counter({ name: 'eni_ipam_gc_enis_deleted_total', help: 'Leaked ENIs the garbage collector deleted.', registers });
+    this.leader = new Gauge({ name: 'eni_ipam_leader', help: '1 while this operator instance is the leader.', registers });
+    this.cloudChanges = new Counter({ name: 'eni_ipam_cloud_changes_total', help: 'Cloud changes the operator made, by action.', labelNames: ['action'], registers });
+  }
+}

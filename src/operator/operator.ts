@@ -1,0 +1,209 @@
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../api/types.js';
+import type { EcsApi } from '../cloud/index.js';
+import { Informer } from '../kube/informer.js';
+import { LeaderElector } from '../kube/leader-election.js';
+import { WorkQueue, runWorkers } from '../kube/workqueue.js';
+import type { Logger } from '../observability/logger.js';
+import { ClassReconciler } from './class-reconciler.js';
+import { CloudState } from './cloud-state.js';
+import type { OperatorConfig } from './config.js';
+import { EventRecorder } from './events.js';
+import { collectLeakedEnis } from './gc.js';
+import { OperatorMetrics } from './metrics.js';
+import { PoolReconciler } from './pool-reconciler.js';
+import { StatePoller } from './poller.js';
+
+export interface LeaderElectionConfig {
+  namespace: string;
+  name: string;
+  identity: string;
+  leaseDurationSeconds: number;
+  renewDeadlineSeconds: number;
+  retryPeriodSeconds: number;
+}
+
+export interface OperatorOptions {
+  kc: KubeConfig;
+  api: EcsApi;
+  config: OperatorConfig;
+  logger: Logger;
+  registry?: Registry;
+  /** Absent: this instance leads at once (one replica, or tests). */
+  leaderElection?: LeaderElectionConfig;
+}
+
+/**
+ * The operator: informers keep warm caches on every replica; the leader resyncs the cloud
+ * state, then runs workers over one keyed queue (`pool/<node>`, `class/<name>`) and the
+ * periodic resync and garbage collection.
+ */
+export class Operator {
+  readonly metrics: OperatorMetrics;
+  readonly cloud: CloudState;
+  readonly queue: WorkQueue;
+  private readonly poller: StatePoller;
+  private readonly pools: Informer<ENIPool>;
+  private readonly classes: Informer<ENIPoolClass>;
+  private readonly nodes: Informer<V1Node>;
+  private readonly pendingPods: Informer<V1Pod>;
+  private readonly poolReconciler: PoolReconciler;
+  private readonly classReconciler: ClassReconciler;
+  private elector?: LeaderElector;
+  private workers?: Promise<void>;
+  private timers: NodeJS.Timeout[] = [];
+  private leading = false;
+  private stopping = false;
+  /** Resolves when leadership is lost (the process should exit). */
+  readonly lostLeadership: Promise<void>;
+  private onLost!: () => void;
+
+  constructor(private readonly o: OperatorOptions) {
+    const { kc, api, config, logger } = o;
+    this.lostLeadership = new Promise((r) => (this.onLost = r));
+    this.metrics = new OperatorMetrics(o.registry ?? new Registry());
+    this.queue = new WorkQueue(undefined, {
+      depth: (n) => this.metrics.queueDepth.set(n),
+      waited: (ms) => this.metrics.queueWait.observe(ms / 1000),
+    });
+    this.cloud = new CloudState(api, config.vpcId, config.clusterId, logger);
+    this.poller = new StatePoller(api, logger, config.pollMinIntervalMs, config.pollMaxIntervalMs);
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const core = kc.makeApiClient(CoreV1Api);
+    const enqueuePool = (name: string, afterMs?: number) => (afterMs ? this.queue.addAfter(`pool/${name}`, afterMs) : this.queue.add(`pool/${name}`));
+    const enqueueClasses = () => this.classes.list().forEach((c) => this.queue.add(`class/${c.metadata.name}`));
+    this.pools = new Informer<ENIPool>({
+      kc,
+      path: `/apis/${GROUP}/${VERSION}/enipools`,
+      list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' }),
+      logger,
+      onChange: (_, p) => enqueuePool(p.metadata.name),
+    });
+    this.classes = new Informer<ENIPoolClass>({
+      kc,
+      path: `/apis/${GROUP}/${VERSION}/enipoolclasses`,
+      list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipoolclasses' }),
+      logger,
+      onChange: (_, c) => this.queue.add(`class/${c.metadata.name}`),
+    });
+    this.nodes = new Informer<V1Node>({
+      kc,
+      path: '/api/v1/nodes',
+      list: () => core.listNode(),
+      logger,
+      onChange: (_, n) => {
+        enqueueClasses();
+        enqueuePool(n.metadata!.name!);
+      },
+    });
+    // Only pods waiting for an IP matter (the surge): Pending ones.
+    this.pendingPods = new Informer<V1Pod>({
+      kc,
+      path: '/api/v1/pods',
+      list: () => core.listPodForAllNamespaces({ fieldSelector: 'status.phase=Pending' }),
+      fieldSelector: 'status.phase=Pending',
+      logger,
+      onChange: (_, p) => p.spec?.nodeName && enqueuePool(p.spec.nodeName),
+    });
+    const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
+    this.poolReconciler = new PoolReconciler({ kc, pools: this.pools, nodes: this.nodes, pendingPods: this.pendingPods, api, cloud: this.cloud, poller: this.poller, events, metrics: this.metrics, config, logger, enqueue: enqueuePool });
+    this.classReconciler = new ClassReconciler({ kc, classes: this.classes, pools: this.pools, nodes: this.nodes, api, cloud: this.cloud, events, config, logger });
+  }
+
+  get synced(): boolean {
+    return this.pools.synced && this.classes.synced && this.nodes.synced && this.pendingPods.synced;
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([this.pools.start(), this.classes.start(), this.nodes.start(), this.pendingPods.start()]);
+    const le = this.o.leaderElection;
+    if (!le) return this.lead();
+    this.elector = new LeaderElector({
+      kc: this.o.kc,
+      ...le,
+      logger: this.o.logger,
+      onStartedLeading: () => void this.lead(),
+      onStoppedLeading: () => {
+        if (this.leading && !this.stopping) {
+          this.o.logger.error({ identity: le.identity }, 'leadership lost; stopping');
+          this.onLost();
+        }
+        this.leading = false;
+        this.metrics.leader.set(0);
+      },
+    });
+    this.elector.start();
+  }
+
+  /** A new leader resyncs the cloud before it acts, then works. */
+  private async lead(): Promise<void> {
+    if (this.stopping) return;
+    this.leading = true;
+    this.metrics.leader.set(1);
+    for (;;) {
+      try {
+        await this.cloud.fullResync();
+        break;
+      } catch (e) {
+        this.o.logger.error({ err: (e as Error).message }, 'initial ENI resync failed; retrying');
+        await new Promise((r) => setTimeout(r, 2000));
+        if (this.stopping) return;
+      }
+    }
+    this.enqueueAll();
+    this.workers = runWorkers(this.queue, this.o.config.workers, (key) => this.reconcile(key), (key, err) => {
+      this.metrics.reconcileErrors.inc({ kind: key.split('/')[0] });
+      this.o.logger.warn({ key, err: (err as Error).message }, 'reconcile failed');
+    });
+    const every = (ms: number, fn: () => Promise<void>) => {
+      const t = setInterval(() => void fn().catch((e) => this.o.logger.warn({ err: (e as Error).message }, 'periodic task failed')), ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(this.o.config.resyncIntervalMs, async () => {
+      await this.cloud.fullResync();
+      this.enqueueAll();
+    });
+    every(this.o.config.gcIntervalMs, () => this.gc().then(() => undefined));
+  }
+
+  /** Deletes leaked ENIs (after a fresh resync); returns their ids. */
+  async gc(): Promise<string[]> {
+    if (this.o.config.mode !== 'normal') return [];
+    await this.cloud.fullResync();
+    return collectLeakedEnis({ api: this.o.api, cloud: this.cloud, pools: this.pools, poller: this.poller, metrics: this.metrics, logger: this.o.logger, minAgeMs: this.o.config.gcMinAgeMs });
+  }
+
+  private enqueueAll(): void {
+    this.classes.list().forEach((c) => this.queue.add(`class/${c.metadata.name}`));
+    this.pools.list().forEach((p) => this.queue.add(`pool/${p.metadata.name}`));
+  }
+
+  private async reconcile(key: string): Promise<{ requeueAfterMs?: number } | void> {
+    const [kind, name] = [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
+    const end = this.metrics.reconcileDuration.startTimer({ kind });
+    try {
+      if (kind === 'class') return await this.classReconciler.reconcile(name);
+      return await this.poolReconciler.reconcile(name);
+    } finally {
+      end();
+    }
+  }
+
+  /** Drains the work in progress, stops polling, gives up the lease, stops the informers. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.timers.forEach(clearInterval);
+    await this.queue.shutdown();
+    await this.workers;
+    this.poller.stop();
+    await this.elector?.stop();
+    this.leading = false;
+    await Promise.all([this.pools.stop(), this.classes.stop(), this.nodes.stop(), this.pendingPods.stop()]);
+  }
+}

@@ -1,0 +1,417 @@
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { API_VERSION, GROUP, VERSION, type Condition, type ENIPool } from '../api/types.js';
+import { CloudError, type EcsApi, type NetworkInterface } from '../cloud/index.js';
+import { callsOf, planAllocation, type EniView } from '../ipam/allocate.js';
+import { podIpCapacity } from '../ipam/capacity.js';
+import { candidateVSwitches, securityGroupsFor } from '../ipam/placement.js';
+import { planRelease } from '../ipam/release.js';
+import { excess, needed, resolveMaxAllocate, toAllocate } from '../ipam/sizing.js';
+import type { Informer } from '../kube/informer.js';
+import type { Logger } from '../observability/logger.js';
+import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
+import { FINALIZER, type OperatorConfig } from './config.js';
+import type { EventRecorder } from './events.js';
+import type { OperatorMetrics } from './metrics.js';
+import { publishedEnis, setCondition, statusPatch } from './pool-status.js';
+import type { StatePoller } from './poller.js';
+
+export interface PoolDeps {
+  kc: KubeConfig;
+  pools: Informer<ENIPool>;
+  nodes: Informer<V1Node>;
+  pendingPods: Informer<V1Pod>;
+  api: EcsApi;
+  cloud: CloudState;
+  poller: StatePoller;
+  events: EventRecorder;
+  metrics: OperatorMetrics;
+  config: OperatorConfig;
+  logger: Logger;
+  enqueue: (name: string, afterMs?: number) => void;
+}
+
+const iso = (ms = Date.now()): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+type Shortfall = { reason: 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded'; message: string };
+
+/**
+ * Keeps one node's pool full: reads the caches (pool, node, pending pods, cloud state), plans
+ * with the pure core, makes the cloud calls, and publishes the result in the pool's status.
+ * ENI creations run in the background (create, attach, wait for InUse through the shared
+ * poller), so a reconcile returns at once and several changes can be in flight for a node.
+ */
+export class PoolReconciler {
+  private readonly custom: CustomObjectsApi;
+  /** IPs on their way to a node: ENIs being created and attached. */
+  private readonly incoming = new Map<string, { enis: number; ips: number }>();
+  private readonly deficitSince = new Map<string, number>();
+  private readonly excessSince = new Map<string, number>();
+  private readonly shortfall = new Map<string, Shortfall>();
+  private readonly failures = new Map<string, number>();
+  private readonly tearingDown = new Set<string>();
+
+  constructor(private readonly d: PoolDeps) {
+    this.custom = d.kc.makeApiClient(CustomObjectsApi);
+  }
+
+  private target(pool: ENIPool) {
+    return { apiVersion: API_VERSION, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid, namespace: this.d.config.eventNamespace };
+  }
+
+  private event(pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    void this.d.events.record(this.target(pool), type, reason, message);
+  }
+
+  async reconcile(name: string): Promise<{ requeueAfterMs?: number } | void> {
+    const pool = this.d.pools.get(name);
+    if (!pool) {
+      for (const m of [this.deficitSince, this.excessSince, this.shortfall, this.failures]) m.delete(name);
+      return;
+    }
+    if (pool.metadata.deletionTimestamp) return this.teardown(pool);
+    const node = this.d.nodes.get(pool.spec.nodeName);
+    if (!node) {
+      this.d.logger.info({ node: pool.spec.nodeName }, 'node is gone; deleting its pool');
+      await this.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }).catch((e) => {
+        if ((e as { code?: number }).code !== 404) throw e;
+      });
+      return;
+    }
+    if (!pool.metadata.finalizers?.includes(FINALIZER)) {
+      await this.custom.patchClusterCustomObject(
+        { group: GROUP, version: VERSION, plural: 'enipools', name, body: { metadata: { finalizers: [...(pool.metadata.finalizers ?? []), FINALIZER] } } },
+        merge,
+      );
+    }
+    try {
+      const r = await this.fill(pool);
+      this.failures.delete(name);
+      return r;
+    } catch (e) {
+      const n = (this.failures.get(name) ?? 0) + 1;
+      this.failures.set(name, n);
+      if (e instanceof CloudError) {
+        this.event(pool, 'Warning', 'CloudCallFailed', `${e.message}`);
+        await this.publish(pool, { degraded: n >= 3 ? e.message : undefined }).catch(() => undefined);
+      }
+      throw e;
+    }
+  }
+
+  /** Allocation, release and status for a live node. */
+  private async fill(pool: ENIPool): Promise<{ requeueAfterMs?: number }> {
+    const { cloud, config, api } = this.d;
+    const name = pool.metadata.name;
+    const spec = pool.spec;
+    if (!spec.instanceID || !spec.instanceType || !spec.zoneID) {
+      await this.publish(pool, { notReady: { reason: 'NoInstance', message: 'the pool names no ECS instance, instance type or zone; the node lacks its providerID or labels' } });
+      return {};
+    }
+    const limits = await cloud.instanceType(spec.instanceType);
+    if (!limits) {
+      this.event(pool, 'Warning', 'UnknownInstanceType', `instance type ${spec.instanceType} is not known to DescribeInstanceTypes`);
+      await this.publish(pool, { notReady: { reason: 'UnknownInstanceType', message: `instance type ${spec.instanceType} is unknown` } });
+      return { requeueAfterMs: 60_000 };
+    }
+    // Our ENIs left Available by a crash between create and attach are attached, not replaced.
+    if (config.mode === 'normal') {
+      for (const e of cloud.ownedBy(name)) if (e.status === 'Available' && !e.instanceId && !this.incoming.has(`adopt/${e.id}`)) this.attachInBackground(pool, e, 0);
+    }
+    const onInstance = cloud.enisOfInstance(spec.instanceID).filter((e) => e.type !== 'Primary');
+    const ours = onInstance.filter((e) => e.tags[TAGS.cluster] === config.clusterId);
+    const views: EniView[] = onInstance.map((e) =>
+      e.tags[TAGS.cluster] === config.clusterId
+        ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: 1 + e.secondaryIps.length }
+        : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: limits.ipv4PerEni },
+    );
+    const inUse = ours.filter((e) => e.status === 'InUse');
+    const available = inUse.reduce((n, e) => n + 1 + e.secondaryIps.length, 0);
+    const usedIps = new Set(Object.keys(pool.status?.used ?? {}));
+    const pending = this.d.pendingPods.list().filter((p) => p.spec?.nodeName === spec.nodeName && !p.status?.podIP && !p.spec?.hostNetwork).length;
+    const sizing = {
+      minAllocate: spec.minAllocate ?? 0,
+      preAllocate: spec.preAllocate ?? 8,
+      maxAboveWatermark: spec.maxAboveWatermark ?? 0,
+      maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
+    };
+    const usage = { available, used: usedIps.size, pending };
+    const coming = this.incoming.get(name) ?? { enis: 0, ips: 0 };
+    const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
+    const need = needed(sizing, usage);
+    if (need > 0 && !this.deficitSince.has(name)) this.deficitSince.set(name, Date.now());
+
+    if (want > 0 && config.mode === 'normal') {
+      const vSwitches = await cloud.vSwitches();
+      const candidates = candidateVSwitches(
+        spec,
+        vSwitches.map((v) => ({ id: v.id, zoneId: v.zoneId, vpcId: v.vpcId, free: v.availableIpCount, tags: v.tags })),
+        config.vpcId,
+        spec.zoneID,
+      ).map((v) => ({ id: v.id, free: v.free, blocked: cloud.blocked.has(v.id) }));
+      const plan = planAllocation({ want, enis: views, limits, vSwitches: candidates, selection: spec.vSwitchSelection ?? 'MostFreeIPs', creating: coming.enis });
+      this.d.logger.debug({ node: name, want, ops: plan.ops.length, calls: callsOf(plan.ops) }, 'allocation planned');
+      if (plan.shortfall && plan.planned === 0 && coming.enis === 0) {
+        this.shortfall.set(name, {
+          reason: plan.shortfall === 'instance-limit' ? 'InstanceLimit' : 'VSwitchExhausted',
+          message:
+            plan.shortfall === 'instance-limit'
+              ? `instance ${spec.instanceID} (${spec.instanceType}) holds no more ENIs or IPs (${limits.eniQuantity} ENIs × ${limits.ipv4PerEni} IPs)`
+              : `no vSwitch of the class in ${spec.zoneID} has free addresses (${candidates.map((c) => `${c.id}: ${c.blocked ? 'blocked' : c.free}`).join(', ') || 'none match'})`,
+        });
+      } else if (plan.planned > 0) this.shortfall.delete(name);
+      const sgs = plan.ops.some((o) => o.kind === 'create') ? securityGroupsFor(spec, (await cloud.securityGroups()).map((g) => ({ id: g.id, vpcId: g.vpcId, tags: g.tags })), config.vpcId) : [];
+      for (const op of plan.ops) {
+        if (op.kind === 'assign') await this.assign(pool, op.eniId, op.vSwitchId, op.count);
+        else this.createInBackground(pool, op.vSwitchId, op.ips, sgs);
+      }
+    } else if (want === 0) this.shortfall.delete(name);
+
+    // Release: requests, acks, unassigns, empty ENIs.
+    let releaseRequests = { ...(pool.status?.releaseRequests ?? {}) };
+    let requeueAfterMs: number | undefined;
+    if (config.mode === 'normal' && spec.releaseExcessIPs !== false) {
+      const ex = excess(sizing, usage);
+      if (ex > 0 && !this.excessSince.has(name)) this.excessSince.set(name, Date.now());
+      if (ex === 0) this.excessSince.delete(name);
+      const delayMs = (spec.releaseDelaySeconds ?? 180) * 1000;
+      const plan = planRelease({
+        enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps })),
+        used: usedIps,
+        excess: ex,
+        excessSince: this.excessSince.get(name),
+        now: Date.now(),
+        delayMs,
+        requests: new Map(Object.entries(releaseRequests).map(([ip, at]) => [ip, Date.parse(at)] as const)),
+        acks: new Map(Object.entries(pool.status?.releaseAcks ?? {})),
+        deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
+      });
+      for (const ip of plan.withdraw) delete releaseRequests[ip];
+      for (const ip of plan.request) releaseRequests[ip] = iso();
+      for (const u of plan.unassign) {
+        for (let i = 0; i < u.ips.length; i += 50) {
+          const batch = u.ips.slice(i, i + 50);
+          await api.unassignPrivateIpAddresses(u.eniId, batch).catch((e) => {
+            if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
+          });
+          this.d.metrics.cloudChanges.inc({ action: 'UnassignPrivateIpAddresses' });
+          const eni = cloud.enis.get(u.eniId);
+          if (eni) cloud.upsert({ ...eni, secondaryIps: eni.secondaryIps.filter((ip) => !batch.includes(ip)) });
+          batch.forEach((ip) => delete releaseRequests[ip]);
+          this.event(pool, 'Normal', 'ReleasedIPs', `unassigned ${batch.length} excess IPs from ${u.eniId} (${batch.join(', ')})`);
+        }
+      }
+      for (const id of plan.deleteEnis) {
+        const eni = cloud.enis.get(id);
+        if (eni) {
+          this.removeInBackground(pool, eni);
+          for (const ip of [eni.primaryIp, ...eni.secondaryIps]) delete releaseRequests[ip];
+        }
+      }
+      const since = this.excessSince.get(name);
+      if (ex > 0 && since !== undefined && Date.now() - since < delayMs) requeueAfterMs = delayMs - (Date.now() - since) + 50;
+    } else releaseRequests = {};
+
+    await this.publish(pool, { releaseRequests });
+    return { requeueAfterMs };
+  }
+
+  private async assign(pool: ENIPool, eniId: string, vSwitchId: string, count: number): Promise<void> {
+    const { api, cloud } = this.d;
+    try {
+      const ips = await api.assignPrivateIpAddresses(eniId, { count });
+      this.d.metrics.cloudChanges.inc({ action: 'AssignPrivateIpAddresses' });
+      cloud.took(vSwitchId, ips.length);
+      const eni = cloud.enis.get(eniId);
+      if (eni) cloud.upsert({ ...eni, secondaryIps: [...eni.secondaryIps, ...ips] });
+      this.published(pool.metadata.name);
+      this.event(pool, 'Normal', 'AssignedIPs', `assigned ${ips.length} IPs to ${eniId} in ${vSwitchId}`);
+    } catch (e) {
+      await this.onCloudError(pool, e, vSwitchId);
+    }
+  }
+
+  /** What a failed change means: block an exhausted vSwitch, resync after an instance limit. */
+  private async onCloudError(pool: ENIPool, e: unknown, vSwitchId?: string): Promise<void> {
+    if (!(e instanceof CloudError)) throw e;
+    const name = pool.metadata.name;
+    if (e.kind === 'vswitch-exhausted' && vSwitchId) {
+      this.d.cloud.block(vSwitchId);
+      this.event(pool, 'Warning', 'VSwitchExhausted', `vSwitch ${vSwitchId} has no free addresses (${e.code}); trying the zone's other vSwitches`);
+      this.d.enqueue(name, 100);
+      return;
+    }
+    if (e.kind === 'instance-limit') {
+      this.event(pool, 'Warning', 'InstanceLimit', `${e.action} on ${pool.spec.instanceID}: ${e.code}; resyncing the instance`);
+      await this.d.cloud.resyncInstance(pool.spec.instanceID!, name);
+      await this.d.cloud.instanceType(pool.spec.instanceType!, true);
+      this.d.enqueue(name, 1000);
+      return;
+    }
+    if (e.kind === 'quota-exceeded') {
+      this.shortfall.set(name, { reason: 'QuotaExceeded', message: `${e.action}: ${e.code}: ${e.cloudMessage}` });
+      this.event(pool, 'Warning', 'QuotaExceeded', e.message);
+      return;
+    }
+    throw e;
+  }
+
+  private addIncoming(name: string, enis: number, ips: number): void {
+    const c = this.incoming.get(name) ?? { enis: 0, ips: 0 };
+    const next = { enis: c.enis + enis, ips: c.ips + ips };
+    if (next.enis <= 0 && next.ips <= 0) this.incoming.delete(name);
+    else this.incoming.set(name, next);
+  }
+
+  /** Create an ENI carrying all its IPs, attach it, and publish it the moment it is InUse. */
+  private createInBackground(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
+    const name = pool.metadata.name;
+    this.addIncoming(name, 1, ips);
+    const tags = { ...(pool.spec.eniTags ?? {}), [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.creator]: CREATOR };
+    void (async () => {
+      let eni: NetworkInterface | undefined;
+      try {
+        eni = await this.d.api.createNetworkInterface({ vSwitchId, securityGroupIds, secondaryIpCount: ips - 1, tags, description: `eni-ipam pool ENI of node ${name}` });
+        this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
+        this.d.cloud.took(vSwitchId, ips);
+        this.d.cloud.upsert(eni);
+        this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
+      } catch (e) {
+        this.addIncoming(name, -1, -ips);
+        await this.onCloudError(pool, e, vSwitchId).catch((err) => {
+          this.event(pool, 'Warning', 'CreateENIFailed', `creating an ENI in ${vSwitchId}: ${(err as Error).message}`);
+          this.d.enqueue(name, 2000);
+        });
+        return;
+      }
+      this.attachInBackground(pool, eni, ips, true);
+    })();
+  }
+
+  private attachInBackground(pool: ENIPool, eni: NetworkInterface, ips: number, counted = false): void {
+    const name = pool.metadata.name;
+    const key = `adopt/${eni.id}`;
+    if (!counted) this.addIncoming(name, 1, 1 + eni.secondaryIps.length);
+    this.incoming.set(key, { enis: 0, ips: 0 });
+    const carried = counted ? ips : 1 + eni.secondaryIps.length;
+    void (async () => {
+      try {
+        await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
+        this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
+        this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
+        const attached = await this.d.poller.wait(eni.id, 'InUse');
+        if (attached) this.d.cloud.upsert(attached);
+        this.published(name);
+        this.event(pool, 'Normal', 'AttachedENI', `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`);
+      } catch (e) {
+        this.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${(e as Error).message}; deleting it`);
+        await this.deleteEni(eni.id).catch((err) => this.d.logger.warn({ node: name, eni: eni.id, err: (err as Error).message }, 'could not delete an ENI whose attach failed; GC will'));
+        if (e instanceof CloudError) await this.onCloudError(pool, e).catch(() => undefined);
+      } finally {
+        this.addIncoming(name, -1, -carried);
+        this.incoming.delete(key);
+        this.d.enqueue(name);
+      }
+    })();
+  }
+
+  private published(name: string): void {
+    const since = this.deficitSince.get(name);
+    if (since !== undefined) {
+      this.d.metrics.deficitToPublished.observe((Date.now() - since) / 1000);
+      this.deficitSince.delete(name);
+    }
+  }
+
+  /** Detach (if attached) and delete an ENI, waiting through the shared poller. */
+  private async deleteEni(id: string): Promise<void> {
+    const { api, cloud, poller } = this.d;
+    let eni = cloud.enis.get(id);
+    if (eni?.instanceId && (eni.status === 'InUse' || eni.status === 'Attaching' || eni.status === 'Detaching')) {
+      if (eni.status === 'Attaching') await poller.wait(id, 'InUse').catch(() => undefined);
+      await api.detachNetworkInterface(id, eni.instanceId).catch((e) => {
+        if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
+      });
+      this.d.metrics.cloudChanges.inc({ action: 'DetachNetworkInterface' });
+      eni = await poller.wait(id, 'Available');
+    }
+    await api.deleteNetworkInterface(id).catch((e) => {
+      if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
+    });
+    this.d.metrics.cloudChanges.inc({ action: 'DeleteNetworkInterface' });
+    await poller.wait(id, 'gone');
+    cloud.forget(id);
+  }
+
+  private removeInBackground(pool: ENIPool, eni: NetworkInterface): void {
+    void this.deleteEni(eni.id)
+      .then(() => this.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
+      .catch((e) => this.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))
+      .finally(() => this.d.enqueue(pool.metadata.name));
+  }
+
+  /** The node is gone: detach and delete the ENIs we created for it, then let the pool go. */
+  private async teardown(pool: ENIPool): Promise<{ requeueAfterMs?: number }> {
+    const name = pool.metadata.name;
+    if (!pool.metadata.finalizers?.includes(FINALIZER)) return {};
+    const ours = this.d.cloud.ownedBy(name);
+    if (ours.length && this.d.config.mode === 'normal') {
+      if (this.tearingDown.has(name)) return { requeueAfterMs: 1000 };
+      this.tearingDown.add(name);
+      try {
+        await Promise.all(ours.map((e) => this.deleteEni(e.id)));
+        this.event(pool, 'Normal', 'ReleasedENIs', `node ${pool.spec.nodeName} is gone: deleted its ${ours.length} ENIs (${ours.map((e) => e.id).join(', ')})`);
+      } finally {
+        this.tearingDown.delete(name);
+      }
+    } else if (ours.length) {
+      this.event(pool, 'Warning', 'ENIsKept', `node ${pool.spec.nodeName} is gone; mode ${this.d.config.mode} keeps its ${ours.length} ENIs`);
+    }
+    const finalizers = (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
+    await this.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name, body: { metadata: { finalizers } } }, merge).catch((e) => {
+      if ((e as { code?: number }).code !== 404) throw e;
+    });
+    return {};
+  }
+
+  /** Publishes the operator's part of the status, if it changed. */
+  private async publish(pool: ENIPool, o: { releaseRequests?: Record<string, string>; notReady?: { reason: string; message: string }; degraded?: string }): Promise<void> {
+    const { cloud } = this.d;
+    const name = pool.metadata.name;
+    const spec = pool.spec;
+    const ours = spec.instanceID ? cloud.ownedBy(name).filter((e) => e.instanceId === spec.instanceID || e.status === 'Available') : [];
+    const enis = publishedEnis(ours, await cloud.vSwitches());
+    const available = enis.reduce((n, e) => n + (e.ips?.length ?? 0), 0);
+    const used = Object.keys(pool.status?.used ?? {}).length;
+    const releaseRequests = o.releaseRequests ?? pool.status?.releaseRequests ?? {};
+    const limits = spec.instanceType ? await cloud.instanceType(spec.instanceType) : undefined;
+    const pending = this.d.pendingPods.list().filter((p) => p.spec?.nodeName === spec.nodeName && !p.status?.podIP).length;
+    const maxAllocate = limits ? resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)) : 0;
+    const need = limits ? needed({ minAllocate: spec.minAllocate ?? 0, preAllocate: spec.preAllocate ?? 8, maxAboveWatermark: spec.maxAboveWatermark ?? 0, maxAllocate }, { available, used, pending }) : 0;
+    const now = iso();
+    let conditions: Condition[] = pool.status?.conditions ?? [];
+    const short = this.shortfall.get(name);
+    const ready = o.notReady
+      ? { status: 'False' as const, ...o.notReady }
+      : need === 0
+        ? { status: 'True' as const, reason: available >= maxAllocate && maxAllocate > 0 ? 'AtCapacity' : 'PoolFilled', message: `${available - used} of ${available} IPs free` }
+        : { status: 'False' as const, reason: short ? short.reason : 'Allocating', message: short ? short.message : `${need} more IPs are being allocated` };
+    conditions = setCondition(conditions, { type: 'Ready', ...ready }, now);
+    conditions = setCondition(conditions, short ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message } : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' }, now);
+    conditions = setCondition(conditions, o.degraded ? { type: 'Degraded', status: 'True', reason: 'CloudErrors', message: o.degraded } : { type: 'Degraded', status: 'False', reason: 'Healthy', message: '' }, now);
+    const desired = {
+      enis,
+      summary: { enis: enis.length, available, used, needed: need, releasing: Object.keys(releaseRequests).length },
+      releaseRequests,
+      conditions,
+      observedGeneration: pool.metadata.generation,
+    };
+    const m = this.d.metrics.poolIps;
+    m.set({ node: name, kind: 'available' }, available);
+    m.set({ node: name, kind: 'used' }, used);
+    m.set({ node: name, kind: 'needed' }, need);
+    m.set({ node: name, kind: 'releasing' }, desired.summary.releasing);
+    const patch = statusPatch(pool.status, desired);
+    if (!patch) return;
+    await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body: { status: patch } }, merge);
+  }
+}

@@ -1,0 +1,109 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { CRDS } from '../../src/api/crds.js';
+import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
+import { createCloudClient, staticCredentials, type CloudClient } from '../../src/cloud/index.js';
+import { DEFAULT_OPERATOR_CONFIG, type OperatorConfig } from '../../src/operator/config.js';
+import { Operator, type LeaderElectionConfig } from '../../src/operator/operator.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import type { EcsEmulator, Fixture } from '../../src/sim/ecs/index.js';
+import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import { DEMO_KEY, REGION, emulator, eventually } from './ecs.js';
+import { http, kube } from './kube.js';
+
+export const CLUSTER_ID = 'c-test';
+
+export interface TestCluster {
+  ecs: EcsEmulator;
+  kube: KubeEmulator;
+  kc: KubeConfig;
+  custom: CustomObjectsApi;
+  operators: Operator[];
+  clients: CloudClient[];
+  startOperator(o?: { config?: Partial<OperatorConfig>; leaderElection?: LeaderElectionConfig }): Promise<Operator>;
+  addNode(instanceId: string, labels?: Record<string, string>): Promise<string>;
+  addClass(name: string, spec: ENIPoolClass['spec']): Promise<void>;
+  pool(name: string): Promise<ENIPool>;
+  pools(): Promise<ENIPool[]>;
+  mutatingCalls(): Record<string, number>;
+  close(): Promise<void>;
+}
+
+const MUTATING = ['CreateNetworkInterface', 'AttachNetworkInterface', 'DetachNetworkInterface', 'DeleteNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses'];
+
+/** Both emulators, the CRDs installed, and operators started in-process on demand. */
+export async function testCluster(patch?: (f: Fixture) => void): Promise<TestCluster> {
+  const ecs = await emulator(patch);
+  const { emu: kubeEmu, kc } = await kube();
+  for (const crd of Object.values(CRDS)) {
+    const r = await http(kubeEmu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    if (r.status !== 201) throw new Error(`CRD not accepted: ${JSON.stringify(r.body)}`);
+  }
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const operators: Operator[] = [];
+  const clients: CloudClient[] = [];
+  const cluster: TestCluster = {
+    ecs,
+    kube: kubeEmu,
+    kc,
+    custom,
+    operators,
+    clients,
+    async startOperator(o = {}) {
+      const client = createCloudClient({ region: REGION, ecsEndpoint: ecs.url, vpcEndpoint: ecs.url, credentials: staticCredentials(DEMO_KEY), registry: new Registry() });
+      clients.push(client);
+      const op = new Operator({
+        kc,
+        api: client.api,
+        logger: silentLogger(),
+        config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: CLUSTER_ID, vpcId: 'vpc-demo', pollMinIntervalMs: 50, pollMaxIntervalMs: 400, ...o.config },
+        leaderElection: o.leaderElection,
+      });
+      operators.push(op);
+      await op.start();
+      return op;
+    },
+    async addNode(instanceId, labels = {}) {
+      const inst = ecs.world.instances.get(instanceId)!;
+      const name = inst.hostName;
+      const ip = ecs.world.enis.get(inst.primaryEniId)!.primaryIp;
+      const r = await http(kubeEmu, 'POST', '/api/v1/nodes', {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name, labels: { 'node.kubernetes.io/instance-type': inst.instanceType, 'topology.kubernetes.io/zone': inst.zoneId, ...labels } },
+        spec: { providerID: `${REGION}.${instanceId}` },
+        status: { addresses: [{ type: 'InternalIP', address: ip }], conditions: [{ type: 'Ready', status: 'True' }] },
+      });
+      if (r.status !== 201) throw new Error(`node not created: ${JSON.stringify(r.body)}`);
+      return name;
+    },
+    async addClass(name, spec) {
+      await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipoolclasses', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPoolClass', metadata: { name }, spec } });
+    },
+    pool: async (name) => (await custom.getClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name })) as ENIPool,
+    pools: async () => ((await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) as any).items as ENIPool[],
+    mutatingCalls() {
+      const calls = ecs.stats().calls;
+      return Object.fromEntries(MUTATING.filter((a) => calls[a]).map((a) => [a, calls[a]!.OK ?? 0]));
+    },
+    async close() {
+      await Promise.all(operators.map((o) => o.stop().catch(() => undefined)));
+      await Promise.all(clients.map((c) => c.close()));
+      await kubeEmu.close();
+      await ecs.close();
+    },
+  };
+  return cluster;
+}
+
+export const ready = (p: ENIPool): boolean => p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+
+/** Waits until every pool of the given nodes is Ready. */
+export async function allReady(c: TestCluster, nodes: string[], timeoutMs = 30_000): Promise<ENIPool[]> {
+  return eventually(async () => {
+    const pools = await c.pools();
+    const mine = pools.filter((p) => nodes.includes(p.metadata.name));
+    return mine.length === nodes.length && mine.every(ready) ? mine : undefined;
+  }, timeoutMs, 100);
+}
