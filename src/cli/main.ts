@@ -1,8 +1,9 @@
 import { UsageError, formatHelp, parseFlags, type CommandSpec } from './args.js';
 import { emulateEcs } from './emulate-ecs.js';
 import { emulateKube } from './emulate-kube.js';
+import { operatorCommand } from './operator.js';
 
-const COMMANDS: CommandSpec[] = [emulateEcs, emulateKube];
+const COMMANDS: CommandSpec[] = [operatorCommand, emulateEcs, emulateKube];
 
 function topHelp(): string {
   const rows = COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`);

@@ -140,6 +140,17 @@ export class PoolReconciler {
     const need = needed(sizing, usage);
     if (need > 0 && !this.deficitSince.has(name)) this.deficitSince.set(name, Date.now());
 
+    // Wanting more than the ceiling allows is a shortfall too, though nothing is left to plan.
+    const beyondCeiling = needed({ ...sizing, maxAllocate: Number.MAX_SAFE_INTEGER }, usage) > 0 && available + coming.ips >= sizing.maxAllocate;
+    if (beyondCeiling) {
+      const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < podIpCapacity(limits);
+      this.shortfall.set(name, {
+        reason: 'InstanceLimit',
+        message: byClass
+          ? `the pool is at its maxAllocate of ${sizing.maxAllocate} IPs`
+          : `instance ${spec.instanceID} (${spec.instanceType}) holds at most ${sizing.maxAllocate} pod IPs (${limits.eniQuantity - 1} secondary ENIs × ${limits.ipv4PerEni}); the pool wants more`,
+      });
+    }
     if (want > 0 && config.mode === 'normal') {
       const vSwitches = await cloud.vSwitches();
       const candidates = candidateVSwitches(
@@ -164,7 +175,7 @@ export class PoolReconciler {
         if (op.kind === 'assign') await this.assign(pool, op.eniId, op.vSwitchId, op.count);
         else this.createInBackground(pool, op.vSwitchId, op.ips, sgs);
       }
-    } else if (want === 0) this.shortfall.delete(name);
+    } else if (want === 0 && !beyondCeiling) this.shortfall.delete(name);
 
     // Release: requests, acks, unassigns, empty ENIs.
     let releaseRequests = { ...(pool.status?.releaseRequests ?? {}) };

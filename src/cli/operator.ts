@@ -1,0 +1,131 @@
+import { hostname } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { CredentialsError, createCloudClient, defaultEndpoints, envCredentials, fileCredentials, ramRoleCredentials, type ActionLimit, type CredentialsProvider } from '../cloud/index.js';
+import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
+import { Operator } from '../operator/operator.js';
+import { serveObservability } from '../observability/http.js';
+import { createLogger } from '../observability/logger.js';
+import { UsageError, untilSignal, type CommandSpec, type FlagValues } from './args.js';
+
+const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
+
+/** `--api-limits CreateNetworkInterface=500:500,DescribeNetworkInterfaces=800` */
+export function parseApiLimits(text: string | undefined): Record<string, ActionLimit> {
+  const out: Record<string, ActionLimit> = {};
+  if (!text) return out;
+  for (const part of text.split(',').filter(Boolean)) {
+    const m = /^([A-Z][A-Za-z0-9]+)=(\d+(?:\.\d+)?)(?::(\d+))?$/.exec(part.trim());
+    if (!m) throw new UsageError(`--api-limits: "${part}" is not Action=perMinute[:burst] (e.g. CreateNetworkInterface=500:500)`);
+    out[m[1]!] = { perMinute: Number(m[2]), burst: m[3] ? Number(m[3]) : undefined };
+  }
+  return out;
+}
+
+function credentials(f: FlagValues): CredentialsProvider {
+  if (f['ram-role']) return ramRoleCredentials({ role: String(f['ram-role']), metadataEndpoint: f['metadata-endpoint'] as string | undefined });
+  if (f['credentials-dir']) return fileCredentials(String(f['credentials-dir']));
+  try {
+    return envCredentials();
+  } catch (e) {
+    if (e instanceof CredentialsError) throw new UsageError(e.message);
+    throw e;
+  }
+}
+
+export const operatorCommand: CommandSpec = {
+  name: 'operator',
+  summary: 'Run the IPAM operator: keep every node’s ENIPool topped up with VPC IPs from ENIs.',
+  description: 'Credentials: ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (and optional ALIBABA_CLOUD_SECURITY_TOKEN), --credentials-dir, or --ram-role.',
+  flags: [
+    { name: 'kubeconfig', type: 'string', value: 'FILE', help: 'kubeconfig to use (in-cluster configuration when absent)' },
+    { name: 'region', type: 'string', value: 'REGION', help: 'Alibaba Cloud region, e.g. cn-hangzhou (required)' },
+    { name: 'vpc-id', type: 'string', value: 'ID', help: 'the cluster’s VPC (required)' },
+    { name: 'cluster-id', type: 'string', value: 'ID', help: 'tags the ENIs this cluster creates, for ownership and garbage collection (required)' },
+    { name: 'ecs-endpoint', type: 'string', value: 'URL', help: 'ECS OpenAPI endpoint (default: the region’s VPC-internal endpoint)' },
+    { name: 'vpc-endpoint', type: 'string', value: 'URL', help: 'VPC OpenAPI endpoint (default: the region’s VPC-internal endpoint)' },
+    { name: 'credentials-dir', type: 'string', value: 'DIR', help: 'read access-key-id, access-key-secret and security-token from files in DIR (a mounted Secret)' },
+    { name: 'ram-role', type: 'string', value: 'ROLE', help: 'use the ECS RAM role ROLE through the instance metadata service' },
+    { name: 'metadata-endpoint', type: 'string', value: 'URL', default: 'http://100.100.100.200', help: 'instance metadata service (for --ram-role)' },
+    { name: 'mode', type: 'string', value: 'MODE', default: 'normal', choices: ['normal', 'no-release', 'read-only'], help: 'no-release never unassigns or deletes; read-only makes no mutating cloud call' },
+    { name: 'api-limits', type: 'string', value: 'LIST', help: 'per-action limits, Action=perMinute[:burst],... (defaults: Terway’s)' },
+    { name: 'api-limit-scale', type: 'number', value: 'K', default: 1, help: 'multiply every per-action limit by K', check: positive },
+    { name: 'workers', type: 'number', value: 'N', default: DEFAULT_OPERATOR_CONFIG.workers, help: 'concurrent reconciles', check: positive },
+    { name: 'resync-interval', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.resyncIntervalMs / 1000, help: 'full ENI resync period', check: positive },
+    { name: 'gc-interval', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.gcIntervalMs / 1000, help: 'leaked-ENI garbage collection period', check: positive },
+    { name: 'gc-min-age', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.gcMinAgeMs / 1000, help: 'a leaked ENI must be this old to be deleted' },
+    { name: 'event-namespace', type: 'string', value: 'NS', default: 'default', help: 'namespace of the Events about (cluster-scoped) pools and classes' },
+    { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9090', help: 'serve /metrics here' },
+    { name: 'health-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:8080', help: 'serve /healthz and /readyz here' },
+    { name: 'leader-elect', type: 'boolean', default: true, help: 'elect a leader on a Lease (--no-leader-elect for a single replica)' },
+    { name: 'leader-elect-lease-name', type: 'string', value: 'NAME', default: 'eni-ipam-operator', help: 'Lease name' },
+    { name: 'leader-elect-namespace', type: 'string', value: 'NS', default: process.env.POD_NAMESPACE ?? 'kube-system', help: 'Lease namespace' },
+    { name: 'leader-elect-lease-duration', type: 'number', value: 'SECONDS', default: 15, help: 'lease duration', check: positive },
+    { name: 'leader-elect-renew-deadline', type: 'number', value: 'SECONDS', default: 10, help: 'renew deadline', check: positive },
+    { name: 'leader-elect-retry-period', type: 'number', value: 'SECONDS', default: 2, help: 'retry period', check: positive },
+    { name: 'log-level', type: 'string', value: 'LEVEL', default: 'info', choices: ['debug', 'info', 'warn', 'error'], help: 'log level' },
+  ],
+  async run(f) {
+    for (const req of ['region', 'vpc-id', 'cluster-id']) if (!f[req]) throw new UsageError(`--${req} is required`);
+    const limits = parseApiLimits(f['api-limits'] as string | undefined);
+    const creds = credentials(f);
+    const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-operator' });
+    const kc = new KubeConfig();
+    if (f.kubeconfig) kc.loadFromFile(String(f.kubeconfig));
+    else kc.loadFromCluster();
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_operator_' });
+    const region = String(f.region);
+    const client = createCloudClient({
+      region,
+      ecsEndpoint: (f['ecs-endpoint'] as string | undefined) ?? defaultEndpoints(region).ecs,
+      vpcEndpoint: (f['vpc-endpoint'] as string | undefined) ?? defaultEndpoints(region).vpc,
+      credentials: creds,
+      limits,
+      limitScale: f['api-limit-scale'] as number,
+      registry,
+      logger,
+    });
+    const identity = `${hostname()}-${process.pid}`;
+    const operator = new Operator({
+      kc,
+      api: client.api,
+      logger,
+      registry,
+      config: {
+        ...DEFAULT_OPERATOR_CONFIG,
+        clusterId: String(f['cluster-id']),
+        vpcId: String(f['vpc-id']),
+        mode: f.mode as OperatorMode,
+        workers: f.workers as number,
+        resyncIntervalMs: (f['resync-interval'] as number) * 1000,
+        gcIntervalMs: (f['gc-interval'] as number) * 1000,
+        gcMinAgeMs: (f['gc-min-age'] as number) * 1000,
+        eventNamespace: String(f['event-namespace']),
+      },
+      leaderElection: f['leader-elect']
+        ? {
+            namespace: String(f['leader-elect-namespace']),
+            name: String(f['leader-elect-lease-name']),
+            identity,
+            leaseDurationSeconds: f['leader-elect-lease-duration'] as number,
+            renewDeadlineSeconds: f['leader-elect-renew-deadline'] as number,
+            retryPeriodSeconds: f['leader-elect-retry-period'] as number,
+          }
+        : undefined,
+    });
+    const checks = { live: () => true, ready: () => operator.synced };
+    const metrics = await serveObservability(String(f['metrics-addr']), registry, checks);
+    const health = f['health-addr'] === f['metrics-addr'] ? metrics : await serveObservability(String(f['health-addr']), undefined, checks);
+    logger.info({ identity, region, vpc: f['vpc-id'], cluster: f['cluster-id'], mode: f.mode, credentials: creds.source, metrics: metrics.url, health: health.url }, 'operator starting');
+    process.stdout.write(`metrics ${metrics.url}/metrics\nhealth ${health.url}/healthz\n`);
+    await operator.start();
+    const reason = await Promise.race([untilSignal().then((s) => `signal ${s}`), operator.lostLeadership.then(() => 'lost leadership')]);
+    logger.info({ reason }, 'operator stopping');
+    await operator.stop();
+    await client.close();
+    metrics.server.close();
+    if (health !== metrics) health.server.close();
+    return reason === 'lost leadership' ? 1 : 0;
+  },
+};
