@@ -14,10 +14,10 @@ export type CloudErrorKind =
 const RETRYABLE_CODES = new Set(['Throttling', 'Throttling.User', 'Throttling.Api', 'ServiceUnavailable', 'InternalError', 'Operation.Conflict']);
 
 /** Codes for calls that never got an answer from the API (ours, not the cloud's). */
-export const TRANSPORT_CODES = { timeout: 'Transport.Timeout', connection: 'Transport.Connection', nonJson: 'Transport.NonJsonBody' } as const;
+export const TRANSPORT_CODES = { timeout: 'Transport.Timeout', connection: 'Transport.Connection', nonJson: 'Transport.NonJsonBody', closed: 'Transport.Closed' } as const;
 
 export function isRetryableCode(code: string): boolean {
-  return RETRYABLE_CODES.has(code) || code.startsWith('Transport.');
+  return RETRYABLE_CODES.has(code) || (code.startsWith('Transport.') && code !== TRANSPORT_CODES.closed);
 }
 
 export function classify(code: string): CloudErrorKind {

@@ -48,5 +48,13 @@ export function createCloudClient(o: CloudClientOptions): CloudClient {
   const common = { credentials: o.credentials, limiters, metrics, retry, logger };
   const ecs = new RpcCaller({ ...common, endpoint: o.ecsEndpoint ?? endpoints.ecs, apiVersion: '2014-05-26' });
   const vpc = new RpcCaller({ ...common, endpoint: o.vpcEndpoint ?? endpoints.vpc, apiVersion: '2016-04-28' });
-  return { api: new EcsApi(ecs, vpc, o.region), limiters, close: () => limiters.stop() };
+  return {
+    api: new EcsApi(ecs, vpc, o.region),
+    limiters,
+    close: () => {
+      ecs.closed = true;
+      vpc.closed = true;
+      return limiters.stop();
+    },
+  };
 }

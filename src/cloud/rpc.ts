@@ -55,6 +55,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class RpcCaller {
   private readonly client: RPCClient;
   private readonly random: () => number;
+  /** Set by close(): no new attempt starts, so a stopped operator's retries cannot act late. */
+  closed = false;
 
   constructor(private readonly o: RpcCallerOptions) {
     this.random = o.random ?? Math.random;
@@ -75,6 +77,7 @@ export class RpcCaller {
       let hint: number | undefined;
       try {
         return await limiters.schedule(action, async (waitedMs) => {
+          if (this.closed) throw new CloudError(action, TRANSPORT_CODES.closed, 'the client was closed before the call was sent', undefined);
           metrics.limiterWait.observe({ action }, waitedMs / 1000);
           const timeoutMs = Math.max(100, Math.min(retry.attemptTimeoutMs, started + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()));
           const endTimer = metrics.duration.startTimer({ action });
@@ -102,10 +105,11 @@ export class RpcCaller {
       }
       const delay = backoffDelay(attempt, retry, this.random, hint);
       const elapsed = Date.now() - started;
-      if (!error.retryable || attempt >= retry.maxAttempts || elapsed + delay > retry.maxElapsedMs) {
+      if (!error.retryable || this.closed || attempt >= retry.maxAttempts || elapsed + delay > retry.maxElapsedMs) {
         throw attempt > 1 ? error.withAttempts(attempt) : error;
       }
       metrics.retries.inc({ action, code: error.code });
+      if (this.closed) throw error;
       logger.warn({ action, code: error.code, requestId: error.requestId, attempt, delayMs: Math.round(delay) }, 'OpenAPI call failed; retrying');
       await sleep(delay);
     }

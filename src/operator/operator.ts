@@ -199,6 +199,7 @@ export class Operator {
   async stop(): Promise<void> {
     this.stopping = true;
     this.timers.forEach(clearInterval);
+    this.poolReconciler.stop();
     await this.queue.shutdown();
     await this.workers;
     this.poller.stop();

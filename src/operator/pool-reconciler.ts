@@ -49,9 +49,15 @@ export class PoolReconciler {
   private readonly shortfall = new Map<string, Shortfall>();
   private readonly failures = new Map<string, number>();
   private readonly tearingDown = new Set<string>();
+  private stopped = false;
 
   constructor(private readonly d: PoolDeps) {
     this.custom = d.kc.makeApiClient(CustomObjectsApi);
+  }
+
+  /** Background work stops issuing cloud calls (the operator is stopping). */
+  stop(): void {
+    this.stopped = true;
   }
 
   private target(pool: ENIPool) {
@@ -281,6 +287,7 @@ export class PoolReconciler {
     void (async () => {
       let eni: NetworkInterface | undefined;
       try {
+        if (this.stopped) return;
         eni = await this.d.api.createNetworkInterface({ vSwitchId, securityGroupIds, secondaryIpCount: ips - 1, tags, description: `eni-ipam pool ENI of node ${name}` });
         this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
         this.d.cloud.took(vSwitchId, ips);
@@ -306,6 +313,7 @@ export class PoolReconciler {
     const carried = counted ? ips : 1 + eni.secondaryIps.length;
     void (async () => {
       try {
+        if (this.stopped) return;
         await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
         this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
         this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
@@ -314,6 +322,13 @@ export class PoolReconciler {
         this.published(name);
         this.event(pool, 'Normal', 'AttachedENI', `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`);
       } catch (e) {
+        if (this.stopped) return;
+        // Look before deleting: an attach answered with an error may still have happened.
+        const now = await this.d.api.describeNetworkInterfaces({ ids: [eni.id] }).catch(() => []);
+        if (now[0] && now[0].instanceId === pool.spec.instanceID && (now[0].status === 'InUse' || now[0].status === 'Attaching')) {
+          this.d.cloud.upsert(now[0]);
+          return;
+        }
         this.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${(e as Error).message}; deleting it`);
         await this.deleteEni(eni.id).catch((err) => this.d.logger.warn({ node: name, eni: eni.id, err: (err as Error).message }, 'could not delete an ENI whose attach failed; GC will'));
         if (e instanceof CloudError) await this.onCloudError(pool, e).catch(() => undefined);

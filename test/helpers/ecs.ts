@@ -44,10 +44,16 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Polls `fn` until it returns a truthy value or the timeout passes. */
 export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 5000, everyMs = 20): Promise<NonNullable<T>> {
   const end = Date.now() + timeoutMs;
+  let lastError: unknown;
   for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch (e) {
+      // Not there yet (a 404, say): try again until the time is up.
+      lastError = e;
+    }
+    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms${lastError ? `; last error: ${(lastError as Error).message}` : ''}`);
     await sleep(everyMs);
   }
 }

@@ -1,0 +1,149 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { ENIPool } from '../../src/api/types.js';
+import { CLUSTER_ID, allReady, ready, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { REGION, eventually, pop, sleep } from '../helpers/ecs.js';
+
+let c: TestCluster;
+afterEach(() => c?.close());
+
+const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) => x.type === type);
+
+async function eventsFor(name: string): Promise<string[]> {
+  const list = await c.kc.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+  return list.items.map((e) => `${e.reason}: ${e.message}`);
+}
+
+describe('operator cases', () => {
+  it('reports an invalid class with Valid=False and its reason, and keeps serving the others', async () => {
+    c = await testCluster();
+    await c.addClass('broken', { vSwitchIDs: ['vsw-nope'], securityGroupIDs: ['sg-demo-pods'], nodeSelector: { matchLabels: { pool: 'broken' } } });
+    await c.addClass('fine', POD_CLASS);
+    const node = await c.addNode('i-demo-01');
+    await c.startOperator();
+    const cls = await eventually(async () => {
+      const x = (await c.custom.getClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipoolclasses', name: 'broken' })) as any;
+      return x.status?.conditions?.length ? x : undefined;
+    });
+    expect(cls.status.conditions[0]).toMatchObject({ type: 'Valid', status: 'False', reason: 'VSwitchNotFound', message: 'vSwitch vsw-nope does not exist in VPC vpc-demo' });
+    await eventually(async () => (await eventsFor('broken')).some((e) => e.startsWith('VSwitchNotFound')));
+    await allReady(c, [node]);
+  });
+
+  it('moves to another vSwitch of the zone when one runs out mid-way, and says so', async () => {
+    c = await testCluster();
+    await c.addClass('ordered', { vSwitchIDs: ['vsw-i-small', 'vsw-i-pods'], vSwitchSelection: 'Ordered', securityGroupIDs: ['sg-demo-pods'], preAllocate: 4 });
+    await c.startOperator();
+    await c.operators[0]!.cloud.vSwitches(true);
+    // Another tenant takes the small vSwitch's last addresses after the operator described it.
+    c.ecs.world.vSwitches.get('vsw-i-small')!.pool.take(6);
+    const node = await c.addNode('i-demo-02');
+    const [pool] = await allReady(c, [node]);
+    expect(pool!.status!.enis!.map((e) => e.vSwitchID)).toEqual(['vsw-i-pods']);
+    await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith('VSwitchExhausted: vSwitch vsw-i-small has no free addresses')));
+  });
+
+  it('stops at the instance limit with Exhausted=True and wastes no calls', async () => {
+    c = await testCluster();
+    await c.addClass('greedy', { ...POD_CLASS, preAllocate: 30 });
+    const node = await c.addNode('i-demo-01'); // ecs.g7.large: 2 secondary ENIs × 6 IPs
+    await c.startOperator();
+    const pool = await eventually(async () => {
+      const p = await c.pool(node);
+      return condition(p, 'Exhausted')?.status === 'True' && p.status?.summary?.available === 12 ? p : undefined;
+    });
+    expect(condition(pool, 'Exhausted')).toMatchObject({ reason: 'InstanceLimit' });
+    expect(ready(pool)).toBe(true);
+    const calls = c.mutatingCalls();
+    expect(calls).toEqual({ CreateNetworkInterface: 2, AttachNetworkInterface: 2 });
+    c.operators[0]!.queue.add(`pool/${node}`);
+    await sleep(500);
+    expect(c.mutatingCalls()).toEqual(calls);
+  });
+
+  it('releases excess IPs through the handshake and never an IP in use', async () => {
+    c = await testCluster();
+    await c.addClass('releasing', { ...POD_CLASS, preAllocate: 10, releaseDelaySeconds: 0 });
+    const node = await c.addNode('i-demo-04'); // ecs.g7.xlarge: 15 IPs per ENI
+    await c.startOperator();
+    const [full] = await allReady(c, [node]);
+    const ips = full!.status!.enis![0]!.ips!;
+    const used = ips.slice(0, 3);
+    // A test agent: reports IPs in use, and answers release requests.
+    const agentPatch = (status: Record<string, unknown>) =>
+      c.custom.patchClusterCustomObjectStatus({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } }, merge);
+    await agentPatch({ used: Object.fromEntries(used.map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])) });
+    await c.custom.patchClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { spec: { preAllocate: 2 } } }, merge);
+    const requested = await eventually(async () => {
+      const p = await c.pool(node);
+      return Object.keys(p.status?.releaseRequests ?? {}).length ? p : undefined;
+    });
+    const asked = Object.keys(requested.status!.releaseRequests!);
+    for (const ip of used) expect(asked).not.toContain(ip);
+    // The agent refuses one (it just handed it to a pod) and acks the rest.
+    const [kept, ...rest] = asked;
+    await agentPatch({ used: Object.fromEntries([...used, kept!].map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])), releaseAcks: { [kept!]: 'do-not-release', ...Object.fromEntries(rest.map((ip) => [ip, 'ready'])) } });
+    await eventually(async () => {
+      const cloud = c.ecs.world.enis.get(full!.status!.enis![0]!.id)!;
+      return rest.every((ip) => !cloud.secondaryIps.includes(ip));
+    });
+    const cloud = c.ecs.world.enis.get(full!.status!.enis![0]!.id)!;
+    const onEni = [cloud.primaryIp, ...cloud.secondaryIps];
+    for (const ip of [...used, kept!]) expect(onEni).toContain(ip);
+    const after = await eventually(async () => {
+      const p = await c.pool(node);
+      return Object.keys(p.status?.releaseRequests ?? {}).length === 0 ? p : undefined;
+    });
+    expect(after.status!.summary!.available).toBe(onEni.length);
+    expect(c.mutatingCalls().UnassignPrivateIpAddresses).toBeGreaterThanOrEqual(1);
+  });
+
+  it('deletes the ENIs of a node that goes away, then lets its pool go', async () => {
+    c = await testCluster();
+    await c.addClass('default', POD_CLASS);
+    const node = await c.addNode('i-demo-05');
+    await c.startOperator();
+    const [pool] = await allReady(c, [node]);
+    const enis = pool!.status!.enis!.map((e) => e.id);
+    expect(pool!.metadata.finalizers).toContain('eniipam.io/release-enis');
+    await c.kc.makeApiClient(CoreV1Api).deleteNode({ name: node });
+    await eventually(async () => !(await c.pools()).some((p) => p.metadata.name === node), 15_000);
+    for (const id of enis) expect(c.ecs.world.enis.has(id)).toBe(false);
+    expect(c.mutatingCalls()).toMatchObject({ DetachNetworkInterface: enis.length, DeleteNetworkInterface: enis.length });
+  });
+
+  it('collects a leaked ENI that carries the cluster tags and belongs to no pool', async () => {
+    c = await testCluster();
+    const ecs = pop(c.ecs.url);
+    const tag = (Key: string, Value: string) => ({ Key, Value });
+    const leaked: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], Tag: [tag('eni-ipam.io/cluster', CLUSTER_ID), tag('eni-ipam.io/node', 'ghost')] });
+    const foreign: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], Tag: [tag('eni-ipam.io/cluster', 'another-cluster')] });
+    const op = await c.startOperator({ config: { gcMinAgeMs: 0 } });
+    expect(await op.gc()).toEqual([leaked.NetworkInterfaceId]);
+    expect(c.ecs.world.enis.has(leaked.NetworkInterfaceId)).toBe(false);
+    expect(c.ecs.world.enis.has(foreign.NetworkInterfaceId)).toBe(true);
+  });
+
+  it('adopts the ENIs an operator created but did not attach before it died: no duplicate, no leak', async () => {
+    c = await testCluster();
+    await c.addClass('default', { ...POD_CLASS, preAllocate: 8 });
+    const nodes = [await c.addNode('i-demo-04'), await c.addNode('i-demo-07')];
+    // The first operator dies right after its creates: its attaches never answer.
+    c.ecs.setFaults({ rules: [{ action: 'AttachNetworkInterface', kind: 'timeout', rate: 1 }] });
+    const first = await c.startOperator();
+    await eventually(() => (c.ecs.stats().calls.CreateNetworkInterface?.OK ?? 0) === 2);
+    // It dies: it stops, and its cloud client with its retries.
+    await first.stop().catch(() => undefined);
+    await c.clients[0]!.close();
+    c.ecs.clearFaults();
+    await c.startOperator();
+    await allReady(c, nodes);
+    const ours = c.ecs.state().enis.filter((e) => e.tags.some((t) => t.key === 'eni-ipam.io/cluster'));
+    expect(ours).toHaveLength(2);
+    expect(ours.every((e) => e.status === 'InUse')).toBe(true);
+    expect(c.mutatingCalls().CreateNetworkInterface).toBe(2);
+  });
+});
