@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { BIN } from '../helpers/cli.js';
+import { DEMO_KEY, eventually } from '../helpers/ecs.js';
+
+let c: TestCluster;
+const children: ChildProcess[] = [];
+afterAll(async () => {
+  children.forEach((p) => p.kill('SIGKILL'));
+  await c?.close();
+});
+
+function operatorProcess(kubeconfig: string, name: string): ChildProcess {
+  const child = spawn(
+    BIN,
+    [
+      'operator', '--kubeconfig', kubeconfig, '--region', 'cn-hangzhou', '--vpc-id', 'vpc-demo', '--cluster-id', 'c-test',
+      '--ecs-endpoint', c.ecs.url, '--vpc-endpoint', c.ecs.url, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0',
+      '--leader-elect-namespace', 'default', '--leader-elect-lease-duration', '2', '--leader-elect-renew-deadline', '1.5', '--leader-elect-retry-period', '0.3',
+      '--log-level', 'warn',
+    ],
+    { env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: DEMO_KEY.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: DEMO_KEY.accessKeySecret, HOSTNAME: name }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  child.stdout!.resume();
+  child.stderr!.resume();
+  children.push(child);
+  return child;
+}
+
+describe('two operator processes', () => {
+  it('one leads; killed with SIGKILL mid-scale-up, the other takes over within the lease and finishes with no duplicate or leaked ENI', async () => {
+    c = await testCluster((f) => {
+      f.delays = { attachMs: 1500, detachMs: 100, deleteMs: 50 };
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'failover-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, c.kube.kubeconfig);
+    await c.addClass('default', { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'], preAllocate: 8 });
+    const nodes: string[] = [];
+    for (const i of c.ecs.world.instances.values()) nodes.push(await c.addNode(i.id));
+
+    const a = operatorProcess(kubeconfig, 'a');
+    const leases = c.kc.makeApiClient(CoordinationV1Api);
+    const holderOf = async () => (await leases.readNamespacedLease({ name: 'eni-ipam-operator', namespace: 'default' })).spec?.holderIdentity;
+    const first = await eventually(holderOf, 20_000);
+    const b = operatorProcess(kubeconfig, 'b');
+    await eventually(() => (c.ecs.stats().calls.AttachNetworkInterface?.OK ?? 0) >= 3, 20_000);
+    expect(await holderOf()).toBe(first);
+    const leader = first!.includes(String(a.pid)) ? a : b;
+    leader.kill('SIGKILL');
+    const killedAt = Date.now();
+    const second = await eventually(async () => {
+      const h = await holderOf();
+      return h && h !== first ? h : undefined;
+    }, 10_000, 50);
+    expect(Date.now() - killedAt).toBeLessThan(2000 + 1500);
+    expect(second).toBeTruthy();
+
+    await allReady(c, nodes, 60_000);
+    const ours = c.ecs.state().enis.filter((e) => e.tags.some((t) => t.key === 'eni-ipam.io/cluster' && t.value === 'c-test'));
+    expect(ours.every((e) => e.status === 'InUse')).toBe(true);
+    const perNode = new Map<string, number>();
+    for (const e of ours) {
+      const node = e.tags.find((t) => t.key === 'eni-ipam.io/node')!.value;
+      perNode.set(node, (perNode.get(node) ?? 0) + 1);
+    }
+    // Each pool needs 8 IPs: one ENI, or two on ecs.g7.large (6 IPs per ENI).
+    for (const i of c.ecs.world.instances.values()) {
+      expect(perNode.get(i.hostName)).toBe(i.instanceType === 'ecs.g7.large' ? 2 : 1);
+    }
+  }, 120_000);
+});
