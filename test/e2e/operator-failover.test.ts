@@ -58,7 +58,9 @@ describe('two operator processes', () => {
       const h = await holderOf();
       return h && h !== first ? h : undefined;
     }, 10_000, 50);
-    expect(Date.now() - killedAt).toBeLessThan(2000 + 1500);
+    // The follower waits out one lease (2 s) after the last renewal it saw; the bound leaves room for
+    // a loaded CI machine without letting a follower that never took over pass.
+    expect(Date.now() - killedAt).toBeLessThan(8000);
     expect(second).toBeTruthy();
 
     await allReady(c, nodes, 60_000);
