@@ -40,6 +40,8 @@ export class WorkQueue {
   constructor(
     private readonly limits: RateLimits = DEFAULT_RATE_LIMITS,
     private readonly observer: QueueObserver = {},
+    /** Keys with a higher priority are handed out first (ties in order of arrival). */
+    private readonly priority?: (key: string) => number,
   ) {
     this.bucket = { tokens: limits.burst, at: Date.now() };
   }
@@ -109,13 +111,27 @@ export class WorkQueue {
 
   /** The next key to work on; undefined once the queue shuts down. */
   get(): Promise<string | undefined> {
-    const key = this.queue.shift();
+    const key = this.takeNext();
     if (key !== undefined) {
       this.observer.depth?.(this.queue.length);
       return new Promise((resolve) => this.hand(key, resolve));
     }
     if (this.shuttingDown) return Promise.resolve(undefined);
     return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private takeNext(): string | undefined {
+    if (!this.priority || this.queue.length < 2) return this.queue.shift();
+    let best = 0;
+    let bestScore = this.priority(this.queue[0]!);
+    for (let i = 1; i < this.queue.length; i++) {
+      const score = this.priority(this.queue[i]!);
+      if (score > bestScore) {
+        best = i;
+        bestScore = score;
+      }
+    }
+    return this.queue.splice(best, 1)[0];
   }
 
   private hand(key: string, to: (key: string) => void): void {

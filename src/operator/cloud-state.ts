@@ -76,6 +76,11 @@ export class CloudState {
     return [...this.enis.values()].filter((e) => e.tags[TAGS.cluster] === this.clusterId);
   }
 
+  /** The vSwitch list as last described (no call). */
+  get knownVSwitches(): readonly VSwitch[] {
+    return this.vSwitchList;
+  }
+
   async vSwitches(force = false): Promise<VSwitch[]> {
     if (force || Date.now() - this.vSwitchesAt > this.ttlMs) {
       this.vSwitchList = await this.api.describeVSwitches({ vpcId: this.vpcId });

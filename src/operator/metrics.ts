@@ -1,7 +1,17 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
+/** The fleet as the caches see it, read at each scrape. */
+export interface FleetView {
+  nodes: Record<'ready' | 'in-deficit' | 'at-capacity' | 'error', number>;
+  enis: Record<string, number>;
+  vSwitches: Array<{ id: string; zone: string; free: number }>;
+}
+
 /** The operator's own metrics (`eni_ipam_*`); the cloud client adds `eni_ipam_openapi_*`. */
 export class OperatorMetrics {
+  /** Set by the operator once its caches exist. */
+  fleet?: () => FleetView;
+
   readonly poolIps: Gauge<'node' | 'kind'>;
   readonly nodes: Gauge<'state'>;
   readonly enis: Gauge<'state'>;
@@ -18,9 +28,39 @@ export class OperatorMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     this.poolIps = new Gauge({ name: 'eni_ipam_pool_ips', help: 'IPs of a node pool by kind: available, used, needed, releasing.', labelNames: ['node', 'kind'], registers });
-    this.nodes = new Gauge({ name: 'eni_ipam_nodes', help: 'Nodes by pool state: ready, in-deficit, at-capacity, error.', labelNames: ['state'], registers });
-    this.enis = new Gauge({ name: 'eni_ipam_enis', help: 'Secondary ENIs the operator manages, by state.', labelNames: ['state'], registers });
-    this.vSwitchFree = new Gauge({ name: 'eni_ipam_vswitch_free_ips', help: 'Free addresses of a vSwitch, as last described.', labelNames: ['vswitch', 'zone'], registers });
+    const fleet = () => this.fleet?.();
+    this.nodes = new Gauge({
+      name: 'eni_ipam_nodes',
+      help: 'Nodes by pool state: ready, in-deficit, at-capacity, error.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const f = fleet();
+        if (f) for (const [state, n] of Object.entries(f.nodes)) this.set({ state }, n);
+      },
+    });
+    this.enis = new Gauge({
+      name: 'eni_ipam_enis',
+      help: 'Secondary ENIs the operator created, by state.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const f = fleet();
+        if (!f) return;
+        this.reset();
+        for (const [state, n] of Object.entries(f.enis)) this.set({ state }, n);
+      },
+    });
+    this.vSwitchFree = new Gauge({
+      name: 'eni_ipam_vswitch_free_ips',
+      help: 'Free addresses of a vSwitch, as last described.',
+      labelNames: ['vswitch', 'zone'],
+      registers,
+      collect() {
+        const f = fleet();
+        if (f) for (const v of f.vSwitches) this.set({ vswitch: v.id, zone: v.zone }, v.free);
+      },
+    });
     this.deficitToPublished = new Histogram({
       name: 'eni_ipam_deficit_to_published_seconds',
       help: 'Time from a pool deficit being seen to the IPs that cover it being published.',

@@ -11,7 +11,7 @@ import { CloudState } from './cloud-state.js';
 import type { OperatorConfig } from './config.js';
 import { EventRecorder } from './events.js';
 import { collectLeakedEnis } from './gc.js';
-import { OperatorMetrics } from './metrics.js';
+import { OperatorMetrics, type FleetView } from './metrics.js';
 import { PoolReconciler } from './pool-reconciler.js';
 import { StatePoller } from './poller.js';
 
@@ -41,6 +41,7 @@ export interface OperatorOptions {
  */
 export class Operator {
   readonly metrics: OperatorMetrics;
+  readonly registry: Registry;
   readonly cloud: CloudState;
   readonly queue: WorkQueue;
   private readonly poller: StatePoller;
@@ -62,11 +63,14 @@ export class Operator {
   constructor(private readonly o: OperatorOptions) {
     const { kc, api, config, logger } = o;
     this.lostLeadership = new Promise((r) => (this.onLost = r));
-    this.metrics = new OperatorMetrics(o.registry ?? new Registry());
-    this.queue = new WorkQueue(undefined, {
-      depth: (n) => this.metrics.queueDepth.set(n),
-      waited: (ms) => this.metrics.queueWait.observe(ms / 1000),
-    });
+    this.registry = o.registry ?? new Registry();
+    this.metrics = new OperatorMetrics(this.registry);
+    // Classes first (they create pools), then the pools with the largest deficit.
+    this.queue = new WorkQueue(
+      undefined,
+      { depth: (n) => this.metrics.queueDepth.set(n), waited: (ms) => this.metrics.queueWait.observe(ms / 1000) },
+      (key) => (key.startsWith('class/') ? Number.MAX_SAFE_INTEGER : this.poolDeficit(key.slice(5))),
+    );
     this.cloud = new CloudState(api, config.vpcId, config.clusterId, logger);
     this.poller = new StatePoller(api, logger, config.pollMinIntervalMs, config.pollMaxIntervalMs);
     const custom = kc.makeApiClient(CustomObjectsApi);
@@ -108,7 +112,29 @@ export class Operator {
     });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
     this.poolReconciler = new PoolReconciler({ kc, pools: this.pools, nodes: this.nodes, pendingPods: this.pendingPods, api, cloud: this.cloud, poller: this.poller, events, metrics: this.metrics, config, logger, enqueue: enqueuePool });
+    this.metrics.fleet = () => this.fleet();
     this.classReconciler = new ClassReconciler({ kc, classes: this.classes, pools: this.pools, nodes: this.nodes, api, cloud: this.cloud, events, config, logger });
+  }
+
+  /** What a pool lacks, from its last published status (a new pool: its preAllocate). */
+  private poolDeficit(name: string): number {
+    const p = this.pools?.get(name);
+    if (!p) return 0;
+    return p.status?.summary?.needed ?? Math.max(p.spec.preAllocate ?? 8, p.spec.minAllocate ?? 0);
+  }
+
+  private fleet(): FleetView {
+    const nodes = { ready: 0, 'in-deficit': 0, 'at-capacity': 0, error: 0 };
+    for (const p of this.pools.list()) {
+      const c = (t: string) => p.status?.conditions?.find((x) => x.type === t);
+      if (c('Degraded')?.status === 'True') nodes.error++;
+      else if (c('Exhausted')?.status === 'True' || c('Ready')?.reason === 'AtCapacity') nodes['at-capacity']++;
+      else if (c('Ready')?.status === 'True') nodes.ready++;
+      else nodes['in-deficit']++;
+    }
+    const enis: Record<string, number> = {};
+    for (const e of this.cloud.owned()) enis[e.status] = (enis[e.status] ?? 0) + 1;
+    return { nodes, enis, vSwitches: this.cloud.knownVSwitches.map((v) => ({ id: v.id, zone: v.zoneId, free: v.availableIpCount })) };
   }
 
   get synced(): boolean {

@@ -20,4 +20,14 @@ describe('operator, basic convergence', () => {
     }
     expect(c.mutatingCalls()).toEqual({ CreateNetworkInterface: 4, AttachNetworkInterface: 4 });
   });
+
+  it('exports pool, node, ENI and vSwitch metrics', async () => {
+    const text = await c.operators[0]!.registry.metrics();
+    expect(text).toMatch(/^eni_ipam_nodes\{state="ready"\} 4$/m);
+    expect(text).toMatch(/^eni_ipam_enis\{state="InUse"\} 4$/m);
+    expect(text).toMatch(/^eni_ipam_pool_ips\{node="node-01",kind="available"\} 5$/m);
+    expect(text).toMatch(/^eni_ipam_vswitch_free_ips\{vswitch="vsw-i-small",zone="cn-hangzhou-i"\} 6$/m);
+    expect(text).toMatch(/^eni_ipam_deficit_to_published_seconds_count 4$/m);
+    expect(text).toMatch(/^eni_ipam_leader 1$/m);
+  });
 });

@@ -100,3 +100,14 @@ describe('work queue', () => {
     );
   });
 });
+
+describe('work queue priorities', () => {
+  it('hands out the highest-priority key first, in arrival order on ties', async () => {
+    const deficit: Record<string, number> = { a: 1, b: 9, c: 9, d: 3 };
+    const q = new WorkQueue(undefined, {}, (k) => deficit[k] ?? 0);
+    for (const k of ['a', 'b', 'c', 'd']) q.add(k);
+    const order: string[] = [];
+    for (let i = 0; i < 4; i++) order.push((await q.get())!);
+    expect(order).toEqual(['b', 'c', 'd', 'a']);
+  });
+});
