@@ -127,6 +127,24 @@ describe('operator cases', () => {
     expect(c.ecs.world.enis.has(foreign.NetworkInterfaceId)).toBe(true);
   });
 
+  it('finds the instance of a node without providerID by its address, and flags a pool its class no longer selects', async () => {
+    c = await testCluster();
+    await c.addClass('tiered', { ...POD_CLASS, nodeSelector: { matchLabels: { tier: 'web' } } });
+    const node = await c.addNode('i-demo-05', { tier: 'web' });
+    await c.kc.makeApiClient(CoreV1Api).patchNode({ name: node, body: [{ op: 'remove', path: '/spec/providerID' }] });
+    await c.startOperator();
+    const [pool] = await allReady(c, [node]);
+    expect(pool!.spec.instanceID).toBe('i-demo-05');
+    expect(c.ecs.stats().calls.DescribeInstances?.OK).toBe(1);
+    await c.kc.makeApiClient(CoreV1Api).patchNode({ name: node, body: { metadata: { labels: { tier: null } } } }, merge);
+    const flagged = await eventually(async () => {
+      const p = await c.pool(node);
+      return p.metadata.annotations?.['eniipam.io/class-mismatch'] ? p : undefined;
+    });
+    expect(flagged.metadata.annotations!['eniipam.io/class-mismatch']).toBe(`class tiered no longer selects node ${node} (no class does)`);
+    expect(flagged.status!.enis!.length).toBe(pool!.status!.enis!.length);
+  });
+
   it('adopts the ENIs an operator created but did not attach before it died: no duplicate, no leak', async () => {
     c = await testCluster();
     await c.addClass('default', { ...POD_CLASS, preAllocate: 8 });
