@@ -191,11 +191,14 @@ export class Operator {
       t.unref();
       this.timers.push(t);
     };
-    every(this.o.config.resyncIntervalMs, async () => {
-      await this.cloud.fullResync();
-      this.enqueueAll();
-    });
+    every(this.o.config.resyncIntervalMs, () => this.resync());
     every(this.o.config.gcIntervalMs, () => this.gc().then(() => undefined));
+  }
+
+  /** A full resync of the cloud state, then every pool and class again (what the periodic resync does). */
+  async resync(): Promise<void> {
+    await this.cloud.fullResync();
+    this.enqueueAll();
   }
 
   /** Deletes leaked ENIs (after a fresh resync); returns their ids. */

@@ -49,6 +49,8 @@ export class PoolReconciler {
   private readonly shortfall = new Map<string, Shortfall>();
   private readonly failures = new Map<string, number>();
   private readonly tearingDown = new Set<string>();
+  /** ENIs this operator removed itself; any other ENI that leaves a pool was removed behind its back. */
+  private readonly removedByUs = new Set<string>();
   private stopped = false;
 
   constructor(private readonly d: PoolDeps) {
@@ -364,6 +366,7 @@ export class PoolReconciler {
       if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
     });
     this.d.metrics.cloudChanges.inc({ action: 'DeleteNetworkInterface' });
+    this.removedByUs.add(id);
     await poller.wait(id, 'gone');
     cloud.forget(id);
   }
@@ -436,6 +439,11 @@ export class PoolReconciler {
     m.set({ node: name, kind: 'used' }, used);
     m.set({ node: name, kind: 'needed' }, need);
     m.set({ node: name, kind: 'releasing' }, desired.summary.releasing);
+    // What the pool said that the cloud now contradicts (an ENI detached or deleted behind our back).
+    for (const old of pool.status?.enis ?? []) {
+      if (enis.some((e) => e.id === old.id) || this.removedByUs.delete(old.id)) continue;
+      this.event(pool, 'Warning', 'ENIGone', `ENI ${old.id} is no longer on ${spec.instanceID} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`);
+    }
     const patch = statusPatch(pool.status, desired);
     if (!patch) return;
     await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body: { status: patch } }, merge);

@@ -145,6 +145,45 @@ describe('operator cases', () => {
     expect(flagged.status!.enis!.length).toBe(pool!.status!.enis!.length);
   });
 
+  it('corrects and reports a pool the cloud contradicts, and refills it', async () => {
+    c = await testCluster();
+    await c.addClass('default', { ...POD_CLASS, preAllocate: 5 });
+    const node = await c.addNode('i-demo-04');
+    const op = await c.startOperator();
+    const [pool] = await allReady(c, [node]);
+    const lost = pool!.status!.enis![0]!.id;
+    // Someone detaches and deletes the ENI out of band.
+    const ecs = pop(c.ecs.url);
+    await ecs.request('DetachNetworkInterface', { RegionId: REGION, NetworkInterfaceId: lost, InstanceId: 'i-demo-04' });
+    await eventually(() => c.ecs.state().enis.find((e) => e.id === lost)?.status === 'Available');
+    await ecs.request('DeleteNetworkInterface', { RegionId: REGION, NetworkInterfaceId: lost });
+    await eventually(() => !c.ecs.state().enis.some((e) => e.id === lost));
+    await op.resync();
+    await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith(`ENIGone: ENI ${lost} is no longer on i-demo-04`)));
+    const refilled = await eventually(async () => {
+      const p = await c.pool(node);
+      return ready(p) && !p.status!.enis!.some((e) => e.id === lost) ? p : undefined;
+    });
+    expect(refilled.status!.summary!.available).toBe(5);
+  });
+
+  it('allocates ahead for pods waiting on the node (surge)', async () => {
+    c = await testCluster();
+    await c.addClass('default', { ...POD_CLASS, preAllocate: 2 });
+    const node = await c.addNode('i-demo-04');
+    const core = c.kc.makeApiClient(CoreV1Api);
+    for (let i = 0; i < 10; i++) {
+      await core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: `waiting-${i}` }, spec: { nodeName: node, containers: [{ name: 'c', image: 'x' }] }, status: { phase: 'Pending' } } });
+    }
+    await c.startOperator();
+    const pool = await eventually(async () => {
+      const p = await c.pool(node);
+      return p.status?.summary?.available === 12 ? p : undefined;
+    });
+    expect(ready(pool)).toBe(true);
+    expect(c.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
+  });
+
   it('adopts the ENIs an operator created but did not attach before it died: no duplicate, no leak', async () => {
     c = await testCluster();
     await c.addClass('default', { ...POD_CLASS, preAllocate: 8 });
