@@ -83,7 +83,7 @@ export class ClassReconciler {
     const status = { matchedNodes: governed.length, conditions, observedGeneration: cls.metadata.generation };
     if (JSON.stringify(status) !== JSON.stringify({ matchedNodes: cls.status?.matchedNodes, conditions: cls.status?.conditions, observedGeneration: cls.status?.observedGeneration })) {
       if (verdict.reason && cls.status?.conditions?.find((c) => c.type === 'Valid')?.reason !== verdict.reason) {
-        void this.d.events.record({ apiVersion: API_VERSION, kind: 'ENIPoolClass', name, uid: cls.metadata.uid, namespace: this.d.config.eventNamespace }, 'Warning', verdict.reason, verdict.message);
+        void this.d.events.record({ apiVersion: API_VERSION, kind: 'ENIPoolClass', name, uid: cls.metadata.uid }, 'Warning', verdict.reason, verdict.message);
       }
       await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipoolclasses', name, body: { status } }, merge);
     }

@@ -14,7 +14,7 @@ export interface NodeInfo {
 export function nodeInfo(node: V1Node): NodeInfo {
   const labels = node.metadata?.labels ?? {};
   const provider = node.spec?.providerID ?? '';
-  const m = /(?:^|[./])(i-[0-9a-z]+)$/.exec(provider);
+  const m = /(?:^|[./])(i-[0-9a-z-]+)$/.exec(provider);
   return {
     name: node.metadata?.name ?? '',
     instanceId: m?.[1],

@@ -63,7 +63,8 @@ export class PoolReconciler {
   }
 
   private target(pool: ENIPool) {
-    return { apiVersion: API_VERSION, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid, namespace: this.d.config.eventNamespace };
+    // Pools are cluster-scoped: the Event lives in the event namespace, its object has none.
+    return { apiVersion: API_VERSION, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid };
   }
 
   private event(pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string): void {

@@ -83,5 +83,8 @@ describe('operator at 20 nodes, 3 instance types, 2 zones, 2 classes', () => {
     const classes = YAML.parse((await k(['get', 'enipc', '-o', 'yaml'])).stdout);
     const byName = Object.fromEntries(classes.items.map((x: { metadata: { name: string }; status: { matchedNodes: number } }) => [x.metadata.name, x.status.matchedNodes]));
     expect(byName).toEqual({ big: BIG.size, general: 20 - BIG.size });
+    const described = (await k(['describe', 'enipool', nodes[0]!])).stdout;
+    expect(described).toMatch(/Normal\s+CreatedENI\s+\S+\s+eni-ipam-operator\s+created eni-\w+ with \d+ IPs in vsw-/);
+    expect(described).toMatch(/Normal\s+AttachedENI\s+.*is InUse on i-/);
   });
 });

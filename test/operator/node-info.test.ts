@@ -9,7 +9,7 @@ describe('node info and class selection', () => {
       status: { addresses: [{ type: 'InternalIP', address: '192.168.0.5' }] },
     });
     expect(info).toMatchObject({ instanceId: 'i-bp1abc', instanceType: 'ecs.g7.large', zoneId: 'cn-hangzhou-h', internalIp: '192.168.0.5' });
-    expect(nodeInfo({ metadata: { name: 'n2' }, spec: { providerID: 'cn-hangzhou.i-xyz' } }).instanceId).toBe('i-xyz');
+    expect(nodeInfo({ metadata: { name: 'n2' }, spec: { providerID: 'cn-hangzhou.i-demo-01' } }).instanceId).toBe('i-demo-01');
     expect(nodeInfo({ metadata: { name: 'n3' } }).instanceId).toBeUndefined();
   });
 
