@@ -122,9 +122,13 @@ export class PoolReconciler {
       await this.publish(pool, { notReady: { reason: 'UnknownInstanceType', message: `instance type ${spec.instanceType} is unknown` } });
       return { requeueAfterMs: 60_000 };
     }
-    // Our ENIs left Available by a crash between create and attach are attached, not replaced.
+    // Our ENIs that another operator instance left half-done (created, or attaching) are finished, not replaced.
     if (config.mode === 'normal') {
-      for (const e of cloud.ownedBy(name)) if (e.status === 'Available' && !e.instanceId && !this.incoming.has(`adopt/${e.id}`)) this.attachInBackground(pool, e, 0);
+      for (const e of cloud.ownedBy(name)) {
+        if (this.incoming.has(`adopt/${e.id}`)) continue;
+        if (e.status === 'Available' && !e.instanceId) this.attachInBackground(pool, e, 0);
+        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.attachInBackground(pool, e, 0, false, true);
+      }
     }
     const onInstance = cloud.enisOfInstance(spec.instanceID).filter((e) => e.type !== 'Primary');
     const ours = onInstance.filter((e) => e.tags[TAGS.cluster] === config.clusterId);
@@ -169,7 +173,10 @@ export class PoolReconciler {
         spec.zoneID,
       ).map((v) => ({ id: v.id, free: v.free, blocked: cloud.blocked.has(v.id) }));
       const plan = planAllocation({ want, enis: views, limits, vSwitches: candidates, selection: spec.vSwitchSelection ?? 'MostFreeIPs', creating: coming.enis });
-      this.d.logger.debug({ node: name, want, ops: plan.ops.length, calls: callsOf(plan.ops) }, 'allocation planned');
+      this.d.logger.debug(
+        { node: name, want, available, coming, ops: plan.ops.length, calls: callsOf(plan.ops), owned: cloud.ownedBy(name).map((e) => `${e.id}:${e.status}:${e.instanceId ?? '-'}`) },
+        'allocation planned',
+      );
       if (plan.shortfall && plan.planned === 0 && coming.enis === 0) {
         this.shortfall.set(name, {
           reason: plan.shortfall === 'instance-limit' ? 'InstanceLimit' : 'VSwitchExhausted',
@@ -308,7 +315,7 @@ export class PoolReconciler {
     })();
   }
 
-  private attachInBackground(pool: ENIPool, eni: NetworkInterface, ips: number, counted = false): void {
+  private attachInBackground(pool: ENIPool, eni: NetworkInterface, ips: number, counted = false, alreadyAttaching = false): void {
     const name = pool.metadata.name;
     const key = `adopt/${eni.id}`;
     if (!counted) this.addIncoming(name, 1, 1 + eni.secondaryIps.length);
@@ -317,30 +324,51 @@ export class PoolReconciler {
     void (async () => {
       try {
         if (this.stopped) return;
-        await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
-        this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
-        this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
-        const attached = await this.d.poller.wait(eni.id, 'InUse');
-        if (attached) this.d.cloud.upsert(attached);
-        this.published(name);
-        this.event(pool, 'Normal', 'AttachedENI', `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`);
-      } catch (e) {
-        if (this.stopped) return;
-        // Look before deleting: an attach answered with an error may still have happened.
-        const now = await this.d.api.describeNetworkInterfaces({ ids: [eni.id] }).catch(() => []);
-        if (now[0] && now[0].instanceId === pool.spec.instanceID && (now[0].status === 'InUse' || now[0].status === 'Attaching')) {
-          this.d.cloud.upsert(now[0]);
+        let failure: unknown;
+        if (!alreadyAttaching) {
+          try {
+            await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
+            this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
+            this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
+          } catch (e) {
+            failure = e;
+          }
+        }
+        // Whatever the call answered, the cloud's word decides: an attach may succeed though its answer was lost.
+        const attached = await this.untilAttached(eni.id, pool.spec.instanceID!);
+        if (attached) {
+          this.d.cloud.upsert(attached);
+          this.published(name);
+          this.event(pool, 'Normal', 'AttachedENI', `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`);
           return;
         }
-        this.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${(e as Error).message}; deleting it`);
+        if (this.stopped) return;
+        const why = failure instanceof Error ? failure.message : 'the ENI fell back to Available';
+        this.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`);
         await this.deleteEni(eni.id).catch((err) => this.d.logger.warn({ node: name, eni: eni.id, err: (err as Error).message }, 'could not delete an ENI whose attach failed; GC will'));
-        if (e instanceof CloudError) await this.onCloudError(pool, e).catch(() => undefined);
+        if (failure instanceof CloudError) await this.onCloudError(pool, failure).catch(() => undefined);
       } finally {
         this.addIncoming(name, -1, -carried);
         this.incoming.delete(key);
         this.d.enqueue(name);
       }
     })();
+  }
+
+  /** Waits until the ENI is InUse on the instance; undefined if it is not attaching there (any more). */
+  private async untilAttached(id: string, instanceId: string): Promise<NetworkInterface | undefined> {
+    for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
+      try {
+        const e = await this.d.poller.wait(id, 'InUse');
+        if (e?.instanceId === instanceId) return e;
+      } catch {
+        // Look again before giving up: the poller may have seen a state from before the attach.
+      }
+      const [now] = await this.d.api.describeNetworkInterfaces({ ids: [id] }).catch(() => []);
+      if (now?.instanceId === instanceId && now.status === 'InUse') return now;
+      if (!(now?.instanceId === instanceId && now.status === 'Attaching')) return undefined;
+    }
+    return undefined;
   }
 
   private published(name: string): void {

@@ -196,6 +196,7 @@ describe('operator cases', () => {
     await first.stop().catch(() => undefined);
     await c.clients[0]!.close();
     c.ecs.clearFaults();
+    // Its attach calls still in the network may land now: the new operator must finish them, not replace them.
     await c.startOperator();
     await allReady(c, nodes);
     const ours = c.ecs.state().enis.filter((e) => e.tags.some((t) => t.key === 'eni-ipam.io/cluster'));

@@ -6,7 +6,7 @@ import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
 import { createCloudClient, staticCredentials, type CloudClient } from '../../src/cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorConfig } from '../../src/operator/config.js';
 import { Operator, type LeaderElectionConfig } from '../../src/operator/operator.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import type { EcsEmulator, Fixture } from '../../src/sim/ecs/index.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { DEMO_KEY, REGION, emulator, eventually } from './ecs.js';
@@ -21,7 +21,7 @@ export interface TestCluster {
   custom: CustomObjectsApi;
   operators: Operator[];
   clients: CloudClient[];
-  startOperator(o?: { config?: Partial<OperatorConfig>; leaderElection?: LeaderElectionConfig }): Promise<Operator>;
+  startOperator(o?: { config?: Partial<OperatorConfig>; leaderElection?: LeaderElectionConfig; logger?: Logger }): Promise<Operator>;
   addNode(instanceId: string, labels?: Record<string, string>): Promise<string>;
   addClass(name: string, spec: ENIPoolClass['spec']): Promise<void>;
   pool(name: string): Promise<ENIPool>;
@@ -56,7 +56,7 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
       const op = new Operator({
         kc,
         api: client.api,
-        logger: silentLogger(),
+        logger: o.logger ?? silentLogger(),
         config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: CLUSTER_ID, vpcId: 'vpc-demo', pollMinIntervalMs: 50, pollMaxIntervalMs: 400, ...o.config },
         leaderElection: o.leaderElection,
       });
