@@ -51,6 +51,8 @@ export class PoolReconciler {
   private readonly tearingDown = new Set<string>();
   /** ENIs this operator removed itself; any other ENI that leaves a pool was removed behind its back. */
   private readonly removedByUs = new Set<string>();
+  /** ENIs being detached and deleted: no longer part of their pool, though they still hold a slot. */
+  private readonly removing = new Set<string>();
   private stopped = false;
 
   constructor(private readonly d: PoolDeps) {
@@ -133,11 +135,11 @@ export class PoolReconciler {
     const onInstance = cloud.enisOfInstance(spec.instanceID).filter((e) => e.type !== 'Primary');
     const ours = onInstance.filter((e) => e.tags[TAGS.cluster] === config.clusterId);
     const views: EniView[] = onInstance.map((e) =>
-      e.tags[TAGS.cluster] === config.clusterId
+      e.tags[TAGS.cluster] === config.clusterId && !this.removing.has(e.id)
         ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: 1 + e.secondaryIps.length }
         : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: limits.ipv4PerEni },
     );
-    const inUse = ours.filter((e) => e.status === 'InUse');
+    const inUse = ours.filter((e) => e.status === 'InUse' && !this.removing.has(e.id));
     const available = inUse.reduce((n, e) => n + 1 + e.secondaryIps.length, 0);
     const usedIps = new Set(Object.keys(pool.status?.used ?? {}));
     const pending = this.d.pendingPods.list().filter((p) => p.spec?.nodeName === spec.nodeName && !p.status?.podIP && !p.spec?.hostNetwork).length;
@@ -212,6 +214,9 @@ export class PoolReconciler {
         acks: new Map(Object.entries(pool.status?.releaseAcks ?? {})),
         deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
       });
+      if (plan.request.length || plan.withdraw.length || plan.unassign.length || plan.deleteEnis.length) {
+        this.d.logger.debug({ node: name, excess: ex, request: plan.request.length, withdraw: plan.withdraw.length, unassign: plan.unassign.length, deleteEnis: plan.deleteEnis }, 'release planned');
+      }
       for (const ip of plan.withdraw) delete releaseRequests[ip];
       for (const ip of plan.request) releaseRequests[ip] = iso();
       for (const u of plan.unassign) {
@@ -381,6 +386,16 @@ export class PoolReconciler {
 
   /** Detach (if attached) and delete an ENI, waiting through the shared poller. */
   private async deleteEni(id: string): Promise<void> {
+    this.removing.add(id);
+    this.removedByUs.add(id);
+    try {
+      await this.detachAndDelete(id);
+    } finally {
+      this.removing.delete(id);
+    }
+  }
+
+  private async detachAndDelete(id: string): Promise<void> {
     const { api, cloud, poller } = this.d;
     let eni = cloud.enis.get(id);
     if (eni?.instanceId && (eni.status === 'InUse' || eni.status === 'Attaching' || eni.status === 'Detaching')) {
@@ -395,12 +410,12 @@ export class PoolReconciler {
       if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
     });
     this.d.metrics.cloudChanges.inc({ action: 'DeleteNetworkInterface' });
-    this.removedByUs.add(id);
     await poller.wait(id, 'gone');
     cloud.forget(id);
   }
 
   private removeInBackground(pool: ENIPool, eni: NetworkInterface): void {
+    if (this.removing.has(eni.id)) return;
     void this.deleteEni(eni.id)
       .then(() => this.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
       .catch((e) => this.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))
@@ -436,7 +451,7 @@ export class PoolReconciler {
     const { cloud } = this.d;
     const name = pool.metadata.name;
     const spec = pool.spec;
-    const ours = spec.instanceID ? cloud.ownedBy(name).filter((e) => e.instanceId === spec.instanceID || e.status === 'Available') : [];
+    const ours = spec.instanceID ? cloud.ownedBy(name).filter((e) => (e.instanceId === spec.instanceID || e.status === 'Available') && !this.removing.has(e.id)) : [];
     const enis = publishedEnis(ours, await cloud.vSwitches());
     const available = enis.reduce((n, e) => n + (e.ips?.length ?? 0), 0);
     const used = Object.keys(pool.status?.used ?? {}).length;
@@ -470,7 +485,7 @@ export class PoolReconciler {
     m.set({ node: name, kind: 'releasing' }, desired.summary.releasing);
     // What the pool said that the cloud now contradicts (an ENI detached or deleted behind our back).
     for (const old of pool.status?.enis ?? []) {
-      if (enis.some((e) => e.id === old.id) || this.removedByUs.delete(old.id)) continue;
+      if (enis.some((e) => e.id === old.id) || this.removing.has(old.id) || this.removedByUs.delete(old.id)) continue;
       this.event(pool, 'Warning', 'ENIGone', `ENI ${old.id} is no longer on ${spec.instanceID} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`);
     }
     const patch = statusPatch(pool.status, desired);

@@ -101,6 +101,35 @@ describe('operator cases', () => {
     expect(c.mutatingCalls().UnassignPrivateIpAddresses).toBeGreaterThanOrEqual(1);
   });
 
+  it('detaches and deletes ENIs released whole when the class deletes empty ENIs', async () => {
+    c = await testCluster();
+    await c.addClass('shrinking', { ...POD_CLASS, preAllocate: 10, releaseDelaySeconds: 0, deleteEmptyENIs: true });
+    const node = await c.addNode('i-demo-01'); // ecs.g7.large: 6 IPs per ENI, so two ENIs
+    await c.startOperator();
+    const [full] = await allReady(c, [node]);
+    const enis = full!.status!.enis!.map((e) => e.id);
+    expect(enis).toHaveLength(2);
+    await c.custom.patchClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { spec: { preAllocate: 0 } } }, merge);
+    const requested = await eventually(async () => {
+      const p = await c.pool(node);
+      return Object.keys(p.status?.releaseRequests ?? {}).length === 10 ? p : undefined;
+    });
+    await c.custom.patchClusterCustomObjectStatus(
+      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status: { releaseAcks: Object.fromEntries(Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, 'ready'])) } } },
+      merge,
+    );
+    await eventually(() => enis.every((id) => !c.ecs.state().enis.some((e) => e.id === id)), 10_000);
+    const after = await eventually(async () => {
+      const p = await c.pool(node);
+      return p.status?.summary?.enis === 0 && Object.keys(p.status.releaseRequests ?? {}).length === 0 ? p : undefined;
+    });
+    expect(ready(after)).toBe(true);
+    expect(c.mutatingCalls()).toMatchObject({ DetachNetworkInterface: 2, DeleteNetworkInterface: 2 });
+    expect(c.mutatingCalls().UnassignPrivateIpAddresses).toBeUndefined();
+    expect((await eventsFor(node)).filter((e) => e.startsWith('ENIGone'))).toEqual([]);
+    expect((await eventsFor(node)).filter((e) => e.startsWith('DeletedENI'))).toHaveLength(2);
+  });
+
   it('deletes the ENIs of a node that goes away, then lets its pool go', async () => {
     c = await testCluster();
     await c.addClass('default', POD_CLASS);

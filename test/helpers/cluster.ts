@@ -6,7 +6,7 @@ import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
 import { createCloudClient, staticCredentials, type CloudClient } from '../../src/cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorConfig } from '../../src/operator/config.js';
 import { Operator, type LeaderElectionConfig } from '../../src/operator/operator.js';
-import { silentLogger, type Logger } from '../../src/observability/logger.js';
+import { createLogger, silentLogger, type Logger } from '../../src/observability/logger.js';
 import type { EcsEmulator, Fixture } from '../../src/sim/ecs/index.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { DEMO_KEY, REGION, emulator, eventually } from './ecs.js';
@@ -56,7 +56,7 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
       const op = new Operator({
         kc,
         api: client.api,
-        logger: o.logger ?? silentLogger(),
+        logger: o.logger ?? (process.env.DEBUG_OPERATOR ? createLogger({ level: process.env.DEBUG_OPERATOR }) : silentLogger()),
         config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: CLUSTER_ID, vpcId: 'vpc-demo', pollMinIntervalMs: 50, pollMaxIntervalMs: 400, ...o.config },
         leaderElection: o.leaderElection,
       });
