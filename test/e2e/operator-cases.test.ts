@@ -126,8 +126,9 @@ describe('operator cases', () => {
     expect(ready(after)).toBe(true);
     expect(c.mutatingCalls()).toMatchObject({ DetachNetworkInterface: 2, DeleteNetworkInterface: 2 });
     expect(c.mutatingCalls().UnassignPrivateIpAddresses).toBeUndefined();
+    // Events are recorded after the fact, asynchronously.
+    await eventually(async () => (await eventsFor(node)).filter((e) => e.startsWith('DeletedENI')).length === 2);
     expect((await eventsFor(node)).filter((e) => e.startsWith('ENIGone'))).toEqual([]);
-    expect((await eventsFor(node)).filter((e) => e.startsWith('DeletedENI'))).toHaveLength(2);
   });
 
   it('deletes the ENIs of a node that goes away, then lets its pool go', async () => {
