@@ -3,6 +3,7 @@ import YAML from 'yaml';
 import type { ENIPool } from '../../src/api/types.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { kubectlFor } from '../helpers/kube.js';
+import { eventually } from '../helpers/ecs.js';
 
 let c: TestCluster;
 const nodes: string[] = [];
@@ -83,8 +84,11 @@ describe('operator at 20 nodes, 3 instance types, 2 zones, 2 classes', () => {
     const classes = YAML.parse((await k(['get', 'enipc', '-o', 'yaml'])).stdout);
     const byName = Object.fromEntries(classes.items.map((x: { metadata: { name: string }; status: { matchedNodes: number } }) => [x.metadata.name, x.status.matchedNodes]));
     expect(byName).toEqual({ big: BIG.size, general: 20 - BIG.size });
-    const described = (await k(['describe', 'enipool', nodes[0]!])).stdout;
+    // Events are recorded asynchronously; describe shows them once stored.
+    const described = await eventually(async () => {
+      const out = (await k(['describe', 'enipool', nodes[0]!])).stdout;
+      return /Normal\s+AttachedENI\s+.*is InUse on i-/.test(out) ? out : undefined;
+    });
     expect(described).toMatch(/Normal\s+CreatedENI\s+\S+\s+eni-ipam-operator\s+created eni-\w+ with \d+ IPs in vsw-/);
-    expect(described).toMatch(/Normal\s+AttachedENI\s+.*is InUse on i-/);
   });
 });
