@@ -125,7 +125,9 @@ export class PoolReconciler {
       return { requeueAfterMs: 60_000 };
     }
     // Our ENIs that another operator instance left half-done (created, or attaching) are finished, not replaced.
-    if (config.mode === 'normal') {
+    const mayAllocate = config.mode !== 'read-only';
+    const mayRelease = config.mode === 'normal';
+    if (mayAllocate) {
       for (const e of cloud.ownedBy(name)) {
         if (this.incoming.has(`adopt/${e.id}`)) continue;
         if (e.status === 'Available' && !e.instanceId) this.attachInBackground(pool, e, 0);
@@ -166,7 +168,7 @@ export class PoolReconciler {
           : `instance ${spec.instanceID} (${spec.instanceType}) holds at most ${sizing.maxAllocate} pod IPs (${limits.eniQuantity - 1} secondary ENIs × ${limits.ipv4PerEni}); the pool wants more`,
       });
     }
-    if (want > 0 && config.mode === 'normal') {
+    if (want > 0 && mayAllocate) {
       const vSwitches = await cloud.vSwitches();
       const candidates = candidateVSwitches(
         spec,
@@ -198,7 +200,7 @@ export class PoolReconciler {
     // Release: requests, acks, unassigns, empty ENIs.
     let releaseRequests = { ...(pool.status?.releaseRequests ?? {}) };
     let requeueAfterMs: number | undefined;
-    if (config.mode === 'normal' && spec.releaseExcessIPs !== false) {
+    if (mayRelease && spec.releaseExcessIPs !== false) {
       const ex = excess(sizing, usage);
       if (ex > 0 && !this.excessSince.has(name)) this.excessSince.set(name, Date.now());
       if (ex === 0) this.excessSince.delete(name);
@@ -349,6 +351,10 @@ export class PoolReconciler {
         }
         if (this.stopped) return;
         const why = failure instanceof Error ? failure.message : 'the ENI fell back to Available';
+        if (this.d.config.mode !== 'normal') {
+          this.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; mode ${this.d.config.mode} keeps it for a later attach`);
+          return;
+        }
         this.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`);
         await this.deleteEni(eni.id).catch((err) => this.d.logger.warn({ node: name, eni: eni.id, err: (err as Error).message }, 'could not delete an ENI whose attach failed; GC will'));
         if (failure instanceof CloudError) await this.onCloudError(pool, failure).catch(() => undefined);

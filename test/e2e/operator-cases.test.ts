@@ -131,6 +131,23 @@ describe('operator cases', () => {
     expect((await eventsFor(node)).filter((e) => e.startsWith('ENIGone'))).toEqual([]);
   });
 
+  it('allocates but never releases in no-release mode, and makes no mutating call in read-only mode', async () => {
+    c = await testCluster();
+    await c.addClass('default', { ...POD_CLASS, preAllocate: 6, releaseDelaySeconds: 0 });
+    const readOnlyNode = await c.addNode('i-demo-04');
+    const ro = await c.startOperator({ config: { mode: 'read-only' } });
+    await eventually(async () => (await c.pool(readOnlyNode)).status?.summary?.needed === 6);
+    expect(c.mutatingCalls()).toEqual({});
+    await ro.stop();
+    await c.startOperator({ config: { mode: 'no-release' } });
+    const [pool] = await allReady(c, [readOnlyNode]);
+    expect(pool!.status!.summary!.available).toBe(6);
+    await c.custom.patchClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: readOnlyNode, body: { spec: { preAllocate: 0 } } }, merge);
+    await sleep(500);
+    expect(Object.keys((await c.pool(readOnlyNode)).status?.releaseRequests ?? {})).toEqual([]);
+    expect(c.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
+  });
+
   it('deletes the ENIs of a node that goes away, then lets its pool go', async () => {
     c = await testCluster();
     await c.addClass('default', POD_CLASS);
