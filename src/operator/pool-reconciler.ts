@@ -1,6 +1,6 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type Condition, type ENIPool } from '../api/types.js';
-import { CloudError, type EcsApi, type NetworkInterface } from '../cloud/index.js';
+import { CloudError, type EcsApi } from '../cloud/index.js';
 import { callsOf, planAllocation, type EniView } from '../ipam/allocate.js';
 import { podIpCapacity } from '../ipam/capacity.js';
 import { candidateVSwitches, securityGroupsFor } from '../ipam/placement.js';
@@ -8,7 +8,8 @@ import { planRelease } from '../ipam/release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate } from '../ipam/sizing.js';
 import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
-import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
+import { TAGS, type CloudState } from './cloud-state.js';
+import { EniLifecycle } from './eni-lifecycle.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { EventRecorder } from './events.js';
 import type { OperatorMetrics } from './metrics.js';
@@ -43,25 +44,26 @@ type Shortfall = { reason: 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded
 export class PoolReconciler {
   private readonly custom: CustomObjectsApi;
   /** IPs on their way to a node: ENIs being created and attached. */
-  private readonly incoming = new Map<string, { enis: number; ips: number }>();
   private readonly deficitSince = new Map<string, number>();
   private readonly excessSince = new Map<string, number>();
   private readonly shortfall = new Map<string, Shortfall>();
   private readonly failures = new Map<string, number>();
   private readonly tearingDown = new Set<string>();
-  /** ENIs this operator removed itself; any other ENI that leaves a pool was removed behind its back. */
-  private readonly removedByUs = new Set<string>();
-  /** ENIs being detached and deleted: no longer part of their pool, though they still hold a slot. */
-  private readonly removing = new Set<string>();
-  private stopped = false;
+  private readonly enis: EniLifecycle;
 
   constructor(private readonly d: PoolDeps) {
     this.custom = d.kc.makeApiClient(CustomObjectsApi);
+    this.enis = new EniLifecycle({
+      ...d,
+      event: (pool, type, reason, message) => this.event(pool, type, reason, message),
+      onCloudError: (pool, e, vSwitchId) => this.onCloudError(pool, e, vSwitchId),
+      published: (name) => this.published(name),
+    });
   }
 
   /** Background work stops issuing cloud calls (the operator is stopping). */
   stop(): void {
-    this.stopped = true;
+    this.enis.stop();
   }
 
   private target(pool: ENIPool) {
@@ -129,19 +131,19 @@ export class PoolReconciler {
     const mayRelease = config.mode === 'normal';
     if (mayAllocate) {
       for (const e of cloud.ownedBy(name)) {
-        if (this.incoming.has(`adopt/${e.id}`)) continue;
-        if (e.status === 'Available' && !e.instanceId) this.attachInBackground(pool, e, 0);
-        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.attachInBackground(pool, e, 0, false, true);
+        if (this.enis.tracking(e.id)) continue;
+        if (e.status === 'Available' && !e.instanceId) this.enis.attach(pool, e, 0);
+        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.enis.attach(pool, e, 0, false, true);
       }
     }
     const onInstance = cloud.enisOfInstance(spec.instanceID).filter((e) => e.type !== 'Primary');
     const ours = onInstance.filter((e) => e.tags[TAGS.cluster] === config.clusterId);
     const views: EniView[] = onInstance.map((e) =>
-      e.tags[TAGS.cluster] === config.clusterId && !this.removing.has(e.id)
+      e.tags[TAGS.cluster] === config.clusterId && !this.enis.isRemoving(e.id)
         ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: 1 + e.secondaryIps.length }
         : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: limits.ipv4PerEni },
     );
-    const inUse = ours.filter((e) => e.status === 'InUse' && !this.removing.has(e.id));
+    const inUse = ours.filter((e) => e.status === 'InUse' && !this.enis.isRemoving(e.id));
     const available = inUse.reduce((n, e) => n + 1 + e.secondaryIps.length, 0);
     const usedIps = new Set(Object.keys(pool.status?.used ?? {}));
     const pending = this.d.pendingPods.list().filter((p) => p.spec?.nodeName === spec.nodeName && !p.status?.podIP && !p.spec?.hostNetwork).length;
@@ -152,7 +154,7 @@ export class PoolReconciler {
       maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
     };
     const usage = { available, used: usedIps.size, pending };
-    const coming = this.incoming.get(name) ?? { enis: 0, ips: 0 };
+    const coming = this.enis.coming(name);
     const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
     const need = needed(sizing, usage);
     if (need > 0 && !this.deficitSince.has(name)) this.deficitSince.set(name, Date.now());
@@ -193,7 +195,7 @@ export class PoolReconciler {
       const sgs = plan.ops.some((o) => o.kind === 'create') ? securityGroupsFor(spec, (await cloud.securityGroups()).map((g) => ({ id: g.id, vpcId: g.vpcId, tags: g.tags })), config.vpcId) : [];
       for (const op of plan.ops) {
         if (op.kind === 'assign') await this.assign(pool, op.eniId, op.vSwitchId, op.count);
-        else this.createInBackground(pool, op.vSwitchId, op.ips, sgs);
+        else this.enis.create(pool, op.vSwitchId, op.ips, sgs);
       }
     } else if (want === 0 && !beyondCeiling) this.shortfall.delete(name);
 
@@ -237,7 +239,7 @@ export class PoolReconciler {
       for (const id of plan.deleteEnis) {
         const eni = cloud.enis.get(id);
         if (eni) {
-          this.removeInBackground(pool, eni);
+          this.enis.remove(pool, eni);
           for (const ip of [eni.primaryIp, ...eni.secondaryIps]) delete releaseRequests[ip];
         }
       }
@@ -289,143 +291,12 @@ export class PoolReconciler {
     throw e;
   }
 
-  private addIncoming(name: string, enis: number, ips: number): void {
-    const c = this.incoming.get(name) ?? { enis: 0, ips: 0 };
-    const next = { enis: c.enis + enis, ips: c.ips + ips };
-    if (next.enis <= 0 && next.ips <= 0) this.incoming.delete(name);
-    else this.incoming.set(name, next);
-  }
-
-  /** Create an ENI carrying all its IPs, attach it, and publish it the moment it is InUse. */
-  private createInBackground(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
-    const name = pool.metadata.name;
-    this.addIncoming(name, 1, ips);
-    const tags = { ...(pool.spec.eniTags ?? {}), [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.creator]: CREATOR };
-    void (async () => {
-      let eni: NetworkInterface | undefined;
-      try {
-        if (this.stopped) return;
-        eni = await this.d.api.createNetworkInterface({ vSwitchId, securityGroupIds, secondaryIpCount: ips - 1, tags, description: `eni-ipam pool ENI of node ${name}` });
-        this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
-        this.d.cloud.took(vSwitchId, ips);
-        this.d.cloud.upsert(eni);
-        this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
-      } catch (e) {
-        this.addIncoming(name, -1, -ips);
-        await this.onCloudError(pool, e, vSwitchId).catch((err) => {
-          this.event(pool, 'Warning', 'CreateENIFailed', `creating an ENI in ${vSwitchId}: ${(err as Error).message}`);
-          this.d.enqueue(name, 2000);
-        });
-        return;
-      }
-      this.attachInBackground(pool, eni, ips, true);
-    })();
-  }
-
-  private attachInBackground(pool: ENIPool, eni: NetworkInterface, ips: number, counted = false, alreadyAttaching = false): void {
-    const name = pool.metadata.name;
-    const key = `adopt/${eni.id}`;
-    if (!counted) this.addIncoming(name, 1, 1 + eni.secondaryIps.length);
-    this.incoming.set(key, { enis: 0, ips: 0 });
-    const carried = counted ? ips : 1 + eni.secondaryIps.length;
-    void (async () => {
-      try {
-        if (this.stopped) return;
-        let failure: unknown;
-        if (!alreadyAttaching) {
-          try {
-            await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
-            this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
-            this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
-          } catch (e) {
-            failure = e;
-          }
-        }
-        // Whatever the call answered, the cloud's word decides: an attach may succeed though its answer was lost.
-        const attached = await this.untilAttached(eni.id, pool.spec.instanceID!);
-        if (attached) {
-          this.d.cloud.upsert(attached);
-          this.published(name);
-          this.event(pool, 'Normal', 'AttachedENI', `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`);
-          return;
-        }
-        if (this.stopped) return;
-        const why = failure instanceof Error ? failure.message : 'the ENI fell back to Available';
-        if (this.d.config.mode !== 'normal') {
-          this.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; mode ${this.d.config.mode} keeps it for a later attach`);
-          return;
-        }
-        this.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`);
-        await this.deleteEni(eni.id).catch((err) => this.d.logger.warn({ node: name, eni: eni.id, err: (err as Error).message }, 'could not delete an ENI whose attach failed; GC will'));
-        if (failure instanceof CloudError) await this.onCloudError(pool, failure).catch(() => undefined);
-      } finally {
-        this.addIncoming(name, -1, -carried);
-        this.incoming.delete(key);
-        this.d.enqueue(name);
-      }
-    })();
-  }
-
-  /** Waits until the ENI is InUse on the instance; undefined if it is not attaching there (any more). */
-  private async untilAttached(id: string, instanceId: string): Promise<NetworkInterface | undefined> {
-    for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
-      try {
-        const e = await this.d.poller.wait(id, 'InUse');
-        if (e?.instanceId === instanceId) return e;
-      } catch {
-        // Look again before giving up: the poller may have seen a state from before the attach.
-      }
-      const [now] = await this.d.api.describeNetworkInterfaces({ ids: [id] }).catch(() => []);
-      if (now?.instanceId === instanceId && now.status === 'InUse') return now;
-      if (!(now?.instanceId === instanceId && now.status === 'Attaching')) return undefined;
-    }
-    return undefined;
-  }
-
   private published(name: string): void {
     const since = this.deficitSince.get(name);
     if (since !== undefined) {
       this.d.metrics.deficitToPublished.observe((Date.now() - since) / 1000);
       this.deficitSince.delete(name);
     }
-  }
-
-  /** Detach (if attached) and delete an ENI, waiting through the shared poller. */
-  private async deleteEni(id: string): Promise<void> {
-    this.removing.add(id);
-    this.removedByUs.add(id);
-    try {
-      await this.detachAndDelete(id);
-    } finally {
-      this.removing.delete(id);
-    }
-  }
-
-  private async detachAndDelete(id: string): Promise<void> {
-    const { api, cloud, poller } = this.d;
-    let eni = cloud.enis.get(id);
-    if (eni?.instanceId && (eni.status === 'InUse' || eni.status === 'Attaching' || eni.status === 'Detaching')) {
-      if (eni.status === 'Attaching') await poller.wait(id, 'InUse').catch(() => undefined);
-      await api.detachNetworkInterface(id, eni.instanceId).catch((e) => {
-        if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
-      });
-      this.d.metrics.cloudChanges.inc({ action: 'DetachNetworkInterface' });
-      eni = await poller.wait(id, 'Available');
-    }
-    await api.deleteNetworkInterface(id).catch((e) => {
-      if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
-    });
-    this.d.metrics.cloudChanges.inc({ action: 'DeleteNetworkInterface' });
-    await poller.wait(id, 'gone');
-    cloud.forget(id);
-  }
-
-  private removeInBackground(pool: ENIPool, eni: NetworkInterface): void {
-    if (this.removing.has(eni.id)) return;
-    void this.deleteEni(eni.id)
-      .then(() => this.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
-      .catch((e) => this.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))
-      .finally(() => this.d.enqueue(pool.metadata.name));
   }
 
   /** The node is gone: detach and delete the ENIs we created for it, then let the pool go. */
@@ -437,7 +308,7 @@ export class PoolReconciler {
       if (this.tearingDown.has(name)) return { requeueAfterMs: 1000 };
       this.tearingDown.add(name);
       try {
-        await Promise.all(ours.map((e) => this.deleteEni(e.id)));
+        await Promise.all(ours.map((e) => this.enis.deleteEni(e.id)));
         this.event(pool, 'Normal', 'ReleasedENIs', `node ${pool.spec.nodeName} is gone: deleted its ${ours.length} ENIs (${ours.map((e) => e.id).join(', ')})`);
       } finally {
         this.tearingDown.delete(name);
@@ -457,7 +328,7 @@ export class PoolReconciler {
     const { cloud } = this.d;
     const name = pool.metadata.name;
     const spec = pool.spec;
-    const ours = spec.instanceID ? cloud.ownedBy(name).filter((e) => (e.instanceId === spec.instanceID || e.status === 'Available') && !this.removing.has(e.id)) : [];
+    const ours = spec.instanceID ? cloud.ownedBy(name).filter((e) => (e.instanceId === spec.instanceID || e.status === 'Available') && !this.enis.isRemoving(e.id)) : [];
     const enis = publishedEnis(ours, await cloud.vSwitches());
     const available = enis.reduce((n, e) => n + (e.ips?.length ?? 0), 0);
     const used = Object.keys(pool.status?.used ?? {}).length;
@@ -491,7 +362,7 @@ export class PoolReconciler {
     m.set({ node: name, kind: 'releasing' }, desired.summary.releasing);
     // What the pool said that the cloud now contradicts (an ENI detached or deleted behind our back).
     for (const old of pool.status?.enis ?? []) {
-      if (enis.some((e) => e.id === old.id) || this.removing.has(old.id) || this.removedByUs.delete(old.id)) continue;
+      if (enis.some((e) => e.id === old.id) || this.enis.removedItself(old.id)) continue;
       this.event(pool, 'Warning', 'ENIGone', `ENI ${old.id} is no longer on ${spec.instanceID} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`);
     }
     const patch = statusPatch(pool.status, desired);

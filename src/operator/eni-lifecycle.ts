@@ -1,0 +1,194 @@
+import type { ENIPool } from '../api/types.js';
+import { CloudError, type EcsApi, type NetworkInterface } from '../cloud/index.js';
+import type { Logger } from '../observability/logger.js';
+import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
+import type { OperatorConfig } from './config.js';
+import type { OperatorMetrics } from './metrics.js';
+import type { StatePoller } from './poller.js';
+
+export interface LifecycleDeps {
+  api: EcsApi;
+  cloud: CloudState;
+  poller: StatePoller;
+  metrics: OperatorMetrics;
+  config: OperatorConfig;
+  logger: Logger;
+  enqueue: (name: string, afterMs?: number) => void;
+  event: (pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  onCloudError: (pool: ENIPool, e: unknown, vSwitchId?: string) => Promise<void>;
+  /** An ENI's IPs reached its pool. */
+  published: (name: string) => void;
+}
+
+/**
+ * The asynchronous life of an ENI, run in the background so that a reconcile returns at once:
+ * create it with all its IPs, attach it and wait for InUse through the shared poller (trusting
+ * the cloud over a lost answer), or detach and delete it. It keeps count of the IPs on their
+ * way to each node, so that the planner does not ask for them twice.
+ */
+export class EniLifecycle {
+  /** IPs on their way to each node: ENIs being created or attached. */
+  private readonly incoming = new Map<string, { enis: number; ips: number }>();
+  /** ENIs being attached or waited for. */
+  private readonly attaching = new Set<string>();
+  /** ENIs this operator removed itself; any other ENI that leaves a pool was removed behind its back. */
+  private readonly removedByUs = new Set<string>();
+  /** ENIs being detached and deleted: no longer part of their pool, though they still hold a slot. */
+  private readonly removing = new Set<string>();
+  private stopped = false;
+
+  constructor(private readonly d: LifecycleDeps) {}
+
+  /** Background work issues no further cloud call (the operator is stopping). */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  coming(name: string): { enis: number; ips: number } {
+    return this.incoming.get(name) ?? { enis: 0, ips: 0 };
+  }
+
+  /** Whether this ENI is already being attached or waited for. */
+  tracking(eniId: string): boolean {
+    return this.attaching.has(eniId);
+  }
+
+  isRemoving(eniId: string): boolean {
+    return this.removing.has(eniId);
+  }
+
+  /** Whether we removed this ENI (asked once: the answer is forgotten). */
+  removedItself(eniId: string): boolean {
+    return this.removing.has(eniId) || this.removedByUs.delete(eniId);
+  }
+
+  private addIncoming(name: string, enis: number, ips: number): void {
+    const c = this.incoming.get(name) ?? { enis: 0, ips: 0 };
+    const next = { enis: c.enis + enis, ips: c.ips + ips };
+    if (next.enis <= 0 && next.ips <= 0) this.incoming.delete(name);
+    else this.incoming.set(name, next);
+  }
+
+  /** Create an ENI carrying all its IPs, attach it, and publish it the moment it is InUse. */
+  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
+    const name = pool.metadata.name;
+    this.addIncoming(name, 1, ips);
+    const tags = { ...(pool.spec.eniTags ?? {}), [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.creator]: CREATOR };
+    void (async () => {
+      let eni: NetworkInterface | undefined;
+      try {
+        if (this.stopped) return;
+        eni = await this.d.api.createNetworkInterface({ vSwitchId, securityGroupIds, secondaryIpCount: ips - 1, tags, description: `eni-ipam pool ENI of node ${name}` });
+        this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
+        this.d.cloud.took(vSwitchId, ips);
+        this.d.cloud.upsert(eni);
+        this.d.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
+      } catch (e) {
+        this.addIncoming(name, -1, -ips);
+        await this.d.onCloudError(pool, e, vSwitchId).catch((err) => {
+          this.d.event(pool, 'Warning', 'CreateENIFailed', `creating an ENI in ${vSwitchId}: ${(err as Error).message}`);
+          this.d.enqueue(name, 2000);
+        });
+        return;
+      }
+      this.attach(pool, eni, ips, true);
+    })();
+  }
+
+  attach(pool: ENIPool, eni: NetworkInterface, ips: number, counted = false, alreadyAttaching = false): void {
+    const name = pool.metadata.name;
+    if (!counted) this.addIncoming(name, 1, 1 + eni.secondaryIps.length);
+    this.attaching.add(eni.id);
+    const carried = counted ? ips : 1 + eni.secondaryIps.length;
+    void (async () => {
+      try {
+        if (this.stopped) return;
+        let failure: unknown;
+        if (!alreadyAttaching) {
+          try {
+            await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
+            this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
+            this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
+          } catch (e) {
+            failure = e;
+          }
+        }
+        // Whatever the call answered, the cloud's word decides: an attach may succeed though its answer was lost.
+        const attached = await this.untilAttached(eni.id, pool.spec.instanceID!);
+        if (attached) {
+          this.d.cloud.upsert(attached);
+          this.d.published(name);
+          this.d.event(pool, 'Normal', 'AttachedENI', `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`);
+          return;
+        }
+        if (this.stopped) return;
+        const why = failure instanceof Error ? failure.message : 'the ENI fell back to Available';
+        if (this.d.config.mode !== 'normal') {
+          this.d.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; mode ${this.d.config.mode} keeps it for a later attach`);
+          return;
+        }
+        this.d.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`);
+        await this.deleteEni(eni.id).catch((err) => this.d.logger.warn({ node: name, eni: eni.id, err: (err as Error).message }, 'could not delete an ENI whose attach failed; GC will'));
+        if (failure instanceof CloudError) await this.d.onCloudError(pool, failure).catch(() => undefined);
+      } finally {
+        this.addIncoming(name, -1, -carried);
+        this.attaching.delete(eni.id);
+        this.d.enqueue(name);
+      }
+    })();
+  }
+
+  /** Waits until the ENI is InUse on the instance; undefined if it is not attaching there (any more). */
+  private async untilAttached(id: string, instanceId: string): Promise<NetworkInterface | undefined> {
+    for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
+      try {
+        const e = await this.d.poller.wait(id, 'InUse');
+        if (e?.instanceId === instanceId) return e;
+      } catch {
+        // Look again before giving up: the poller may have seen a state from before the attach.
+      }
+      const [now] = await this.d.api.describeNetworkInterfaces({ ids: [id] }).catch(() => []);
+      if (now?.instanceId === instanceId && now.status === 'InUse') return now;
+      if (!(now?.instanceId === instanceId && now.status === 'Attaching')) return undefined;
+    }
+    return undefined;
+  }
+
+  /** Detach (if attached) and delete an ENI, waiting through the shared poller. */
+  async deleteEni(id: string): Promise<void> {
+    this.removing.add(id);
+    this.removedByUs.add(id);
+    try {
+      await this.detachAndDelete(id);
+    } finally {
+      this.removing.delete(id);
+    }
+  }
+
+  private async detachAndDelete(id: string): Promise<void> {
+    const { api, cloud, poller } = this.d;
+    let eni = cloud.enis.get(id);
+    if (eni?.instanceId && (eni.status === 'InUse' || eni.status === 'Attaching' || eni.status === 'Detaching')) {
+      if (eni.status === 'Attaching') await poller.wait(id, 'InUse').catch(() => undefined);
+      await api.detachNetworkInterface(id, eni.instanceId).catch((e) => {
+        if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
+      });
+      this.d.metrics.cloudChanges.inc({ action: 'DetachNetworkInterface' });
+      eni = await poller.wait(id, 'Available');
+    }
+    await api.deleteNetworkInterface(id).catch((e) => {
+      if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
+    });
+    this.d.metrics.cloudChanges.inc({ action: 'DeleteNetworkInterface' });
+    await poller.wait(id, 'gone');
+    cloud.forget(id);
+  }
+
+  remove(pool: ENIPool, eni: NetworkInterface): void {
+    if (this.removing.has(eni.id)) return;
+    void this.deleteEni(eni.id)
+      .then(() => this.d.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
+      .catch((e) => this.d.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))
+      .finally(() => this.d.enqueue(pool.metadata.name));
+  }
+}
