@@ -1,0 +1,117 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import type { ENIPool } from '../../src/api/types.js';
+import { agentStatus, allocate, emptyState, freeAddresses, release, strayAllocations, type AgentState } from '../../src/agent/allocator.js';
+import { StateFile, StateFileError } from '../../src/agent/state-file.js';
+
+function pool(ips: string[], opts: { attaching?: string[]; requested?: string[] } = {}): ENIPool {
+  return {
+    apiVersion: 'eniipam.io/v1alpha1',
+    kind: 'ENIPool',
+    metadata: { name: 'n1' },
+    spec: { nodeName: 'n1' },
+    status: {
+      enis: [
+        { id: 'eni-a', mac: '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: '192.168.16.0/20', gatewayIP: '192.168.31.253', ips },
+        { id: 'eni-b', mac: '00:16:3e:00:00:02', state: 'Attaching', vSwitchCIDR: '192.168.16.0/20', gatewayIP: '192.168.31.253', ips: opts.attaching ?? [] },
+      ],
+      releaseRequests: Object.fromEntries((opts.requested ?? []).map((ip) => [ip, '2026-01-01T00:00:00Z'])),
+    },
+  };
+}
+
+const IPS = Array.from({ length: 8 }, (_, i) => `192.168.16.${i + 1}`);
+
+describe('agent allocation', () => {
+  it('hands out addresses of InUse ENIs with prefix, gateway and MAC, the same again for the same container', () => {
+    const p = pool(IPS.slice(0, 2), { attaching: ['192.168.16.99'] });
+    const a = allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'default/web' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    expect(a.lease).toEqual({ ip: '192.168.16.1', prefixLength: 20, gateway: '192.168.31.253', eniId: 'eni-a', mac: '00:16:3e:00:00:01', vSwitchCidr: '192.168.16.0/20' });
+    const again = allocate(a.state, p, { containerId: 'c1', ifName: 'eth0', pod: 'default/web' }, 1);
+    expect(again).toMatchObject({ lease: { ip: '192.168.16.1' }, fresh: false });
+    const b = allocate(a.state, p, { containerId: 'c2', ifName: 'eth0', pod: 'default/api' }, 1);
+    if ('error' in b) throw new Error('no lease');
+    expect(b.lease.ip).toBe('192.168.16.2');
+    expect(allocate(b.state, p, { containerId: 'c3', ifName: 'eth0', pod: 'default/x' }, 1)).toMatchObject({ error: 'pool-empty' });
+  });
+
+  it('cools a released address down before reuse, and releases idempotently', () => {
+    const p = pool(IPS.slice(0, 1));
+    const a = allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    const r = release(a.state, 'c1', 'eth0', 100, 30_000);
+    expect(r.released).toEqual(['192.168.16.1']);
+    expect(release(r.state, 'c1', 'eth0', 101, 30_000).released).toEqual([]);
+    expect(freeAddresses(r.state, p, 29_000)).toEqual([]);
+    expect(freeAddresses(r.state, p, 30_100)).toEqual(['192.168.16.1']);
+  });
+
+  it('answers release requests: ready for a free address (out of the free list), do-not-release for one in use', () => {
+    const p = pool(IPS.slice(0, 3), { requested: ['192.168.16.1', '192.168.16.3'] });
+    const a = allocate(emptyState(), pool(IPS.slice(0, 3)), { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    expect(freeAddresses(a.state, p, 0)).toEqual(['192.168.16.2']);
+    expect(agentStatus(a.state, p)).toEqual({
+      used: { '192.168.16.1': { pod: 'd/a', containerID: 'c1' } },
+      releaseAcks: { '192.168.16.1': 'do-not-release', '192.168.16.3': 'ready' },
+    });
+  });
+
+  it('flags allocations whose address left the pool', () => {
+    const a = allocate(emptyState(), pool(IPS.slice(0, 2)), { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    expect(strayAllocations(a.state, pool(['192.168.16.2'])).map((x) => x.ip)).toEqual(['192.168.16.1']);
+  });
+
+  it('never gives one address to two interfaces, nor a requested or cooling one (property)', () => {
+    type Op = { kind: 'add' | 'del'; c: number; at: number };
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ kind: fc.constantFrom('add' as const, 'del' as const), c: fc.nat(12), at: fc.nat(100) }), { maxLength: 80 }),
+        fc.subarray(IPS),
+        (ops: Op[], requested) => {
+          const p = pool(IPS, { requested });
+          let state: AgentState = emptyState();
+          let now = 0;
+          const cooledUntil = new Map<string, number>();
+          for (const op of ops) {
+            now += op.at;
+            if (op.kind === 'add') {
+              const r = allocate(state, p, { containerId: `c${op.c}`, ifName: 'eth0', pod: `d/p${op.c}` }, now);
+              state = r.state;
+              if ('lease' in r && r.fresh) {
+                expect(requested).not.toContain(r.lease.ip);
+                expect((cooledUntil.get(r.lease.ip) ?? 0) <= now).toBe(true);
+              }
+            } else {
+              const r = release(state, `c${op.c}`, 'eth0', now, 50);
+              state = r.state;
+              r.released.forEach((ip) => cooledUntil.set(ip, now + 50));
+            }
+            const ips = Object.values(state.allocations).map((a) => a.ip);
+            expect(new Set(ips).size).toBe(ips.length);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('agent state file', () => {
+  it('survives a round trip and refuses a damaged file with a clear error', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agent-'));
+    const f = StateFile.in(join(dir, 'state'));
+    expect(f.load()).toEqual(emptyState());
+    const a = allocate(emptyState(), pool(IPS), { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    f.save(a.state);
+    expect(f.load()).toEqual(a.state);
+    writeFileSync(f.path, '{"allocations": {');
+    expect(() => f.load()).toThrow(StateFileError);
+    expect(() => f.load()).toThrow(/is not valid JSON/);
+  });
+});
