@@ -1,0 +1,167 @@
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { GROUP, VERSION, type ENIPool } from '../api/types.js';
+import { Informer } from '../kube/informer.js';
+import type { Logger } from '../observability/logger.js';
+import { agentStatus, allocate, freeAddresses, release, strayAllocations, type AgentState, type Lease } from './allocator.js';
+import { StateFile } from './state-file.js';
+
+export interface AgentOptions {
+  kc: KubeConfig;
+  node: string;
+  stateDir: string;
+  cooldownMs: number;
+  /** Status writes are coalesced: at most one per this interval. */
+  statusIntervalMs: number;
+  logger: Logger;
+  registry: Registry;
+}
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/**
+ * The node agent: watches its own ENIPool, hands its IPs to pods (persisting every change
+ * before answering), writes `status.used` and `status.releaseAcks` (its fields only, merge
+ * patches, coalesced), and answers release requests.
+ */
+export class Agent {
+  private state: AgentState;
+  private readonly file: StateFile;
+  private readonly pool: Informer<ENIPool>;
+  private readonly custom: CustomObjectsApi;
+  private dirty = false;
+  private writing?: Promise<void>;
+  private timer?: NodeJS.Timeout;
+  private lastWritten = '';
+  private readonly flagged = new Set<string>();
+  readonly metrics: { free: Gauge; inUse: Gauge; cooling: Gauge; latency: Histogram; emptyPool: Counter; statusWrites: Counter };
+
+  constructor(private readonly o: AgentOptions) {
+    this.file = StateFile.in(o.stateDir);
+    this.state = this.file.load();
+    this.custom = o.kc.makeApiClient(CustomObjectsApi);
+    this.pool = new Informer<ENIPool>({
+      kc: o.kc,
+      path: `/apis/${GROUP}/${VERSION}/enipools`,
+      list: () => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', fieldSelector: `metadata.name=${o.node}` }),
+      fieldSelector: `metadata.name=${o.node}`,
+      logger: o.logger,
+      onChange: () => this.onPoolChange(),
+    });
+    const registers = [o.registry];
+    const self = this;
+    this.metrics = {
+      free: new Gauge({ name: 'eni_ipam_agent_ips_free', help: 'IPs the agent may hand out now.', registers, collect() { this.set(self.free().length); } }),
+      inUse: new Gauge({ name: 'eni_ipam_agent_ips_in_use', help: 'IPs handed to pods.', registers, collect() { this.set(Object.keys(self.state.allocations).length); } }),
+      cooling: new Gauge({ name: 'eni_ipam_agent_ips_cooling', help: 'Released IPs cooling down before reuse.', registers, collect() { const now = Date.now(); this.set(Object.values(self.state.cooling).filter((t) => t > now).length); } }),
+      latency: new Histogram({ name: 'eni_ipam_agent_allocation_duration_seconds', help: 'Time to answer an allocation.', buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1], registers }),
+      emptyPool: new Counter({ name: 'eni_ipam_agent_allocations_pool_empty_total', help: 'Allocations refused because the pool had no free IP.', registers }),
+      statusWrites: new Counter({ name: 'eni_ipam_agent_status_writes_total', help: 'Status patches the agent wrote.', registers }),
+    };
+  }
+
+  get ready(): boolean {
+    return this.pool.synced && this.current() !== undefined;
+  }
+
+  private current(): ENIPool | undefined {
+    return this.pool.get(this.o.node);
+  }
+
+  private free(): string[] {
+    return freeAddresses(this.state, this.current(), Date.now());
+  }
+
+  async start(): Promise<void> {
+    await this.pool.start();
+    this.onPoolChange();
+  }
+
+  private onPoolChange(): void {
+    for (const a of strayAllocations(this.state, this.current())) {
+      if (this.flagged.has(a.ip) || !this.current()) continue;
+      this.flagged.add(a.ip);
+      this.o.logger.warn({ node: this.o.node, ip: a.ip, pod: a.pod, eni: a.eniId }, 'an allocated IP is no longer in the pool; the allocation is kept until the pod releases it');
+    }
+    this.scheduleStatus();
+  }
+
+  /** Gives the pod interface an address (the same one again for a repeated call). */
+  allocate(req: { containerId: string; ifName: string; pod: string }): Lease | 'pool-empty' {
+    const end = this.metrics.latency.startTimer();
+    const r = allocate(this.state, this.current(), req, Date.now());
+    if ('error' in r) {
+      this.metrics.emptyPool.inc();
+      end();
+      return 'pool-empty';
+    }
+    if (r.fresh) {
+      this.file.save(r.state);
+      this.state = r.state;
+      this.scheduleStatus();
+    }
+    end();
+    return r.lease;
+  }
+
+  release(containerId: string, ifName?: string): string[] {
+    const r = release(this.state, containerId, ifName, Date.now(), this.o.cooldownMs);
+    if (r.released.length) {
+      this.file.save(r.state);
+      this.state = r.state;
+      this.scheduleStatus();
+    }
+    return r.released;
+  }
+
+  list() {
+    return Object.values(this.state.allocations);
+  }
+
+  /** Coalesces status writes: one soon after a change, then at most one per interval. */
+  private scheduleStatus(): void {
+    this.dirty = true;
+    if (this.timer || this.writing) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.writeStatus();
+    }, this.o.statusIntervalMs);
+    this.timer.unref();
+  }
+
+  private async writeStatus(): Promise<void> {
+    const pool = this.current();
+    if (!pool || !this.dirty) return;
+    this.dirty = false;
+    const mine = agentStatus(this.state, pool);
+    const old = { used: pool.status?.used ?? {}, releaseAcks: pool.status?.releaseAcks ?? {} };
+    const nulls = (now: Record<string, unknown>, before: Record<string, unknown>) => Object.fromEntries(Object.keys(before).filter((k) => !(k in now)).map((k) => [k, null]));
+    const body = { status: { used: { ...nulls(mine.used, old.used), ...mine.used }, releaseAcks: { ...nulls(mine.releaseAcks, old.releaseAcks), ...mine.releaseAcks } } };
+    const text = JSON.stringify(body);
+    if (text === this.lastWritten && JSON.stringify(mine) === JSON.stringify(old)) return;
+    this.writing = this.custom
+      .patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name: this.o.node, body }, merge)
+      .then(() => {
+        this.lastWritten = text;
+        this.metrics.statusWrites.inc();
+      })
+      .catch((e) => {
+        this.dirty = true;
+        this.o.logger.warn({ node: this.o.node, err: (e as Error).message }, 'could not write the pool status; retrying');
+      })
+      .finally(() => {
+        this.writing = undefined;
+        if (this.dirty) this.scheduleStatus();
+      });
+    await this.writing;
+  }
+
+  /** Writes what is pending and stops watching. */
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.writing;
+    if (this.dirty) await this.writeStatus();
+    await this.pool.stop();
+  }
+}
