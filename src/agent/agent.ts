@@ -49,11 +49,13 @@ export class Agent {
       onChange: () => this.onPoolChange(),
     });
     const registers = [o.registry];
-    const self = this;
+    const freeCount = () => this.free().length;
+    const inUseCount = () => Object.keys(this.state.allocations).length;
+    const coolingCount = () => Object.values(this.state.cooling).filter((t) => t > Date.now()).length;
     this.metrics = {
-      free: new Gauge({ name: 'eni_ipam_agent_ips_free', help: 'IPs the agent may hand out now.', registers, collect() { this.set(self.free().length); } }),
-      inUse: new Gauge({ name: 'eni_ipam_agent_ips_in_use', help: 'IPs handed to pods.', registers, collect() { this.set(Object.keys(self.state.allocations).length); } }),
-      cooling: new Gauge({ name: 'eni_ipam_agent_ips_cooling', help: 'Released IPs cooling down before reuse.', registers, collect() { const now = Date.now(); this.set(Object.values(self.state.cooling).filter((t) => t > now).length); } }),
+      free: new Gauge({ name: 'eni_ipam_agent_ips_free', help: 'IPs the agent may hand out now.', registers, collect() { this.set(freeCount()); } }),
+      inUse: new Gauge({ name: 'eni_ipam_agent_ips_in_use', help: 'IPs handed to pods.', registers, collect() { this.set(inUseCount()); } }),
+      cooling: new Gauge({ name: 'eni_ipam_agent_ips_cooling', help: 'Released IPs cooling down before reuse.', registers, collect() { this.set(coolingCount()); } }),
       latency: new Histogram({ name: 'eni_ipam_agent_allocation_duration_seconds', help: 'Time to answer an allocation.', buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1], registers }),
       emptyPool: new Counter({ name: 'eni_ipam_agent_allocations_pool_empty_total', help: 'Allocations refused because the pool had no free IP.', registers }),
       statusWrites: new Counter({ name: 'eni_ipam_agent_status_writes_total', help: 'Status patches the agent wrote.', registers }),
