@@ -2,8 +2,9 @@ import { UsageError, formatHelp, parseFlags, type CommandSpec } from './args.js'
 import { emulateEcs } from './emulate-ecs.js';
 import { emulateKube } from './emulate-kube.js';
 import { operatorCommand } from './operator.js';
+import { agentCommand } from './agent.js';
 
-const COMMANDS: CommandSpec[] = [operatorCommand, emulateEcs, emulateKube];
+const COMMANDS: CommandSpec[] = [operatorCommand, agentCommand, emulateEcs, emulateKube];
 
 function topHelp(): string {
   const rows = COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`);

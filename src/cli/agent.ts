@@ -1,0 +1,55 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Agent } from '../agent/agent.js';
+import { serveAgentApi } from '../agent/api.js';
+import { StateFileError } from '../agent/state-file.js';
+import { serveObservability } from '../observability/http.js';
+import { createLogger } from '../observability/logger.js';
+import { UsageError, untilSignal, type CommandSpec } from './args.js';
+
+const nonNegative = (v: string | number) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
+
+export const agentCommand: CommandSpec = {
+  name: 'agent',
+  summary: 'Run the node agent: hand the node’s ENIPool IPs to pods over a unix socket (for eni-ipam-cni).',
+  flags: [
+    { name: 'node', type: 'string', value: 'NAME', default: process.env.NODE_NAME, help: 'this node’s name (default: $NODE_NAME)' },
+    { name: 'kubeconfig', type: 'string', value: 'FILE', help: 'kubeconfig to use (in-cluster configuration when absent)' },
+    { name: 'state-dir', type: 'string', value: 'DIR', default: '/var/lib/eni-ipam', help: 'where allocations are kept across restarts' },
+    { name: 'socket', type: 'string', value: 'PATH', default: '/run/eni-ipam/agent.sock', help: 'unix socket of the local API' },
+    { name: 'cooldown', type: 'number', value: 'SECONDS', default: 30, help: 'how long a released IP rests before reuse', check: nonNegative },
+    { name: 'status-interval', type: 'number', value: 'SECONDS', default: 1, help: 'status writes are coalesced to at most one per interval', check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0') },
+    { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9091', help: 'serve /metrics here' },
+    { name: 'health-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:8081', help: 'serve /healthz and /readyz (pool seen) here' },
+    { name: 'log-level', type: 'string', value: 'LEVEL', default: 'info', choices: ['debug', 'info', 'warn', 'error'], help: 'log level' },
+  ],
+  async run(f) {
+    if (!f.node) throw new UsageError('--node is required (or set NODE_NAME)');
+    const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-agent' });
+    const kc = new KubeConfig();
+    if (f.kubeconfig) kc.loadFromFile(String(f.kubeconfig));
+    else kc.loadFromCluster();
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_agent_process_' });
+    let agent: Agent;
+    try {
+      agent = new Agent({ kc, node: String(f.node), stateDir: String(f['state-dir']), cooldownMs: (f.cooldown as number) * 1000, statusIntervalMs: (f['status-interval'] as number) * 1000, logger, registry });
+    } catch (e) {
+      if (e instanceof StateFileError) throw new UsageError(e.message);
+      throw e;
+    }
+    const checks = { live: () => true, ready: () => agent.ready };
+    const metrics = await serveObservability(String(f['metrics-addr']), registry, checks);
+    const health = f['health-addr'] === f['metrics-addr'] ? metrics : await serveObservability(String(f['health-addr']), undefined, checks);
+    await agent.start();
+    const api = await serveAgentApi(agent, String(f.socket));
+    process.stdout.write(`socket ${f.socket}\nmetrics ${metrics.url}/metrics\nhealth ${health.url}/healthz\n`);
+    logger.info({ node: f.node, socket: f.socket }, 'agent serving');
+    await untilSignal();
+    api.close();
+    await agent.stop();
+    metrics.server.close();
+    if (health !== metrics) health.server.close();
+    return 0;
+  },
+};
