@@ -1,6 +1,7 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool } from '../api/types.js';
+import { EventRecorder } from '../kube/events.js';
 import { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import { agentStatus, allocate, freeAddresses, release, strayAllocations, type AgentState, type Lease } from './allocator.js';
@@ -15,6 +16,8 @@ export interface AgentOptions {
   statusIntervalMs: number;
   logger: Logger;
   registry: Registry;
+  /** Namespace of the Events about the (cluster-scoped) pool. */
+  eventNamespace?: string;
 }
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -34,7 +37,8 @@ export class Agent {
   private timer?: NodeJS.Timeout;
   private lastWritten = '';
   private readonly flagged = new Set<string>();
-  readonly metrics: { free: Gauge; inUse: Gauge; cooling: Gauge; latency: Histogram; emptyPool: Counter; statusWrites: Counter };
+  readonly metrics: { free: Gauge; inUse: Gauge; cooling: Gauge; stray: Gauge; latency: Histogram; emptyPool: Counter; statusWrites: Counter };
+  private readonly events: EventRecorder;
 
   constructor(private readonly o: AgentOptions) {
     this.file = StateFile.in(o.stateDir);
@@ -52,10 +56,13 @@ export class Agent {
     const freeCount = () => this.free().length;
     const inUseCount = () => Object.keys(this.state.allocations).length;
     const coolingCount = () => Object.values(this.state.cooling).filter((t) => t > Date.now()).length;
+    const strayCount = () => (this.current() ? strayAllocations(this.state, this.current()).length : 0);
+    this.events = new EventRecorder(o.kc, o.eventNamespace ?? 'default', 'eni-ipam-agent', o.logger);
     this.metrics = {
       free: new Gauge({ name: 'eni_ipam_agent_ips_free', help: 'IPs the agent may hand out now.', registers, collect() { this.set(freeCount()); } }),
       inUse: new Gauge({ name: 'eni_ipam_agent_ips_in_use', help: 'IPs handed to pods.', registers, collect() { this.set(inUseCount()); } }),
       cooling: new Gauge({ name: 'eni_ipam_agent_ips_cooling', help: 'Released IPs cooling down before reuse.', registers, collect() { this.set(coolingCount()); } }),
+      stray: new Gauge({ name: 'eni_ipam_agent_stray_allocations', help: 'Allocations whose IP is no longer in the pool.', registers, collect() { this.set(strayCount()); } }),
       latency: new Histogram({ name: 'eni_ipam_agent_allocation_duration_seconds', help: 'Time to answer an allocation.', buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1], registers }),
       emptyPool: new Counter({ name: 'eni_ipam_agent_allocations_pool_empty_total', help: 'Allocations refused because the pool had no free IP.', registers }),
       statusWrites: new Counter({ name: 'eni_ipam_agent_status_writes_total', help: 'Status patches the agent wrote.', registers }),
@@ -84,6 +91,13 @@ export class Agent {
       if (this.flagged.has(a.ip) || !this.current()) continue;
       this.flagged.add(a.ip);
       this.o.logger.warn({ node: this.o.node, ip: a.ip, pod: a.pod, eni: a.eniId }, 'an allocated IP is no longer in the pool; the allocation is kept until the pod releases it');
+      const pool = this.current()!;
+      void this.events.record(
+        { apiVersion: pool.apiVersion, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid },
+        'Warning',
+        'StrayAllocation',
+        `IP ${a.ip} of pod ${a.pod} (ENI ${a.eniId}) is no longer in the pool; the agent keeps the allocation until the pod releases it`,
+      );
     }
     this.scheduleStatus();
   }

@@ -5,7 +5,7 @@ import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import type { CloudState } from './cloud-state.js';
 import type { OperatorConfig } from './config.js';
-import type { EventRecorder } from './events.js';
+import type { EventRecorder } from '../kube/events.js';
 import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
 import { setCondition } from './pool-status.js';
 

@@ -9,7 +9,7 @@ import type { Logger } from '../observability/logger.js';
 import { ClassReconciler } from './class-reconciler.js';
 import { CloudState } from './cloud-state.js';
 import type { OperatorConfig } from './config.js';
-import { EventRecorder } from './events.js';
+import { EventRecorder } from '../kube/events.js';
 import { collectLeakedEnis } from './gc.js';
 import { OperatorMetrics, type FleetView } from './metrics.js';
 import { PoolReconciler } from './pool-reconciler.js';

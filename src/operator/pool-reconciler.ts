@@ -11,7 +11,7 @@ import type { Logger } from '../observability/logger.js';
 import { TAGS, type CloudState } from './cloud-state.js';
 import { EniLifecycle } from './eni-lifecycle.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
-import type { EventRecorder } from './events.js';
+import type { EventRecorder } from '../kube/events.js';
 import type { OperatorMetrics } from './metrics.js';
 import { publishedEnis, setCondition, statusPatch } from './pool-status.js';
 import type { StatePoller } from './poller.js';

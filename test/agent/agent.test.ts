@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { Server } from 'node:http';
 import { Agent } from '../../src/agent/agent.js';
@@ -120,6 +120,22 @@ describe('node agent', () => {
     expect(await call('POST', '/v1/allocate', { containerId: 'y', ifName: 'eth0', pod: 'default/y' })).toMatchObject({ status: 503, body: { error: 'pool-empty' } });
     await custom.patchClusterCustomObjectStatus({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: 'node-1', body: { status: { releaseRequests: { [used]: null, [free]: null } } } }, merge);
     await eventually(async () => Object.keys((await poolOf()).status?.releaseAcks ?? {}).length === 0);
+  });
+
+  it('after a restart, keeps and flags an allocation whose IP left the pool (log, metric, Event)', async () => {
+    const ip = (await call('POST', '/v1/allocate', { containerId: 'c1', ifName: 'eth0', pod: 'default/a' })).body.lease.ip;
+    server.close();
+    await agent.stop();
+    await custom.patchClusterCustomObjectStatus(
+      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: 'node-1', body: { status: { enis: [{ id: 'eni-a', mac: '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: '192.168.16.0/20', gatewayIP: '192.168.31.253', ips: IPS.filter((x) => x !== ip) }] } } },
+      merge,
+    );
+    await startAgent();
+    await eventually(() => agent.ready);
+    expect(agent.list().map((a) => a.ip)).toEqual([ip]);
+    expect((await agent.metrics.stray.get()).values[0]!.value).toBe(1);
+    const core = kc.makeApiClient(CoreV1Api);
+    await eventually(async () => (await core.listNamespacedEvent({ namespace: 'default' })).items.some((e) => e.reason === 'StrayAllocation' && e.message!.includes(ip)));
   });
 
   it('cools a released IP down before handing it out again', async () => {
