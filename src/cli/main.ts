@@ -3,8 +3,9 @@ import { emulateEcs } from './emulate-ecs.js';
 import { emulateKube } from './emulate-kube.js';
 import { operatorCommand } from './operator.js';
 import { agentCommand } from './agent.js';
+import { demoCommand } from './demo.js';
 
-const COMMANDS: CommandSpec[] = [operatorCommand, agentCommand, emulateEcs, emulateKube];
+const COMMANDS: CommandSpec[] = [demoCommand, operatorCommand, agentCommand, emulateEcs, emulateKube];
 
 function topHelp(): string {
   const rows = COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`);

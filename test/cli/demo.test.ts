@@ -1,0 +1,27 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { runCli } from '../helpers/cli.js';
+
+describe('eni-ipam demo', () => {
+  it('runs the whole system for a few seconds, prints its progress and summary, and leaves nothing running', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'demo-'));
+    const r = await runCli(['demo', '--duration', '8', '--nodes', '6', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'], 60_000);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`try: kubectl --kubeconfig ${join(dir, 'kubeconfig')} get enipools`);
+    expect(r.stdout).toMatch(/^nodes ready 6\/6 \| IPs available \d+ used \d+ \| CreateENI \d+/m);
+    expect(r.stdout).toMatch(/^  nodes: 6; all pools ready after [\d.]+ s$/m);
+    expect(r.stdout).toMatch(/^  pod IPs handed out: [1-9]\d*; waits on an empty pool: 0$/m);
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'));
+    expect(summary.calls.CreateNetworkInterface).toBeGreaterThanOrEqual(6);
+    // The emulators it printed are gone with it.
+    const ecsUrl = /ECS emulator (\S+)/.exec(r.stdout)![1]!;
+    await expect(fetch(`${ecsUrl}/_emulator/stats`)).rejects.toThrow();
+  }, 90_000);
+
+  it('refuses a wrong value with exit 2', async () => {
+    const r = await runCli(['demo', '--nodes', '0']);
+    expect(r).toMatchObject({ code: 2, stderr: 'eni-ipam demo: --nodes must be greater than 0\n' });
+  });
+});
