@@ -11,8 +11,8 @@ describe('eni-ipam demo', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`try: kubectl --kubeconfig ${join(dir, 'kubeconfig')} get enipools`);
     expect(r.stdout).toMatch(/^nodes ready 6\/6 \| IPs available \d+ used \d+ \| CreateENI \d+/m);
-    expect(r.stdout).toMatch(/^  nodes: 6; all pools ready after [\d.]+ s$/m);
-    expect(r.stdout).toMatch(/^  pod IPs handed out: [1-9]\d*; waits on an empty pool: 0$/m);
+    expect(r.stdout).toMatch(/^ {2}nodes: 6; all pools ready after [\d.]+ s$/m);
+    expect(r.stdout).toMatch(/^ {2}pod IPs handed out: [1-9]\d*; waits on an empty pool: 0$/m);
     const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'));
     expect(summary.calls.CreateNetworkInterface).toBeGreaterThanOrEqual(6);
     // The emulators it printed are gone with it.
