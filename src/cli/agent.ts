@@ -3,7 +3,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { Agent } from '../agent/agent.js';
 import { serveAgentApi } from '../agent/api.js';
 import { StateFileError } from '../agent/state-file.js';
-import { serveObservability } from '../observability/http.js';
+import { serveMetricsAndHealth } from '../observability/http.js';
 import { createLogger } from '../observability/logger.js';
 import { UsageError, untilSignal, type CommandSpec } from './args.js';
 
@@ -39,17 +39,15 @@ export const agentCommand: CommandSpec = {
       throw e;
     }
     const checks = { live: () => true, ready: () => agent.ready };
-    const metrics = await serveObservability(String(f['metrics-addr']), registry, checks);
-    const health = f['health-addr'] === f['metrics-addr'] ? metrics : await serveObservability(String(f['health-addr']), undefined, checks);
+    const endpoints = await serveMetricsAndHealth(String(f['metrics-addr']), String(f['health-addr']), registry, checks);
     await agent.start();
     const api = await serveAgentApi(agent, String(f.socket));
-    process.stdout.write(`socket ${f.socket}\nmetrics ${metrics.url}/metrics\nhealth ${health.url}/healthz\n`);
+    process.stdout.write(`socket ${f.socket}\nmetrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
     logger.info({ node: f.node, socket: f.socket }, 'agent serving');
     await untilSignal();
     api.close();
     await agent.stop();
-    metrics.server.close();
-    if (health !== metrics) health.server.close();
+    endpoints.close();
     return 0;
   },
 };

@@ -4,7 +4,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { CredentialsError, createCloudClient, defaultEndpoints, envCredentials, fileCredentials, ramRoleCredentials, type ActionLimit, type CredentialsProvider } from '../cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
-import { serveObservability } from '../observability/http.js';
+import { serveMetricsAndHealth } from '../observability/http.js';
 import { createLogger } from '../observability/logger.js';
 import { UsageError, untilSignal, type CommandSpec, type FlagValues } from './args.js';
 
@@ -115,17 +115,15 @@ export const operatorCommand: CommandSpec = {
         : undefined,
     });
     const checks = { live: () => true, ready: () => operator.synced };
-    const metrics = await serveObservability(String(f['metrics-addr']), registry, checks);
-    const health = f['health-addr'] === f['metrics-addr'] ? metrics : await serveObservability(String(f['health-addr']), undefined, checks);
-    logger.info({ identity, region, vpc: f['vpc-id'], cluster: f['cluster-id'], mode: f.mode, credentials: creds.source, metrics: metrics.url, health: health.url }, 'operator starting');
-    process.stdout.write(`metrics ${metrics.url}/metrics\nhealth ${health.url}/healthz\n`);
+    const endpoints = await serveMetricsAndHealth(String(f['metrics-addr']), String(f['health-addr']), registry, checks);
+    logger.info({ identity, region, vpc: f['vpc-id'], cluster: f['cluster-id'], mode: f.mode, credentials: creds.source, metrics: endpoints.metricsUrl, health: endpoints.healthUrl }, 'operator starting');
+    process.stdout.write(`metrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
     await operator.start();
     const reason = await Promise.race([untilSignal().then((s) => `signal ${s}`), operator.lostLeadership.then(() => 'lost leadership')]);
     logger.info({ reason }, 'operator stopping');
     await operator.stop();
     await client.close();
-    metrics.server.close();
-    if (health !== metrics) health.server.close();
+    endpoints.close();
     return reason === 'lost leadership' ? 1 : 0;
   },
 };

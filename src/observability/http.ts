@@ -32,3 +32,17 @@ export async function serveObservability(addr: string, registry: Registry | unde
   const a = server.address() as AddressInfo;
   return { server, url: `http://${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}` };
 }
+
+/** Metrics and health on their two addresses (one server when they are the same). */
+export async function serveMetricsAndHealth(metricsAddr: string, healthAddr: string, registry: Registry, checks: HealthChecks) {
+  const metrics = await serveObservability(metricsAddr, registry, checks);
+  const health = healthAddr === metricsAddr ? metrics : await serveObservability(healthAddr, undefined, checks);
+  return {
+    metricsUrl: `${metrics.url}/metrics`,
+    healthUrl: `${health.url}/healthz`,
+    close: () => {
+      metrics.server.close();
+      if (health !== metrics) health.server.close();
+    },
+  };
+}

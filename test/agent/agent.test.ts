@@ -9,12 +9,11 @@ import { Registry } from 'prom-client';
 import type { Server } from 'node:http';
 import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
-import { CRDS } from '../../src/api/crds.js';
 import type { ENIPool } from '../../src/api/types.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { eventually } from '../helpers/ecs.js';
-import { http as kubeHttp, kube } from '../helpers/kube.js';
+import { kubeWithPool } from '../helpers/kube.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const IPS = Array.from({ length: 60 }, (_, i) => `192.168.16.${i + 1}`);
@@ -47,20 +46,7 @@ async function startAgent() {
 }
 
 beforeEach(async () => {
-  ({ emu, kc } = await kube());
-  for (const crd of Object.values(CRDS)) await kubeHttp(emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-  custom = kc.makeApiClient(CustomObjectsApi);
-  await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: 'node-1' }, spec: { nodeName: 'node-1' } } });
-  await custom.patchClusterCustomObjectStatus(
-    {
-      group: 'eniipam.io',
-      version: 'v1alpha1',
-      plural: 'enipools',
-      name: 'node-1',
-      body: { status: { enis: [{ id: 'eni-a', mac: '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: '192.168.16.0/20', gatewayIP: '192.168.31.253', ips: IPS }] } },
-    },
-    merge,
-  );
+  ({ emu, kc, custom } = await kubeWithPool('node-1', { cidr: '192.168.16.0/20', gateway: '192.168.31.253', ips: IPS }));
   dir = mkdtempSync(join(tmpdir(), 'agent-'));
   socket = join(dir, 'agent.sock');
   await startAgent();

@@ -5,16 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { Server } from 'node:http';
 import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
-import { CRDS } from '../../src/api/crds.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { eventually } from '../helpers/ecs.js';
-import { http as kubeHttp, kube } from '../helpers/kube.js';
+import { kubeWithPool } from '../helpers/kube.js';
 
 const PLUGIN = fileURLToPath(new URL('../../bin/eni-ipam-cni', import.meta.url));
 const IPS = Array.from({ length: 210 }, (_, i) => `10.2.${Math.floor(i / 250)}.${(i % 250) + 1}`);
@@ -38,15 +36,8 @@ function cni(command: string, container: string, conf: Record<string, unknown> |
 }
 
 beforeAll(async () => {
-  const k = await kube();
+  const k = await kubeWithPool('n', { cidr: '10.2.0.0/22', gateway: '10.2.3.253', ips: IPS, mac: '00:16:3e:00:00:0a' });
   emu = k.emu;
-  for (const crd of Object.values(CRDS)) await kubeHttp(emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-  const custom = k.kc.makeApiClient(CustomObjectsApi);
-  await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: 'n' }, spec: { nodeName: 'n' } } });
-  await custom.patchClusterCustomObjectStatus(
-    { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: 'n', body: { status: { enis: [{ id: 'eni-a', mac: '00:16:3e:00:00:0a', state: 'InUse', vSwitchCIDR: '10.2.0.0/22', gatewayIP: '10.2.3.253', ips: IPS }] } } },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-  );
   const dir = mkdtempSync(join(tmpdir(), 'cni-'));
   socket = join(dir, 'agent.sock');
   agent = new Agent({ kc: k.kc, node: 'n', stateDir: dir, cooldownMs: 300, statusIntervalMs: 200, logger: silentLogger(), registry: new Registry() });

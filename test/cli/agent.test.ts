@@ -7,25 +7,16 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { CRDS } from '../../src/api/crds.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
-import { http as kubeHttp, kube } from '../helpers/kube.js';
+import { kubeWithPool } from '../helpers/kube.js';
 
 let emu: KubeEmulator;
 let dir: string;
 beforeAll(async () => {
-  const k = await kube();
+  const k = await kubeWithPool('node-9', { cidr: '10.1.0.0/24', gateway: '10.1.0.253', ips: ['10.1.0.7', ...Array.from({ length: 80 }, (_, i) => `10.1.0.${i + 100}`)] });
   emu = k.emu;
-  for (const crd of Object.values(CRDS)) await kubeHttp(emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-  const custom = k.kc.makeApiClient(CustomObjectsApi);
-  await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: 'node-9' }, spec: { nodeName: 'node-9' } } });
-  await custom.patchClusterCustomObjectStatus(
-    { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: 'node-9', body: { status: { enis: [{ id: 'eni-a', mac: '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: '10.1.0.0/24', gatewayIP: '10.1.0.253', ips: ['10.1.0.7', ...Array.from({ length: 80 }, (_, i) => `10.1.0.${i + 100}`)] }] } } },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-  );
   dir = mkdtempSync(join(tmpdir(), 'agent-cli-'));
   writeFileSync(join(dir, 'kubeconfig'), emu.kubeconfig);
 });

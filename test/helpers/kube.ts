@@ -3,7 +3,8 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CRDS } from '../../src/api/crds.js';
 import { startKubeEmulator, type KubeEmulator, type KubeEmulatorOptions } from '../../src/sim/kube/index.js';
 
 export interface Kubectl {
@@ -105,3 +106,22 @@ export const widget = (name: string, spec: Record<string, unknown> = { size: 1 }
 });
 
 export const WIDGETS = '/apis/example.io/v1/namespaces/default/widgets';
+
+/** A Kubernetes emulator with the eni-ipam CRDs and one ENIPool whose single InUse ENI holds `ips`. */
+export async function kubeWithPool(node: string, eni: { cidr: string; gateway: string; ips: string[]; mac?: string }) {
+  const k = await kube();
+  for (const crd of Object.values(CRDS)) await http(k.emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  const custom = k.kc.makeApiClient(CustomObjectsApi);
+  await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: node }, spec: { nodeName: node } } });
+  await custom.patchClusterCustomObjectStatus(
+    {
+      group: 'eniipam.io',
+      version: 'v1alpha1',
+      plural: 'enipools',
+      name: node,
+      body: { status: { enis: [{ id: 'eni-a', mac: eni.mac ?? '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: eni.cidr, gatewayIP: eni.gateway, ips: eni.ips }] } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+  return { ...k, custom };
+}
