@@ -53,7 +53,7 @@ describe('work queue', () => {
     q.addAfter('k', 500);
     const t0 = Date.now();
     expect(await q.get()).toBe('k');
-    expect(Date.now() - t0).toBeLessThan(150);
+    expect(Date.now() - t0).toBeLessThan(180); // the 20 ms add, not the 200 or 500 ms ones
   });
 
   it('shuts down after the work in progress is done', async () => {

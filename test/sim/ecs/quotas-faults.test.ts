@@ -20,8 +20,8 @@ describe('per-action quotas', () => {
     expect(f).toMatchObject({ code: 'Throttling.User', status: 400 });
     expect(f.data.Message).toBe('Request was denied due to user flow control.');
     const timeLeft = Number(/TimeLeft:(\d+)/.exec(f.headers['x-ratelimit-user-api'] ?? '')?.[1]);
-    expect(timeLeft).toBeGreaterThan(500);
-    expect(timeLeft).toBeLessThanOrEqual(1000);
+    expect(timeLeft).toBeGreaterThan(0);
+    expect(timeLeft).toBeLessThanOrEqual(1000); // one token of a 60-per-minute bucket
     // Another action has its own bucket.
     await expect(vpc.request('DescribeVSwitches', { RegionId: REGION })).resolves.toBeDefined();
     expect(emu.stats().calls.DescribeVpcs).toEqual({ OK: 3, 'Throttling.User': 1 });
