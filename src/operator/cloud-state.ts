@@ -12,7 +12,10 @@ export const CREATOR = 'eni-ipam-operator';
  * this class calls the describe actions.
  */
 export class CloudState {
-  readonly enis = new Map<string, NetworkInterface>();
+  private readonly byId = new Map<string, NetworkInterface>();
+  // Indexes, so that a reconcile does not scan every ENI of the VPC (thousands at scale).
+  private readonly byInstance = new Map<string, Set<string>>();
+  private readonly byNode = new Map<string, Set<string>>();
   private vSwitchList: VSwitch[] = [];
   private vSwitchesAt = 0;
   private sgList: SecurityGroup[] = [];
@@ -20,7 +23,6 @@ export class CloudState {
   private readonly types = new Map<string, InstanceTypeLimits>();
   /** vSwitches that answered IpNotEnough, until their free count is refreshed. */
   readonly blocked = new Map<string, number>();
-  resyncedAt = 0;
 
   constructor(
     private readonly api: EcsApi,
@@ -33,9 +35,10 @@ export class CloudState {
   /** Every ENI of the VPC, in pages of 500. */
   async fullResync(): Promise<void> {
     const all = await this.api.describeNetworkInterfaces({ vpcId: this.vpcId });
-    this.enis.clear();
-    for (const e of all) this.enis.set(e.id, e);
-    this.resyncedAt = Date.now();
+    this.byId.clear();
+    this.byInstance.clear();
+    this.byNode.clear();
+    for (const e of all) this.upsert(e);
     this.logger.info({ enis: all.length }, 'full ENI resync done');
   }
 
@@ -46,34 +49,52 @@ export class CloudState {
       this.api.describeNetworkInterfaces({ vpcId: this.vpcId, tags: { [TAGS.cluster]: this.clusterId, [TAGS.node]: node } }),
     ]);
     const seen = new Set([...attached, ...ours].map((e) => e.id));
-    for (const [id, e] of this.enis) {
-      if (seen.has(id)) continue;
-      if (e.instanceId === instanceId || (e.tags[TAGS.cluster] === this.clusterId && e.tags[TAGS.node] === node)) this.enis.delete(id);
-    }
-    for (const e of [...attached, ...ours]) this.enis.set(e.id, e);
+    for (const e of [...this.enisOfInstance(instanceId), ...this.ownedBy(node)]) if (!seen.has(e.id)) this.forget(e.id);
+    for (const e of [...attached, ...ours]) this.upsert(e);
+  }
+
+  private nodeOf(e: NetworkInterface): string | undefined {
+    return e.tags[TAGS.cluster] === this.clusterId ? e.tags[TAGS.node] : undefined;
+  }
+
+  get(id: string): NetworkInterface | undefined {
+    return this.byId.get(id);
   }
 
   upsert(e: NetworkInterface): void {
-    this.enis.set(e.id, e);
+    this.forget(e.id);
+    this.byId.set(e.id, e);
+    const add = (m: Map<string, Set<string>>, k: string | undefined) => k && (m.get(k) ?? m.set(k, new Set()).get(k)!).add(e.id);
+    add(this.byInstance, e.instanceId);
+    add(this.byNode, this.nodeOf(e));
   }
 
   forget(id: string): void {
-    this.enis.delete(id);
+    const e = this.byId.get(id);
+    if (!e) return;
+    this.byId.delete(id);
+    if (e.instanceId) this.byInstance.get(e.instanceId)?.delete(id);
+    const node = this.nodeOf(e);
+    if (node) this.byNode.get(node)?.delete(id);
+  }
+
+  private lookup(ids: Set<string> | undefined): NetworkInterface[] {
+    return [...(ids ?? [])].map((id) => this.byId.get(id)!);
   }
 
   /** ENIs attached (or attaching) to an instance, its primary included. */
   enisOfInstance(instanceId: string): NetworkInterface[] {
-    return [...this.enis.values()].filter((e) => e.instanceId === instanceId);
+    return this.lookup(this.byInstance.get(instanceId));
   }
 
   /** ENIs this cluster created for a node, attached or not. */
   ownedBy(node: string): NetworkInterface[] {
-    return [...this.enis.values()].filter((e) => e.tags[TAGS.cluster] === this.clusterId && e.tags[TAGS.node] === node);
+    return this.lookup(this.byNode.get(node));
   }
 
   /** ENIs this cluster created, for garbage collection. */
   owned(): NetworkInterface[] {
-    return [...this.enis.values()].filter((e) => e.tags[TAGS.cluster] === this.clusterId);
+    return [...this.byNode.values()].flatMap((ids) => this.lookup(ids));
   }
 
   /** The vSwitch list as last described (no call). */

@@ -167,7 +167,7 @@ export class EniLifecycle {
 
   private async detachAndDelete(id: string): Promise<void> {
     const { api, cloud, poller } = this.d;
-    let eni = cloud.enis.get(id);
+    let eni = cloud.get(id);
     if (eni?.instanceId && (eni.status === 'InUse' || eni.status === 'Attaching' || eni.status === 'Detaching')) {
       if (eni.status === 'Attaching') await poller.wait(id, 'InUse').catch(() => undefined);
       await api.detachNetworkInterface(id, eni.instanceId).catch((e) => {

@@ -19,7 +19,6 @@ export class StatePoller {
   private timer?: NodeJS.Timeout;
   private interval: number;
   private stopped = false;
-  polls = 0;
 
   constructor(
     private readonly api: EcsApi,
@@ -56,7 +55,6 @@ export class StatePoller {
     try {
       for (let i = 0; i < ids.length; i += 100) {
         const batch = ids.slice(i, i + 100);
-        this.polls++;
         const found = new Map((await this.api.describeNetworkInterfacesPage({ ids: batch }, { maxResults: 100 })).items.map((e) => [e.id, e] as const));
         for (const id of batch) {
           const w = this.waiting.get(id);

@@ -1,11 +1,11 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type Condition, type ENIPool } from '../api/types.js';
-import { CloudError, type EcsApi } from '../cloud/index.js';
+import { CloudError, type EcsApi, type InstanceTypeLimits } from '../cloud/index.js';
 import { callsOf, planAllocation, type EniView } from '../ipam/allocate.js';
 import { podIpCapacity } from '../ipam/capacity.js';
 import { candidateVSwitches, securityGroupsFor } from '../ipam/placement.js';
 import { planRelease } from '../ipam/release.js';
-import { excess, needed, resolveMaxAllocate, toAllocate } from '../ipam/sizing.js';
+import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing } from '../ipam/sizing.js';
 import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import { TAGS, type CloudState } from './cloud-state.js';
@@ -30,6 +30,14 @@ export interface PoolDeps {
   logger: Logger;
   enqueue: (name: string, afterMs?: number) => void;
 }
+
+/** A pool's sizing with the ceiling resolved against what its instance type holds. */
+const sizingOf = (spec: ENIPool['spec'], limits: InstanceTypeLimits): Sizing => ({
+  minAllocate: spec.minAllocate ?? 0,
+  preAllocate: spec.preAllocate ?? 8,
+  maxAboveWatermark: spec.maxAboveWatermark ?? 0,
+  maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
+});
 
 const iso = (ms = Date.now()): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -146,13 +154,8 @@ export class PoolReconciler {
     const inUse = ours.filter((e) => e.status === 'InUse' && !this.enis.isRemoving(e.id));
     const available = inUse.reduce((n, e) => n + 1 + e.secondaryIps.length, 0);
     const usedIps = new Set(Object.keys(pool.status?.used ?? {}));
-    const pending = this.d.pendingPods.list().filter((p) => p.spec?.nodeName === spec.nodeName && !p.status?.podIP && !p.spec?.hostNetwork).length;
-    const sizing = {
-      minAllocate: spec.minAllocate ?? 0,
-      preAllocate: spec.preAllocate ?? 8,
-      maxAboveWatermark: spec.maxAboveWatermark ?? 0,
-      maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
-    };
+    const pending = this.pendingOn(spec.nodeName);
+    const sizing = sizingOf(spec, limits);
     const usage = { available, used: usedIps.size, pending };
     const coming = this.enis.coming(name);
     const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
@@ -230,14 +233,14 @@ export class PoolReconciler {
             if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
           });
           this.d.metrics.cloudChanges.inc({ action: 'UnassignPrivateIpAddresses' });
-          const eni = cloud.enis.get(u.eniId);
+          const eni = cloud.get(u.eniId);
           if (eni) cloud.upsert({ ...eni, secondaryIps: eni.secondaryIps.filter((ip) => !batch.includes(ip)) });
           batch.forEach((ip) => delete releaseRequests[ip]);
           this.event(pool, 'Normal', 'ReleasedIPs', `unassigned ${batch.length} excess IPs from ${u.eniId} (${batch.join(', ')})`);
         }
       }
       for (const id of plan.deleteEnis) {
-        const eni = cloud.enis.get(id);
+        const eni = cloud.get(id);
         if (eni) {
           this.enis.remove(pool, eni);
           for (const ip of [eni.primaryIp, ...eni.secondaryIps]) delete releaseRequests[ip];
@@ -257,7 +260,7 @@ export class PoolReconciler {
       const ips = await api.assignPrivateIpAddresses(eniId, { count });
       this.d.metrics.cloudChanges.inc({ action: 'AssignPrivateIpAddresses' });
       cloud.took(vSwitchId, ips.length);
-      const eni = cloud.enis.get(eniId);
+      const eni = cloud.get(eniId);
       if (eni) cloud.upsert({ ...eni, secondaryIps: [...eni.secondaryIps, ...ips] });
       this.published(pool.metadata.name);
       this.event(pool, 'Normal', 'AssignedIPs', `assigned ${ips.length} IPs to ${eniId} in ${vSwitchId}`);
@@ -323,6 +326,11 @@ export class PoolReconciler {
     return {};
   }
 
+  /** Pods scheduled to the node that still wait for an IP from the pool (host-network pods need none). */
+  private pendingOn(node: string): number {
+    return this.d.pendingPods.list().filter((p) => p.spec?.nodeName === node && !p.status?.podIP && !p.spec?.hostNetwork).length;
+  }
+
   /** Publishes the operator's part of the status, if it changed. */
   private async publish(pool: ENIPool, o: { releaseRequests?: Record<string, string>; notReady?: { reason: string; message: string }; degraded?: string }): Promise<void> {
     const { cloud } = this.d;
@@ -334,9 +342,9 @@ export class PoolReconciler {
     const used = Object.keys(pool.status?.used ?? {}).length;
     const releaseRequests = o.releaseRequests ?? pool.status?.releaseRequests ?? {};
     const limits = spec.instanceType ? await cloud.instanceType(spec.instanceType) : undefined;
-    const pending = this.d.pendingPods.list().filter((p) => p.spec?.nodeName === spec.nodeName && !p.status?.podIP).length;
-    const maxAllocate = limits ? resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)) : 0;
-    const need = limits ? needed({ minAllocate: spec.minAllocate ?? 0, preAllocate: spec.preAllocate ?? 8, maxAboveWatermark: spec.maxAboveWatermark ?? 0, maxAllocate }, { available, used, pending }) : 0;
+    const sizing = limits ? sizingOf(spec, limits) : undefined;
+    const maxAllocate = sizing?.maxAllocate ?? 0;
+    const need = sizing ? needed(sizing, { available, used, pending: this.pendingOn(spec.nodeName) }) : 0;
     const now = iso();
     let conditions: Condition[] = pool.status?.conditions ?? [];
     const short = this.shortfall.get(name);

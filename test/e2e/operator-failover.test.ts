@@ -58,9 +58,10 @@ describe('two operator processes', () => {
       const h = await holderOf();
       return h && h !== first ? h : undefined;
     }, 10_000, 50);
-    // The follower waits out one lease (2 s) after the last renewal it saw; the bound leaves room for
-    // a loaded CI machine without letting a follower that never took over pass.
-    expect(Date.now() - killedAt).toBeLessThan(8000);
+    // The follower waits out one lease (2 s) after the last renewal it saw. This is not a speed
+    // test: the bound only tells "took over once the lease ran out" from "never took over", with
+    // room for two processes sharing a loaded 2-core machine with the test runner.
+    expect(Date.now() - killedAt).toBeLessThan(15_000);
     expect(second).toBeTruthy();
 
     await allReady(c, nodes, 60_000);

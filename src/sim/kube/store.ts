@@ -65,10 +65,6 @@ export class Store {
     return namespace && t.namespaced ? all.filter((o) => o.metadata.namespace === namespace) : all;
   }
 
-  count(t: ResourceType): number {
-    return this.objects.get(typeKey(t))?.size ?? 0;
-  }
-
   nextRv(): string {
     return String(++this.rv);
   }
