@@ -12,6 +12,8 @@ export interface BenchRow {
   summary: Record<string, string>;
   target?: string;
   met?: boolean;
+  /** A sentence below the table: a chart, why a target was missed. */
+  note?: string;
 }
 
 /** Writes `results/<scenario>.json` and replaces the scenario's row in RESULTS.md. */
@@ -39,6 +41,7 @@ export function writeResults(row: BenchRow, details: unknown): void {
     `| ${cols.map((c) => row.summary[c]).join(' | ')} |`,
     '',
     ...(row.target ? [`Target: ${row.target} — **${row.met ? 'met' : 'NOT met'}**.`, ''] : []),
+    ...(row.note ? [row.note, ''] : []),
     end,
   ].join('\n');
   const re = new RegExp(`${begin}[\\s\\S]*?${end}`);

@@ -2,6 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Agent } from './agent.js';
+import type { Lease } from './allocator.js';
+import { socketTransport } from './cni-plugin.js';
 
 async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
@@ -55,3 +57,17 @@ export async function serveAgentApi(agent: Agent, socketPath: string): Promise<S
   });
   return server;
 }
+
+/** A client of the API above, for programs that stand in for the CNI plugin (the demo, the benchmarks). */
+export const agentClient = {
+  async allocate(socket: string, req: { containerId: string; ifName: string; pod: string }, timeoutMs = 10_000): Promise<Lease | 'pool-empty'> {
+    const r = await socketTransport.request(socket, 'POST', '/v1/allocate', req, timeoutMs);
+    if (r.status === 503) return 'pool-empty';
+    if (r.status !== 200) throw new Error(`allocation for ${req.containerId} at ${socket} failed: HTTP ${r.status} ${String(r.body.message ?? '')}`);
+    return r.body.lease as Lease;
+  },
+  async release(socket: string, containerId: string, ifName: string, timeoutMs = 10_000): Promise<void> {
+    const r = await socketTransport.request(socket, 'POST', '/v1/release', { containerId, ifName }, timeoutMs);
+    if (r.status !== 200) throw new Error(`release of ${containerId} at ${socket} failed: HTTP ${r.status} ${String(r.body.message ?? '')}`);
+  },
+};

@@ -8,7 +8,7 @@ const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be g
 export const demoCommand: CommandSpec = {
   name: 'demo',
   summary: 'Run the whole product on this machine: emulated ECS and Kubernetes, the operator, an agent per node, and pods coming and going.',
-  description: 'Runs until Ctrl-C or --duration, then prints a summary. kubectl works against the emulated cluster (the command is printed).',
+  description: 'Runs until Ctrl-C or --duration, then prints a summary. In a terminal it shows a live view; otherwise one line per change. kubectl works against the emulated cluster (the command is printed).',
   flags: [
     { name: 'nodes', type: 'number', value: 'N', default: 12, help: 'simulated nodes (the default world has 24 instances)', check: positive },
     { name: 'pods-per-node', type: 'number', value: 'N', default: 6, help: 'pods kept on each node, roughly', check: positive },
@@ -26,7 +26,8 @@ export const demoCommand: CommandSpec = {
       durationSeconds: f.duration as number | undefined,
       workDir: String(f['work-dir']),
       metricsAddr: String(f['metrics-addr']),
-      out: (line) => process.stdout.write(`${line}\n`),
+      out: (text) => process.stdout.write(`${text}\n`),
+      screen: process.stdout.isTTY ? { columns: process.stdout.columns || 100 } : undefined,
       stop,
     });
     process.stdout.write(

@@ -32,14 +32,23 @@ export class CloudState {
     private readonly ttlMs = 60_000,
   ) {}
 
-  /** Every ENI of the VPC, in pages of 500. */
-  async fullResync(): Promise<void> {
-    const all = await this.api.describeNetworkInterfaces({ vpcId: this.vpcId });
+  /** Every ENI of the VPC, in pages of 500; answers what it read. */
+  async fullResync(): Promise<{ enis: number; pages: number }> {
+    const all: NetworkInterface[] = [];
+    let pages = 0;
+    let nextToken: string | undefined;
+    do {
+      const page = await this.api.describeNetworkInterfacesPage({ vpcId: this.vpcId }, { nextToken });
+      pages++;
+      all.push(...page.items);
+      nextToken = page.nextToken || undefined;
+    } while (nextToken);
     this.byId.clear();
     this.byInstance.clear();
     this.byNode.clear();
     for (const e of all) this.upsert(e);
-    this.logger.info({ enis: all.length }, 'full ENI resync done');
+    this.logger.info({ enis: all.length, pages }, 'full ENI resync done');
+    return { enis: all.length, pages };
   }
 
   /** The instance's ENIs and this node's own unattached ones, after a change. */

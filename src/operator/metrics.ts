@@ -24,6 +24,11 @@ export class OperatorMetrics {
   readonly gcEnis: Counter;
   readonly leader: Gauge;
   readonly cloudChanges: Counter<'action'>;
+  readonly resyncs: Counter;
+  readonly resyncPages: Gauge;
+  readonly resyncEnis: Gauge;
+  readonly resyncCpu: Gauge;
+  readonly resyncDuration: Gauge;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -74,5 +79,10 @@ export class OperatorMetrics {
     this.gcEnis = new Counter({ name: 'eni_ipam_gc_enis_deleted_total', help: 'Leaked ENIs the garbage collector deleted.', registers });
     this.leader = new Gauge({ name: 'eni_ipam_leader', help: '1 while this operator instance is the leader.', registers });
     this.cloudChanges = new Counter({ name: 'eni_ipam_cloud_changes_total', help: 'Cloud changes the operator made, by action.', labelNames: ['action'], registers });
+    this.resyncs = new Counter({ name: 'eni_ipam_resyncs_total', help: 'Full ENI resyncs completed.', registers });
+    this.resyncPages = new Gauge({ name: 'eni_ipam_resync_pages', help: 'DescribeNetworkInterfaces pages the last full resync read.', registers });
+    this.resyncEnis = new Gauge({ name: 'eni_ipam_resync_enis', help: 'ENIs of the VPC the last full resync found.', registers });
+    this.resyncCpu = new Gauge({ name: 'eni_ipam_resync_cpu_seconds', help: 'CPU time (user and system) the process spent during the last full resync.', registers });
+    this.resyncDuration = new Gauge({ name: 'eni_ipam_resync_duration_seconds', help: 'Wall time of the last full resync.', registers });
   }
 }

@@ -173,7 +173,7 @@ export class Operator {
     this.metrics.leader.set(1);
     for (;;) {
       try {
-        await this.cloud.fullResync();
+        await this.fullResync();
         break;
       } catch (e) {
         this.o.logger.error({ err: (e as Error).message }, 'initial ENI resync failed; retrying');
@@ -197,14 +197,26 @@ export class Operator {
 
   /** A full resync of the cloud state, then every pool and class again (what the periodic resync does). */
   async resync(): Promise<void> {
-    await this.cloud.fullResync();
+    await this.fullResync();
     this.enqueueAll();
+  }
+
+  private async fullResync(): Promise<void> {
+    const cpu = process.cpuUsage();
+    const started = Date.now();
+    const { enis, pages } = await this.cloud.fullResync();
+    const used = process.cpuUsage(cpu);
+    this.metrics.resyncs.inc();
+    this.metrics.resyncPages.set(pages);
+    this.metrics.resyncEnis.set(enis);
+    this.metrics.resyncCpu.set((used.user + used.system) / 1e6);
+    this.metrics.resyncDuration.set((Date.now() - started) / 1000);
   }
 
   /** Deletes leaked ENIs (after a fresh resync); returns their ids. */
   async gc(): Promise<string[]> {
     if (this.o.config.mode !== 'normal') return [];
-    await this.cloud.fullResync();
+    await this.fullResync();
     return collectLeakedEnis({ api: this.o.api, cloud: this.cloud, pools: this.pools, poller: this.poller, metrics: this.metrics, logger: this.o.logger, minAgeMs: this.o.config.gcMinAgeMs });
   }
 

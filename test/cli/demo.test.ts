@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { runCli } from '../helpers/cli.js';
+import { BIN, runCli } from '../helpers/cli.js';
 
 describe('eni-ipam demo', () => {
   it('runs the whole system for a few seconds, prints its progress and summary, and leaves nothing running', async () => {
@@ -19,6 +21,24 @@ describe('eni-ipam demo', () => {
     const ecsUrl = /ECS emulator (\S+)/.exec(r.stdout)![1]!;
     await expect(fetch(`${ecsUrl}/_emulator/stats`)).rejects.toThrow();
   }, 90_000);
+
+  it('redraws a live view in place when stdout is a terminal', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'demo-tty-'));
+    // `script` (util-linux) gives the demo a pseudo-terminal, as a user's shell would.
+    const command = `stty cols 100; ${BIN} demo --duration 5 --nodes 3 --work-dir ${dir} --metrics-addr 127.0.0.1:0`;
+    const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+    const frames = out.split('\x1b[H\x1b[2J');
+    expect(frames.length).toBeGreaterThanOrEqual(3);
+    const last = frames.at(-1)!;
+    expect(last).toMatch(/nodes ready {2}\[#{40}\] 3\/3/);
+    expect(last).toMatch(/CreateNetworkInterface\s+\d+ {2}\[[#.]+\]\s+\d+\/500 per min/);
+    expect(last).toContain('last events');
+    expect(last).toContain('summary');
+  }, 60_000);
 
   it('refuses a wrong value with exit 2', async () => {
     const r = await runCli(['demo', '--nodes', '0']);

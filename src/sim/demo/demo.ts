@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { Server } from 'node:http';
 import { Agent } from '../../agent/agent.js';
-import { serveAgentApi } from '../../agent/api.js';
+import { agentClient, serveAgentApi } from '../../agent/api.js';
 import { CRDS } from '../../api/crds.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool } from '../../api/types.js';
 import { createCloudClient, staticCredentials } from '../../cloud/index.js';
@@ -14,6 +14,7 @@ import { serveObservability } from '../../observability/http.js';
 import { silentLogger } from '../../observability/logger.js';
 import { startEcsEmulator } from '../ecs/index.js';
 import { startKubeEmulator } from '../kube/index.js';
+import { MUTATING_SHOWN, renderLine, renderScreen, type DemoView } from './view.js';
 
 export interface DemoOptions {
   nodes: number;
@@ -23,8 +24,10 @@ export interface DemoOptions {
   durationSeconds?: number;
   workDir: string;
   metricsAddr: string;
-  /** Where progress lines go. */
-  out: (line: string) => void;
+  /** Where progress goes. */
+  out: (text: string) => void;
+  /** Redraw a live view in place (a terminal this wide) instead of printing a line per change. */
+  screen?: { columns: number };
   stop: Promise<unknown>;
 }
 
@@ -51,7 +54,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
   o.out(`ECS emulator ${ecs.url} (region cn-hangzhou, AccessKeyId demo)`);
-  o.out(`Kubernetes emulator ${kube.url}; try: kubectl --kubeconfig ${kubeconfigPath} get enipools`);
+  const kubectl = `kubectl --kubeconfig ${kubeconfigPath} get enipools`;
+  o.out(`Kubernetes emulator ${kube.url}; try: ${kubectl}`);
 
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
@@ -96,17 +100,44 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   let emptyPoolWaits = 0;
   let podSeq = 0;
   const running = new Map<string, string[]>(agents.map((a) => [a.node, []]));
+  const quotas = ecs.fixture.quotas?.api ?? {};
+  // Call totals a minute back, for the per-minute use of each action's quota.
+  const history: Array<{ at: number; totals: Record<string, number> }> = [{ at: started, totals: {} }];
   let last = '';
   const tick = async () => {
     const pools = ((await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' })) as { items: ENIPool[] }).items;
     const ready = pools.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
     if (ready === instances.length && readyAt === undefined) readyAt = Date.now();
-    const available = pools.reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0);
-    const used = pools.reduce((n, p) => n + (p.status?.summary?.used ?? 0), 0);
     const calls = ecs.stats().calls;
-    const mutating = ['CreateNetworkInterface', 'AttachNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses'].map((a) => `${a.replace('NetworkInterface', 'ENI').replace('PrivateIpAddresses', 'IPs')} ${calls[a]?.OK ?? 0}`).join(', ');
-    const throttled = Object.values(calls).reduce((n, c) => n + (c['Throttling.User'] ?? 0), 0);
-    const line = `nodes ready ${ready}/${instances.length} | IPs available ${available} used ${used} | ${mutating} | throttled ${throttled}`;
+    const totals = Object.fromEntries(Object.entries(calls).map(([a, c]) => [a, c.OK ?? 0]));
+    const now = Date.now();
+    history.push({ at: now, totals });
+    while (history.length > 1 && history[0]!.at < now - 60_000) history.shift();
+    const events = o.screen ? await recentEvents(core) : [];
+    const view: DemoView = {
+      nodes: instances.length,
+      ready,
+      available: pools.reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0),
+      used: pools.reduce((n, p) => n + (p.status?.summary?.used ?? 0), 0),
+      actions: [...new Set([...MUTATING_SHOWN, ...Object.keys(totals)])].sort().map((action) => ({
+        action,
+        total: totals[action] ?? 0,
+        lastMinute: (totals[action] ?? 0) - (history[0]!.totals[action] ?? 0),
+        quotaPerMinute: quotas[action]?.perMinute,
+      })),
+      throttled: Object.values(calls).reduce((n, c) => n + (c['Throttling.User'] ?? 0), 0),
+      allocations,
+      emptyPoolWaits,
+      events,
+      elapsedSeconds: (now - started) / 1000,
+      metricsUrl: `${metrics.url}/metrics`,
+      kubectl,
+    };
+    if (o.screen) {
+      o.out(`\x1b[H\x1b[2J${renderScreen(view, o.screen.columns).join('\n')}`);
+      return;
+    }
+    const line = renderLine(view);
     if (line !== last) o.out(line);
     last = line;
   };
@@ -118,20 +149,21 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
     const pods = running.get(a.node)!;
     if (pods.length < o.podsPerNode || Math.random() < 0.5) {
       const id = `pod-${++podSeq}`;
-      const lease = a.agent.allocate({ containerId: id, ifName: 'eth0', pod: `default/${id}` });
-      if (lease === 'pool-empty') emptyPoolWaits++;
+      pods.push(id);
+      const lease = await agentClient.allocate(a.socket, { containerId: id, ifName: 'eth0', pod: `default/${id}` });
+      if (lease !== 'pool-empty') allocations++;
       else {
-        allocations++;
-        pods.push(id);
+        emptyPoolWaits++;
+        pods.splice(pods.indexOf(id), 1);
       }
     } else {
       const id = pods.splice(Math.floor(Math.random() * pods.length), 1)[0]!;
-      a.agent.release(id, 'eth0');
+      await agentClient.release(a.socket, id, 'eth0');
     }
   };
   const timers = [
     setInterval(() => void tick().catch(() => undefined), 1000),
-    setInterval(() => void churn(), Math.max(10, 1000 / Math.max(0.1, o.churn))),
+    setInterval(() => void churn().catch(() => undefined), Math.max(10, 1000 / Math.max(0.1, o.churn))),
   ];
   const deadline = o.durationSeconds ? new Promise((r) => setTimeout(r, o.durationSeconds! * 1000)) : new Promise(() => undefined);
   await Promise.race([o.stop, deadline]);
@@ -156,4 +188,14 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   await ecs.close();
   writeFileSync(join(o.workDir, 'summary.json'), JSON.stringify(summary, null, 2));
   return summary;
+}
+
+/** The newest Events of the demo's namespace, one line each, oldest first. */
+async function recentEvents(core: CoreV1Api): Promise<string[]> {
+  const list = await core.listNamespacedEvent({ namespace: 'default' });
+  const at = (e: CoreV1Event) => new Date(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? 0).getTime();
+  return list.items
+    .sort((a, b) => at(a) - at(b))
+    .slice(-5)
+    .map((e) => `${e.type === 'Warning' ? '!' : ' '} ${e.reason} ${e.involvedObject.kind}/${e.involvedObject.name}: ${e.message}`);
 }

@@ -1,0 +1,231 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { Agent } from '../src/agent/agent.js';
+import { agentClient, serveAgentApi } from '../src/agent/api.js';
+import { CRDS } from '../src/api/crds.js';
+import { DEFAULT_API_LIMITS } from '../src/cloud/limits.js';
+import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
+import { Informer } from '../src/kube/informer.js';
+import { silentLogger } from '../src/observability/logger.js';
+import { startEcsEmulator, type EcsEmulator } from '../src/sim/ecs/index.js';
+import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
+import { benchWorld, type BenchWorldOptions } from './world.js';
+
+const BIN = fileURLToPath(new URL('../../bin/eni-ipam', import.meta.url));
+export const MUTATING = ['CreateNetworkInterface', 'AttachNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'];
+
+export interface BenchClusterOptions extends BenchWorldOptions {
+  classSpec: ENIPoolClass['spec'];
+  /** One in-process agent per node, with its unix socket API. */
+  agents: boolean;
+  agentCooldownSeconds?: number;
+  operatorArgs?: string[];
+}
+
+export interface BenchAgent {
+  node: string;
+  agent: Agent;
+  socket: string;
+  server: Server;
+}
+
+/**
+ * The emulators and agents in this process, the operator as its own process (so that its
+ * CPU and memory are its own, as in a cluster), and a watch that notes when each pool first
+ * turns Ready.
+ */
+export class BenchCluster {
+  readonly readyAt = new Map<string, number>();
+  readonly agents: BenchAgent[] = [];
+  readonly nodes: string[] = [];
+  operator?: { child: ChildProcess; metricsUrl: string };
+  private pools?: Informer<ENIPool>;
+  private readonly dir = join(tmpdir(), `eni-ipam-bench-${process.pid}`);
+
+  private constructor(
+    readonly o: BenchClusterOptions,
+    readonly ecs: EcsEmulator,
+    readonly kube: KubeEmulator,
+    readonly kc: KubeConfig,
+  ) {}
+
+  static async start(o: BenchClusterOptions): Promise<BenchCluster> {
+    const ecs = await startEcsEmulator({ fixture: benchWorld(o) });
+    const kube = await startKubeEmulator({});
+    const kc = new KubeConfig();
+    kc.loadFromString(kube.kubeconfig);
+    const c = new BenchCluster(o, ecs, kube, kc);
+    mkdirSync(c.dir, { recursive: true });
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const ext = kc.makeApiClient(ApiextensionsV1Api);
+    for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
+    await custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipoolclasses', body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'bench' }, spec: o.classSpec } });
+    c.pools = new Informer<ENIPool>({
+      kc,
+      path: `/apis/${GROUP}/${VERSION}/enipools`,
+      list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' }),
+      logger: silentLogger(),
+      onChange: (_t, p) => {
+        if (!c.readyAt.has(p.metadata.name) && p.status?.conditions?.some((k) => k.type === 'Ready' && k.status === 'True')) c.readyAt.set(p.metadata.name, Date.now());
+      },
+    });
+    await c.pools.start();
+    return c;
+  }
+
+  /** Starts the operator process and waits until it serves metrics. */
+  async startOperator(): Promise<void> {
+    const kubeconfig = join(this.dir, 'kubeconfig');
+    writeFileSync(kubeconfig, this.kube.kubeconfig);
+    const child = spawn(
+      process.execPath,
+      [
+        '--max-old-space-size=1024',
+        BIN,
+        'operator',
+        '--kubeconfig', kubeconfig,
+        '--region', 'cn-hangzhou',
+        '--vpc-id', 'vpc-bench',
+        '--cluster-id', 'bench',
+        '--ecs-endpoint', this.ecs.url,
+        '--vpc-endpoint', this.ecs.url,
+        // Rates run k times faster with the emulator's clock; a burst is a count of calls, not a time, so it stays.
+        '--api-limits', Object.entries(this.o.quotas ?? DEFAULT_API_LIMITS).map(([a, perMinute]) => `${a}=${perMinute * this.o.timeScale}:${perMinute}`).join(','),
+        '--metrics-addr', '127.0.0.1:0',
+        '--health-addr', '127.0.0.1:0',
+        '--no-leader-elect',
+        '--log-level', 'warn',
+        ...(this.o.operatorArgs ?? []),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'demo-secret' } },
+    );
+    const lines = createInterface({ input: child.stdout! });
+    const first = await Promise.race([
+      new Promise<string>((resolve) => lines.once('line', resolve)),
+      once(child, 'exit').then(([code]) => {
+        throw new Error(`the operator exited with ${code} before serving metrics`);
+      }),
+    ]);
+    this.operator = { child, metricsUrl: first.replace(/^metrics /, '') };
+  }
+
+  /** Registers N nodes backed by the world's instances, all at once; answers when the first was sent. */
+  async addNodes(): Promise<number> {
+    const core = this.kc.makeApiClient(CoreV1Api);
+    const instances = [...this.ecs.world.instances.values()];
+    const t0 = Date.now();
+    const queue = [...instances];
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let i = queue.shift(); i; i = queue.shift()) {
+          await core.createNode({ body: { metadata: { name: i.hostName, labels: { 'node.kubernetes.io/instance-type': i.instanceType, 'topology.kubernetes.io/zone': i.zoneId } }, spec: { providerID: `cn-hangzhou.${i.id}` } } });
+          this.nodes.push(i.hostName);
+        }
+      }),
+    );
+    return t0;
+  }
+
+  async startAgents(): Promise<void> {
+    for (const node of this.nodes) {
+      const dir = join(this.dir, 'nodes', node);
+      const agent = new Agent({ kc: this.kc, node, stateDir: dir, cooldownMs: (this.o.agentCooldownSeconds ?? 5) * 1000, statusIntervalMs: 1000, logger: silentLogger(), registry: new Registry() });
+      await agent.start();
+      const socket = join(dir, 'agent.sock');
+      this.agents.push({ node, agent, socket, server: await serveAgentApi(agent, socket) });
+    }
+  }
+
+  /** One allocation through the agent's socket, retried every 20 ms while the pool is empty. */
+  async allocate(a: BenchAgent, containerId: string): Promise<{ ip: string; waitMs: number; emptyPoolRetries: number }> {
+    const started = performance.now();
+    for (let retries = 0; ; retries++) {
+      const lease = await agentClient.allocate(a.socket, { containerId, ifName: 'eth0', pod: `bench/${containerId}` });
+      if (lease !== 'pool-empty') return { ip: lease.ip, waitMs: performance.now() - started, emptyPoolRetries: retries };
+      await new Promise((res) => setTimeout(res, 20));
+    }
+  }
+
+  release(a: BenchAgent, containerId: string): Promise<void> {
+    return agentClient.release(a.socket, containerId, 'eth0');
+  }
+
+  poolList(): readonly ENIPool[] {
+    return this.pools!.list();
+  }
+
+  async waitAllReady(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.readyAt.size < this.nodes.length) {
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return true;
+  }
+
+  /** Waits until the pools hold still (no pool changed for `quietMs`). */
+  async waitQuiet(quietMs: number, timeoutMs: number): Promise<void> {
+    const sig = () => this.poolList().map((p) => `${p.metadata.name}:${p.status?.summary?.available}:${p.status?.summary?.releasing ?? 0}`).join();
+    const deadline = Date.now() + timeoutMs;
+    let last = sig();
+    let since = Date.now();
+    while (Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      const now = sig();
+      if (now !== last) [last, since] = [now, Date.now()];
+      else if (Date.now() - since >= quietMs) return;
+    }
+  }
+
+  mutatingCalls(): Record<string, number> {
+    const calls = this.ecs.stats().calls;
+    return Object.fromEntries(MUTATING.map((a) => [a, calls[a]?.OK ?? 0]));
+  }
+
+  throttled(): number {
+    return Object.values(this.ecs.stats().calls).reduce((n, c) => n + (c['Throttling.User'] ?? 0), 0);
+  }
+
+  async scrape(): Promise<string> {
+    const r = await fetch(`${this.operator!.metricsUrl}`);
+    return r.text();
+  }
+
+  /** The operator's resident set, from /proc. */
+  operatorRssBytes(): number {
+    const status = readFileSync(`/proc/${this.operator!.child.pid}/status`, 'utf8');
+    return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+  }
+
+  async stop(): Promise<void> {
+    for (const a of this.agents) {
+      a.server.close();
+      await a.agent.stop();
+    }
+    if (this.operator && this.operator.child.exitCode === null) {
+      this.operator.child.kill('SIGTERM');
+      await once(this.operator.child, 'exit');
+    }
+    await this.pools?.stop();
+    await this.kube.close();
+    await this.ecs.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A metric's value (summed over its series) in a Prometheus text scrape. */
+export function metric(text: string, name: string, labels = ''): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) if (line.includes(labels)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}

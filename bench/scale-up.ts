@@ -1,0 +1,71 @@
+import { benchWorld } from './world.js';
+import { scaleUpBound } from './bound.js';
+import { BenchCluster, metric } from './harness.js';
+import { percentile, writeResults } from './report.js';
+import { writeChart } from './svg.js';
+
+export interface ScaleUpOptions {
+  nodes: number;
+  timeScale: number;
+  preAllocate: number;
+}
+
+const ratio = (a: number, b: number) => (b ? a / b : NaN);
+const x = (v: number) => `${v.toFixed(2)}x`;
+
+/**
+ * N nodes join at once; the operator fills every pool. Compares the time until every pool is
+ * Ready with the quota-bound limit of the same world (scaleUpBound), and the mutating calls
+ * with their minimum.
+ */
+export async function scaleUp(o: ScaleUpOptions): Promise<void> {
+  const classSpec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: o.preAllocate };
+  const bound = scaleUpBound(benchWorld({ nodes: o.nodes, timeScale: o.timeScale }), classSpec);
+  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: true, operatorArgs: process.env.BENCH_OPERATOR_ARGS?.split(' ') });
+  try {
+    await c.startOperator();
+    const t0 = await c.addNodes();
+    await c.startAgents();
+    const ok = await c.waitAllReady(Math.max(120_000, bound.realMs * 10));
+    const allReadyMs = Math.max(...c.readyAt.values()) - t0;
+    const perNode = [...c.readyAt.values()].map((t) => t - t0).sort((a, b) => a - b);
+    const calls = c.mutatingCalls();
+    const minimum = Object.values(bound.calls).reduce((a, b) => a + b, 0);
+    const made = Object.values(calls).reduce((a, b) => a + b, 0);
+    const scrape = await c.scrape();
+    const reconcileErrors = metric(scrape, 'eni_ipam_reconcile_errors_total');
+    const throttled = c.throttled();
+    const timeRatio = ratio(allReadyMs, bound.realMs);
+    const callRatio = ratio(made, minimum);
+    const big = o.nodes >= 1000;
+    const met = ok && timeRatio <= 1.2 && callRatio <= 1.05 && reconcileErrors === 0;
+    const chart = writeChart(`scale-up-${o.nodes}`, {
+      title: `scale-up: ${o.nodes} nodes join at once (time scale ${o.timeScale})`,
+      xLabel: 'seconds (real) since the nodes joined',
+      yLabel: 'pools Ready',
+      series: [{ label: 'pools Ready', color: '#1f77b4', step: true, points: [[0, 0], ...perNode.map((t, i) => [t / 1000, i + 1] as [number, number])] }],
+      markers: [{ x: bound.realMs / 1000, label: `quota bound ${(bound.realMs / 1000).toFixed(1)} s`, color: '#d62728' }],
+    });
+    writeResults(
+      {
+        scenario: `scale-up-${o.nodes}`,
+        command: `npm run bench -- scale-up --nodes ${o.nodes} --time-scale ${o.timeScale} --pre-allocate ${o.preAllocate}`,
+        summary: {
+          nodes: String(o.nodes),
+          'all Ready / bound': ok ? x(timeRatio) : 'not all Ready',
+          'mutating calls / minimum': `${x(callRatio)} (${made} / ${minimum})`,
+          'throttled responses': String(throttled),
+          'reconcile failures': String(reconcileErrors),
+          'time-to-ready p50 / p99 (x bound)': `${x(percentile(perNode, 50) / bound.realMs)} / ${x(percentile(perNode, 99) / bound.realMs)}`,
+        },
+        target: big ? 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile' : undefined,
+        met: big ? met : undefined,
+        note: `Chart: results/scale-up-${o.nodes}.svg.`,
+      },
+      { options: o, bound, allReadyMs, perNodeReadyMs: { p50: percentile(perNode, 50), p99: percentile(perNode, 99), max: perNode.at(-1) }, calls, throttled, reconcileErrors, chart: chart.replace(/.*\/bench\//, 'bench/') },
+    );
+    console.log(`scale-up ${o.nodes}: all Ready after ${(allReadyMs / 1000).toFixed(1)} s = ${x(timeRatio)} the bound (${(bound.realMs / 1000).toFixed(1)} s); calls ${made} = ${x(callRatio)} the minimum; throttled ${throttled}; reconcile failures ${reconcileErrors}`);
+  } finally {
+    await c.stop();
+  }
+}
