@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { CredentialsError, createCloudClient, defaultEndpoints, envCredentials, fileCredentials, ramRoleCredentials, type ActionLimit, type CredentialsProvider } from '../cloud/index.js';
+import { CredentialsError, createCloudClient, defaultEndpoints, envCredentials, fileCredentials, oidcRoleCredentials, ramRoleCredentials, rrsaFromEnv, type ActionLimit, type CredentialsProvider } from '../cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
@@ -25,6 +25,8 @@ export function parseApiLimits(text: string | undefined): Record<string, ActionL
 function credentials(f: FlagValues): CredentialsProvider {
   if (f['ram-role']) return ramRoleCredentials({ role: String(f['ram-role']), metadataEndpoint: f['metadata-endpoint'] as string | undefined });
   if (f['credentials-dir']) return fileCredentials(String(f['credentials-dir']));
+  const rrsa = rrsaFromEnv();
+  if (rrsa) return oidcRoleCredentials({ ...rrsa, stsEndpoint: (f['sts-endpoint'] as string | undefined) ?? `https://sts-vpc.${String(f.region)}.aliyuncs.com` });
   try {
     return envCredentials();
   } catch (e) {
@@ -36,7 +38,8 @@ function credentials(f: FlagValues): CredentialsProvider {
 export const operatorCommand: CommandSpec = {
   name: 'operator',
   summary: 'Run the IPAM operator: keep every node’s ENIPool topped up with VPC IPs from ENIs.',
-  description: 'Credentials: ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (and optional ALIBABA_CLOUD_SECURITY_TOKEN), --credentials-dir, or --ram-role.',
+  description:
+    'Credentials, first found wins: --ram-role; --credentials-dir; RRSA (ALIBABA_CLOUD_ROLE_ARN, ALIBABA_CLOUD_OIDC_PROVIDER_ARN and ALIBABA_CLOUD_OIDC_TOKEN_FILE, as ACK injects them); ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (and optional ALIBABA_CLOUD_SECURITY_TOKEN).',
   flags: [
     { name: 'kubeconfig', type: 'string', value: 'FILE', help: 'kubeconfig to use (in-cluster configuration when absent)' },
     { name: 'region', type: 'string', value: 'REGION', help: 'Alibaba Cloud region, e.g. cn-hangzhou (required)' },
@@ -46,6 +49,7 @@ export const operatorCommand: CommandSpec = {
     { name: 'vpc-endpoint', type: 'string', value: 'URL', help: 'VPC OpenAPI endpoint (default: the region’s VPC-internal endpoint)' },
     { name: 'credentials-dir', type: 'string', value: 'DIR', help: 'read access-key-id, access-key-secret and security-token from files in DIR (a mounted Secret)' },
     { name: 'ram-role', type: 'string', value: 'ROLE', help: 'use the ECS RAM role ROLE through the instance metadata service' },
+    { name: 'sts-endpoint', type: 'string', value: 'URL', help: 'STS endpoint for RRSA (default: the region’s VPC-internal sts-vpc endpoint)' },
     { name: 'metadata-endpoint', type: 'string', value: 'URL', default: 'http://100.100.100.200', help: 'instance metadata service (for --ram-role)' },
     { name: 'mode', type: 'string', value: 'MODE', default: 'normal', choices: ['normal', 'no-release', 'read-only'], help: 'no-release never unassigns or deletes; read-only makes no mutating cloud call' },
     { name: 'api-limits', type: 'string', value: 'LIST', help: 'per-action limits, Action=perMinute[:burst],... (defaults: Terway’s)' },

@@ -77,10 +77,7 @@ export function ramRoleCredentials(o: RamRoleOptions): CredentialsProvider {
   const base = (o.metadataEndpoint ?? 'http://100.100.100.200').replace(/\/$/, '');
   const now = o.now ?? Date.now;
   const margin = o.refreshBeforeMs ?? 5 * 60_000;
-  let cached: { creds: Credentials; expiresAt: number } | undefined;
-  let inflight: Promise<Credentials> | undefined;
-
-  const fetchOnce = async (): Promise<Credentials> => {
+  const fetchOnce = async (): Promise<Expiring> => {
     const headers: Record<string, string> = {};
     try {
       const t = await fetch(`${base}/latest/api/token`, {
@@ -104,25 +101,97 @@ export function ramRoleCredentials(o: RamRoleOptions): CredentialsProvider {
     if (body.Code !== 'Success' || !body.AccessKeyId || !body.AccessKeySecret) {
       throw new CredentialsError(`RAM role ${o.role}: metadata service answered Code ${body.Code ?? '(none)'}`);
     }
-    const creds = { accessKeyId: body.AccessKeyId, accessKeySecret: body.AccessKeySecret, securityToken: body.SecurityToken };
-    cached = { creds, expiresAt: Date.parse(body.Expiration ?? '') || now() + 15 * 60_000 };
-    return creds;
+    return { creds: { accessKeyId: body.AccessKeyId, accessKeySecret: body.AccessKeySecret, securityToken: body.SecurityToken }, expiresAt: Date.parse(body.Expiration ?? '') || now() + 15 * 60_000 };
   };
 
+  return refreshing(`ECS RAM role ${o.role}`, margin, now, fetchOnce);
+}
+
+interface Expiring {
+  creds: Credentials;
+  expiresAt: number;
+}
+
+/**
+ * Temporary credentials kept until `margin` before they expire, fetched once for all callers
+ * at a time; a failed early refresh keeps the old ones while they are still valid.
+ */
+function refreshing(source: string, margin: number, now: () => number, fetchOnce: () => Promise<Expiring>): CredentialsProvider {
+  let cached: Expiring | undefined;
+  let inflight: Promise<Expiring> | undefined;
   return {
-    source: `ECS RAM role ${o.role}`,
+    source,
     async getCredentials() {
       if (cached && now() < cached.expiresAt - margin) return cached.creds;
       inflight ??= fetchOnce().finally(() => {
         inflight = undefined;
       });
       try {
-        return await inflight;
+        cached = await inflight;
+        return cached.creds;
       } catch (e) {
-        // A failed early refresh keeps the old credentials while they are still valid.
         if (cached && now() < cached.expiresAt) return cached.creds;
         throw e;
       }
     },
   };
+}
+
+export interface OidcRoleOptions {
+  roleArn: string;
+  oidcProviderArn: string;
+  /** The projected service-account token; read again at every refresh, as the kubelet rotates it. */
+  tokenFile: string;
+  /** STS endpoint, e.g. https://sts-vpc.cn-hangzhou.aliyuncs.com. */
+  stsEndpoint: string;
+  sessionName?: string;
+  refreshBeforeMs?: number;
+  now?: () => number;
+}
+
+/**
+ * RRSA (RAM Roles for Service Accounts): the pod's projected service-account token is traded
+ * for the role's temporary credentials with STS AssumeRoleWithOIDC, an unsigned call.
+ */
+export function oidcRoleCredentials(o: OidcRoleOptions): CredentialsProvider {
+  const now = o.now ?? Date.now;
+  const fetchOnce = async (): Promise<Expiring> => {
+    let token: string;
+    try {
+      token = (await readFile(o.tokenFile, 'utf8')).trim();
+    } catch (e) {
+      throw new CredentialsError(`RRSA role ${o.roleArn}: cannot read the service-account token ${o.tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    const form = new URLSearchParams({
+      Action: 'AssumeRoleWithOIDC',
+      Version: '2015-04-01',
+      Format: 'JSON',
+      Timestamp: new Date(now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      RoleArn: o.roleArn,
+      OIDCProviderArn: o.oidcProviderArn,
+      OIDCToken: token,
+      RoleSessionName: o.sessionName ?? 'eni-ipam',
+    });
+    let res: Response;
+    try {
+      res = await fetch(o.stsEndpoint, { method: 'POST', body: form, signal: AbortSignal.timeout(10_000) });
+    } catch (e) {
+      throw new CredentialsError(`RRSA role ${o.roleArn}: STS ${o.stsEndpoint} unreachable: ${(e as Error).message}`);
+    }
+    const body = (await res.json().catch(() => ({}))) as { Code?: string; Message?: string; Credentials?: Record<string, string> };
+    const c = body.Credentials;
+    if (!res.ok || !c?.AccessKeyId || !c.AccessKeySecret) {
+      throw new CredentialsError(`RRSA role ${o.roleArn}: AssumeRoleWithOIDC answered HTTP ${res.status} ${body.Code ?? ''}: ${body.Message ?? 'no credentials'}`);
+    }
+    return { creds: { accessKeyId: c.AccessKeyId, accessKeySecret: c.AccessKeySecret, securityToken: c.SecurityToken }, expiresAt: Date.parse(c.Expiration ?? '') || now() + 15 * 60_000 };
+  };
+  return refreshing(`RRSA role ${o.roleArn}`, o.refreshBeforeMs ?? 5 * 60_000, now, fetchOnce);
+}
+
+/** RRSA's settings as ACK's pod-identity webhook (or the Helm chart) injects them, if all are set. */
+export function rrsaFromEnv(env: NodeJS.ProcessEnv = process.env): { roleArn: string; oidcProviderArn: string; tokenFile: string } | undefined {
+  const roleArn = env.ALIBABA_CLOUD_ROLE_ARN;
+  const oidcProviderArn = env.ALIBABA_CLOUD_OIDC_PROVIDER_ARN;
+  const tokenFile = env.ALIBABA_CLOUD_OIDC_TOKEN_FILE;
+  return roleArn && oidcProviderArn && tokenFile ? { roleArn, oidcProviderArn, tokenFile } : undefined;
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CredentialsError, envCredentials, fileCredentials, ramRoleCredentials } from '../../src/cloud/index.js';
+import { CredentialsError, envCredentials, fileCredentials, oidcRoleCredentials, ramRoleCredentials, rrsaFromEnv } from '../../src/cloud/index.js';
 import type { EcsEmulator } from '../../src/sim/ecs/index.js';
 import { clientFor } from '../helpers/cloud.js';
 import { emulator } from '../helpers/ecs.js';
@@ -49,6 +49,33 @@ describe('credentials', () => {
     const bare = clientFor(emu, { credentials: { source: 'test', getCredentials: async () => ({ ...creds, securityToken: undefined }) } });
     expect(await bare.api.describeVpcs().catch((e) => e.code)).toBe('InvalidSecurityToken.MismatchWithAccessKey');
     await bare.close();
+  });
+
+  it('uses RRSA: trades the projected service-account token for role credentials with STS AssumeRoleWithOIDC', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rrsa-'));
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, 'demo-service-account-token\n');
+    const env = { ALIBABA_CLOUD_ROLE_ARN: 'acs:ram::1234567890123456:role/eni-ipam-demo-rrsa', ALIBABA_CLOUD_OIDC_PROVIDER_ARN: 'acs:ram::1234567890123456:oidc-provider/ack-rrsa-demo', ALIBABA_CLOUD_OIDC_TOKEN_FILE: tokenFile };
+    expect(rrsaFromEnv({ ...env, ALIBABA_CLOUD_OIDC_TOKEN_FILE: '' })).toBeUndefined();
+    let now = Date.now();
+    const rrsa = oidcRoleCredentials({ ...rrsaFromEnv(env)!, stsEndpoint: emu.url, now: () => now });
+    expect(rrsa.source).toBe('RRSA role acs:ram::1234567890123456:role/eni-ipam-demo-rrsa');
+    const creds = await rrsa.getCredentials();
+    expect(creds.accessKeyId).toMatch(/^STS\./);
+    const client = clientFor(emu, { credentials: rrsa });
+    expect((await client.api.describeVpcs()).length).toBe(1);
+    await client.close();
+
+    // The kubelet rotates the token: a refresh reads the file again, and a token STS refuses is reported.
+    writeFileSync(tokenFile, 'a-token-nobody-trusts');
+    now += 56 * 60_000;
+    await expect(rrsa.getCredentials()).resolves.toBe(creds); // still valid: kept while the refresh fails
+    now += 5 * 60_000;
+    await expect(rrsa.getCredentials()).rejects.toThrow(/AssumeRoleWithOIDC answered HTTP 400 AuthenticationFail.OIDCToken.Invalid/);
+    const wrongRole = oidcRoleCredentials({ ...rrsaFromEnv(env)!, roleArn: 'acs:ram::1:role/nope', stsEndpoint: emu.url });
+    await expect(wrongRole.getCredentials()).rejects.toThrow(/EntityNotExist.Role/);
+    const noToken = oidcRoleCredentials({ ...rrsaFromEnv(env)!, tokenFile: join(dir, 'missing'), stsEndpoint: emu.url });
+    await expect(noToken.getCredentials()).rejects.toThrow(/cannot read the service-account token .*missing: ENOENT/);
   });
 
   it('refreshes role credentials before they expire, and keeps valid ones when a refresh fails', async () => {

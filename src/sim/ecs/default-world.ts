@@ -15,6 +15,7 @@ export function defaultWorld(): Fixture {
     region: 'cn-hangzhou',
     credentials: [{ accessKeyId: 'demo', accessKeySecret: 'demo-secret' }],
     ramRoles: [{ name: 'eni-ipam-demo-role' }],
+    oidcRoles: [{ roleArn: 'acs:ram::1234567890123456:role/eni-ipam-demo-rrsa', oidcProviderArn: 'acs:ram::1234567890123456:oidc-provider/ack-rrsa-demo', token: 'demo-service-account-token' }],
     vpcs: [{ id: 'vpc-demo', cidr: '192.168.0.0/16', name: 'demo' }],
     vSwitches: [
       { id: 'vsw-h-nodes', vpcId: 'vpc-demo', zoneId: zones[0], cidr: '192.168.0.0/24', name: 'nodes-h', tags: { role: 'nodes' } },

@@ -3,6 +3,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import YAML from 'yaml';
 import { cidrContains, parseCidr4 } from './addresses.js';
 import { parseFaultSpec, type FaultSpec } from './faults.js';
+import type { OidcRole } from './sts.js';
 
 /** The emulated world: one region with its VPCs, vSwitches, instances, quotas and credentials. */
 export interface Fixture {
@@ -10,6 +11,8 @@ export interface Fixture {
   credentials: Array<{ accessKeyId: string; accessKeySecret: string }>;
   /** ECS RAM roles whose temporary credentials the metadata path hands out. */
   ramRoles?: Array<{ name: string; credentialTtlSeconds?: number }>;
+  /** RAM roles that STS AssumeRoleWithOIDC hands out for a service-account token (RRSA). */
+  oidcRoles?: OidcRole[];
   vpcs: Array<{ id: string; cidr: string; name?: string }>;
   vSwitches: Array<{
     id: string;
@@ -83,6 +86,15 @@ const schema = {
         additionalProperties: false,
         required: ['accessKeyId', 'accessKeySecret'],
         properties: { accessKeyId: str, accessKeySecret: str },
+      },
+    },
+    oidcRoles: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['roleArn', 'oidcProviderArn', 'token'],
+        properties: { roleArn: str, oidcProviderArn: str, token: str, credentialTtlSeconds: { type: 'integer', minimum: 60 } },
       },
     },
     ramRoles: {

@@ -6,6 +6,7 @@ import type { ActionContext } from './eni-actions.js';
 import { ApiError, apiError, invalid, missing } from './errors.js';
 import type { Fixture } from './fixture.js';
 import { Params } from './params.js';
+import { STS_VERSION, assumeRoleWithOidc } from './sts.js';
 import type { ActionQuotas } from './quotas.js';
 import type { World } from './world.js';
 
@@ -83,6 +84,12 @@ export function rpcHandler(deps: RpcDeps) {
       if (!raw.Action) throw missing('Action');
       action = raw.Action;
       if (!raw.Version) throw missing('Version');
+      if (raw.Version === STS_VERSION && action === 'AssumeRoleWithOIDC') {
+        hostId = 'sts.aliyuncs.com';
+        const answer = assumeRoleWithOidc(auth, fixture.oidcRoles ?? [], raw);
+        count(stats, action, 'OK');
+        return send(res, 200, { RequestId: requestId, ...answer });
+      }
       const defs = ACTIONS[raw.Version];
       if (!defs) throw invalid('Version', `"${raw.Version}" is not a supported API version`);
       if (raw.Version !== ECS_VERSION) hostId = `vpc.${world.region}.aliyuncs.com`;
