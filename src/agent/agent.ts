@@ -149,10 +149,16 @@ export class Agent {
     const pool = this.current();
     if (!pool || !this.dirty) return;
     this.dirty = false;
-    const mine = agentStatus(this.state, pool);
-    const old = { used: pool.status?.used ?? {}, releaseAcks: pool.status?.releaseAcks ?? {} };
+    const mine = agentStatus(this.state, pool, Date.now());
+    const old = { used: pool.status?.used ?? {}, releaseAcks: pool.status?.releaseAcks ?? {}, cooling: pool.status?.cooling ?? {} };
     const nulls = (now: Record<string, unknown>, before: Record<string, unknown>) => Object.fromEntries(Object.keys(before).filter((k) => !(k in now)).map((k) => [k, null]));
-    const body = { status: { used: { ...nulls(mine.used, old.used), ...mine.used }, releaseAcks: { ...nulls(mine.releaseAcks, old.releaseAcks), ...mine.releaseAcks } } };
+    const body = {
+      status: {
+        used: { ...nulls(mine.used, old.used), ...mine.used },
+        releaseAcks: { ...nulls(mine.releaseAcks, old.releaseAcks), ...mine.releaseAcks },
+        cooling: { ...nulls(mine.cooling, old.cooling), ...mine.cooling },
+      },
+    };
     const text = JSON.stringify(body);
     if (text === this.lastWritten && JSON.stringify(mine) === JSON.stringify(old)) return;
     this.writing = this.custom

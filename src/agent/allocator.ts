@@ -87,13 +87,20 @@ export function release(state: AgentState, containerId: string, ifName: string |
 }
 
 /** The agent's part of the pool status: who uses which IP, and its answers to release requests. */
-export function agentStatus(state: AgentState, pool: ENIPool | undefined): { used: Record<string, { pod: string; containerID: string }>; releaseAcks: Record<string, 'ready' | 'do-not-release'> } {
+export function agentStatus(
+  state: AgentState,
+  pool: ENIPool | undefined,
+  now: number,
+): { used: Record<string, { pod: string; containerID: string }>; releaseAcks: Record<string, 'ready' | 'do-not-release'>; cooling: Record<string, string> } {
   const used: Record<string, { pod: string; containerID: string }> = {};
   for (const a of Object.values(state.allocations)) used[a.ip] = { pod: a.pod, containerID: a.containerId };
+  // Cooling IPs are not free, so the operator counts them as used until the time given.
+  const cooling: Record<string, string> = {};
+  for (const [ip, until] of Object.entries(state.cooling)) if (until > now && !used[ip]) cooling[ip] = new Date(until).toISOString();
   const releaseAcks: Record<string, 'ready' | 'do-not-release'> = {};
   // Requested IPs are out of the free list (freeAddresses), so an unused one can go at once.
   for (const ip of Object.keys(pool?.status?.releaseRequests ?? {})) releaseAcks[ip] = used[ip] ? 'do-not-release' : 'ready';
-  return { used, releaseAcks };
+  return { used, releaseAcks, cooling };
 }
 
 /** Allocations whose address the pool no longer has (after a restart, or an ENI taken away). */

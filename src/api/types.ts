@@ -111,6 +111,7 @@ export const eniPoolStatus = s.object({
   // Written by the node agent.
   used: s.map(s.object({ pod: s.string(), containerID: s.string() }), { description: 'IP -> its owner (agent).' }),
   releaseAcks: s.map(s.enum(['ready', 'do-not-release'] as const), { description: 'IP -> the agent\u2019s answer to a release request (agent).' }),
+  cooling: s.map(s.string({ format: 'date-time' }), { description: 'IP -> when its cool-down after a release ends; it is not free before (agent).' }),
 });
 
 export interface ObjectMeta {

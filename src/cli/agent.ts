@@ -21,6 +21,7 @@ export const agentCommand: CommandSpec = {
     { name: 'status-interval', type: 'number', value: 'SECONDS', default: 1, help: 'status writes are coalesced to at most one per interval', check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0') },
     { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9091', help: 'serve /metrics here' },
     { name: 'health-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:8081', help: 'serve /healthz and /readyz (pool seen) here' },
+    { name: 'event-namespace', type: 'string', value: 'NS', default: process.env.POD_NAMESPACE ?? 'default', help: 'namespace of the Events about this node’s (cluster-scoped) pool' },
     { name: 'log-level', type: 'string', value: 'LEVEL', default: 'info', choices: ['debug', 'info', 'warn', 'error'], help: 'log level' },
   ],
   async run(f) {
@@ -33,7 +34,7 @@ export const agentCommand: CommandSpec = {
     collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_agent_process_' });
     let agent: Agent;
     try {
-      agent = new Agent({ kc, node: String(f.node), stateDir: String(f['state-dir']), cooldownMs: (f.cooldown as number) * 1000, statusIntervalMs: (f['status-interval'] as number) * 1000, logger, registry });
+      agent = new Agent({ kc, node: String(f.node), stateDir: String(f['state-dir']), cooldownMs: (f.cooldown as number) * 1000, statusIntervalMs: (f['status-interval'] as number) * 1000, eventNamespace: String(f['event-namespace']), logger, registry });
     } catch (e) {
       if (e instanceof StateFileError) throw new UsageError(e.message);
       throw e;

@@ -156,7 +156,7 @@ export class PoolReconciler {
     const usedIps = new Set(Object.keys(pool.status?.used ?? {}));
     const pending = this.pendingOn(spec.nodeName);
     const sizing = sizingOf(spec, limits);
-    const usage = { available, used: usedIps.size, pending };
+    const usage = { available, used: notFree(pool, Date.now()), pending };
     const coming = this.enis.coming(name);
     const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
     const need = needed(sizing, usage);
@@ -340,18 +340,19 @@ export class PoolReconciler {
     const enis = publishedEnis(ours, await cloud.vSwitches());
     const available = enis.reduce((n, e) => n + (e.ips?.length ?? 0), 0);
     const used = Object.keys(pool.status?.used ?? {}).length;
+    const busy = notFree(pool, Date.now());
     const releaseRequests = o.releaseRequests ?? pool.status?.releaseRequests ?? {};
     const limits = spec.instanceType ? await cloud.instanceType(spec.instanceType) : undefined;
     const sizing = limits ? sizingOf(spec, limits) : undefined;
     const maxAllocate = sizing?.maxAllocate ?? 0;
-    const need = sizing ? needed(sizing, { available, used, pending: this.pendingOn(spec.nodeName) }) : 0;
+    const need = sizing ? needed(sizing, { available, used: busy, pending: this.pendingOn(spec.nodeName) }) : 0;
     const now = iso();
     let conditions: Condition[] = pool.status?.conditions ?? [];
     const short = this.shortfall.get(name);
     const ready = o.notReady
       ? { status: 'False' as const, ...o.notReady }
       : need === 0
-        ? { status: 'True' as const, reason: available >= maxAllocate && maxAllocate > 0 ? 'AtCapacity' : 'PoolFilled', message: `${available - used} of ${available} IPs free` }
+        ? { status: 'True' as const, reason: available >= maxAllocate && maxAllocate > 0 ? 'AtCapacity' : 'PoolFilled', message: `${available - busy} of ${available} IPs free` }
         : { status: 'False' as const, reason: short ? short.reason : 'Allocating', message: short ? short.message : `${need} more IPs are being allocated` };
     conditions = setCondition(conditions, { type: 'Ready', ...ready }, now);
     conditions = setCondition(conditions, short ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message } : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' }, now);
@@ -377,4 +378,11 @@ export class PoolReconciler {
     if (!patch) return;
     await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body: { status: patch } }, merge);
   }
+}
+
+/** IPs the node cannot hand out: in use, or cooling down after a release until the time the agent gave. */
+function notFree(pool: ENIPool, now: number): number {
+  const used = pool.status?.used ?? {};
+  const cooling = Object.entries(pool.status?.cooling ?? {}).filter(([ip, until]) => !(ip in used) && Date.parse(until) > now).length;
+  return Object.keys(used).length + cooling;
 }

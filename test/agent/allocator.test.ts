@@ -55,10 +55,20 @@ describe('agent allocation', () => {
     const a = allocate(emptyState(), pool(IPS.slice(0, 3)), { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
     if ('error' in a) throw new Error('no lease');
     expect(freeAddresses(a.state, p, 0)).toEqual(['192.168.16.2']);
-    expect(agentStatus(a.state, p)).toEqual({
+    expect(agentStatus(a.state, p, 0)).toEqual({
       used: { '192.168.16.1': { pod: 'd/a', containerID: 'c1' } },
       releaseAcks: { '192.168.16.1': 'do-not-release', '192.168.16.3': 'ready' },
+      cooling: {},
     });
+  });
+
+  it('reports cooling addresses with the end of their cool-down, until it has passed', () => {
+    const p = pool(IPS.slice(0, 2));
+    const a = allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    const r = release(a.state, 'c1', 'eth0', 1000, 30_000);
+    expect(agentStatus(r.state, p, 2000).cooling).toEqual({ '192.168.16.1': new Date(31_000).toISOString() });
+    expect(agentStatus(r.state, p, 31_000).cooling).toEqual({});
   });
 
   it('flags allocations whose address left the pool', () => {
