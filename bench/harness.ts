@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -24,17 +23,18 @@ export const MUTATING = ['CreateNetworkInterface', 'AttachNetworkInterface', 'As
 
 export interface BenchClusterOptions extends BenchWorldOptions {
   classSpec: ENIPoolClass['spec'];
-  /** One in-process agent per node, with its unix socket API. */
-  agents: boolean;
+  /** One agent per node with its unix socket API: in this process, or each in its own process as on a node. */
+  agents: boolean | 'processes';
   agentCooldownSeconds?: number;
   operatorArgs?: string[];
 }
 
 export interface BenchAgent {
   node: string;
-  agent: Agent;
   socket: string;
-  server: Server;
+  /** The agent process's /metrics (agents in their own processes only). */
+  metricsUrl?: string;
+  stop(): Promise<void>;
 }
 
 /**
@@ -83,8 +83,7 @@ export class BenchCluster {
 
   /** Starts the operator process and waits until it serves metrics. */
   async startOperator(): Promise<void> {
-    const kubeconfig = join(this.dir, 'kubeconfig');
-    writeFileSync(kubeconfig, this.kube.kubeconfig);
+    const kubeconfig = this.kubeconfigPath();
     const child = spawn(
       process.execPath,
       [
@@ -107,14 +106,7 @@ export class BenchCluster {
       ],
       { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'demo-secret' } },
     );
-    const lines = createInterface({ input: child.stdout! });
-    const first = await Promise.race([
-      new Promise<string>((resolve) => lines.once('line', resolve)),
-      once(child, 'exit').then(([code]) => {
-        throw new Error(`the operator exited with ${code} before serving metrics`);
-      }),
-    ]);
-    this.operator = { child, metricsUrl: first.replace(/^metrics /, '') };
+    this.operator = { child, metricsUrl: (await firstLines(child, 'operator', 1))[0]!.replace(/^metrics /, '') };
   }
 
   /** Registers N nodes backed by the world's instances, all at once; answers when the first was sent. */
@@ -135,13 +127,32 @@ export class BenchCluster {
   }
 
   async startAgents(): Promise<void> {
-    for (const node of this.nodes) {
+    const cooldown = this.o.agentCooldownSeconds ?? 5;
+    const start = async (node: string): Promise<BenchAgent> => {
       const dir = join(this.dir, 'nodes', node);
-      const agent = new Agent({ kc: this.kc, node, stateDir: dir, cooldownMs: (this.o.agentCooldownSeconds ?? 5) * 1000, statusIntervalMs: 1000, logger: silentLogger(), registry: new Registry() });
-      await agent.start();
       const socket = join(dir, 'agent.sock');
-      this.agents.push({ node, agent, socket, server: await serveAgentApi(agent, socket) });
-    }
+      if (this.o.agents === 'processes') {
+        const args = ['agent', '--kubeconfig', this.kubeconfigPath(), '--node', node, '--state-dir', dir, '--socket', socket, '--cooldown', String(cooldown), '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'];
+        const child = spawn(process.execPath, ['--max-old-space-size=128', BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const lines = await firstLines(child, 'agent', 2);
+        return { node, socket, metricsUrl: lines[1]!.replace(/^metrics /, ''), stop: async () => void (child.exitCode === null && (child.kill('SIGTERM'), await once(child, 'exit'))) };
+      }
+      const agent = new Agent({ kc: this.kc, node, stateDir: dir, cooldownMs: cooldown * 1000, statusIntervalMs: 1000, logger: silentLogger(), registry: new Registry() });
+      await agent.start();
+      const server = await serveAgentApi(agent, socket);
+      return { node, socket, stop: async () => (server.close(), await agent.stop()) };
+    };
+    // A few at a time: each agent process takes a moment of CPU to start.
+    const queue = [...this.nodes];
+    await Promise.all(Array.from({ length: 4 }, async () => {
+      for (let n = queue.shift(); n; n = queue.shift()) this.agents.push(await start(n));
+    }));
+  }
+
+  private kubeconfigPath(): string {
+    const path = join(this.dir, 'kubeconfig');
+    writeFileSync(path, this.kube.kubeconfig);
+    return path;
   }
 
   /** One allocation through the agent's socket, retried every 20 ms while the pool is empty. */
@@ -206,10 +217,7 @@ export class BenchCluster {
   }
 
   async stop(): Promise<void> {
-    for (const a of this.agents) {
-      a.server.close();
-      await a.agent.stop();
-    }
+    await Promise.all(this.agents.map((a) => a.stop()));
     if (this.operator && this.operator.child.exitCode === null) {
       this.operator.child.kill('SIGTERM');
       await once(this.operator.child, 'exit');
@@ -219,6 +227,18 @@ export class BenchCluster {
     await this.ecs.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** The first lines a command prints (once it serves); its exit before that is an error. */
+async function firstLines(child: ChildProcess, what: string, n: number): Promise<string[]> {
+  const lines = createInterface({ input: child.stdout! });
+  const got: string[] = [];
+  return Promise.race([
+    new Promise<string[]>((resolve) => lines.on('line', (l) => got.push(l) === n && resolve(got))),
+    once(child, 'exit').then(([code]) => {
+      throw new Error(`the ${what} exited with ${code} before it served`);
+    }),
+  ]);
 }
 
 /** A metric's value (summed over its series) in a Prometheus text scrape. */

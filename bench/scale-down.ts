@@ -22,7 +22,7 @@ const COOLDOWN_SECONDS = 5;
 export async function scaleDown(o: ScaleDownOptions): Promise<void> {
   const classSpec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: 4, releaseDelaySeconds: RELEASE_DELAY_SECONDS, deleteEmptyENIs: true };
   // Large instance types only, so that every node can hold the pods.
-  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: true, agentCooldownSeconds: COOLDOWN_SECONDS, typeOf: (n) => (n % 2 ? 'ecs.g7.xlarge' : 'ecs.c7.2xlarge') });
+  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: 'processes', agentCooldownSeconds: COOLDOWN_SECONDS, typeOf: (n) => (n % 2 ? 'ecs.g7.xlarge' : 'ecs.c7.2xlarge') });
   try {
     await c.startOperator();
     await c.addNodes();

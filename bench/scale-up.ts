@@ -21,7 +21,7 @@ const x = (v: number) => `${v.toFixed(2)}x`;
 export async function scaleUp(o: ScaleUpOptions): Promise<void> {
   const classSpec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: o.preAllocate };
   const bound = scaleUpBound(benchWorld({ nodes: o.nodes, timeScale: o.timeScale }), classSpec);
-  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: true, operatorArgs: process.env.BENCH_OPERATOR_ARGS?.split(' ') });
+  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: true });
   try {
     await c.startOperator();
     const t0 = await c.addNodes();

@@ -5,7 +5,7 @@ import { serveAgentApi } from '../agent/api.js';
 import { StateFileError } from '../agent/state-file.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
 import { createLogger } from '../observability/logger.js';
-import { UsageError, untilSignal, type CommandSpec } from './args.js';
+import { UsageError, loadKubeconfig, untilSignal, type CommandSpec } from './args.js';
 
 const nonNegative = (v: string | number) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
 
@@ -28,8 +28,7 @@ export const agentCommand: CommandSpec = {
     if (!f.node) throw new UsageError('--node is required (or set NODE_NAME)');
     const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-agent' });
     const kc = new KubeConfig();
-    if (f.kubeconfig) kc.loadFromFile(String(f.kubeconfig));
-    else kc.loadFromCluster();
+    loadKubeconfig(kc, f.kubeconfig as string | undefined);
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_agent_process_' });
     let agent: Agent;

@@ -1,3 +1,4 @@
+import type { KubeConfig } from '@kubernetes/client-node';
 /** A wrong flag or value: the CLI prints the one-line message and exits 2. */
 export class UsageError extends Error {}
 
@@ -103,4 +104,14 @@ export function untilSignal(): Promise<NodeJS.Signals> {
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
   });
+}
+
+/** The kubeconfig file given, or the in-cluster configuration; a file that cannot be read is a usage error. */
+export function loadKubeconfig(kc: KubeConfig, path: string | undefined): void {
+  if (!path) return kc.loadFromCluster();
+  try {
+    kc.loadFromFile(path);
+  } catch (e) {
+    throw new UsageError(`--kubeconfig ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
 }

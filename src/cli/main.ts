@@ -4,8 +4,9 @@ import { emulateKube } from './emulate-kube.js';
 import { operatorCommand } from './operator.js';
 import { agentCommand } from './agent.js';
 import { demoCommand } from './demo.js';
+import { installCniCommand } from './install-cni.js';
 
-const COMMANDS: CommandSpec[] = [demoCommand, operatorCommand, agentCommand, emulateEcs, emulateKube];
+const COMMANDS: CommandSpec[] = [demoCommand, operatorCommand, agentCommand, installCniCommand, emulateEcs, emulateKube];
 
 function topHelp(): string {
   const rows = COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`);

@@ -6,7 +6,7 @@ import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.j
 import { Operator } from '../operator/operator.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
 import { createLogger } from '../observability/logger.js';
-import { UsageError, untilSignal, type CommandSpec, type FlagValues } from './args.js';
+import { UsageError, loadKubeconfig, untilSignal, type CommandSpec, type FlagValues } from './args.js';
 
 const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
 
@@ -75,8 +75,7 @@ export const operatorCommand: CommandSpec = {
     const creds = credentials(f);
     const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-operator' });
     const kc = new KubeConfig();
-    if (f.kubeconfig) kc.loadFromFile(String(f.kubeconfig));
-    else kc.loadFromCluster();
+    loadKubeconfig(kc, f.kubeconfig as string | undefined);
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_operator_' });
     const region = String(f.region);

@@ -36,15 +36,15 @@ describe('IPs cooling down after a release', () => {
     // The operator tops the pool up to 4 free above the 4 in use.
     const filled = await eventually(async () => {
       const p = await c.pool(node);
-      return p.status?.summary?.used === 4 && p.status.summary.available - 4 >= 4 ? p : undefined;
+      return p.status?.summary?.used === 4 && (p.status.summary.available ?? 0) - 4 >= 4 ? p : undefined;
     }, 20_000);
-    const before = filled.status!.summary!.available;
+    const before = filled.status!.summary!.available!;
     // Four pods stop and four new ones start at once: the stopped pods' IPs cool down for two minutes.
     for (let i = 0; i < 4; i++) agent.release(`a${i}`, 'eth0');
     for (let i = 0; i < 4; i++) expect(start(`b${i}`)).not.toBe('pool-empty');
     const p = await eventually(async () => {
       const pool = await c.pool(node);
-      return Object.keys(pool.status?.cooling ?? {}).length === 4 && pool.status!.summary!.available >= before + 4 ? pool : undefined;
+      return Object.keys(pool.status?.cooling ?? {}).length === 4 && (pool.status?.summary?.available ?? 0) >= before + 4 ? pool : undefined;
     }, 20_000);
     expect(Object.values(p.status!.cooling!).every((t) => Date.parse(t) > Date.now() + 60_000)).toBe(true);
     // So the next burst of four finds free addresses, though none of the cooling ones is handed out.

@@ -1,0 +1,24 @@
+# eni-ipam: one image for every command (operator, agent, install-cni, the emulators and the demo).
+# Build: docker build -t eni-ipam:0.1.0 .
+
+FROM node:20.20.2-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:20.20.2-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+# Production dependencies only: no compiler, test or tool packages in the image.
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /src/dist ./dist
+COPY bin ./bin
+COPY examples/10-eni-ipam.conflist ./examples/10-eni-ipam.conflist
+RUN ln -s /app/bin/eni-ipam /usr/local/bin/eni-ipam && ln -s /app/bin/eni-ipam-cni /usr/local/bin/eni-ipam-cni
+# The agent DaemonSet overrides this with root (it shares a socket with the CNI plugin); the operator keeps it.
+USER 65532:65532
+ENTRYPOINT ["node", "/app/dist/cli/main.js"]

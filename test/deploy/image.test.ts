@@ -1,0 +1,96 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { runCli } from '../helpers/cli.js';
+import { ROOT } from '../helpers/helm.js';
+
+interface Stage {
+  from: string;
+  name?: string;
+  lines: Array<{ op: string; args: string }>;
+}
+
+/** The Dockerfile as stages of instructions (continuation lines joined, comments dropped). */
+function stages(text: string): Stage[] {
+  const out: Stage[] = [];
+  const joined = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  for (const line of joined) {
+    const [op, ...rest] = line.split(/\s+/);
+    const args = rest.join(' ');
+    if (op!.toUpperCase() === 'FROM') {
+      const m = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args)!;
+      out.push({ from: m[1]!, name: m[2], lines: [] });
+    } else out.at(-1)!.lines.push({ op: op!.toUpperCase(), args });
+  }
+  return out;
+}
+
+describe('the container image', () => {
+  const dockerfile = stages(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
+  const runtime = dockerfile.at(-1)!;
+
+  it('is built in stages from a pinned Node 20 slim base', () => {
+    expect(dockerfile.length).toBeGreaterThanOrEqual(2);
+    for (const s of dockerfile) expect(s.from).toMatch(/^node:20\.\d+\.\d+-[a-z]+-slim(@sha256:[0-9a-f]{64})?$/);
+    expect(dockerfile[0]!.lines).toContainEqual({ op: 'RUN', args: expect.stringMatching(/^npm ci\b/) });
+    expect(dockerfile[0]!.lines.some((l) => l.op === 'RUN' && l.args.includes('npm run build'))).toBe(true);
+  });
+
+  it('ships production dependencies only, the compiled code from the build stage, and no remote ADD', () => {
+    expect(runtime.lines.some((l) => l.op === 'RUN' && /npm ci\b.*--omit=dev/.test(l.args))).toBe(true);
+    expect(runtime.lines.some((l) => l.op === 'COPY' && l.args.startsWith(`--from=${dockerfile[0]!.name} `) && l.args.includes('/dist'))).toBe(true);
+    expect(runtime.lines.filter((l) => l.op === 'COPY' && !l.args.startsWith('--from=') && /\b(src|test|node_modules)\b/.test(l.args))).toEqual([]);
+    for (const s of dockerfile) expect(s.lines.filter((l) => l.op === 'ADD' && /https?:\/\//.test(l.args))).toEqual([]);
+    expect(runtime.lines).toContainEqual({ op: 'ENV', args: 'NODE_ENV=production' });
+  });
+
+  it('runs as a non-root user with eni-ipam as the entry point, and has eni-ipam-cni for the init container', () => {
+    const user = runtime.lines.filter((l) => l.op === 'USER').at(-1)!.args;
+    expect(user.split(':')[0]).toMatch(/^[1-9]\d*$/);
+    expect(runtime.lines.filter((l) => l.op === 'ENTRYPOINT').at(-1)!.args).toBe('["node", "/app/dist/cli/main.js"]');
+    expect(runtime.lines.some((l) => l.op === 'COPY' && l.args.startsWith('bin '))).toBe(true);
+    expect(runtime.lines.some((l) => l.op === 'RUN' && l.args.includes('/usr/local/bin/eni-ipam-cni'))).toBe(true);
+  });
+
+  it('needs no devDependency at run time: every package the compiled code imports is a dependency', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    const files = (dir: string): string[] => readdirSync(dir).flatMap((f) => (statSync(join(dir, f)).isDirectory() ? files(join(dir, f)) : f.endsWith('.js') ? [join(dir, f)] : []));
+    const imported = new Set<string>();
+    for (const f of files(join(ROOT, 'dist'))) {
+      for (const m of readFileSync(f, 'utf8').matchAll(/(?:from|import\()\s*'([^'.][^']*)'/g)) {
+        if (m[1]!.startsWith('node:')) continue;
+        imported.add(m[1]!.startsWith('@') ? m[1]!.split('/').slice(0, 2).join('/') : m[1]!.split('/')[0]!);
+      }
+    }
+    expect(imported.size).toBeGreaterThan(3);
+    expect([...imported].filter((p) => !pkg.dependencies[p])).toEqual([]);
+  });
+});
+
+describe('eni-ipam install-cni (the init container)', () => {
+  it('installs a plugin that runs without Node.js on the PATH, and the conflist', async () => {
+    const host = mkdtempSync(join(tmpdir(), 'host-'));
+    const r = await runCli(['install-cni', '--bin-dir', join(host, 'opt/cni/bin'), '--conf-dir', join(host, 'etc/cni/net.d'), '--conflist', join(ROOT, 'examples/10-eni-ipam.conflist')]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`installed ${join(host, 'opt/cni/bin/eni-ipam-cni')}`);
+    expect(JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-eni-ipam.conflist'), 'utf8'))).toEqual(JSON.parse(readFileSync(join(ROOT, 'examples/10-eni-ipam.conflist'), 'utf8')));
+    // As a container runtime calls it: an empty environment but the CNI variables.
+    const out = await new Promise<string>((resolve, reject) => {
+      const child = execFile(join(host, 'opt/cni/bin/eni-ipam-cni'), [], { env: { CNI_COMMAND: 'VERSION' } }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      child.stdin!.end('{"cniVersion":"1.0.0"}');
+    });
+    expect(JSON.parse(out)).toEqual({ cniVersion: '1.0.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
+    // Installing again (an agent pod restarting) replaces it in place.
+    expect((await runCli(['install-cni', '--bin-dir', join(host, 'opt/cni/bin'), '--conf-dir', join(host, 'etc/cni/net.d'), '--conflist', join(ROOT, 'examples/10-eni-ipam.conflist')])).code).toBe(0);
+    expect(readdirSync(join(host, 'opt/cni/bin')).sort()).toEqual(['eni-ipam-cni', 'eni-ipam.d']);
+  }, 30_000);
+
+  it('refuses a conflist that does not use eni-ipam-cni, saying so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conf-'));
+    writeFileSync(join(dir, 'other.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'x', plugins: [{ type: 'bridge', ipam: { type: 'host-local' } }] }));
+    const r = await runCli(['install-cni', '--bin-dir', join(dir, 'bin'), '--conf-dir', join(dir, 'net.d'), '--conflist', join(dir, 'other.conflist')]);
+    expect(r).toMatchObject({ code: 2, stderr: `eni-ipam install-cni: the conflist ${join(dir, 'other.conflist')} has no plugin whose ipam.type is eni-ipam-cni\n` });
+  });
+});
