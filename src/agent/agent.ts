@@ -35,6 +35,7 @@ export class Agent {
   private dirty = false;
   private writing?: Promise<void>;
   private timer?: NodeJS.Timeout;
+  private coolingTimer?: NodeJS.Timeout;
   private lastWritten = '';
   private readonly flagged = new Set<string>();
   readonly metrics: { free: Gauge; inUse: Gauge; cooling: Gauge; stray: Gauge; latency: Histogram; emptyPool: Counter; statusWrites: Counter };
@@ -159,6 +160,7 @@ export class Agent {
         cooling: { ...nulls(mine.cooling, old.cooling), ...mine.cooling },
       },
     };
+    this.clearCoolingWhenDone(mine.cooling);
     const text = JSON.stringify(body);
     if (text === this.lastWritten && JSON.stringify(mine) === JSON.stringify(old)) return;
     this.writing = this.custom
@@ -178,8 +180,18 @@ export class Agent {
     await this.writing;
   }
 
+  /** Cooling entries end by time alone; one more write then takes them out of the status. */
+  private clearCoolingWhenDone(cooling: Record<string, string>): void {
+    clearTimeout(this.coolingTimer);
+    const ends = Object.values(cooling).map((t) => Date.parse(t));
+    if (!ends.length) return;
+    this.coolingTimer = setTimeout(() => this.scheduleStatus(), Math.max(0, Math.max(...ends) - Date.now()) + 10);
+    this.coolingTimer.unref();
+  }
+
   /** Writes what is pending and stops watching. */
   async stop(): Promise<void> {
+    clearTimeout(this.coolingTimer);
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.writing;
