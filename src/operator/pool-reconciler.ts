@@ -249,6 +249,9 @@ export class PoolReconciler {
       const since = this.excessSince.get(name);
       if (ex > 0 && since !== undefined && Date.now() - since < delayMs) requeueAfterMs = delayMs - (Date.now() - since) + 50;
     } else releaseRequests = {};
+    // When the last cool-down ends the need drops: look again then, whatever the agent writes.
+    const coolingEnd = Math.max(...Object.values(pool.status?.cooling ?? {}).map((t) => Date.parse(t)).filter((t) => t > Date.now()));
+    if (Number.isFinite(coolingEnd)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, coolingEnd - Date.now() + 50);
 
     await this.publish(pool, { releaseRequests });
     return { requeueAfterMs };
