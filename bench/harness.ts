@@ -32,8 +32,8 @@ export interface BenchClusterOptions extends BenchWorldOptions {
 export interface BenchAgent {
   node: string;
   socket: string;
-  /** The agent process's /metrics (agents in their own processes only). */
-  metricsUrl?: string;
+  /** The agent's metrics, in the Prometheus text format. */
+  metrics(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -87,7 +87,7 @@ export class BenchCluster {
     const child = spawn(
       process.execPath,
       [
-        '--max-old-space-size=1024',
+        '--max-old-space-size=1024', ...(process.env.BENCH_HEAPSNAPSHOT ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${process.env.BENCH_HEAPSNAPSHOT}`] : []),
         BIN,
         'operator',
         '--kubeconfig', kubeconfig,
@@ -135,12 +135,14 @@ export class BenchCluster {
         const args = ['agent', '--kubeconfig', this.kubeconfigPath(), '--node', node, '--state-dir', dir, '--socket', socket, '--cooldown', String(cooldown), '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'];
         const child = spawn(process.execPath, ['--max-old-space-size=128', BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
         const lines = await firstLines(child, 'agent', 2);
-        return { node, socket, metricsUrl: lines[1]!.replace(/^metrics /, ''), stop: async () => void (child.exitCode === null && (child.kill('SIGTERM'), await once(child, 'exit'))) };
+        const metricsUrl = lines[1]!.replace(/^metrics /, '');
+        return { node, socket, metrics: async () => (await fetch(metricsUrl)).text(), stop: async () => void (child.exitCode === null && (child.kill('SIGTERM'), await once(child, 'exit'))) };
       }
-      const agent = new Agent({ kc: this.kc, node, stateDir: dir, cooldownMs: cooldown * 1000, statusIntervalMs: 1000, logger: silentLogger(), registry: new Registry() });
+      const registry = new Registry();
+      const agent = new Agent({ kc: this.kc, node, stateDir: dir, cooldownMs: cooldown * 1000, statusIntervalMs: 1000, logger: silentLogger(), registry });
       await agent.start();
       const server = await serveAgentApi(agent, socket);
-      return { node, socket, stop: async () => (server.close(), await agent.stop()) };
+      return { node, socket, metrics: () => registry.metrics(), stop: async () => (server.close(), await agent.stop()) };
     };
     // A few at a time: each agent process takes a moment of CPU to start.
     const queue = [...this.nodes];

@@ -1,5 +1,6 @@
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
+import { detachStrings } from './detach.js';
 
 /** Any object with metadata: typed built-ins, or custom objects as plain JSON. */
 export type Watched = { metadata?: { name?: string; namespace?: string } };
@@ -65,8 +66,9 @@ export class Informer<T extends Watched> {
     this.watch = new TimedWatch(o.kc, this.timeoutSeconds);
     // ListWatch only reads metadata; custom objects keep their JSON shape.
     this.lw = new ListWatch<KubernetesObject>(o.path, this.watch, o.list as never, false, o.labelSelector, o.fieldSelector);
-    this.lw.on('add', (obj) => o.onChange?.('add', obj as T));
-    this.lw.on('update', (obj) => o.onChange?.('update', obj as T));
+    // The cached object is detached from the list or event it was parsed from (see detach.ts).
+    this.lw.on('add', (obj) => o.onChange?.('add', detachStrings(obj) as T));
+    this.lw.on('update', (obj) => o.onChange?.('update', detachStrings(obj) as T));
     this.lw.on('delete', (obj) => o.onChange?.('delete', obj as T));
     this.lw.on('error', (err) => this.restartLater(err));
   }

@@ -1,4 +1,5 @@
 import type { EcsApi, InstanceTypeLimits, NetworkInterface, SecurityGroup, VSwitch } from '../cloud/index.js';
+import { detachStrings } from '../kube/detach.js';
 import type { Logger } from '../observability/logger.js';
 
 /** The tag keys every ENI the operator creates carries. */
@@ -16,6 +17,9 @@ export class CloudState {
   // Indexes, so that a reconcile does not scan every ENI of the VPC (thousands at scale).
   private readonly byInstance = new Map<string, Set<string>>();
   private readonly byNode = new Map<string, Set<string>>();
+  // When each ENI entry last changed (a sequence number), so a full resync does not undo newer news.
+  private seq = 0;
+  private readonly changed = new Map<string, number>();
   private vSwitchList: VSwitch[] = [];
   private vSwitchesAt = 0;
   private sgList: SecurityGroup[] = [];
@@ -32,8 +36,13 @@ export class CloudState {
     private readonly ttlMs = 60_000,
   ) {}
 
-  /** Every ENI of the VPC, in pages of 500; answers what it read. */
+  /**
+   * Every ENI of the VPC, in pages of 500; answers what it read. The listing takes a while, and
+   * an ENI created, changed or deleted meanwhile (an answer the operator got) is newer than
+   * what the pages say, so it is kept as it is.
+   */
   async fullResync(): Promise<{ enis: number; pages: number }> {
+    const started = this.seq;
     const all: NetworkInterface[] = [];
     let pages = 0;
     let nextToken: string | undefined;
@@ -43,10 +52,11 @@ export class CloudState {
       all.push(...page.items);
       nextToken = page.nextToken || undefined;
     } while (nextToken);
-    this.byId.clear();
-    this.byInstance.clear();
-    this.byNode.clear();
-    for (const e of all) this.upsert(e);
+    const newer = (id: string) => (this.changed.get(id) ?? -1) > started;
+    const listed = new Set(all.map((e) => e.id));
+    for (const id of [...this.byId.keys()]) if (!listed.has(id) && !newer(id)) this.forget(id);
+    for (const e of all) if (!newer(e.id)) this.upsert(e);
+    for (const id of [...this.changed.keys()]) if (!this.byId.has(id) && !newer(id)) this.changed.delete(id);
     this.logger.info({ enis: all.length, pages }, 'full ENI resync done');
     return { enis: all.length, pages };
   }
@@ -71,8 +81,10 @@ export class CloudState {
   }
 
   upsert(e: NetworkInterface): void {
+    detachStrings(e); // before its id becomes a key
     this.forget(e.id);
     this.byId.set(e.id, e);
+    this.changed.set(e.id, ++this.seq);
     const add = (m: Map<string, Set<string>>, k: string | undefined) => k && (m.get(k) ?? m.set(k, new Set()).get(k)!).add(e.id);
     add(this.byInstance, e.instanceId);
     add(this.byNode, this.nodeOf(e));
@@ -81,6 +93,7 @@ export class CloudState {
   forget(id: string): void {
     const e = this.byId.get(id);
     if (!e) return;
+    this.changed.set(id, ++this.seq);
     this.byId.delete(id);
     if (e.instanceId) this.byInstance.get(e.instanceId)?.delete(id);
     const node = this.nodeOf(e);
