@@ -197,5 +197,6 @@ export class Agent {
     await this.writing;
     if (this.dirty) await this.writeStatus();
     await this.pool.stop();
+    this.file.close();
   }
 }

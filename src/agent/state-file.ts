@@ -1,44 +1,83 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { emptyState, type AgentState } from './allocator.js';
 
 export class StateFileError extends Error {}
 
+// The journal is folded into the snapshot once it grows past this.
+const COMPACT_BYTES = 256 * 1024;
+
 /**
- * The agent's allocations on disk, crash-safe: written to a temporary file, fsynced, renamed
- * over the old one (atomic on POSIX), and the folder fsynced, so that a crash leaves either
- * the old state or the new one, never a torn file.
+ * The agent's allocations on disk, crash-safe and quick: every change appends the whole new
+ * state as one line to a journal and syncs it (one fdatasync, no rename, so an allocation is
+ * answered in about a millisecond); now and then the journal is folded into a snapshot
+ * written the slow, atomic way (temporary file, fsync, rename, folder fsync). A crash leaves
+ * the last complete line or the snapshot; a torn last line is a change that was never answered.
  */
 export class StateFile {
+  private fd?: number;
+  private size = 0;
+
   constructor(readonly path: string) {}
 
   static in(dir: string): StateFile {
     return new StateFile(join(dir, 'allocations.json'));
   }
 
+  get journalPath(): string {
+    return this.path.replace(/\.json$/, '') + '.journal';
+  }
+
   load(): AgentState {
-    let text: string;
+    let state = this.parse(this.read(this.path), this.path) ?? emptyState();
+    // Complete lines end with a newline; what follows the last one is a write a crash cut short.
+    const lines = (this.read(this.journalPath) ?? '').split('\n').slice(0, -1);
+    for (const line of lines) state = this.parse(line, this.journalPath)!;
+    return state;
+  }
+
+  private read(path: string): string | undefined {
     try {
-      text = readFileSync(this.path, 'utf8');
+      return readFileSync(path, 'utf8');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return emptyState();
-      throw new StateFileError(`cannot read the agent state ${this.path}: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new StateFileError(`cannot read the agent state ${path}: ${(e as Error).message}`);
     }
+  }
+
+  private parse(text: string | undefined, path: string): AgentState | undefined {
+    if (text === undefined) return undefined;
     let data: unknown;
     try {
       data = JSON.parse(text);
     } catch {
-      throw new StateFileError(`the agent state ${this.path} is not valid JSON; it was not written by this agent or was damaged outside it`);
+      throw new StateFileError(`the agent state ${path} is not valid JSON; it was not written by this agent or was damaged outside it`);
     }
     const s = data as Partial<AgentState>;
     if (!s || typeof s !== 'object' || typeof s.allocations !== 'object' || typeof s.cooling !== 'object') {
-      throw new StateFileError(`the agent state ${this.path} lacks allocations or cooling`);
+      throw new StateFileError(`the agent state ${path} lacks allocations or cooling`);
     }
     return { allocations: s.allocations ?? {}, cooling: s.cooling ?? {} };
   }
 
   save(state: AgentState): void {
-    mkdirSync(dirname(this.path), { recursive: true });
+    if (this.fd === undefined) {
+      mkdirSync(dirname(this.path), { recursive: true });
+      const complete = journalBytes(this.journalPath).lastIndexOf(0x0a) + 1;
+      this.fd = openSync(this.journalPath, 'a', 0o600);
+      // Cut a torn last write away, or the next line would be glued to it.
+      if (fstatSync(this.fd).size > complete) ftruncateSync(this.fd, complete);
+      this.size = complete;
+      syncFolder(dirname(this.path)); // the journal's own entry, once
+    }
+    const line = `${JSON.stringify(state)}\n`;
+    writeSync(this.fd, line);
+    fdatasyncSync(this.fd);
+    this.size += Buffer.byteLength(line);
+    if (this.size > COMPACT_BYTES) this.compact(state);
+  }
+
+  private compact(state: AgentState): void {
     const tmp = `${this.path}.tmp`;
     const fd = openSync(tmp, 'w', 0o600);
     try {
@@ -48,11 +87,33 @@ export class StateFile {
       closeSync(fd);
     }
     renameSync(tmp, this.path);
-    const dir = openSync(dirname(this.path), 'r');
-    try {
-      fsyncSync(dir);
-    } finally {
-      closeSync(dir);
-    }
+    syncFolder(dirname(this.path));
+    // A crash before this line leaves a journal whose last line is the snapshot: the same state.
+    ftruncateSync(this.fd!, 0);
+    fsyncSync(this.fd!);
+    this.size = 0;
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+function journalBytes(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0);
+    throw new StateFileError(`cannot read the agent state ${path}: ${(e as Error).message}`);
+  }
+}
+
+function syncFolder(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }

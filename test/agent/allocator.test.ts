@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -120,8 +120,46 @@ describe('agent state file', () => {
     const a = allocate(emptyState(), pool(IPS), { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
     f.save(a.state);
     expect(f.load()).toEqual(a.state);
+    f.close();
     writeFileSync(f.path, '{"allocations": {');
+    rmSync(f.journalPath);
     expect(() => f.load()).toThrow(StateFileError);
     expect(() => f.load()).toThrow(/is not valid JSON/);
+  });
+
+  it('journals each change, drops a write a crash cut short, and folds the journal into a snapshot', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agent-'));
+    const f = StateFile.in(dir);
+    let state = emptyState();
+    const states: Array<typeof state> = [];
+    for (let i = 0; i < 3; i++) {
+      const r = allocate(state, pool(IPS), { containerId: `c${i}`, ifName: 'eth0', pod: `d/p${i}` }, 0);
+      if ('error' in r) throw new Error('no lease');
+      state = r.state;
+      f.save(state);
+      states.push(state);
+    }
+    expect(StateFile.in(dir).load()).toEqual(states[2]);
+    // A crash in the middle of the next write: half a line, no newline.
+    f.close();
+    appendFileSync(f.journalPath, '{"allocations":{"192.168');
+    expect(StateFile.in(dir).load()).toEqual(states[2]);
+    // The next writer cuts the torn write away before appending.
+    const g = StateFile.in(dir);
+    const r = release(states[2]!, 'c0', 'eth0', 10, 30_000);
+    g.save(r.state);
+    expect(StateFile.in(dir).load()).toEqual(r.state);
+    // A damaged complete line is not a crash: it is reported.
+    g.close();
+    writeFileSync(g.journalPath, `not json\n${JSON.stringify(r.state)}\n`);
+    expect(() => StateFile.in(dir).load()).toThrow(/allocations.journal is not valid JSON/);
+    rmSync(g.journalPath);
+    // Many changes: the journal is folded into the snapshot and stays small.
+    const h = StateFile.in(dir);
+    for (let i = 0; i < 1200; i++) h.save({ ...r.state, cooling: { ...r.state.cooling, [`10.0.${i >> 8}.${i & 255}`]: i } });
+    h.close();
+    expect(statSync(h.journalPath).size).toBeLessThan(256 * 1024);
+    expect(JSON.parse(readFileSync(h.path, 'utf8')).cooling).toBeDefined();
+    expect(StateFile.in(dir).load().cooling['10.0.4.175']).toBe(1199);
   });
 });
