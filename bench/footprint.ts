@@ -1,5 +1,6 @@
 import { BenchCluster, metric } from './harness.js';
 import { writeResults } from './report.js';
+import { writeChart } from './svg.js';
 
 export interface FootprintOptions {
   nodes: number[];
@@ -22,6 +23,16 @@ export async function footprint(o: FootprintOptions): Promise<void> {
   const rows: Array<Record<string, number>> = [];
   for (const nodes of o.nodes) rows.push(await measure(nodes, o));
   const big = rows.at(-1)!;
+  writeChart('footprint', {
+    title: 'footprint: the operator process after convergence',
+    xLabel: 'nodes',
+    yLabel: 'MiB',
+    series: [
+      { label: 'RSS', color: '#1f77b4', points: rows.map((r) => [r.nodes!, r.rssMiB!]) },
+      { label: 'V8 heap used', color: '#2ca02c', points: rows.map((r) => [r.nodes!, r.heapMiB!]) },
+      { label: `RSS target (${RSS_TARGET_MIB} MiB)`, color: '#d62728', dashed: true, points: [[0, RSS_TARGET_MIB], [Math.max(...rows.map((r) => r.nodes!)), RSS_TARGET_MIB]] },
+    ],
+  });
   const met = Boolean(big.rssMiB! <= RSS_TARGET_MIB && big.pages! <= big.pagesBound!);
   writeResults(
     {
@@ -35,6 +46,7 @@ export async function footprint(o: FootprintOptions): Promise<void> {
       ),
       target: `at ${o.nodes.at(-1)} nodes, operator RSS at most ${RSS_TARGET_MIB} MiB and a full resync in at most ceil(ENIs / 500) pages`,
       met,
+      note: 'RSS from /proc, heap from the operator\u2019s own metrics; the resync is a periodic one after convergence. No agents run (they would not change what the operator holds). Chart: results/footprint.svg.',
     },
     { options: o, rows },
   );

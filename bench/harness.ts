@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,9 +16,13 @@ import { Informer } from '../src/kube/informer.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { startEcsEmulator, type EcsEmulator } from '../src/sim/ecs/index.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
+import YAML from 'yaml';
+import { BENCH_DIR } from './report.js';
 import { benchWorld, type BenchWorldOptions } from './world.js';
 
 const BIN = fileURLToPath(new URL('../../bin/eni-ipam', import.meta.url));
+/** The operator's V8 heap settings, as the chart's defaults set them. */
+const OPERATOR_HEAP = (YAML.parse(readFileSync(join(BENCH_DIR, '..', 'charts', 'eni-ipam', 'values.yaml'), 'utf8')) as { operator: { maxHeapMiB: number; semiSpaceMiB: number } }).operator;
 export const MUTATING = ['CreateNetworkInterface', 'AttachNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'];
 
 export interface BenchClusterOptions extends BenchWorldOptions {
@@ -87,7 +91,10 @@ export class BenchCluster {
     const child = spawn(
       process.execPath,
       [
-        '--max-old-space-size=1024', ...(process.env.BENCH_HEAPSNAPSHOT ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${process.env.BENCH_HEAPSNAPSHOT}`] : []),
+        // As the chart runs it (operator.maxHeapMiB, operator.semiSpaceMiB).
+        `--max-old-space-size=${OPERATOR_HEAP.maxHeapMiB}`,
+        `--max-semi-space-size=${OPERATOR_HEAP.semiSpaceMiB}`,
+        ...(process.env.BENCH_HEAPSNAPSHOT ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${process.env.BENCH_HEAPSNAPSHOT}`] : []),
         BIN,
         'operator',
         '--kubeconfig', kubeconfig,
@@ -151,9 +158,10 @@ export class BenchCluster {
     }));
   }
 
+  /** The kubeconfig file the operator and agent processes read (written once). */
   private kubeconfigPath(): string {
     const path = join(this.dir, 'kubeconfig');
-    writeFileSync(path, this.kube.kubeconfig);
+    if (!existsSync(path)) writeFileSync(path, this.kube.kubeconfig);
     return path;
   }
 

@@ -1,5 +1,6 @@
 import { BenchCluster } from './harness.js';
 import { writeResults } from './report.js';
+import { writeChart } from './svg.js';
 
 export interface ScaleDownOptions {
   nodes: number;
@@ -43,6 +44,14 @@ export async function scaleDown(o: ScaleDownOptions): Promise<void> {
     const ipsBefore = c.poolList().reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0);
     c.ecs.resetStats();
     const startedAt = Date.now();
+    // The pools' totals every half second, for the chart.
+    const timeline: Array<[number, number, number]> = [];
+    const sample = () => {
+      const pools = c.poolList();
+      timeline.push([(Date.now() - startedAt) / 1000, pools.reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0), pools.reduce((n, p) => n + (p.status?.summary?.used ?? 0), 0)]);
+    };
+    sample();
+    const sampler = setInterval(sample, 500);
     const kept = new Map<string, string>();
     for (const [a, list] of pods) {
       for (const p of list.splice(o.keep)) await c.release(a, p.id);
@@ -52,6 +61,18 @@ export async function scaleDown(o: ScaleDownOptions): Promise<void> {
     await new Promise((r) => setTimeout(r, (RELEASE_DELAY_SECONDS + COOLDOWN_SECONDS) * 1000));
     await c.waitQuiet(5000, 300_000);
     const doneMs = Date.now() - startedAt;
+    clearInterval(sampler);
+    sample();
+    writeChart('scale-down', {
+      title: `scale-down: ${o.nodes} nodes go from ${o.podsPerNode} to ${o.keep} pods each`,
+      xLabel: 'seconds since the pods went away',
+      yLabel: 'IPs over all pools',
+      series: [
+        { label: 'available (on attached ENIs)', color: '#1f77b4', step: true, points: timeline.map(([t, a]) => [t, a]) },
+        { label: 'used by pods', color: '#ff7f0e', step: true, points: timeline.map(([t, , u]) => [t, u]) },
+      ],
+      markers: [{ x: RELEASE_DELAY_SECONDS, label: 'releaseDelaySeconds', color: '#888' }],
+    });
     const after = c.ecs.state();
     const enisAfter = after.enis.filter(ours).length;
     const ipsAfter = c.poolList().reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0);
@@ -75,7 +96,7 @@ export async function scaleDown(o: ScaleDownOptions): Promise<void> {
         },
         target: 'no IP in use is released',
         met: lostInUse.length === 0,
-        note: `releaseDelaySeconds ${RELEASE_DELAY_SECONDS}, agent cool-down ${COOLDOWN_SECONDS} s, deleteEmptyENIs true, preAllocate 4; the pools held still ${(doneMs / 1000).toFixed(0)} s after the pods went away.`,
+        note: `Chart: results/scale-down.svg. releaseDelaySeconds ${RELEASE_DELAY_SECONDS}, agent cool-down ${COOLDOWN_SECONDS} s, deleteEmptyENIs true, preAllocate 4; the pools held still ${(doneMs / 1000).toFixed(0)} s after the pods went away.`,
       },
       { options: o, ipsBefore, ipsAfter, enisBefore, enisAfter, calls, lostInUse, settledAfterMs: doneMs },
     );

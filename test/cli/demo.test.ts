@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { BIN, runCli } from '../helpers/cli.js';
+import { eventually } from '../helpers/ecs.js';
 
 describe('eni-ipam demo', () => {
   it('runs the whole system for a few seconds, prints its progress and summary, and leaves nothing running', async () => {
@@ -38,6 +39,20 @@ describe('eni-ipam demo', () => {
     expect(last).toMatch(/CreateNetworkInterface\s+\d+ {2}\[[#.]+\]\s+\d+\/500 per min/);
     expect(last).toContain('last events');
     expect(last).toContain('summary');
+  }, 60_000);
+
+  it('stops cleanly on Ctrl-C with its summary', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'demo-int-'));
+    const child = spawn(BIN, ['demo', '--nodes', '3', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    await eventually(() => /^nodes ready 3\/3 /m.test(out), 40_000);
+    child.kill('SIGINT');
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+    expect(out).toMatch(/^ {2}nodes: 3; all pools ready after [\d.]+ s$/m);
+    const ecsUrl = /ECS emulator (\S+)/.exec(out)![1]!;
+    await expect(fetch(`${ecsUrl}/_emulator/stats`)).rejects.toThrow();
   }, 60_000);
 
   it('refuses a wrong value with exit 2', async () => {
