@@ -52,7 +52,9 @@ export function writeChart(name: string, c: Chart): string {
   }
   for (const m of c.markers ?? []) {
     out.push(`<line x1="${px(m.x)}" y1="${M.top}" x2="${px(m.x)}" y2="${H - M.bottom}" stroke="${m.color}" stroke-dasharray="6 4"/>`);
-    out.push(`<text x="${px(m.x) + 4}" y="${M.top + 12}" fill="${m.color}">${esc(m.label)}</text>`);
+    // A label near the right edge goes to the left of its line.
+    const right = px(m.x) > W - 160;
+    out.push(`<text x="${px(m.x) + (right ? -4 : 4)}" y="${M.top + 12}" fill="${m.color}" text-anchor="${right ? 'end' : 'start'}">${esc(m.label)}</text>`);
   }
   c.series.forEach((s, k) => {
     const pts = s.step ? s.points.flatMap((p, i) => (i ? [[p[0], s.points[i - 1]![1]] as [number, number], p] : [p])) : s.points;
