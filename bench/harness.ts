@@ -14,7 +14,7 @@ import { DEFAULT_API_LIMITS } from '../src/cloud/limits.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
 import { Informer } from '../src/kube/informer.js';
 import { silentLogger } from '../src/observability/logger.js';
-import { startEcsEmulator, type EcsEmulator } from '../src/sim/ecs/index.js';
+import { nodeObject, startEcsEmulator, type EcsEmulator } from '../src/sim/ecs/index.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import YAML from 'yaml';
 import { BENCH_DIR } from './report.js';
@@ -23,7 +23,6 @@ import { benchWorld, type BenchWorldOptions } from './world.js';
 const BIN = fileURLToPath(new URL('../../bin/eni-ipam', import.meta.url));
 /** The operator's V8 heap settings, as the chart's defaults set them. */
 const OPERATOR_HEAP = (YAML.parse(readFileSync(join(BENCH_DIR, '..', 'charts', 'eni-ipam', 'values.yaml'), 'utf8')) as { operator: { maxHeapMiB: number; semiSpaceMiB: number } }).operator;
-export const MUTATING = ['CreateNetworkInterface', 'AttachNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'];
 
 export interface BenchClusterOptions extends BenchWorldOptions {
   classSpec: ENIPoolClass['spec'];
@@ -125,7 +124,7 @@ export class BenchCluster {
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         for (let i = queue.shift(); i; i = queue.shift()) {
-          await core.createNode({ body: { metadata: { name: i.hostName, labels: { 'node.kubernetes.io/instance-type': i.instanceType, 'topology.kubernetes.io/zone': i.zoneId } }, spec: { providerID: `cn-hangzhou.${i.id}` } } });
+          await core.createNode({ body: nodeObject(this.ecs.world, i.id) });
           this.nodes.push(i.hostName);
         }
       }),
@@ -204,11 +203,6 @@ export class BenchCluster {
       if (now !== last) [last, since] = [now, Date.now()];
       else if (Date.now() - since >= quietMs) return;
     }
-  }
-
-  mutatingCalls(): Record<string, number> {
-    const calls = this.ecs.stats().calls;
-    return Object.fromEntries(MUTATING.map((a) => [a, calls[a]?.OK ?? 0]));
   }
 
   throttled(): number {

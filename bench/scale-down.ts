@@ -80,7 +80,7 @@ export async function scaleDown(o: ScaleDownOptions): Promise<void> {
     for (const e of after.enis) for (const ip of [e.primaryIp, ...e.secondaryIps]) onCloud.set(ip, e.instanceId);
     const instanceOf = new Map([...c.ecs.world.instances.values()].map((i) => [i.hostName, i.id]));
     const lostInUse = [...kept].filter(([ip, node]) => onCloud.get(ip) !== instanceOf.get(node));
-    const calls = c.mutatingCalls();
+    const calls = c.ecs.mutatingCalls();
     const used = Object.values(calls).reduce((a, b) => a + b, 0);
     writeResults(
       {

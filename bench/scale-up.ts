@@ -29,7 +29,7 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
     const ok = await c.waitAllReady(Math.max(120_000, bound.realMs * 10));
     const allReadyMs = Math.max(...c.readyAt.values()) - t0;
     const perNode = [...c.readyAt.values()].map((t) => t - t0).sort((a, b) => a - b);
-    const calls = c.mutatingCalls();
+    const calls = c.ecs.mutatingCalls();
     const minimum = Object.values(bound.calls).reduce((a, b) => a + b, 0);
     const made = Object.values(calls).reduce((a, b) => a + b, 0);
     const scrape = await c.scrape();

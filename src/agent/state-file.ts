@@ -29,16 +29,16 @@ export class StateFile {
   }
 
   load(): AgentState {
-    let state = this.parse(this.read(this.path), this.path) ?? emptyState();
+    let state = this.parse(this.read(this.path)?.toString('utf8'), this.path) ?? emptyState();
     // Complete lines end with a newline; what follows the last one is a write a crash cut short.
-    const lines = (this.read(this.journalPath) ?? '').split('\n').slice(0, -1);
+    const lines = (this.read(this.journalPath)?.toString('utf8') ?? '').split('\n').slice(0, -1);
     for (const line of lines) state = this.parse(line, this.journalPath)!;
     return state;
   }
 
-  private read(path: string): string | undefined {
+  private read(path: string): Buffer | undefined {
     try {
-      return readFileSync(path, 'utf8');
+      return readFileSync(path);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw new StateFileError(`cannot read the agent state ${path}: ${(e as Error).message}`);
@@ -63,7 +63,7 @@ export class StateFile {
   save(state: AgentState): void {
     if (this.fd === undefined) {
       mkdirSync(dirname(this.path), { recursive: true });
-      const complete = journalBytes(this.journalPath).lastIndexOf(0x0a) + 1;
+      const complete = (this.read(this.journalPath)?.lastIndexOf(0x0a) ?? -1) + 1;
       this.fd = openSync(this.journalPath, 'a', 0o600);
       // Cut a torn last write away, or the next line would be glued to it.
       if (fstatSync(this.fd).size > complete) ftruncateSync(this.fd, complete);
@@ -97,15 +97,6 @@ export class StateFile {
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
-  }
-}
-
-function journalBytes(path: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0);
-    throw new StateFileError(`cannot read the agent state ${path}: ${(e as Error).message}`);
   }
 }
 

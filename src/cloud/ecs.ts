@@ -158,13 +158,18 @@ export class EcsApi {
       return out;
     }
     const out: NetworkInterface[] = [];
+    for await (const page of this.networkInterfacePages(f)) out.push(...page);
+    return out;
+  }
+
+  /** The pages of ENIs matching the filter, one DescribeNetworkInterfaces call each. */
+  async *networkInterfacePages(f: EniFilter): AsyncGenerator<NetworkInterface[]> {
     let nextToken: string | undefined;
     do {
       const page = await this.describeNetworkInterfacesPage(f, { nextToken });
-      out.push(...page.items);
-      nextToken = page.nextToken;
+      yield page.items;
+      nextToken = page.nextToken || undefined;
     } while (nextToken);
-    return out;
   }
 
   async describeNetworkInterfaceAttribute(eniId: string): Promise<NetworkInterface> {

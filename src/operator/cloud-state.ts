@@ -45,13 +45,10 @@ export class CloudState {
     const started = this.seq;
     const all: NetworkInterface[] = [];
     let pages = 0;
-    let nextToken: string | undefined;
-    do {
-      const page = await this.api.describeNetworkInterfacesPage({ vpcId: this.vpcId }, { nextToken });
+    for await (const page of this.api.networkInterfacePages({ vpcId: this.vpcId })) {
       pages++;
-      all.push(...page.items);
-      nextToken = page.nextToken || undefined;
-    } while (nextToken);
+      all.push(...page);
+    }
     const newer = (id: string) => (this.changed.get(id) ?? -1) > started;
     const listed = new Set(all.map((e) => e.id));
     for (const id of [...this.byId.keys()]) if (!listed.has(id) && !newer(id)) this.forget(id);

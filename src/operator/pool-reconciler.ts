@@ -156,7 +156,8 @@ export class PoolReconciler {
     const usedIps = new Set(Object.keys(pool.status?.used ?? {}));
     const pending = this.pendingOn(spec.nodeName);
     const sizing = sizingOf(spec, limits);
-    const usage = { available, used: notFree(pool, Date.now()), pending };
+    const cooling = coolingEnds(pool, Date.now());
+    const usage = { available, used: usedIps.size + cooling.length, pending };
     const coming = this.enis.coming(name);
     const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
     const need = needed(sizing, usage);
@@ -250,8 +251,7 @@ export class PoolReconciler {
       if (ex > 0 && since !== undefined && Date.now() - since < delayMs) requeueAfterMs = delayMs - (Date.now() - since) + 50;
     } else releaseRequests = {};
     // When the last cool-down ends the need drops: look again then, whatever the agent writes.
-    const coolingEnd = Math.max(...Object.values(pool.status?.cooling ?? {}).map((t) => Date.parse(t)).filter((t) => t > Date.now()));
-    if (Number.isFinite(coolingEnd)) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, coolingEnd - Date.now() + 50);
+    if (cooling.length) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, Math.max(...cooling) - Date.now() + 50);
 
     await this.publish(pool, { releaseRequests });
     return { requeueAfterMs };
@@ -343,7 +343,7 @@ export class PoolReconciler {
     const enis = publishedEnis(ours, await cloud.vSwitches());
     const available = enis.reduce((n, e) => n + (e.ips?.length ?? 0), 0);
     const used = Object.keys(pool.status?.used ?? {}).length;
-    const busy = notFree(pool, Date.now());
+    const busy = used + coolingEnds(pool, Date.now()).length;
     const releaseRequests = o.releaseRequests ?? pool.status?.releaseRequests ?? {};
     const limits = spec.instanceType ? await cloud.instanceType(spec.instanceType) : undefined;
     const sizing = limits ? sizingOf(spec, limits) : undefined;
@@ -383,9 +383,14 @@ export class PoolReconciler {
   }
 }
 
-/** IPs the node cannot hand out: in use, or cooling down after a release until the time the agent gave. */
-function notFree(pool: ENIPool, now: number): number {
+/**
+ * When the cool-downs of released IPs end (IPs not in use, still cooling): until then the
+ * node cannot hand them out, so they count as used.
+ */
+function coolingEnds(pool: ENIPool, now: number): number[] {
   const used = pool.status?.used ?? {};
-  const cooling = Object.entries(pool.status?.cooling ?? {}).filter(([ip, until]) => !(ip in used) && Date.parse(until) > now).length;
-  return Object.keys(used).length + cooling;
+  return Object.entries(pool.status?.cooling ?? {})
+    .filter(([ip]) => !(ip in used))
+    .map(([, until]) => Date.parse(until))
+    .filter((t) => t > now);
 }

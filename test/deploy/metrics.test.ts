@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { BIN } from '../helpers/cli.js';
+import { startCli } from '../helpers/cli.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 import { CREDENTIAL_FORMS, REQUIRED, run, template, tool } from '../helpers/helm.js';
@@ -17,17 +16,8 @@ let agentMetrics = '';
 
 /** Starts a CLI command and answers the URL it prints after `metrics `. */
 async function start(args: string[], env: Record<string, string> = {}): Promise<string> {
-  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const { child, url } = await startCli(args, { until: /^metrics (\S+)$/, env: { ...process.env, ...env } });
   children.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const lines = createInterface({ input: child.stdout! });
-  const url = await Promise.race([
-    new Promise<string>((resolve) => lines.on('line', (l) => l.startsWith('metrics ') && resolve(l.slice(8)))),
-    once(child, 'exit').then(([code]) => {
-      throw new Error(`${args[0]} exited ${code}: ${stderr}`);
-    }),
-  ]);
   return url;
 }
 

@@ -24,23 +24,37 @@ export async function runCli(args: string[], timeoutMs = 20_000): Promise<Finish
   return { code: code as number | null, stdout, stderr };
 }
 
-/** Starts a long-running command and waits for its `listening URL` first line. */
-export async function startCli(args: string[], timeoutMs = 20_000): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
-  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts a long-running command and waits for the line that says where it serves: by default
+ * the emulators' `listening URL` first line; `until` picks another (the operator's and the
+ * agent's `metrics URL`), with its URL as the first group.
+ */
+export async function startCli(
+  args: string[],
+  o: { until?: RegExp; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+  const until = o.until ?? /^listening (http:\/\/\S+)$/;
+  const timeoutMs = o.timeoutMs ?? 20_000;
+  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: o.env ?? process.env });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const lines = createInterface({ input: child.stdout! });
+  const seen: string[] = [];
   let timer: NodeJS.Timeout | undefined;
-  const first = await Promise.race([
-    new Promise<string>((resolve) => lines.once('line', resolve)),
+  const url = await Promise.race([
+    new Promise<string>((resolve) =>
+      lines.on('line', (line) => {
+        seen.push(line);
+        const m = until.exec(line);
+        if (m) resolve(m[1]!);
+      }),
+    ),
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no first line within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+      timer = setTimeout(() => reject(new Error(`no line matching ${until} within ${timeoutMs} ms; stdout: ${seen.join(' | ')}; stderr: ${stderr}`)), timeoutMs);
     }),
     once(child, 'exit').then(([code]) => {
-      throw new Error(`exited ${code} before listening; stderr: ${stderr}`);
+      throw new Error(`exited ${code} before serving; stdout: ${seen.join(' | ')}; stderr: ${stderr}`);
     }),
   ]).finally(() => clearTimeout(timer));
-  const m = /^listening (http:\/\/\S+)$/.exec(first);
-  if (!m) throw new Error(`unexpected first line: ${first}`);
-  return { child, url: m[1]!, stderr: () => stderr };
+  return { child, url, stderr: () => stderr };
 }

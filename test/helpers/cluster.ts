@@ -7,7 +7,7 @@ import { createCloudClient, staticCredentials, type CloudClient } from '../../sr
 import { DEFAULT_OPERATOR_CONFIG, type OperatorConfig } from '../../src/operator/config.js';
 import { Operator, type LeaderElectionConfig } from '../../src/operator/operator.js';
 import { createLogger, silentLogger, type Logger } from '../../src/observability/logger.js';
-import type { EcsEmulator, Fixture } from '../../src/sim/ecs/index.js';
+import { nodeObject, type EcsEmulator, type Fixture } from '../../src/sim/ecs/index.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { DEMO_KEY, REGION, emulator, eventually } from './ecs.js';
 import { http, kube } from './kube.js';
@@ -29,8 +29,6 @@ export interface TestCluster {
   mutatingCalls(): Record<string, number>;
   close(): Promise<void>;
 }
-
-const MUTATING = ['CreateNetworkInterface', 'AttachNetworkInterface', 'DetachNetworkInterface', 'DeleteNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses'];
 
 /** Both emulators, the CRDs installed, and operators started in-process on demand. */
 export async function testCluster(patch?: (f: Fixture) => void): Promise<TestCluster> {
@@ -65,28 +63,17 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
       return op;
     },
     async addNode(instanceId, labels = {}) {
-      const inst = ecs.world.instances.get(instanceId)!;
-      const name = inst.hostName;
-      const ip = ecs.world.enis.get(inst.primaryEniId)!.primaryIp;
-      const r = await http(kubeEmu, 'POST', '/api/v1/nodes', {
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: { name, labels: { 'node.kubernetes.io/instance-type': inst.instanceType, 'topology.kubernetes.io/zone': inst.zoneId, ...labels } },
-        spec: { providerID: `${REGION}.${instanceId}` },
-        status: { addresses: [{ type: 'InternalIP', address: ip }], conditions: [{ type: 'Ready', status: 'True' }] },
-      });
+      const node = nodeObject(ecs.world, instanceId, labels);
+      const r = await http(kubeEmu, 'POST', '/api/v1/nodes', node);
       if (r.status !== 201) throw new Error(`node not created: ${JSON.stringify(r.body)}`);
-      return name;
+      return node.metadata.name;
     },
     async addClass(name, spec) {
       await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipoolclasses', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPoolClass', metadata: { name }, spec } });
     },
     pool: async (name) => (await custom.getClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name })) as ENIPool,
     pools: async () => ((await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) as any).items as ENIPool[],
-    mutatingCalls() {
-      const calls = ecs.stats().calls;
-      return Object.fromEntries(MUTATING.filter((a) => calls[a]).map((a) => [a, calls[a]!.OK ?? 0]));
-    },
+    mutatingCalls: () => ecs.mutatingCalls(),
     async close() {
       await Promise.all(operators.map((o) => o.stop().catch(() => undefined)));
       await Promise.all(clients.map((c) => c.close()));

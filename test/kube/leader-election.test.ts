@@ -34,18 +34,24 @@ function candidate(identity: string, events: string[] = []) {
   return e;
 }
 
+/** Candidate a leading, then candidate b started; both write to one list of events. */
+async function leaderAndStandby() {
+  const events: string[] = [];
+  const a = candidate('a', events);
+  const b = candidate('b', events);
+  a.start();
+  await eventually(() => a.leader);
+  b.start();
+  return { a, b, events };
+}
+
 const lease = () => kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'eni-ipam', namespace: 'kube-system' });
 
 describe('leader election on a Lease', () => {
   it('elects one of two candidates and writes MicroTime timestamps', async () => {
-    const events: string[] = [];
-    const a = candidate('a', events);
-    const b = candidate('b', events);
-    a.start();
-    await eventually(() => a.leader);
-    b.start();
+    const { a, b, events } = await leaderAndStandby();
     await sleep(600);
-    expect(b.leader).toBe(false);
+    expect([a.leader, b.leader]).toEqual([true, false]);
     const l = await lease();
     expect(l.spec?.holderIdentity).toBe('a');
     expect(String(l.spec?.renewTime)).toMatch(/\.\d{6}Z$/);
@@ -53,12 +59,7 @@ describe('leader election on a Lease', () => {
   });
 
   it('hands over at once when the leader stops, with a lease transition', async () => {
-    const events: string[] = [];
-    const a = candidate('a', events);
-    const b = candidate('b', events);
-    a.start();
-    await eventually(() => a.leader);
-    b.start();
+    const { a, b, events } = await leaderAndStandby();
     await a.stop();
     const t0 = Date.now();
     await eventually(() => b.leader, 3000);

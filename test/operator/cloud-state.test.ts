@@ -25,7 +25,12 @@ const eni = (id: string, secondaryIps: string[] = []): NetworkInterface => ({
 function slowCloud(listing: NetworkInterface[]) {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
-  const api = { describeNetworkInterfacesPage: async () => (await gate, { items: listing, nextToken: '' }) } as unknown as EcsApi;
+  const api = {
+    async *networkInterfacePages() {
+      await gate;
+      yield listing;
+    },
+  } as unknown as EcsApi;
   return { api, release };
 }
 

@@ -12,7 +12,7 @@ import { DEFAULT_OPERATOR_CONFIG } from '../../operator/config.js';
 import { Operator } from '../../operator/operator.js';
 import { serveObservability } from '../../observability/http.js';
 import { silentLogger } from '../../observability/logger.js';
-import { startEcsEmulator } from '../ecs/index.js';
+import { nodeObject, startEcsEmulator } from '../ecs/index.js';
 import { startKubeEmulator } from '../kube/index.js';
 import { MUTATING_SHOWN, renderLine, renderScreen, type DemoView } from './view.js';
 
@@ -68,7 +68,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
   if (instances.length < o.nodes) o.out(`the default world has ${instances.length} instances; running ${instances.length} nodes`);
   for (const i of instances) {
-    await core.createNode({ body: { metadata: { name: i.hostName, labels: { 'node.kubernetes.io/instance-type': i.instanceType, 'topology.kubernetes.io/zone': i.zoneId } }, spec: { providerID: `cn-hangzhou.${i.id}` } } });
+    await core.createNode({ body: nodeObject(ecs.world, i.id) });
   }
 
   const registry = new Registry();

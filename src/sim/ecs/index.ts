@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ACTIONS } from './actions.js';
 import { Authenticator } from './auth.js';
 import { scaledClock, type ScaledClock } from './clock.js';
 import { defaultWorld } from './default-world.js';
@@ -11,6 +12,7 @@ import { rpcHandler, type CallStats } from './server.js';
 import { World, type WorldSnapshot } from './world.js';
 
 export { defaultWorld } from './default-world.js';
+export { nodeObject } from './node-object.js';
 export { FixtureError, loadFixtureFile, validateFixture, type Fixture } from './fixture.js';
 export type { FaultSpec } from './faults.js';
 export type { WorldSnapshot } from './world.js';
@@ -37,6 +39,8 @@ export interface EcsEmulator {
   setFaults(spec: FaultSpec): void;
   clearFaults(): void;
   stats(): CallStats;
+  /** Successful calls of each action that changes the world (only actions called so far). */
+  mutatingCalls(): Record<string, number>;
   resetStats(): void;
   state(): WorldSnapshot;
   close(): Promise<void>;
@@ -63,6 +67,12 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
     setFaults: (spec) => faults.set(spec),
     clearFaults: () => faults.set({}),
     stats: () => structuredClone(stats),
+    mutatingCalls: () =>
+      Object.fromEntries(
+        Object.entries(stats.calls)
+          .filter(([action]) => Object.values(ACTIONS).some((defs) => defs[action]?.mutating))
+          .map(([action, byCode]) => [action, byCode.OK ?? 0]),
+      ),
     resetStats: () => {
       stats.calls = {};
       stats.total = 0;
