@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { apiGroupDoc, apiGroupList, apiResourceList, apiVersions, openApiDoc, openApiIndex, versionInfo } from './discovery.js';
 import { StatusError, methodNotAllowed } from './errors.js';
+import { faultInfo, type KubeFaultRules } from './faults.js';
 import { Writer, type Request, type Result } from './handlers.js';
 import { getOne, listPage } from './reads.js';
 import { scaleRequest } from './scale.js';
@@ -18,6 +19,7 @@ export interface KubeFaults {
 export interface ServerState {
   store: Store;
   faults: KubeFaults;
+  faultRules: KubeFaultRules;
   /** Watches to answer with an in-stream 410 Expired. */
   expireWatches: number;
   watches: Set<OpenWatch>;
@@ -106,6 +108,7 @@ export function kubeHandler(s: ServerState) {
       const verb = method === 'GET' ? (isWatch ? 'watch' : r.name ? 'get' : 'list') : method === 'DELETE' && !r.name ? 'deletecollection' : method.toLowerCase();
       const statKey = `${verb} ${r.t.group ? `${r.t.resource}.${r.t.group}` : r.t.resource}${r.subresource ? `/${r.subresource}` : ''}`;
       s.requests[statKey] = (s.requests[statKey] ?? 0) + 1;
+      if (await s.faultRules.apply(res, faultInfo(verb, r, path, store.rv))) return;
       const fault = s.faults.errors;
       if (fault && verb !== 'watch' && Math.random() < fault.rate) {
         if (fault.code === 429) {
