@@ -44,7 +44,7 @@ describe('Kubernetes emulator fault rules', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('Error from server (Forbidden): nodes is forbidden: User');
     // GET of one node and LIST of pools are not covered by the rule.
-    const name = (await emu.store.list(emu.store.types.get('nodes')!))[0]!.metadata.name;
+    const name = emu.store.list(emu.store.types.get('nodes')!)[0]!.metadata.name!;
     expect((await core.readNode({ name })).metadata?.name).toBe(name);
     expect((await k(['get', 'enipools', '-o', 'name'])).stdout).toContain('enipool.eniipam.io/node-a');
     expect(emu.faultRules()[0]).toMatchObject({ hits: 2, active: true });
