@@ -39,6 +39,7 @@ const sizingOf = (spec: ENIPool['spec'], limits: InstanceTypeLimits): Sizing => 
   maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
 });
 
+const httpStatus = (e: unknown): number | undefined => (e as { code?: number })?.code;
 const iso = (ms = Date.now()): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 type Shortfall = { reason: 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded'; message: string };
@@ -109,6 +110,8 @@ export class PoolReconciler {
       this.failures.delete(name);
       return r;
     } catch (e) {
+      // The pool changed since the cache showed it: plan again on the newer pool, soon.
+      if (httpStatus(e) === 409) return { requeueAfterMs: 100 };
       const n = (this.failures.get(name) ?? 0) + 1;
       this.failures.set(name, n);
       if (e instanceof CloudError) {
@@ -156,7 +159,7 @@ export class PoolReconciler {
     const usedIps = new Set(Object.keys(pool.status?.used ?? {}));
     const pending = this.pendingOn(spec.nodeName);
     const sizing = sizingOf(spec, limits);
-    const cooling = coolingEnds(pool, Date.now());
+    const cooling = coolingIps(pool, Date.now());
     const usage = { available, used: usedIps.size + cooling.length, pending };
     const coming = this.enis.coming(name);
     const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
@@ -211,22 +214,33 @@ export class PoolReconciler {
       if (ex > 0 && !this.excessSince.has(name)) this.excessSince.set(name, Date.now());
       if (ex === 0) this.excessSince.delete(name);
       const delayMs = (spec.releaseDelaySeconds ?? 180) * 1000;
-      const plan = planRelease({
+      const releaseInput = (status: ENIPool['status']) => ({
         enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps })),
-        used: usedIps,
+        used: new Set(Object.keys(status?.used ?? {})),
         excess: ex,
         excessSince: this.excessSince.get(name),
         now: Date.now(),
         delayMs,
-        requests: new Map(Object.entries(releaseRequests).map(([ip, at]) => [ip, Date.parse(at)] as const)),
-        acks: new Map(Object.entries(pool.status?.releaseAcks ?? {})),
+        cooling: new Set(coolingIps({ ...pool, status }, Date.now()).map((c) => c.ip)),
+        requests: new Map(Object.entries(status?.releaseRequests ?? {})),
+        // An ack of the old shape (a bare string) names no request, so it answers none.
+        acks: new Map(Object.entries(status?.releaseAcks ?? {}).filter(([, a]) => typeof a === 'object' && a !== null)),
         deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
       });
+      const plan = planRelease(releaseInput(pool.status));
+      if (plan.unassign.length || plan.deleteEnis.length) {
+        // Releasing is destructive, and the cache may be older than the agent's last word (or
+        // our own last write): release only what a fresh read of the pool confirms too.
+        const fresh = planRelease(releaseInput(await this.readStatus(name)));
+        const ok = new Set(fresh.unassign.flatMap((u) => u.ips));
+        plan.unassign = plan.unassign.map((u) => ({ ...u, ips: u.ips.filter((ip) => ok.has(ip)) })).filter((u) => u.ips.length);
+        plan.deleteEnis = plan.deleteEnis.filter((id) => fresh.deleteEnis.includes(id));
+      }
       if (plan.request.length || plan.withdraw.length || plan.unassign.length || plan.deleteEnis.length) {
         this.d.logger.debug({ node: name, excess: ex, request: plan.request.length, withdraw: plan.withdraw.length, unassign: plan.unassign.length, deleteEnis: plan.deleteEnis }, 'release planned');
       }
       for (const ip of plan.withdraw) delete releaseRequests[ip];
-      for (const ip of plan.request) releaseRequests[ip] = iso();
+      for (const ip of plan.request) releaseRequests[ip] = requestStamp();
       for (const u of plan.unassign) {
         for (let i = 0; i < u.ips.length; i += 50) {
           const batch = u.ips.slice(i, i + 50);
@@ -251,10 +265,16 @@ export class PoolReconciler {
       if (ex > 0 && since !== undefined && Date.now() - since < delayMs) requeueAfterMs = delayMs - (Date.now() - since) + 50;
     } else releaseRequests = {};
     // When the last cool-down ends the need drops: look again then, whatever the agent writes.
-    if (cooling.length) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, Math.max(...cooling) - Date.now() + 50);
+    if (cooling.length) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, Math.max(...cooling.map((c) => c.until)) - Date.now() + 50);
 
     await this.publish(pool, { releaseRequests });
     return { requeueAfterMs };
+  }
+
+  /** The pool's status as the API server has it now (not the cache). */
+  private async readStatus(name: string): Promise<ENIPool['status']> {
+    const live = (await this.custom.getClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name })) as ENIPool;
+    return live.status;
   }
 
   private async assign(pool: ENIPool, eniId: string, vSwitchId: string, count: number): Promise<void> {
@@ -343,7 +363,7 @@ export class PoolReconciler {
     const enis = publishedEnis(ours, await cloud.vSwitches());
     const available = enis.reduce((n, e) => n + (e.ips?.length ?? 0), 0);
     const used = Object.keys(pool.status?.used ?? {}).length;
-    const busy = used + coolingEnds(pool, Date.now()).length;
+    const busy = used + coolingIps(pool, Date.now()).length;
     const releaseRequests = o.releaseRequests ?? pool.status?.releaseRequests ?? {};
     const limits = spec.instanceType ? await cloud.instanceType(spec.instanceType) : undefined;
     const sizing = limits ? sizingOf(spec, limits) : undefined;
@@ -379,18 +399,32 @@ export class PoolReconciler {
     }
     const patch = statusPatch(pool.status, desired);
     if (!patch) return;
-    await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body: { status: patch } }, merge);
+    // The resourceVersion read makes the write a precondition: planned on an older pool than the
+    // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
+    const body = { metadata: { resourceVersion: pool.metadata.resourceVersion }, status: patch };
+    await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body }, merge);
   }
 }
 
 /**
- * When the cool-downs of released IPs end (IPs not in use, still cooling): until then the
- * node cannot hand them out, so they count as used.
+ * Released IPs still cooling down, and when each cool-down ends (IPs not in use): until then
+ * the node cannot hand them out, so they count as used, and they are not released.
  */
-function coolingEnds(pool: ENIPool, now: number): number[] {
+function coolingIps(pool: ENIPool, now: number): Array<{ ip: string; until: number }> {
   const used = pool.status?.used ?? {};
   return Object.entries(pool.status?.cooling ?? {})
     .filter(([ip]) => !(ip in used))
-    .map(([, until]) => Date.parse(until))
-    .filter((t) => t > now);
+    .map(([ip, until]) => ({ ip, until: Date.parse(until) }))
+    .filter((c) => c.until > now);
+}
+
+let lastStamp = 0;
+/**
+ * The name of a new release request: its time, to the millisecond, never the same twice in
+ * this process, so that an ack to an earlier request for the same IP cannot pass for an
+ * answer to this one.
+ */
+function requestStamp(): string {
+  lastStamp = Math.max(Date.now(), lastStamp + 1);
+  return new Date(lastStamp).toISOString();
 }

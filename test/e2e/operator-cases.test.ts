@@ -10,6 +10,8 @@ afterEach(() => c?.close());
 
 const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** The agent's answer to the request outstanding for an IP in the pool. */
+const ack = (p: ENIPool, ip: string, answer: 'ready' | 'do-not-release' = 'ready') => ({ answer, requestedAt: p.status!.releaseRequests![ip]! });
 const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) => x.type === type);
 
 async function eventsFor(name: string): Promise<string[]> {
@@ -85,7 +87,7 @@ describe('operator cases', () => {
     for (const ip of used) expect(asked).not.toContain(ip);
     // The agent refuses one (it just handed it to a pod) and acks the rest.
     const [kept, ...rest] = asked;
-    await agentPatch({ used: Object.fromEntries([...used, kept!].map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])), releaseAcks: { [kept!]: 'do-not-release', ...Object.fromEntries(rest.map((ip) => [ip, 'ready'])) } });
+    await agentPatch({ used: Object.fromEntries([...used, kept!].map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])), releaseAcks: { [kept!]: ack(requested, kept!, 'do-not-release'), ...Object.fromEntries(rest.map((ip) => [ip, ack(requested, ip)])) } });
     await eventually(async () => {
       const cloud = c.ecs.world.enis.get(full!.status!.enis![0]!.id)!;
       return rest.every((ip) => !cloud.secondaryIps.includes(ip));
@@ -115,7 +117,7 @@ describe('operator cases', () => {
       return Object.keys(p.status?.releaseRequests ?? {}).length === 10 ? p : undefined;
     });
     await c.custom.patchClusterCustomObjectStatus(
-      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status: { releaseAcks: Object.fromEntries(Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, 'ready'])) } } },
+      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status: { releaseAcks: Object.fromEntries(Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, ack(requested, ip)])) } } },
       merge,
     );
     await eventually(() => enis.every((id) => !c.ecs.state().enis.some((e) => e.id === id)), 10_000);
