@@ -1,4 +1,4 @@
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type Condition, type ENIPool } from '../api/types.js';
 import { CloudError, type EcsApi, type InstanceTypeLimits } from '../cloud/index.js';
 import { callsOf, planAllocation, type EniView } from '../ipam/allocate.js';
@@ -52,16 +52,20 @@ type Shortfall = { reason: 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded
  */
 export class PoolReconciler {
   private readonly custom: CustomObjectsApi;
+  private readonly core: CoreV1Api;
   /** IPs on their way to a node: ENIs being created and attached. */
   private readonly deficitSince = new Map<string, number>();
   private readonly excessSince = new Map<string, number>();
   private readonly shortfall = new Map<string, Shortfall>();
   private readonly failures = new Map<string, number>();
   private readonly tearingDown = new Set<string>();
+  /** When each pool's Node was first confirmed gone while its instance still existed. */
+  private readonly goneSince = new Map<string, number>();
   private readonly enis: EniLifecycle;
 
   constructor(private readonly d: PoolDeps) {
     this.custom = d.kc.makeApiClient(CustomObjectsApi);
+    this.core = d.kc.makeApiClient(CoreV1Api);
     this.enis = new EniLifecycle({
       ...d,
       event: (pool, type, reason, message) => this.event(pool, type, reason, message),
@@ -87,18 +91,13 @@ export class PoolReconciler {
   async reconcile(name: string): Promise<{ requeueAfterMs?: number } | void> {
     const pool = this.d.pools.get(name);
     if (!pool) {
-      for (const m of [this.deficitSince, this.excessSince, this.shortfall, this.failures]) m.delete(name);
+      for (const m of [this.deficitSince, this.excessSince, this.shortfall, this.failures, this.goneSince]) m.delete(name);
       return;
     }
     if (pool.metadata.deletionTimestamp) return this.teardown(pool);
     const node = this.d.nodes.get(pool.spec.nodeName);
-    if (!node) {
-      this.d.logger.info({ node: pool.spec.nodeName }, 'node is gone; deleting its pool');
-      await this.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }).catch((e) => {
-        if ((e as { code?: number }).code !== 404) throw e;
-      });
-      return;
-    }
+    if (!node) return this.nodeMissing(pool);
+    this.goneSince.delete(name);
     if (!pool.metadata.finalizers?.includes(FINALIZER)) {
       await this.custom.patchClusterCustomObject(
         { group: GROUP, version: VERSION, plural: 'enipools', name, body: { metadata: { finalizers: [...(pool.metadata.finalizers ?? []), FINALIZER] } } },
@@ -325,10 +324,71 @@ export class PoolReconciler {
     }
   }
 
+  /**
+   * The cache has no Node for this pool. Absence in a cache is no proof: the Node must be gone
+   * on the API server, and its instance released, before the pool (and its ENIs) go. A Node
+   * gone while its instance still exists is given a grace period; one of many nodes vanishing
+   * at once is held, as suspect, until the mass departure is confirmed node by node.
+   */
+  private async nodeMissing(pool: ENIPool): Promise<{ requeueAfterMs?: number }> {
+    const name = pool.metadata.name;
+    const nodeName = pool.spec.nodeName;
+    try {
+      await this.core.readNode({ name: nodeName });
+      return { requeueAfterMs: 1000 }; // the cache lags: the Node is there
+    } catch (e) {
+      if (httpStatus(e) !== 404) throw new Error(`node ${nodeName} is not in the cache and cannot be read (${(e as Error).message}); keeping its pool`);
+    }
+    const instanceId = pool.spec.instanceID;
+    const instance = instanceId ? (await this.d.api.describeInstances({ ids: [instanceId] }))[0] : undefined;
+    if (!instance) {
+      this.d.logger.info({ node: nodeName, instance: instanceId }, 'node and instance are gone; deleting the pool');
+      await this.deletePool(name);
+      return {};
+    }
+    const pools = this.d.pools.list();
+    const vanished = pools.filter((p) => !this.d.nodes.get(p.spec.nodeName)).length;
+    const now = Date.now();
+    if (vanished >= 3 && vanished * 2 >= pools.length) {
+      this.goneSince.delete(name);
+      const message = `${vanished} of ${pools.length} nodes vanished at once while their instances still exist; treating it as suspect and keeping every pool`;
+      this.d.logger.warn({ node: nodeName, vanished, pools: pools.length }, message);
+      await this.publish(pool, { notReady: { reason: 'NodeGone', message } });
+      return { requeueAfterMs: 60_000 };
+    }
+    const since = this.goneSince.get(name) ?? now;
+    this.goneSince.set(name, since);
+    const graceMs = this.d.config.nodeGoneGraceMs;
+    if (now - since >= graceMs) {
+      this.d.logger.info({ node: nodeName, instance: instanceId, status: instance.status }, 'node has been gone for the grace period; deleting its pool');
+      await this.deletePool(name);
+      return {};
+    }
+    const message = `node ${nodeName} is gone but instance ${instanceId} is ${instance.status}; its ENIs are kept until the instance is released or ${Math.round(graceMs / 1000)} s have passed`;
+    if (since === now) this.event(pool, 'Warning', 'NodeGone', message);
+    await this.publish(pool, { notReady: { reason: 'NodeGone', message } });
+    return { requeueAfterMs: Math.min(60_000, graceMs - (now - since) + 50) };
+  }
+
+  private async deletePool(name: string): Promise<void> {
+    this.goneSince.delete(name);
+    await this.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }).catch((e) => {
+      if (httpStatus(e) !== 404) throw e;
+    });
+  }
+
   /** The node is gone: detach and delete the ENIs we created for it, then let the pool go. */
   private async teardown(pool: ENIPool): Promise<{ requeueAfterMs?: number }> {
     const name = pool.metadata.name;
     if (!pool.metadata.finalizers?.includes(FINALIZER)) return {};
+    // ENIs still being created would end attached to no pool: let them land first.
+    const coming = this.enis.coming(name);
+    if (coming.enis > 0) {
+      this.d.logger.info({ node: name, inFlight: coming.enis }, 'pool is being deleted; waiting for ENI creations in flight');
+      return { requeueAfterMs: 1000 };
+    }
+    // What the cloud holds for this node now (the cache may predate the instance's release).
+    if (this.d.config.mode === 'normal') await this.d.cloud.resyncInstance(pool.spec.instanceID, name);
     const ours = this.d.cloud.ownedBy(name);
     if (ours.length && this.d.config.mode === 'normal') {
       if (this.tearingDown.has(name)) return { requeueAfterMs: 1000 };

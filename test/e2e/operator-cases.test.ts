@@ -158,10 +158,32 @@ describe('operator cases', () => {
     const [pool] = await allReady(c, [node]);
     const enis = pool!.status!.enis!.map((e) => e.id);
     expect(pool!.metadata.finalizers).toContain('eniipam.io/release-enis');
+    // The node is scaled in: its instance is released (its ENIs detach), then its Node is deleted.
+    c.ecs.world.releaseInstance('i-demo-05');
     await c.kc.makeApiClient(CoreV1Api).deleteNode({ name: node });
     await eventually(async () => !(await c.pools()).some((p) => p.metadata.name === node), 15_000);
     for (const id of enis) expect(c.ecs.world.enis.has(id)).toBe(false);
-    expect(c.mutatingCalls()).toMatchObject({ DetachNetworkInterface: enis.length, DeleteNetworkInterface: enis.length });
+    expect(c.mutatingCalls()).toMatchObject({ DeleteNetworkInterface: enis.length });
+  });
+
+  it('keeps the ENIs of a Node deleted while its instance runs, says why, and lets them go after the grace period', async () => {
+    c = await testCluster();
+    await c.addClass('default', POD_CLASS);
+    const node = await c.addNode('i-demo-05');
+    await c.startOperator({ config: { nodeGoneGraceMs: 3000 } });
+    const [pool] = await allReady(c, [node]);
+    const enis = pool!.status!.enis!.map((e) => e.id);
+    await c.kc.makeApiClient(CoreV1Api).deleteNode({ name: node });
+    const held = await eventually(async () => {
+      const p = await c.pool(node);
+      return condition(p, 'Ready')?.reason === 'NodeGone' ? p : undefined;
+    });
+    expect(condition(held, 'Ready')!.message).toMatch(new RegExp(`^node ${node} is gone but instance i-demo-05 is Running; its ENIs are kept`));
+    for (const id of enis) expect(c.ecs.world.enis.has(id)).toBe(true);
+    expect(c.mutatingCalls().DeleteNetworkInterface).toBeUndefined();
+    await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith('NodeGone: ')));
+    await eventually(async () => !(await c.pools()).some((p) => p.metadata.name === node), 15_000);
+    for (const id of enis) expect(c.ecs.world.enis.has(id)).toBe(false);
   });
 
   it('collects a leaked ENI that carries the cluster tags and belongs to no pool', async () => {
