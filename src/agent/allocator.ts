@@ -1,4 +1,4 @@
-import type { ENIPool } from '../api/types.js';
+import type { ENIPool, ReleaseAck } from '../api/types.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
 export interface Allocation {
@@ -86,20 +86,25 @@ export function release(state: AgentState, containerId: string, ifName: string |
   return { state: { allocations, cooling }, released };
 }
 
-/** The agent's part of the pool status: who uses which IP, and its answers to release requests. */
+/** The agent's part of the pool status: who uses which IP, its answers to release requests, and cool-downs. */
 export function agentStatus(
   state: AgentState,
   pool: ENIPool | undefined,
   now: number,
-): { used: Record<string, { pod: string; containerID: string }>; releaseAcks: Record<string, 'ready' | 'do-not-release'>; cooling: Record<string, string> } {
+): { used: Record<string, { pod: string; containerID: string }>; releaseAcks: Record<string, ReleaseAck>; cooling: Record<string, string> } {
   const used: Record<string, { pod: string; containerID: string }> = {};
   for (const a of Object.values(state.allocations)) used[a.ip] = { pod: a.pod, containerID: a.containerId };
   // Cooling IPs are not free, so the operator counts them as used until the time given.
   const cooling: Record<string, string> = {};
   for (const [ip, until] of Object.entries(state.cooling)) if (until > now && !used[ip]) cooling[ip] = new Date(until).toISOString();
-  const releaseAcks: Record<string, 'ready' | 'do-not-release'> = {};
-  // Requested IPs are out of the free list (freeAddresses), so an unused one can go at once.
-  for (const ip of Object.keys(pool?.status?.releaseRequests ?? {})) releaseAcks[ip] = used[ip] ? 'do-not-release' : 'ready';
+  // Each answer names the request it answers. Requested IPs are out of the free list
+  // (freeAddresses), so an unused one can go at once; one still cooling down gets no answer
+  // until its cool-down ends (the VPC could hand it to another node meanwhile).
+  const releaseAcks: Record<string, ReleaseAck> = {};
+  for (const [ip, requestedAt] of Object.entries(pool?.status?.releaseRequests ?? {})) {
+    if (used[ip]) releaseAcks[ip] = { answer: 'do-not-release', requestedAt };
+    else if (!cooling[ip]) releaseAcks[ip] = { answer: 'ready', requestedAt };
+  }
   return { used, releaseAcks, cooling };
 }
 

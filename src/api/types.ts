@@ -95,6 +95,14 @@ const eni = s.object(
   { required: ['id', 'state'] },
 );
 
+const releaseAck = s.object(
+  {
+    answer: s.enum(['ready', 'do-not-release'] as const),
+    requestedAt: s.string({ format: 'date-time', description: 'The releaseRequests time of the request this answers.' }),
+  },
+  { required: ['answer', 'requestedAt'] },
+);
+
 export const eniPoolStatus = s.object({
   // Written by the operator.
   enis: s.array(eni, { listType: 'map', listMapKeys: ['id'] }),
@@ -105,12 +113,14 @@ export const eniPoolStatus = s.object({
     needed: s.int({ minimum: 0 }),
     releasing: s.int({ minimum: 0 }),
   }),
-  releaseRequests: s.map(s.string({ format: 'date-time' }), { description: 'IP -> when its release was requested (operator).' }),
+  releaseRequests: s.map(s.string({ format: 'date-time' }), {
+    description: 'IP -> when its release was requested (operator); the time names the request, and an ack answers only the request it names.',
+  }),
   conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),
   observedGeneration: s.int({ minimum: 0 }),
   // Written by the node agent.
   used: s.map(s.object({ pod: s.string(), containerID: s.string() }), { description: 'IP -> its owner (agent).' }),
-  releaseAcks: s.map(s.enum(['ready', 'do-not-release'] as const), { description: 'IP -> the agent\u2019s answer to a release request (agent).' }),
+  releaseAcks: s.map(releaseAck, { description: 'IP -> the agent\u2019s answer to one release request (agent).' }),
   cooling: s.map(s.string({ format: 'date-time' }), { description: 'IP -> when its cool-down after a release ends; it is not free before (agent).' }),
 });
 
@@ -133,6 +143,7 @@ export type ENIPoolSpec = Infer<typeof eniPoolSpec>;
 export type ENIPoolStatus = Infer<typeof eniPoolStatus>;
 export type PoolENI = NonNullable<ENIPoolStatus['enis']>[number];
 export type Condition = Infer<typeof condition>;
+export type ReleaseAck = Infer<typeof releaseAck>;
 export type LabelSelector = Infer<typeof labelSelector>;
 
 export interface ENIPoolClass {

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { CredentialsError, createCloudClient, defaultEndpoints, envCredentials, fileCredentials, oidcRoleCredentials, ramRoleCredentials, rrsaFromEnv, type ActionLimit, type CredentialsProvider } from '../cloud/index.js';
+import { CredentialsError, DEFAULT_API_LIMITS, createCloudClient, defaultEndpoints, envCredentials, fileCredentials, oidcRoleCredentials, ramRoleCredentials, rrsaFromEnv, type ActionLimit, type CredentialsProvider } from '../cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
@@ -9,6 +9,17 @@ import { createLogger } from '../observability/logger.js';
 import { UsageError, loadKubeconfig, untilSignal, type CommandSpec, type FlagValues } from './args.js';
 
 const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
+const nonNegativeNumber = (v: string | number) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
+/** An endpoint must be an http(s) URL: pop-core refuses anything else, with a stack trace. */
+const url = (v: string | number) => {
+  try {
+    const u = new URL(String(v));
+    if (u.protocol === 'http:' || u.protocol === 'https:') return undefined;
+  } catch {
+    // not a URL at all
+  }
+  return `takes an http:// or https:// URL (e.g. https://ecs-vpc.cn-hangzhou.aliyuncs.com), not "${v}"`;
+};
 
 /** `--api-limits CreateNetworkInterface=500:500,DescribeNetworkInterfaces=800` */
 export function parseApiLimits(text: string | undefined): Record<string, ActionLimit> {
@@ -17,7 +28,12 @@ export function parseApiLimits(text: string | undefined): Record<string, ActionL
   for (const part of text.split(',').filter(Boolean)) {
     const m = /^([A-Z][A-Za-z0-9]+)=(\d+(?:\.\d+)?)(?::(\d+))?$/.exec(part.trim());
     if (!m) throw new UsageError(`--api-limits: "${part}" is not Action=perMinute[:burst] (e.g. CreateNetworkInterface=500:500)`);
-    out[m[1]!] = { perMinute: Number(m[2]), burst: m[3] ? Number(m[3]) : undefined };
+    const [, action, perMinute, burst] = m as unknown as [string, string, string, string | undefined];
+    // A misspelt action would silently get a bucket of its own that no call uses.
+    if (!(action in DEFAULT_API_LIMITS)) throw new UsageError(`--api-limits: unknown action "${action}" (known: ${Object.keys(DEFAULT_API_LIMITS).join(', ')})`);
+    if (!(Number(perMinute) > 0)) throw new UsageError(`--api-limits: ${action} must allow more than 0 calls per minute (a limit of 0 would hold its calls forever)`);
+    if (burst !== undefined && !(Number(burst) >= 1)) throw new UsageError(`--api-limits: the burst of ${action} must be at least 1`);
+    out[action] = { perMinute: Number(perMinute), burst: burst ? Number(burst) : undefined };
   }
   return out;
 }
@@ -45,19 +61,20 @@ export const operatorCommand: CommandSpec = {
     { name: 'region', type: 'string', value: 'REGION', help: 'Alibaba Cloud region, e.g. cn-hangzhou (required)' },
     { name: 'vpc-id', type: 'string', value: 'ID', help: 'the cluster’s VPC (required)' },
     { name: 'cluster-id', type: 'string', value: 'ID', help: 'tags the ENIs this cluster creates, for ownership and garbage collection (required)' },
-    { name: 'ecs-endpoint', type: 'string', value: 'URL', help: 'ECS OpenAPI endpoint (default: the region’s VPC-internal endpoint)' },
-    { name: 'vpc-endpoint', type: 'string', value: 'URL', help: 'VPC OpenAPI endpoint (default: the region’s VPC-internal endpoint)' },
+    { name: 'ecs-endpoint', type: 'string', value: 'URL', help: 'ECS OpenAPI endpoint (default: the region’s VPC-internal endpoint)', check: url },
+    { name: 'vpc-endpoint', type: 'string', value: 'URL', help: 'VPC OpenAPI endpoint (default: the region’s VPC-internal endpoint)', check: url },
     { name: 'credentials-dir', type: 'string', value: 'DIR', help: 'read access-key-id, access-key-secret and security-token from files in DIR (a mounted Secret)' },
     { name: 'ram-role', type: 'string', value: 'ROLE', help: 'use the ECS RAM role ROLE through the instance metadata service' },
-    { name: 'sts-endpoint', type: 'string', value: 'URL', help: 'STS endpoint for RRSA (default: the region’s VPC-internal sts-vpc endpoint)' },
-    { name: 'metadata-endpoint', type: 'string', value: 'URL', default: 'http://100.100.100.200', help: 'instance metadata service (for --ram-role)' },
+    { name: 'sts-endpoint', type: 'string', value: 'URL', help: 'STS endpoint for RRSA (default: the region’s VPC-internal sts-vpc endpoint)', check: url },
+    { name: 'metadata-endpoint', type: 'string', value: 'URL', default: 'http://100.100.100.200', help: 'instance metadata service (for --ram-role)', check: url },
     { name: 'mode', type: 'string', value: 'MODE', default: 'normal', choices: ['normal', 'no-release', 'read-only'], help: 'no-release never unassigns or deletes; read-only makes no mutating cloud call' },
     { name: 'api-limits', type: 'string', value: 'LIST', help: 'per-action limits, Action=perMinute[:burst],... (defaults: Terway’s)' },
     { name: 'api-limit-scale', type: 'number', value: 'K', default: 1, help: 'multiply every per-action limit by K', check: positive },
     { name: 'workers', type: 'number', value: 'N', default: DEFAULT_OPERATOR_CONFIG.workers, help: 'concurrent reconciles', check: positive },
     { name: 'resync-interval', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.resyncIntervalMs / 1000, help: 'full ENI resync period', check: positive },
     { name: 'gc-interval', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.gcIntervalMs / 1000, help: 'leaked-ENI garbage collection period', check: positive },
-    { name: 'gc-min-age', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.gcMinAgeMs / 1000, help: 'a leaked ENI must be this old to be deleted' },
+    { name: 'gc-min-age', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.gcMinAgeMs / 1000, help: 'a leaked ENI must be this old to be deleted', check: nonNegativeNumber },
+    { name: 'node-gone-grace', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.nodeGoneGraceMs / 1000, help: 'a Node deleted while its instance still exists keeps its ENIs this long', check: nonNegativeNumber },
     { name: 'event-namespace', type: 'string', value: 'NS', default: 'default', help: 'namespace of the Events about (cluster-scoped) pools and classes' },
     { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9090', help: 'serve /metrics here' },
     { name: 'health-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:8080', help: 'serve /healthz and /readyz here' },
@@ -104,6 +121,7 @@ export const operatorCommand: CommandSpec = {
         resyncIntervalMs: (f['resync-interval'] as number) * 1000,
         gcIntervalMs: (f['gc-interval'] as number) * 1000,
         gcMinAgeMs: (f['gc-min-age'] as number) * 1000,
+        nodeGoneGraceMs: (f['node-gone-grace'] as number) * 1000,
         eventNamespace: String(f['event-namespace']),
       },
       leaderElection: f['leader-elect']
@@ -121,8 +139,10 @@ export const operatorCommand: CommandSpec = {
     const endpoints = await serveMetricsAndHealth(String(f['metrics-addr']), String(f['health-addr']), registry, checks);
     logger.info({ identity, region, vpc: f['vpc-id'], cluster: f['cluster-id'], mode: f.mode, credentials: creds.source, metrics: endpoints.metricsUrl, health: endpoints.healthUrl }, 'operator starting');
     process.stdout.write(`metrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
-    await operator.start();
-    const reason = await Promise.race([untilSignal().then((s) => `signal ${s}`), operator.lostLeadership.then(() => 'lost leadership')]);
+    // Signals are heard while the caches list (which may take long when the API server refuses).
+    const signal = untilSignal().then((s) => `signal ${s}`);
+    await Promise.race([operator.start(), signal]);
+    const reason = await Promise.race([signal, operator.lostLeadership.then(() => 'lost leadership')]);
     logger.info({ reason }, 'operator stopping');
     await operator.stop();
     await client.close();

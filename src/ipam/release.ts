@@ -7,57 +7,77 @@ export interface ReleasableEni {
   secondaryIps: string[];
 }
 
+/** The agent's answer to one release request, naming the request by its requested-at time. */
+export interface Ack {
+  answer: 'ready' | 'do-not-release';
+  requestedAt: string;
+}
+
 export interface ReleaseInput {
   enis: ReleasableEni[];
   /** IPs the agent reports in use. */
   used: Set<string>;
+  /** IPs cooling down after a pod released them: not releasable until the cool-down ends. */
+  cooling?: Set<string>;
   /** How many IPs the pool has above its need now. */
   excess: number;
   /** Since when the pool has been in excess without a break (ms), or undefined. */
   excessSince?: number;
   now: number;
   delayMs: number;
-  /** Outstanding requests: IP -> requested at (ms). */
-  requests: Map<string, number>;
-  acks: Map<string, 'ready' | 'do-not-release'>;
+  /** Outstanding requests: IP -> the request's name (its requested-at time). */
+  requests: Map<string, string>;
+  acks: Map<string, Ack>;
   deleteEmptyEnis: boolean;
 }
 
 export interface ReleasePlan {
   /** IPs to add to status.releaseRequests. */
   request: string[];
-  /** Requests to take back (no longer excess, or the agent said do-not-release). */
+  /** Requests to take back (in use, refused, gone from the ENIs, or beyond the excess and not yet confirmed). */
   withdraw: string[];
-  /** Acknowledged IPs to unassign, per ENI. */
+  /** Confirmed IPs to unassign, per ENI. */
   unassign: Array<{ eniId: string; ips: string[] }>;
-  /** ENIs whose every address was released: detach and delete. */
+  /** ENIs whose every address was confirmed: detach and delete. */
   deleteEnis: string[];
+}
+
+/** The agent's answer to the request outstanding for `ip`; an answer to any other request is stale and ignored. */
+export function answerTo(ip: string, requests: ReadonlyMap<string, string>, acks: ReadonlyMap<string, Ack>): Ack['answer'] | undefined {
+  const ack = acks.get(ip);
+  const request = requests.get(ip);
+  return ack && request !== undefined && ack.requestedAt === request ? ack.answer : undefined;
 }
 
 /**
  * The release handshake as pure planning. Excess IPs that stayed excess for the delay are
- * requested, taken from the ENIs with the fewest IPs in use first so that ENIs empty out;
- * the agent's `ready` acks are unassigned, `do-not-release` and no-longer-excess requests are
- * withdrawn. An IP in use is never requested and never unassigned.
+ * requested, from the ENIs with the fewest IPs in use first so that ENIs empty out; an IP is
+ * released only on a `ready` that answers its current request (the agent has taken it off its
+ * free list for that request), and such a confirmed IP is released rather than withdrawn.
+ * Refused, in-use and vanished requests are withdrawn. An IP in use or cooling down is never
+ * requested, and an IP in use is never released.
  */
 export function planRelease(i: ReleaseInput): ReleasePlan {
   const plan: ReleasePlan = { request: [], withdraw: [], unassign: [], deleteEnis: [] };
+  const onEnis = new Set(i.enis.flatMap((e) => [e.primaryIp, ...e.secondaryIps]));
+  const answer = (ip: string) => answerTo(ip, i.requests, i.acks);
+  const confirmed = (ip: string) => outstanding.has(ip) && answer(ip) === 'ready' && !i.used.has(ip);
   const outstanding = new Set(i.requests.keys());
-  for (const ip of outstanding) {
-    if (i.used.has(ip) || i.acks.get(ip) === 'do-not-release') {
-      plan.withdraw.push(ip);
-      outstanding.delete(ip);
-    }
+  const withdraw = (ip: string) => {
+    plan.withdraw.push(ip);
+    outstanding.delete(ip);
+  };
+  for (const ip of [...outstanding]) {
+    if (!onEnis.has(ip) || i.used.has(ip) || answer(ip) === 'do-not-release') withdraw(ip);
   }
-  // Too many outstanding for today's excess: withdraw those not yet acknowledged first.
+  // A confirmed primary whose ENI still has IPs in use cannot go with its ENI: give it back.
+  for (const eni of i.enis) {
+    if (confirmed(eni.primaryIp) && [eni.primaryIp, ...eni.secondaryIps].some((ip) => i.used.has(ip))) withdraw(eni.primaryIp);
+  }
+  // Too many outstanding for today's excess: withdraw unconfirmed requests (confirmed ones are released).
   const over = outstanding.size - i.excess;
-  if (over > 0) {
-    const byPreference = [...outstanding].sort((a, b) => Number(i.acks.get(a) === 'ready') - Number(i.acks.get(b) === 'ready'));
-    for (const ip of byPreference.slice(0, over)) {
-      plan.withdraw.push(ip);
-      outstanding.delete(ip);
-    }
-  }
+  if (over > 0) for (const ip of [...outstanding].filter((x) => !confirmed(x)).slice(0, over)) withdraw(ip);
+
   const due = i.excessSince !== undefined && i.now - i.excessSince >= i.delayMs;
   let toRequest = due ? i.excess - outstanding.size : 0;
   if (toRequest > 0) {
@@ -66,25 +86,23 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
     for (const eni of order) {
       // An ENI whose every address can go (when empty ENIs are deleted) gives its primary too.
       const whole = i.deleteEmptyEnis && usedOn(eni) === 0;
-      const candidates = [...eni.secondaryIps, ...(whole ? [eni.primaryIp] : [])].filter((ip) => !i.used.has(ip) && !outstanding.has(ip));
+      const candidates = [...eni.secondaryIps, ...(whole ? [eni.primaryIp] : [])].filter(
+        (ip) => !i.used.has(ip) && !outstanding.has(ip) && !i.cooling?.has(ip),
+      );
       for (const ip of candidates) {
         if (toRequest === 0) break;
         plan.request.push(ip);
-        outstanding.add(ip);
         toRequest--;
       }
       if (toRequest === 0) break;
     }
   }
   for (const eni of i.enis) {
-    // Only an ack to a request made in an earlier pass counts: one left from before is stale.
-    const ready = (ip: string) => i.requests.has(ip) && outstanding.has(ip) && i.acks.get(ip) === 'ready' && !i.used.has(ip);
-    const all = [eni.primaryIp, ...eni.secondaryIps];
-    if (i.deleteEmptyEnis && all.every(ready)) {
+    if (i.deleteEmptyEnis && [eni.primaryIp, ...eni.secondaryIps].every(confirmed)) {
       plan.deleteEnis.push(eni.id);
       continue;
     }
-    const ips = eni.secondaryIps.filter(ready);
+    const ips = eni.secondaryIps.filter(confirmed);
     if (ips.length) plan.unassign.push({ eniId: eni.id, ips });
   }
   return plan;

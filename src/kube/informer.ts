@@ -59,13 +59,24 @@ export class Informer<T extends Watched> {
   private restartTimer?: NodeJS.Timeout;
   private watchdog?: NodeJS.Timeout;
   private readonly timeoutSeconds: number;
+  /** True once a LIST has succeeded; never true on an empty cache that a failed LIST left. */
   synced = false;
+  private readonly syncWaiters: Array<() => void> = [];
 
   constructor(private readonly o: InformerOptions<T>) {
     this.timeoutSeconds = o.watchTimeoutSeconds ?? 240;
     this.watch = new TimedWatch(o.kc, this.timeoutSeconds);
     // ListWatch only reads metadata; custom objects keep their JSON shape.
-    this.lw = new ListWatch<KubernetesObject>(o.path, this.watch, o.list as never, false, o.labelSelector, o.fieldSelector);
+    // client-node reports a failed LIST only through its error event and resolves start()
+    // anyway, so success is noted here: the cache is synced only after a LIST succeeded, and
+    // the backoff keeps growing until one does.
+    const list = async () => {
+      const r = await o.list();
+      this.failures = 0;
+      this.markSynced();
+      return r;
+    };
+    this.lw = new ListWatch<KubernetesObject>(o.path, this.watch, list as never, false, o.labelSelector, o.fieldSelector);
     // The cached object is detached from the list or event it was parsed from (see detach.ts).
     this.lw.on('add', (obj) => o.onChange?.('add', detachStrings(obj) as T));
     this.lw.on('update', (obj) => o.onChange?.('update', detachStrings(obj) as T));
@@ -88,17 +99,26 @@ export class Informer<T extends Watched> {
   private async startOnce(): Promise<void> {
     try {
       await this.lw.start();
-      this.synced = true;
-      this.failures = 0;
     } catch (e) {
       this.restartLater(e);
     }
   }
 
+  private markSynced(): void {
+    if (this.synced) return;
+    this.synced = true;
+    this.syncWaiters.splice(0).forEach((w) => w());
+  }
+
+  /** Resolves once the first LIST has succeeded (it may never: callers bound the wait). */
+  untilSynced(): Promise<void> {
+    return this.synced ? Promise.resolve() : new Promise((r) => this.syncWaiters.push(r));
+  }
+
   private restartLater(err: unknown): void {
     if (this.stopped) return;
     this.failures++;
-    const delay = Math.min(30_000, 1000 * 2 ** (this.failures - 1)) * (0.5 + Math.random() / 2);
+    const delay = Math.min(60_000, 1000 * 2 ** Math.min(this.failures - 1, 10)) * (0.5 + Math.random() / 2);
     this.o.logger.warn({ path: this.o.path, err: String((err as Error)?.message ?? err), retryInMs: Math.round(delay) }, 'watch failed; restarting');
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => void this.startOnce(), delay);

@@ -59,13 +59,13 @@ export class CloudState {
   }
 
   /** The instance's ENIs and this node's own unattached ones, after a change. */
-  async resyncInstance(instanceId: string, node: string): Promise<void> {
+  async resyncInstance(instanceId: string | undefined, node: string): Promise<void> {
     const [attached, ours] = await Promise.all([
-      this.api.describeNetworkInterfaces({ instanceId }),
+      instanceId ? this.api.describeNetworkInterfaces({ instanceId }) : [],
       this.api.describeNetworkInterfaces({ vpcId: this.vpcId, tags: { [TAGS.cluster]: this.clusterId, [TAGS.node]: node } }),
     ]);
     const seen = new Set([...attached, ...ours].map((e) => e.id));
-    for (const e of [...this.enisOfInstance(instanceId), ...this.ownedBy(node)]) if (!seen.has(e.id)) this.forget(e.id);
+    for (const e of [...(instanceId ? this.enisOfInstance(instanceId) : []), ...this.ownedBy(node)]) if (!seen.has(e.id)) this.forget(e.id);
     for (const e of [...attached, ...ours]) this.upsert(e);
   }
 

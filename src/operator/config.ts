@@ -15,6 +15,8 @@ export interface OperatorConfig {
   eventNamespace: string;
   pollMinIntervalMs: number;
   pollMaxIntervalMs: number;
+  /** A Node gone while its instance still exists keeps its ENIs this long. */
+  nodeGoneGraceMs: number;
 }
 
 export const DEFAULT_OPERATOR_CONFIG: Omit<OperatorConfig, 'clusterId' | 'vpcId'> = {
@@ -26,6 +28,7 @@ export const DEFAULT_OPERATOR_CONFIG: Omit<OperatorConfig, 'clusterId' | 'vpcId'
   eventNamespace: 'default',
   pollMinIntervalMs: 250,
   pollMaxIntervalMs: 4000,
+  nodeGoneGraceMs: 10 * 60_000,
 };
 
 export const FINALIZER = 'eniipam.io/release-enis';

@@ -138,15 +138,34 @@ export class Operator {
   }
 
   get synced(): boolean {
-    return this.pools.synced && this.classes.synced && this.nodes.synced && this.pendingPods.synced;
+    return Object.values(this.informers).every((i) => i.synced);
   }
 
   get isLeader(): boolean {
     return this.leading;
   }
 
+  private get informers() {
+    return { enipools: this.pools, enipoolclasses: this.classes, nodes: this.nodes, pods: this.pendingPods };
+  }
+
+  /**
+   * Starts the caches, waits until every one has listed successfully (an empty cache left by a
+   * failed LIST is no picture of the cluster), then campaigns for leadership.
+   */
   async start(): Promise<void> {
-    await Promise.all([this.pools.start(), this.classes.start(), this.nodes.start(), this.pendingPods.start()]);
+    await Promise.all(Object.values(this.informers).map((i) => i.start()));
+    const waiting = setInterval(() => {
+      const unsynced = Object.entries(this.informers).filter(([, i]) => !i.synced).map(([k]) => k);
+      this.o.logger.warn({ unsynced }, 'waiting for caches to list before leading or reporting ready');
+    }, 10_000);
+    waiting.unref();
+    try {
+      await Promise.all(Object.values(this.informers).map((i) => i.untilSynced()));
+    } finally {
+      clearInterval(waiting);
+    }
+    if (this.stopping) return;
     const le = this.o.leaderElection;
     if (!le) return this.lead();
     this.elector = new LeaderElector({

@@ -1,4 +1,4 @@
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type Condition, type ENIPool } from '../api/types.js';
 import { CloudError, type EcsApi, type InstanceTypeLimits } from '../cloud/index.js';
 import { callsOf, planAllocation, type EniView } from '../ipam/allocate.js';
@@ -39,6 +39,7 @@ const sizingOf = (spec: ENIPool['spec'], limits: InstanceTypeLimits): Sizing => 
   maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
 });
 
+const httpStatus = (e: unknown): number | undefined => (e as { code?: number })?.code;
 const iso = (ms = Date.now()): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 type Shortfall = { reason: 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded'; message: string };
@@ -51,16 +52,20 @@ type Shortfall = { reason: 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded
  */
 export class PoolReconciler {
   private readonly custom: CustomObjectsApi;
+  private readonly core: CoreV1Api;
   /** IPs on their way to a node: ENIs being created and attached. */
   private readonly deficitSince = new Map<string, number>();
   private readonly excessSince = new Map<string, number>();
   private readonly shortfall = new Map<string, Shortfall>();
   private readonly failures = new Map<string, number>();
   private readonly tearingDown = new Set<string>();
+  /** When each pool's Node was first confirmed gone while its instance still existed. */
+  private readonly goneSince = new Map<string, number>();
   private readonly enis: EniLifecycle;
 
   constructor(private readonly d: PoolDeps) {
     this.custom = d.kc.makeApiClient(CustomObjectsApi);
+    this.core = d.kc.makeApiClient(CoreV1Api);
     this.enis = new EniLifecycle({
       ...d,
       event: (pool, type, reason, message) => this.event(pool, type, reason, message),
@@ -86,18 +91,13 @@ export class PoolReconciler {
   async reconcile(name: string): Promise<{ requeueAfterMs?: number } | void> {
     const pool = this.d.pools.get(name);
     if (!pool) {
-      for (const m of [this.deficitSince, this.excessSince, this.shortfall, this.failures]) m.delete(name);
+      for (const m of [this.deficitSince, this.excessSince, this.shortfall, this.failures, this.goneSince]) m.delete(name);
       return;
     }
     if (pool.metadata.deletionTimestamp) return this.teardown(pool);
     const node = this.d.nodes.get(pool.spec.nodeName);
-    if (!node) {
-      this.d.logger.info({ node: pool.spec.nodeName }, 'node is gone; deleting its pool');
-      await this.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }).catch((e) => {
-        if ((e as { code?: number }).code !== 404) throw e;
-      });
-      return;
-    }
+    if (!node) return this.nodeMissing(pool);
+    this.goneSince.delete(name);
     if (!pool.metadata.finalizers?.includes(FINALIZER)) {
       await this.custom.patchClusterCustomObject(
         { group: GROUP, version: VERSION, plural: 'enipools', name, body: { metadata: { finalizers: [...(pool.metadata.finalizers ?? []), FINALIZER] } } },
@@ -109,6 +109,8 @@ export class PoolReconciler {
       this.failures.delete(name);
       return r;
     } catch (e) {
+      // The pool changed since the cache showed it: plan again on the newer pool, soon.
+      if (httpStatus(e) === 409) return { requeueAfterMs: 100 };
       const n = (this.failures.get(name) ?? 0) + 1;
       this.failures.set(name, n);
       if (e instanceof CloudError) {
@@ -156,7 +158,7 @@ export class PoolReconciler {
     const usedIps = new Set(Object.keys(pool.status?.used ?? {}));
     const pending = this.pendingOn(spec.nodeName);
     const sizing = sizingOf(spec, limits);
-    const cooling = coolingEnds(pool, Date.now());
+    const cooling = coolingIps(pool, Date.now());
     const usage = { available, used: usedIps.size + cooling.length, pending };
     const coming = this.enis.coming(name);
     const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
@@ -211,22 +213,33 @@ export class PoolReconciler {
       if (ex > 0 && !this.excessSince.has(name)) this.excessSince.set(name, Date.now());
       if (ex === 0) this.excessSince.delete(name);
       const delayMs = (spec.releaseDelaySeconds ?? 180) * 1000;
-      const plan = planRelease({
+      const releaseInput = (status: ENIPool['status']) => ({
         enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps })),
-        used: usedIps,
+        used: new Set(Object.keys(status?.used ?? {})),
         excess: ex,
         excessSince: this.excessSince.get(name),
         now: Date.now(),
         delayMs,
-        requests: new Map(Object.entries(releaseRequests).map(([ip, at]) => [ip, Date.parse(at)] as const)),
-        acks: new Map(Object.entries(pool.status?.releaseAcks ?? {})),
+        cooling: new Set(coolingIps({ ...pool, status }, Date.now()).map((c) => c.ip)),
+        requests: new Map(Object.entries(status?.releaseRequests ?? {})),
+        // An ack of the old shape (a bare string) names no request, so it answers none.
+        acks: new Map(Object.entries(status?.releaseAcks ?? {}).filter(([, a]) => typeof a === 'object' && a !== null)),
         deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
       });
+      const plan = planRelease(releaseInput(pool.status));
+      if (plan.unassign.length || plan.deleteEnis.length) {
+        // Releasing is destructive, and the cache may be older than the agent's last word (or
+        // our own last write): release only what a fresh read of the pool confirms too.
+        const fresh = planRelease(releaseInput(await this.readStatus(name)));
+        const ok = new Set(fresh.unassign.flatMap((u) => u.ips));
+        plan.unassign = plan.unassign.map((u) => ({ ...u, ips: u.ips.filter((ip) => ok.has(ip)) })).filter((u) => u.ips.length);
+        plan.deleteEnis = plan.deleteEnis.filter((id) => fresh.deleteEnis.includes(id));
+      }
       if (plan.request.length || plan.withdraw.length || plan.unassign.length || plan.deleteEnis.length) {
         this.d.logger.debug({ node: name, excess: ex, request: plan.request.length, withdraw: plan.withdraw.length, unassign: plan.unassign.length, deleteEnis: plan.deleteEnis }, 'release planned');
       }
       for (const ip of plan.withdraw) delete releaseRequests[ip];
-      for (const ip of plan.request) releaseRequests[ip] = iso();
+      for (const ip of plan.request) releaseRequests[ip] = requestStamp();
       for (const u of plan.unassign) {
         for (let i = 0; i < u.ips.length; i += 50) {
           const batch = u.ips.slice(i, i + 50);
@@ -251,10 +264,16 @@ export class PoolReconciler {
       if (ex > 0 && since !== undefined && Date.now() - since < delayMs) requeueAfterMs = delayMs - (Date.now() - since) + 50;
     } else releaseRequests = {};
     // When the last cool-down ends the need drops: look again then, whatever the agent writes.
-    if (cooling.length) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, Math.max(...cooling) - Date.now() + 50);
+    if (cooling.length) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, Math.max(...cooling.map((c) => c.until)) - Date.now() + 50);
 
     await this.publish(pool, { releaseRequests });
     return { requeueAfterMs };
+  }
+
+  /** The pool's status as the API server has it now (not the cache). */
+  private async readStatus(name: string): Promise<ENIPool['status']> {
+    const live = (await this.custom.getClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name })) as ENIPool;
+    return live.status;
   }
 
   private async assign(pool: ENIPool, eniId: string, vSwitchId: string, count: number): Promise<void> {
@@ -305,10 +324,71 @@ export class PoolReconciler {
     }
   }
 
+  /**
+   * The cache has no Node for this pool. Absence in a cache is no proof: the Node must be gone
+   * on the API server, and its instance released, before the pool (and its ENIs) go. A Node
+   * gone while its instance still exists is given a grace period; one of many nodes vanishing
+   * at once is held, as suspect, until the mass departure is confirmed node by node.
+   */
+  private async nodeMissing(pool: ENIPool): Promise<{ requeueAfterMs?: number }> {
+    const name = pool.metadata.name;
+    const nodeName = pool.spec.nodeName;
+    try {
+      await this.core.readNode({ name: nodeName });
+      return { requeueAfterMs: 1000 }; // the cache lags: the Node is there
+    } catch (e) {
+      if (httpStatus(e) !== 404) throw new Error(`node ${nodeName} is not in the cache and cannot be read (${(e as Error).message}); keeping its pool`);
+    }
+    const instanceId = pool.spec.instanceID;
+    const instance = instanceId ? (await this.d.api.describeInstances({ ids: [instanceId] }))[0] : undefined;
+    if (!instance) {
+      this.d.logger.info({ node: nodeName, instance: instanceId }, 'node and instance are gone; deleting the pool');
+      await this.deletePool(name);
+      return {};
+    }
+    const pools = this.d.pools.list();
+    const vanished = pools.filter((p) => !this.d.nodes.get(p.spec.nodeName)).length;
+    const now = Date.now();
+    if (vanished >= 3 && vanished * 2 >= pools.length) {
+      this.goneSince.delete(name);
+      const message = `${vanished} of ${pools.length} nodes vanished at once while their instances still exist; treating it as suspect and keeping every pool`;
+      this.d.logger.warn({ node: nodeName, vanished, pools: pools.length }, message);
+      await this.publish(pool, { notReady: { reason: 'NodeGone', message } });
+      return { requeueAfterMs: 60_000 };
+    }
+    const since = this.goneSince.get(name) ?? now;
+    this.goneSince.set(name, since);
+    const graceMs = this.d.config.nodeGoneGraceMs;
+    if (now - since >= graceMs) {
+      this.d.logger.info({ node: nodeName, instance: instanceId, status: instance.status }, 'node has been gone for the grace period; deleting its pool');
+      await this.deletePool(name);
+      return {};
+    }
+    const message = `node ${nodeName} is gone but instance ${instanceId} is ${instance.status}; its ENIs are kept until the instance is released or ${Math.round(graceMs / 1000)} s have passed`;
+    if (since === now) this.event(pool, 'Warning', 'NodeGone', message);
+    await this.publish(pool, { notReady: { reason: 'NodeGone', message } });
+    return { requeueAfterMs: Math.min(60_000, graceMs - (now - since) + 50) };
+  }
+
+  private async deletePool(name: string): Promise<void> {
+    this.goneSince.delete(name);
+    await this.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }).catch((e) => {
+      if (httpStatus(e) !== 404) throw e;
+    });
+  }
+
   /** The node is gone: detach and delete the ENIs we created for it, then let the pool go. */
   private async teardown(pool: ENIPool): Promise<{ requeueAfterMs?: number }> {
     const name = pool.metadata.name;
     if (!pool.metadata.finalizers?.includes(FINALIZER)) return {};
+    // ENIs still being created would end attached to no pool: let them land first.
+    const coming = this.enis.coming(name);
+    if (coming.enis > 0) {
+      this.d.logger.info({ node: name, inFlight: coming.enis }, 'pool is being deleted; waiting for ENI creations in flight');
+      return { requeueAfterMs: 1000 };
+    }
+    // What the cloud holds for this node now (the cache may predate the instance's release).
+    if (this.d.config.mode === 'normal') await this.d.cloud.resyncInstance(pool.spec.instanceID, name);
     const ours = this.d.cloud.ownedBy(name);
     if (ours.length && this.d.config.mode === 'normal') {
       if (this.tearingDown.has(name)) return { requeueAfterMs: 1000 };
@@ -343,7 +423,7 @@ export class PoolReconciler {
     const enis = publishedEnis(ours, await cloud.vSwitches());
     const available = enis.reduce((n, e) => n + (e.ips?.length ?? 0), 0);
     const used = Object.keys(pool.status?.used ?? {}).length;
-    const busy = used + coolingEnds(pool, Date.now()).length;
+    const busy = used + coolingIps(pool, Date.now()).length;
     const releaseRequests = o.releaseRequests ?? pool.status?.releaseRequests ?? {};
     const limits = spec.instanceType ? await cloud.instanceType(spec.instanceType) : undefined;
     const sizing = limits ? sizingOf(spec, limits) : undefined;
@@ -379,18 +459,32 @@ export class PoolReconciler {
     }
     const patch = statusPatch(pool.status, desired);
     if (!patch) return;
-    await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body: { status: patch } }, merge);
+    // The resourceVersion read makes the write a precondition: planned on an older pool than the
+    // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
+    const body = { metadata: { resourceVersion: pool.metadata.resourceVersion }, status: patch };
+    await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body }, merge);
   }
 }
 
 /**
- * When the cool-downs of released IPs end (IPs not in use, still cooling): until then the
- * node cannot hand them out, so they count as used.
+ * Released IPs still cooling down, and when each cool-down ends (IPs not in use): until then
+ * the node cannot hand them out, so they count as used, and they are not released.
  */
-function coolingEnds(pool: ENIPool, now: number): number[] {
+function coolingIps(pool: ENIPool, now: number): Array<{ ip: string; until: number }> {
   const used = pool.status?.used ?? {};
   return Object.entries(pool.status?.cooling ?? {})
     .filter(([ip]) => !(ip in used))
-    .map(([, until]) => Date.parse(until))
-    .filter((t) => t > now);
+    .map(([ip, until]) => ({ ip, until: Date.parse(until) }))
+    .filter((c) => c.until > now);
+}
+
+let lastStamp = 0;
+/**
+ * The name of a new release request: its time, to the millisecond, never the same twice in
+ * this process, so that an ack to an earlier request for the same IP cannot pass for an
+ * answer to this one.
+ */
+function requestStamp(): string {
+  lastStamp = Math.max(Date.now(), lastStamp + 1);
+  return new Date(lastStamp).toISOString();
 }

@@ -97,7 +97,10 @@ describe('node agent', () => {
       const p = await poolOf();
       return Object.keys(p.status?.releaseAcks ?? {}).length === 2 ? p : undefined;
     });
-    expect(acked.status!.releaseAcks).toEqual({ [used]: 'do-not-release', [free]: 'ready' });
+    expect(acked.status!.releaseAcks).toEqual({
+      [used]: { answer: 'do-not-release', requestedAt: '2026-01-01T00:00:00Z' },
+      [free]: { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
+    });
     // A requested IP is never handed out.
     for (let i = 0; i < 58; i++) {
       const r = await call('POST', '/v1/allocate', { containerId: `x${i}`, ifName: 'eth0', pod: `default/x${i}` });

@@ -57,8 +57,23 @@ describe('agent allocation', () => {
     expect(freeAddresses(a.state, p, 0)).toEqual(['192.168.16.2']);
     expect(agentStatus(a.state, p, 0)).toEqual({
       used: { '192.168.16.1': { pod: 'd/a', containerID: 'c1' } },
-      releaseAcks: { '192.168.16.1': 'do-not-release', '192.168.16.3': 'ready' },
+      releaseAcks: {
+        '192.168.16.1': { answer: 'do-not-release', requestedAt: '2026-01-01T00:00:00Z' },
+        '192.168.16.3': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
+      },
       cooling: {},
+    });
+  });
+
+  it('answers a request for an IP still cooling down only once its cool-down has ended', () => {
+    const a = allocate(emptyState(), pool(IPS.slice(0, 2)), { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    const r = release(a.state, 'c1', 'eth0', 1000, 30_000);
+    const p = pool(IPS.slice(0, 2), { requested: ['192.168.16.1', '192.168.16.2'] });
+    expect(agentStatus(r.state, p, 2000).releaseAcks).toEqual({ '192.168.16.2': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' } });
+    expect(agentStatus(r.state, p, 31_000).releaseAcks).toEqual({
+      '192.168.16.1': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
+      '192.168.16.2': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
     });
   });
 

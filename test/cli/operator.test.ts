@@ -26,6 +26,18 @@ describe('eni-ipam operator', () => {
     });
     expect(() => parseApiLimits('Create=fast')).toThrow(UsageError);
     expect(() => parseApiLimits('Create=fast')).toThrow(/"Create=fast" is not Action=perMinute\[:burst\]/);
+    expect(() => parseApiLimits('CreateNetworkInterface=0')).toThrow(/CreateNetworkInterface must allow more than 0 calls per minute/);
+    expect(() => parseApiLimits('CreateNetworkInterface=10:0')).toThrow(/the burst of CreateNetworkInterface must be at least 1/);
+    expect(() => parseApiLimits('CreateNetworkInterfaces=10')).toThrow(/unknown action "CreateNetworkInterfaces" \(known: CreateNetworkInterface,/);
+  });
+
+  it('refuses an endpoint that is not a URL and a limit of 0 with exit 2, not a stack trace', async () => {
+    const base = ['operator', '--region', 'cn-hangzhou', '--vpc-id', 'v', '--cluster-id', 'c'];
+    const e = await runCli([...base, '--vpc-endpoint', 'x']);
+    expect(e).toMatchObject({ code: 2, stderr: 'eni-ipam operator: --vpc-endpoint takes an http:// or https:// URL (e.g. https://ecs-vpc.cn-hangzhou.aliyuncs.com), not "x"\n' });
+    const z = await runCli([...base, '--api-limits', 'AttachNetworkInterface=0']);
+    expect(z.code).toBe(2);
+    expect(z.stderr).toMatch(/^eni-ipam operator: --api-limits: AttachNetworkInterface must allow more than 0 calls per minute/);
   });
 
   it('refuses a missing setting or wrong mode with exit 2 and a one-line message', async () => {

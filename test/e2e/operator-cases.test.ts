@@ -10,6 +10,8 @@ afterEach(() => c?.close());
 
 const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** The agent's answer to the request outstanding for an IP in the pool. */
+const ack = (p: ENIPool, ip: string, answer: 'ready' | 'do-not-release' = 'ready') => ({ answer, requestedAt: p.status!.releaseRequests![ip]! });
 const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) => x.type === type);
 
 async function eventsFor(name: string): Promise<string[]> {
@@ -85,7 +87,7 @@ describe('operator cases', () => {
     for (const ip of used) expect(asked).not.toContain(ip);
     // The agent refuses one (it just handed it to a pod) and acks the rest.
     const [kept, ...rest] = asked;
-    await agentPatch({ used: Object.fromEntries([...used, kept!].map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])), releaseAcks: { [kept!]: 'do-not-release', ...Object.fromEntries(rest.map((ip) => [ip, 'ready'])) } });
+    await agentPatch({ used: Object.fromEntries([...used, kept!].map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])), releaseAcks: { [kept!]: ack(requested, kept!, 'do-not-release'), ...Object.fromEntries(rest.map((ip) => [ip, ack(requested, ip)])) } });
     await eventually(async () => {
       const cloud = c.ecs.world.enis.get(full!.status!.enis![0]!.id)!;
       return rest.every((ip) => !cloud.secondaryIps.includes(ip));
@@ -115,7 +117,7 @@ describe('operator cases', () => {
       return Object.keys(p.status?.releaseRequests ?? {}).length === 10 ? p : undefined;
     });
     await c.custom.patchClusterCustomObjectStatus(
-      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status: { releaseAcks: Object.fromEntries(Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, 'ready'])) } } },
+      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status: { releaseAcks: Object.fromEntries(Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, ack(requested, ip)])) } } },
       merge,
     );
     await eventually(() => enis.every((id) => !c.ecs.state().enis.some((e) => e.id === id)), 10_000);
@@ -156,10 +158,32 @@ describe('operator cases', () => {
     const [pool] = await allReady(c, [node]);
     const enis = pool!.status!.enis!.map((e) => e.id);
     expect(pool!.metadata.finalizers).toContain('eniipam.io/release-enis');
+    // The node is scaled in: its instance is released (its ENIs detach), then its Node is deleted.
+    c.ecs.world.releaseInstance('i-demo-05');
     await c.kc.makeApiClient(CoreV1Api).deleteNode({ name: node });
     await eventually(async () => !(await c.pools()).some((p) => p.metadata.name === node), 15_000);
     for (const id of enis) expect(c.ecs.world.enis.has(id)).toBe(false);
-    expect(c.mutatingCalls()).toMatchObject({ DetachNetworkInterface: enis.length, DeleteNetworkInterface: enis.length });
+    expect(c.mutatingCalls()).toMatchObject({ DeleteNetworkInterface: enis.length });
+  });
+
+  it('keeps the ENIs of a Node deleted while its instance runs, says why, and lets them go after the grace period', async () => {
+    c = await testCluster();
+    await c.addClass('default', POD_CLASS);
+    const node = await c.addNode('i-demo-05');
+    await c.startOperator({ config: { nodeGoneGraceMs: 3000 } });
+    const [pool] = await allReady(c, [node]);
+    const enis = pool!.status!.enis!.map((e) => e.id);
+    await c.kc.makeApiClient(CoreV1Api).deleteNode({ name: node });
+    const held = await eventually(async () => {
+      const p = await c.pool(node);
+      return condition(p, 'Ready')?.reason === 'NodeGone' ? p : undefined;
+    });
+    expect(condition(held, 'Ready')!.message).toMatch(new RegExp(`^node ${node} is gone but instance i-demo-05 is Running; its ENIs are kept`));
+    for (const id of enis) expect(c.ecs.world.enis.has(id)).toBe(true);
+    expect(c.mutatingCalls().DeleteNetworkInterface).toBeUndefined();
+    await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith('NodeGone: ')));
+    await eventually(async () => !(await c.pools()).some((p) => p.metadata.name === node), 15_000);
+    for (const id of enis) expect(c.ecs.world.enis.has(id)).toBe(false);
   });
 
   it('collects a leaked ENI that carries the cluster tags and belongs to no pool', async () => {

@@ -1,10 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { planRelease, type ReleaseInput } from '../../src/ipam/release.js';
+import { planRelease, type Ack, type ReleaseInput } from '../../src/ipam/release.js';
 
 const enisArb = fc.array(fc.nat(6), { minLength: 1, maxLength: 4 }).map((counts) =>
   counts.map((n, e) => ({ id: `eni-${e}`, primaryIp: `10.0.${e}.1`, secondaryIps: Array.from({ length: n }, (_, k) => `10.0.${e}.${k + 2}`) })),
 );
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const T1 = '2026-01-01T00:00:05.000Z';
+const ready = (requestedAt = T1): Ack => ({ answer: 'ready', requestedAt });
+const refused = (requestedAt = T1): Ack => ({ answer: 'do-not-release', requestedAt });
 
 const inputArb = enisArb.chain((enis) => {
   const ips = enis.flatMap((e) => [e.primaryIp, ...e.secondaryIps]);
@@ -15,8 +20,15 @@ const inputArb = enisArb.chain((enis) => {
     excessSince: fc.option(fc.nat(10_000), { nil: undefined }),
     now: fc.constant(10_000),
     delayMs: fc.constantFrom(0, 5000, 20_000),
-    requests: fc.subarray(ips).map((a) => new Map(a.map((ip) => [ip, 0] as const))),
-    acks: fc.subarray(ips).chain((a) => fc.tuple(...a.map(() => fc.constantFrom('ready' as const, 'do-not-release' as const))).map((v) => new Map(a.map((ip, i) => [ip, v[i]!] as const)))),
+    requests: fc.subarray(ips).map((a) => new Map(a.map((ip) => [ip, T1] as const))),
+    cooling: fc.subarray(ips).map((a) => new Set(a)),
+    acks: fc
+      .subarray(ips)
+      .chain((a) =>
+        fc
+          .tuple(...a.map(() => fc.record({ answer: fc.constantFrom('ready' as const, 'do-not-release' as const), requestedAt: fc.constantFrom(T0, T1) })))
+          .map((v) => new Map(a.map((ip, i) => [ip, v[i]!] as const))),
+      ),
     deleteEmptyEnis: fc.boolean(),
   });
 });
@@ -51,23 +63,76 @@ describe('release planning', () => {
       excess: 4,
       now: 0,
       delayMs: 0,
-      requests: new Map([['10.0.0.2', 0], ['10.0.0.3', 0], ['10.0.1.1', 0], ['10.0.1.2', 0]]),
-      acks: new Map([['10.0.0.2', 'ready'], ['10.0.0.3', 'do-not-release'], ['10.0.1.1', 'ready'], ['10.0.1.2', 'ready']]),
+      requests: new Map([['10.0.0.2', T1], ['10.0.0.3', T1], ['10.0.1.1', T1], ['10.0.1.2', T1]]),
+      acks: new Map([['10.0.0.2', ready()], ['10.0.0.3', refused()], ['10.0.1.1', ready()], ['10.0.1.2', ready()]]),
       deleteEmptyEnis: true,
     });
     expect(plan).toEqual({ request: [], withdraw: ['10.0.0.3'], unassign: [{ eniId: 'eni-a', ips: ['10.0.0.2'] }], deleteEnis: ['eni-b'] });
+  });
+
+  it('ignores an ack that answers an earlier request for the same IP', () => {
+    const base: ReleaseInput = {
+      enis: [{ id: 'eni-a', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2'] }],
+      used: new Set(),
+      excess: 1,
+      now: 0,
+      delayMs: 0,
+      requests: new Map([['10.0.0.2', T1]]),
+      acks: new Map([['10.0.0.2', ready(T0)]]),
+      deleteEmptyEnis: false,
+    };
+    expect(planRelease(base)).toEqual({ request: [], withdraw: [], unassign: [], deleteEnis: [] });
+    expect(planRelease({ ...base, acks: new Map([['10.0.0.2', ready(T1)]]) }).unassign).toEqual([{ eniId: 'eni-a', ips: ['10.0.0.2'] }]);
+  });
+
+  it('neither requests IPs cooling down nor keeps requests for IPs no ENI holds any more', () => {
+    const plan = planRelease({
+      enis: [{ id: 'eni-a', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2', '10.0.0.3'] }],
+      used: new Set(),
+      cooling: new Set(['10.0.0.2']),
+      excess: 2,
+      excessSince: 0,
+      now: 0,
+      delayMs: 0,
+      requests: new Map([['10.9.9.9', T1]]),
+      acks: new Map([['10.9.9.9', ready()]]),
+      deleteEmptyEnis: false,
+    });
+    expect(plan).toEqual({ request: ['10.0.0.3'], withdraw: ['10.9.9.9'], unassign: [], deleteEnis: [] });
+  });
+
+  it('releases a confirmed IP instead of withdrawing it when the excess shrinks', () => {
+    const plan = planRelease({
+      enis: [{ id: 'eni-a', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2', '10.0.0.3'] }],
+      used: new Set(),
+      excess: 0,
+      now: 0,
+      delayMs: 0,
+      requests: new Map([['10.0.0.2', T1], ['10.0.0.3', T1]]),
+      acks: new Map([['10.0.0.2', ready()]]),
+      deleteEmptyEnis: false,
+    });
+    expect(plan).toEqual({ request: [], withdraw: ['10.0.0.3'], unassign: [{ eniId: 'eni-a', ips: ['10.0.0.2'] }], deleteEnis: [] });
   });
 
   it('never requests or releases an IP in use, nor more than the excess (property)', () => {
     fc.assert(
       fc.property(inputArb, (input) => {
         const plan = planRelease(input);
-        for (const ip of plan.request) expect(input.used.has(ip)).toBe(false);
+        for (const ip of plan.request) {
+          expect(input.used.has(ip)).toBe(false);
+          expect(input.cooling!.has(ip)).toBe(false);
+        }
+        // A request the agent confirmed is released, never withdrawn (unless its ENI must stay).
+        for (const ip of plan.withdraw) {
+          if (input.acks.get(ip)?.answer === 'ready' && input.acks.get(ip)?.requestedAt === input.requests.get(ip) && !input.used.has(ip)) {
+            expect(input.enis.some((e) => e.primaryIp === ip && [e.primaryIp, ...e.secondaryIps].some((x) => input.used.has(x)))).toBe(true);
+          }
+        }
         for (const u of plan.unassign) {
           for (const ip of u.ips) {
             expect(input.used.has(ip)).toBe(false);
-            expect(input.acks.get(ip)).toBe('ready');
-            expect(input.requests.has(ip)).toBe(true);
+            expect(input.acks.get(ip)).toEqual(ready(input.requests.get(ip)));
           }
         }
         for (const id of plan.deleteEnis) {
@@ -75,7 +140,7 @@ describe('release planning', () => {
           expect(input.deleteEmptyEnis).toBe(true);
           for (const ip of [eni.primaryIp, ...eni.secondaryIps]) {
             expect(input.used.has(ip)).toBe(false);
-            expect(input.acks.get(ip)).toBe('ready');
+            expect(input.acks.get(ip)).toEqual(ready(input.requests.get(ip)));
           }
         }
         const outstanding = new Set([...input.requests.keys()].filter((ip) => !plan.withdraw.includes(ip)));

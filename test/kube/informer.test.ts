@@ -19,12 +19,12 @@ afterEach(async () => {
   await emu.close();
 });
 
-function configMaps(o: { fieldSelector?: string; watchTimeoutSeconds?: number } = {}) {
+function configMaps(o: { fieldSelector?: string; watchTimeoutSeconds?: number; list?: () => ReturnType<CoreV1Api['listNamespacedConfigMap']> } = {}) {
   const changes: string[] = [];
   const informer = new Informer<V1ConfigMap>({
     kc,
     path: '/api/v1/namespaces/default/configmaps',
-    list: () => core.listNamespacedConfigMap({ namespace: 'default', fieldSelector: o.fieldSelector }),
+    list: o.list ?? (() => core.listNamespacedConfigMap({ namespace: 'default', fieldSelector: o.fieldSelector })),
     fieldSelector: o.fieldSelector,
     watchTimeoutSeconds: o.watchTimeoutSeconds,
     logger: silentLogger(),
@@ -61,5 +61,36 @@ describe('hardened informer', () => {
     for (const name of ['other', 'mine']) await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name } } });
     await eventually(() => changes.includes('add mine'));
     expect(changes).toEqual(['add mine']);
+  });
+
+  it('is synced only after a LIST succeeded, and backs off more and more while LISTs fail', async () => {
+    const attempts: number[] = [];
+    let refuse = true;
+    const forbidden = Object.assign(new Error('HTTP-Code: 403 Message: configmaps is forbidden'), { code: 403 });
+    const { informer } = configMaps({
+      list: async () => {
+        attempts.push(Date.now());
+        if (refuse) throw forbidden;
+        return core.listNamespacedConfigMap({ namespace: 'default' });
+      },
+    });
+    await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'there' } } });
+    await informer.start();
+    expect(informer.synced).toBe(false);
+    let synced = false;
+    void informer.untilSynced().then(() => (synced = true));
+    await new Promise((r) => setTimeout(r, 4000));
+    expect(informer.synced).toBe(false);
+    expect(synced).toBe(false);
+    expect(informer.list()).toEqual([]);
+    // 1 s, 2 s, 4 s ... with jitter of at most half: three or four attempts in 4 s, not dozens.
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    expect(attempts.length).toBeLessThanOrEqual(4);
+    const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
+    for (let i = 1; i < gaps.length; i++) expect(gaps[i]!).toBeGreaterThan(gaps[i - 1]! * 0.9);
+    refuse = false;
+    await eventually(() => informer.synced, 10_000);
+    expect(synced).toBe(true);
+    expect(informer.get('there', 'default')).toBeDefined();
   });
 });

@@ -100,6 +100,15 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
     if (route === 'GET stats') return json(200, handle.stats());
     if (route === 'POST stats/reset') return json(200, (handle.resetStats(), {}));
     if (route === 'GET state') return json(200, handle.state());
+    const release = /^DELETE instances\/(i-[\w-]+)$/.exec(route);
+    if (release) {
+      try {
+        world.releaseInstance(release[1]!);
+        return json(200, {});
+      } catch (e) {
+        return json(404, { error: (e as Error).message });
+      }
+    }
     if (route === 'GET faults') return json(200, faults.current);
     if (route === 'DELETE faults') return json(200, (handle.clearFaults(), {}));
     if (route === 'PUT faults') {
@@ -112,7 +121,7 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
         return json(400, { error: (e as Error).message });
       }
     }
-    return json(404, { error: `no admin route ${route}; try GET stats, GET state, GET calls, GET/PUT/DELETE faults, POST stats/reset` });
+    return json(404, { error: `no admin route ${route}; try GET stats, GET state, GET calls, GET/PUT/DELETE faults, POST stats/reset, DELETE instances/ID` });
   };
 
   const server = createServer((req, res) => {

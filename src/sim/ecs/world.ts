@@ -216,6 +216,23 @@ export class World {
     return i;
   }
 
+  /**
+   * Releases an instance, as when it is deleted or its node is scaled in: its secondary ENIs
+   * are detached (Available again, still owned by the account), its primary ENI goes with it.
+   */
+  releaseInstance(id: string): void {
+    const i = this.instance(id);
+    this.advance();
+    for (const e of this.enisOf(id)) {
+      this.transitioning.delete(e.id);
+      if (e.type === 'Primary') {
+        this.releaseAddresses(e);
+        this.enis.delete(e.id);
+      } else Object.assign(e, { status: 'Available', instanceId: undefined, deviceIndex: undefined, attachedTime: undefined, pending: undefined });
+    }
+    this.instances.delete(i.id);
+  }
+
   instanceType(id: string): InstanceType {
     return this.instanceTypes.get(id)!;
   }
