@@ -1,5 +1,4 @@
 import { socketTransport } from '../src/agent/cni-plugin.js';
-import type { CallRecord } from '../src/sim/ecs/index.js';
 import type { ChaosCluster } from './cluster.js';
 import type { Workload } from './workload.js';
 
@@ -37,7 +36,6 @@ export class Checker {
   private previous: Holders = new Map();
   /** What each agent said it holds, last time it answered (a dead agent's pods keep their IPs). */
   private readonly agentHeld = new Map<string, Array<{ containerId: string; ip: string }>>();
-  private pending: CallRecord[] = [];
   private busy = false;
 
   constructor(
@@ -53,8 +51,19 @@ export class Checker {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    await this.settle();
+  }
+
+  /** Waits for a poll in progress, then polls once more (the calls up to now are judged). */
+  async settle(): Promise<void> {
     while (this.busy) await new Promise((r) => setTimeout(r, 20));
     await this.tick();
+  }
+
+  /** Forgets the violations seen so far (a new phase starts) and counts polls afresh. */
+  reset(): void {
+    for (const k of Object.keys(this.violations) as Array<keyof Checker['violations']>) this.violations[k] = [];
+    this.polls = 0;
   }
 
   private note(kind: keyof Checker['violations'], msg: string): void {
@@ -103,14 +112,13 @@ export class Checker {
           onEni.set(ip, e.id);
         }
       }
-      for (const r of [...this.pending, ...calls]) {
+      for (const r of calls) {
         if (!(r.action === 'UnassignPrivateIpAddresses' || r.action === 'DeleteNetworkInterface') || !['OK', 'DropAnswer'].includes(r.code)) continue;
         for (const ip of r.ips ?? []) {
           const held = before.get(ip)?.filter((x) => now.get(ip)?.includes(x));
           if (held?.length) this.note('no-release-in-use', `${r.action} of ${ip} (${r.eniId}) by ${r.accessKeyId} at ${new Date(r.at).toISOString()} while ${held.join(', ')} held it`);
         }
       }
-      this.pending = [];
       this.previous = now;
     } finally {
       this.busy = false;

@@ -251,15 +251,16 @@ export const SCENARIOS: Scenario[] = [
     name: 'kube-leader-blackholed',
     group: 'Kubernetes',
     summary: 'two replicas; the leader\u2019s API connection black-holed mid scale-up while the follower takes over',
-    cluster: { nodes: 4, heldBack: 4, replicas: 2, limits: { CreateNetworkInterface: { perMinute: 20, burst: 2 }, AttachNetworkInterface: { perMinute: 20, burst: 2 }, AssignPrivateIpAddresses: { perMinute: 60, burst: 5 }, UnassignPrivateIpAddresses: { perMinute: 60, burst: 5 } } },
+    // A slow create quota, so that the old leader still has creates queued when its connection goes.
+    cluster: { nodes: 3, heldBack: 6, replicas: 2, limits: { CreateNetworkInterface: { perMinute: 10, burst: 1 }, AttachNetworkInterface: { perMinute: 10, burst: 1 }, AssignPrivateIpAddresses: { perMinute: 60, burst: 5 }, UnassignPrivateIpAddresses: { perMinute: 60, burst: 5 } } },
     faultMs: 60_000,
     quickFaultMs: 40_000,
-    recoverWithinMs: 90_000,
+    recoverWithinMs: 120_000,
     fault: async (ctx): Promise<Record<string, Verdict>> => {
       const { c } = ctx;
       const old = c.leader();
       if (!old) return { 'old-leader-silent': { ok: false, detail: 'no leader before the fault' } };
-      await ctx.addNodes(4);
+      await ctx.addNodes(6);
       await sleep(1000);
       await old.proxy.setMode('blackhole');
       const t0 = Date.now();

@@ -28,6 +28,7 @@ export class Workload {
   ) {}
 
   start(): void {
+    if (this.running) return;
     this.running = true;
     const t0 = Date.now();
     this.loops = this.agents.map(async (a, n) => {

@@ -92,6 +92,8 @@ export function rpcHandler(deps: RpcDeps) {
       if (!raw.Action) throw missing('Action');
       action = raw.Action;
       who.accessKeyId = raw.AccessKeyId || undefined;
+      // Noted before the call is judged, so that a throttled or failed create shows its token too.
+      who.clientToken = raw.ClientToken || undefined;
       if (!raw.Version) throw missing('Version');
       if (raw.Version === STS_VERSION && action === 'AssumeRoleWithOIDC') {
         hostId = 'sts.aliyuncs.com';
@@ -141,7 +143,6 @@ export function rpcHandler(deps: RpcDeps) {
       if (fault.kind === 'error') throw apiError(fault.code, `Injected fault: ${fault.code}.`);
 
       const token = def.idempotent ? params.str('ClientToken') : undefined;
-      who.clientToken = token;
       if (token !== undefined && token.length > 64) throw invalid('ClientToken', 'at most 64 ASCII characters');
       const key = token === undefined ? undefined : `${accessKeyId}/${action}/${token}`;
       const fingerprint = JSON.stringify(Object.entries(raw).filter(([k]) => !COMMON.has(k)).sort());

@@ -62,6 +62,13 @@ describe('the ECS emulator call journal', () => {
     expect(del!.ips).toHaveLength(2);
   });
 
+  it('records the ClientToken of a create that failed before it was carried out', async () => {
+    emu.setFaults({ rules: [{ action: 'CreateNetworkInterface', kind: 'error', code: 'ServiceUnavailable', rate: 1, times: 1 }] });
+    await failure(pop(emu.url).request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], ClientToken: 'tok-3' }));
+    emu.clearFaults();
+    expect(emu.calls().at(-1)).toMatchObject({ action: 'CreateNetworkInterface', code: 'ServiceUnavailable', clientToken: 'tok-3' });
+  });
+
   it('records calls whose answer was lost after they were carried out, and serves the journal over HTTP', async () => {
     emu.setFaults({ rules: [{ action: 'AssignPrivateIpAddresses', kind: 'drop-answer', rate: 1, times: 1 }] });
     const ecs = pop(emu.url);
