@@ -49,9 +49,10 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
     operators,
     clients,
     async startOperator(o = {}) {
-      const client = createCloudClient({ region: REGION, ecsEndpoint: ecs.url, vpcEndpoint: ecs.url, credentials: staticCredentials(DEMO_KEY), registry: new Registry() });
+      let op: Operator | undefined = undefined;
+      const client = createCloudClient({ region: REGION, ecsEndpoint: ecs.url, vpcEndpoint: ecs.url, credentials: staticCredentials(DEMO_KEY), registry: new Registry(), mayMutate: () => op?.mayMutate() ?? false });
       clients.push(client);
-      const op = new Operator({
+      op = new Operator({
         kc,
         api: client.api,
         logger: o.logger ?? (process.env.DEBUG_OPERATOR ? createLogger({ level: process.env.DEBUG_OPERATOR }) : silentLogger()),
