@@ -96,7 +96,7 @@ export const operatorCommand: CommandSpec = {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_operator_' });
     const region = String(f.region);
-    let operator: Operator | undefined;
+    let operator: Operator | undefined = undefined;
     const client = createCloudClient({
       mayMutate: () => operator?.mayMutate() ?? false,
       region,

@@ -42,7 +42,7 @@ export async function blackholeProxy(target: string): Promise<{ url: string; bla
       }
     },
     close: async () => {
-      for (const [a, b] of pairs) (a.destroy(), b.destroy());
+      for (const pair of pairs) pair.forEach((s) => s.destroy());
       for (const s of accepted) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
     },
