@@ -1,10 +1,10 @@
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool } from '../api/types.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
-import { agentStatus, allocate, freeAddresses, release, strayAllocations, type AgentState, type Lease } from './allocator.js';
+import { agentStatus, allocate, departedRecoveries, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState, type Lease, type NodePod } from './allocator.js';
 import { StateFile } from './state-file.js';
 
 export interface AgentOptions {
@@ -38,13 +38,17 @@ export class Agent {
   private coolingTimer?: NodeJS.Timeout;
   private lastWritten = '';
   private readonly flagged = new Set<string>();
-  readonly metrics: { free: Gauge; inUse: Gauge; cooling: Gauge; stray: Gauge; latency: Histogram; emptyPool: Counter; statusWrites: Counter };
+  private readonly core: CoreV1Api;
+  private recovering = true;
+  private recoveryTimer?: NodeJS.Timeout;
+  readonly metrics: { free: Gauge; inUse: Gauge; cooling: Gauge; stray: Gauge; latency: Histogram; emptyPool: Counter; statusWrites: Counter; recovered: Counter };
   private readonly events: EventRecorder;
 
   constructor(private readonly o: AgentOptions) {
     this.file = StateFile.in(o.stateDir);
     this.state = this.file.load();
     this.custom = o.kc.makeApiClient(CustomObjectsApi);
+    this.core = o.kc.makeApiClient(CoreV1Api);
     this.pool = new Informer<ENIPool>({
       kc: o.kc,
       path: `/apis/${GROUP}/${VERSION}/enipools`,
@@ -67,11 +71,12 @@ export class Agent {
       latency: new Histogram({ name: 'eni_ipam_agent_allocation_duration_seconds', help: 'Time to answer an allocation.', buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1], registers }),
       emptyPool: new Counter({ name: 'eni_ipam_agent_allocations_pool_empty_total', help: 'Allocations refused because the pool had no free IP.', registers }),
       statusWrites: new Counter({ name: 'eni_ipam_agent_status_writes_total', help: 'Status patches the agent wrote.', registers }),
+      recovered: new Counter({ name: 'eni_ipam_agent_recovered_allocations_total', help: 'Addresses in use that the state file lacked, taken back in from the pool status or the node\u2019s pods.', registers }),
     };
   }
 
   get ready(): boolean {
-    return this.pool.synced && this.current() !== undefined;
+    return this.pool.synced && !this.recovering && this.current() !== undefined;
   }
 
   private current(): ENIPool | undefined {
@@ -82,9 +87,58 @@ export class Agent {
     return freeAddresses(this.state, this.current(), Date.now());
   }
 
+  /**
+   * Watches the pool; once it has listed, takes in what the state file lacks (see recover), then
+   * serves allocations and writes the status. Releases are served at once.
+   */
   async start(): Promise<void> {
     await this.pool.start();
+    void this.pool.untilSynced().then(() => this.recover());
+  }
+
+  /** The pods the API server places on this node, or undefined when it cannot say. */
+  private async nodePods(): Promise<NodePod[] | undefined> {
+    try {
+      const list = await this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${this.o.node}` });
+      return list.items.map((p) => ({ pod: `${p.metadata?.namespace}/${p.metadata?.name}`, podIP: p.status?.podIP }));
+    } catch (e) {
+      this.o.logger.warn({ node: this.o.node, err: (e as Error).message }, 'cannot list the pods of this node; recovered allocations are kept until it can');
+      return undefined;
+    }
+  }
+
+  /**
+   * After a restart, an address that the pool's status says is used, or that a pod of this node
+   * holds, but that the state file lacks (a wiped disk, another state directory) is kept, never
+   * handed out again, and reported; it returns once its pod is gone.
+   */
+  private async recover(): Promise<void> {
+    const pods = await this.nodePods();
+    const r = recoverAllocations(this.state, this.current(), pods, Date.now());
+    if (r.recovered.length) {
+      this.file.save(r.state);
+      this.state = r.state;
+      this.metrics.recovered.inc(r.recovered.length);
+      const ips = r.recovered.map((a) => a.ip);
+      this.o.logger.warn({ node: this.o.node, ips, pods: r.recovered.map((a) => a.pod) }, 'addresses in use that the state file did not hold were taken back in; they are kept until their pods are gone');
+      const pool = this.current();
+      if (pool) {
+        const target = { apiVersion: pool.apiVersion, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid };
+        void this.events.record(target, 'Warning', 'RecoveredAllocations', `the agent's state lacked ${ips.length} addresses in use (${ips.join(', ')}); they are kept and not handed out until their pods are gone`);
+      }
+    }
+    this.recovering = false;
     this.onPoolChange();
+    this.recoveryTimer = setInterval(() => void this.releaseDeparted(), 30_000);
+    this.recoveryTimer.unref();
+  }
+
+  /** Recovered addresses whose pods have left the node cool down and return to the pool. */
+  private async releaseDeparted(): Promise<void> {
+    if (!Object.values(this.state.allocations).some((a) => a.recovered)) return;
+    const pods = await this.nodePods();
+    if (!pods) return;
+    for (const a of departedRecoveries(this.state, pods)) this.release(a.containerId, a.ifName);
   }
 
   private onPoolChange(): void {
@@ -105,6 +159,8 @@ export class Agent {
 
   /** Gives the pod interface an address (the same one again for a repeated call). */
   allocate(req: { containerId: string; ifName: string; pod: string }): Lease | 'pool-empty' {
+    // Until what the state file lacks has been taken back in, no address is known to be free.
+    if (this.recovering) return 'pool-empty';
     const end = this.metrics.latency.startTimer();
     const r = allocate(this.state, this.current(), req, Date.now());
     if ('error' in r) {
@@ -148,7 +204,8 @@ export class Agent {
 
   private async writeStatus(): Promise<void> {
     const pool = this.current();
-    if (!pool || !this.dirty) return;
+    // A write before recovery would clear status.used entries that only it can take back in.
+    if (!pool || !this.dirty || this.recovering) return;
     this.dirty = false;
     const mine = agentStatus(this.state, pool, Date.now());
     const old = { used: pool.status?.used ?? {}, releaseAcks: pool.status?.releaseAcks ?? {}, cooling: pool.status?.cooling ?? {} };
@@ -191,6 +248,7 @@ export class Agent {
 
   /** Writes what is pending and stops watching. */
   async stop(): Promise<void> {
+    clearInterval(this.recoveryTimer);
     clearTimeout(this.coolingTimer);
     clearTimeout(this.timer);
     this.timer = undefined;

@@ -9,6 +9,11 @@ export interface Allocation {
   ifName: string;
   eniId: string;
   allocatedAt: number;
+  /**
+   * Recovered after a restart from the pool's status or the node's pods, not from this agent's
+   * own records: its container is unknown (`ifName` is `*`), and it goes when its pod does.
+   */
+  recovered?: boolean;
 }
 
 /** The agent's own state: what it handed out, and released IPs cooling down before reuse. */
@@ -77,7 +82,7 @@ export function release(state: AgentState, containerId: string, ifName: string |
   const cooling = { ...state.cooling };
   const released: string[] = [];
   for (const [key, a] of Object.entries(allocations)) {
-    if (a.containerId !== containerId || (ifName !== undefined && a.ifName !== ifName)) continue;
+    if (a.containerId !== containerId || (ifName !== undefined && a.ifName !== ifName && a.ifName !== '*')) continue;
     delete allocations[key];
     cooling[a.ip] = now + cooldownMs;
     released.push(a.ip);
@@ -112,4 +117,40 @@ export function agentStatus(
 export function strayAllocations(state: AgentState, pool: ENIPool | undefined): Allocation[] {
   const addresses = poolAddresses(pool);
   return Object.values(state.allocations).filter((a) => !addresses.has(a.ip));
+}
+
+/** A pod of this node as the API server shows it: who holds which address. */
+export interface NodePod {
+  pod: string;
+  podIP?: string;
+}
+
+/**
+ * Takes into the agent's state every address of the pool that someone else says is in use but
+ * the state does not hold: the agent's own last report (`status.used`, after a state file was
+ * lost) and the pods the API server places on the node. Such an address is kept, never handed
+ * out again, until its pod is gone. Returns the new state and what it had to take in.
+ */
+export function recoverAllocations(state: AgentState, pool: ENIPool | undefined, pods: NodePod[] | undefined, now: number): { state: AgentState; recovered: Allocation[] } {
+  const addresses = poolAddresses(pool);
+  const held = new Set(Object.values(state.allocations).map((a) => a.ip));
+  const allocations = { ...state.allocations };
+  const recovered: Allocation[] = [];
+  const take = (ip: string, pod: string, containerId: string) => {
+    const where = addresses.get(ip);
+    if (held.has(ip)) return;
+    held.add(ip);
+    const a: Allocation = { ip, pod, containerId, ifName: '*', eniId: where?.eniId ?? '', allocatedAt: now, recovered: true };
+    allocations[allocationKey(containerId, '*')] = a;
+    recovered.push(a);
+  };
+  for (const [ip, owner] of Object.entries(pool?.status?.used ?? {})) take(ip, owner.pod ?? 'unknown', owner.containerID || `pod:${owner.pod ?? ip}`);
+  for (const p of pods ?? []) if (p.podIP && addresses.has(p.podIP)) take(p.podIP, p.pod, `pod:${p.pod}`);
+  return { state: { ...state, allocations }, recovered };
+}
+
+/** Recovered allocations whose pod is no longer on the node: their addresses can cool down and return. */
+export function departedRecoveries(state: AgentState, pods: NodePod[]): Allocation[] {
+  const present = new Set(pods.map((p) => p.pod));
+  return Object.values(state.allocations).filter((a) => a.recovered && !present.has(a.pod));
 }

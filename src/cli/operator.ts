@@ -96,7 +96,9 @@ export const operatorCommand: CommandSpec = {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_operator_' });
     const region = String(f.region);
+    let operator: Operator | undefined = undefined;
     const client = createCloudClient({
+      mayMutate: () => operator?.mayMutate() ?? false,
       region,
       ecsEndpoint: (f['ecs-endpoint'] as string | undefined) ?? defaultEndpoints(region).ecs,
       vpcEndpoint: (f['vpc-endpoint'] as string | undefined) ?? defaultEndpoints(region).vpc,
@@ -107,7 +109,7 @@ export const operatorCommand: CommandSpec = {
       logger,
     });
     const identity = `${hostname()}-${process.pid}`;
-    const operator = new Operator({
+    operator = new Operator({
       kc,
       api: client.api,
       logger,
@@ -144,7 +146,9 @@ export const operatorCommand: CommandSpec = {
     await Promise.race([operator.start(), signal]);
     const reason = await Promise.race([signal, operator.lostLeadership.then(() => 'lost leadership')]);
     logger.info({ reason }, 'operator stopping');
-    await operator.stop();
+    // A drain may wait on calls to an API server that does not answer: it is bounded.
+    const drained = await Promise.race([operator.stop().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), reason === 'lost leadership' ? 5_000 : 30_000).unref())]);
+    if (!drained) logger.warn({ reason }, 'stopping took too long; exiting without a full drain');
     await client.close();
     endpoints.close();
     return reason === 'lost leadership' ? 1 : 0;

@@ -16,6 +16,9 @@ const RETRYABLE_CODES = new Set(['Throttling', 'Throttling.User', 'Throttling.Ap
 /** Codes for calls that never got an answer from the API (ours, not the cloud's). */
 export const TRANSPORT_CODES = { timeout: 'Transport.Timeout', connection: 'Transport.Connection', nonJson: 'Transport.NonJsonBody', closed: 'Transport.Closed' } as const;
 
+/** Codes for calls this client decided not to send (never retried: their outcome is known). */
+export const CLIENT_CODES = { notLeading: 'Client.NotLeading', queueTimeout: 'Client.QueueTimeout' } as const;
+
 export function isRetryableCode(code: string): boolean {
   return RETRYABLE_CODES.has(code) || (code.startsWith('Transport.') && code !== TRANSPORT_CODES.closed);
 }

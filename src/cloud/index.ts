@@ -7,9 +7,9 @@ import { OpenApiMetrics } from './metrics.js';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js';
 import { RpcCaller } from './rpc.js';
 
-export { CloudError, type CloudErrorKind } from './errors.js';
+export { CLIENT_CODES, CloudError, type CloudErrorKind } from './errors.js';
 export { EcsApi } from './ecs.js';
-export { DEFAULT_API_LIMITS, type ActionLimit } from './limits.js';
+export { DEFAULT_API_LIMITS, MUTATING_ACTIONS, type ActionLimit } from './limits.js';
 export { DEFAULT_RETRY, type RetryPolicy } from './retry.js';
 export * from './credentials.js';
 export type * from './types.js';
@@ -25,6 +25,8 @@ export interface CloudClientOptions {
   /** Multiplies every limit: 0.5 halves them all, 2 doubles them. */
   limitScale?: number;
   retry?: Partial<RetryPolicy>;
+  /** Asked right before each mutating call is sent; false keeps it from the cloud (see RpcCallerOptions). */
+  mayMutate?: () => boolean;
   registry?: Registry;
   logger?: Logger;
 }
@@ -45,7 +47,7 @@ export function createCloudClient(o: CloudClientOptions): CloudClient {
   const retry = { ...DEFAULT_RETRY, ...o.retry };
   const logger = o.logger ?? silentLogger();
   const endpoints = defaultEndpoints(o.region);
-  const common = { credentials: o.credentials, limiters, metrics, retry, logger };
+  const common = { credentials: o.credentials, limiters, metrics, retry, logger, mayMutate: o.mayMutate };
   const ecs = new RpcCaller({ ...common, endpoint: o.ecsEndpoint ?? endpoints.ecs, apiVersion: '2014-05-26' });
   const vpc = new RpcCaller({ ...common, endpoint: o.vpcEndpoint ?? endpoints.vpc, apiVersion: '2016-04-28' });
   return {

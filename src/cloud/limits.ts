@@ -29,6 +29,18 @@ export const DEFAULT_API_LIMITS: Readonly<Record<string, number>> = {
   DescribeVpcs: 500,
 };
 
+/** Actions that change the cloud: only a leader with a fresh lease may send them. */
+export const MUTATING_ACTIONS: ReadonlySet<string> = new Set([
+  'CreateNetworkInterface',
+  'AttachNetworkInterface',
+  'DetachNetworkInterface',
+  'DeleteNetworkInterface',
+  'AssignPrivateIpAddresses',
+  'UnassignPrivateIpAddresses',
+  'AssignIpv6Addresses',
+  'UnassignIpv6Addresses',
+]);
+
 /** The limit of an action not listed above (Terway's fallback). */
 export const FALLBACK_API_LIMIT = 500;
 

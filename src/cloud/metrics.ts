@@ -31,7 +31,7 @@ export class OpenApiMetrics {
       name: 'eni_ipam_openapi_limiter_wait_seconds',
       help: "Time a call waited for its action's rate limiter before it was sent.",
       labelNames: ['action'],
-      buckets: [0, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60],
+      buckets: [0, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 900],
       registers,
     });
     this.throttled = new Counter({

@@ -3,10 +3,12 @@ export interface RetryPolicy {
   maxAttempts: number;
   baseDelayMs: number;
   maxDelayMs: number;
-  /** No retry starts after this long since the first attempt. */
+  /** No retry starts after this long since the first attempt was sent (time queued in the limiter excluded). */
   maxElapsedMs: number;
   /** One attempt's connect + read timeout. */
   attemptTimeoutMs: number;
+  /** A call that waited this long in its action's limiter is not sent (its reason may be stale). */
+  maxQueueMs: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {
@@ -15,6 +17,7 @@ export const DEFAULT_RETRY: RetryPolicy = {
   maxDelayMs: 10_000,
   maxElapsedMs: 60_000,
   attemptTimeoutMs: 10_000,
+  maxQueueMs: 15 * 60_000,
 };
 
 /**

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import RPCClient from '@alicloud/pop-core';
 import type { Logger } from '../observability/logger.js';
 import type { CredentialsProvider } from './credentials.js';
-import { CloudError, TRANSPORT_CODES, scrub } from './errors.js';
-import type { ActionLimiters } from './limits.js';
+import { CLIENT_CODES, CloudError, TRANSPORT_CODES, scrub } from './errors.js';
+import { MUTATING_ACTIONS, type ActionLimiters } from './limits.js';
 import type { OpenApiMetrics } from './metrics.js';
 import { backoffDelay, timeLeftHint, type RetryPolicy } from './retry.js';
 
@@ -25,6 +25,11 @@ export interface RpcCallerOptions {
   retry: RetryPolicy;
   logger: Logger;
   random?: () => number;
+  /**
+   * Asked right before a mutating call is sent (after its wait in the limiter): false keeps it
+   * from being sent. An operator answers whether it still holds a fresh lease.
+   */
+  mayMutate?: () => boolean;
 }
 
 interface PopError extends Error {
@@ -47,6 +52,8 @@ function toCloudError(action: string, err: PopError, timeoutMs: number): CloudEr
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const LONG_WAIT_MS = 30_000;
+
 /**
  * Calls one OpenAPI product (ECS or VPC) through pop-core: each attempt takes a token from
  * its action's limiter, is measured, and is retried with jittered backoff when the code
@@ -58,6 +65,23 @@ export class RpcCaller {
   /** Set by close(): no new attempt starts, so a stopped operator's retries cannot act late. */
   closed = false;
 
+  private readonly longWaitLogged = new Map<string, number>();
+
+  /** Throws for a call that must not go out now: the client is closed, the caller no longer leads, or it waited too long. */
+  private checkSendable(action: string, waitedMs: number): void {
+    if (this.closed) throw new CloudError(action, TRANSPORT_CODES.closed, 'the client was closed before the call was sent', undefined);
+    if (MUTATING_ACTIONS.has(action) && this.o.mayMutate && !this.o.mayMutate()) {
+      throw new CloudError(action, CLIENT_CODES.notLeading, 'not sent: this operator no longer holds a fresh leader lease', undefined);
+    }
+    if (waitedMs > LONG_WAIT_MS && Date.now() - (this.longWaitLogged.get(action) ?? 0) > 10_000) {
+      this.longWaitLogged.set(action, Date.now());
+      this.o.logger.warn({ action, waitedMs, limit: this.o.limiters.limitOf(action) }, 'OpenAPI call waited long in its rate limiter');
+    }
+    if (waitedMs > this.o.retry.maxQueueMs) {
+      throw new CloudError(action, CLIENT_CODES.queueTimeout, `not sent: it waited ${(waitedMs / 1000).toFixed(1)} s in the ${action} rate limiter, more than ${(this.o.retry.maxQueueMs / 1000).toFixed(1)} s`, undefined);
+    }
+  }
+
   constructor(private readonly o: RpcCallerOptions) {
     this.random = o.random ?? Math.random;
     this.client = new RPCClient({
@@ -68,18 +92,20 @@ export class RpcCaller {
   }
 
   async call<T>(action: string, params: RpcParams, opts: CallOptions = {}): Promise<T> {
-    const { retry, limiters, metrics, logger } = this.o;
+    const { retry, limiters, metrics } = this.o;
     const body: RpcParams = { ...params };
     if (opts.idempotent || opts.clientToken) body.ClientToken = opts.clientToken ?? randomUUID();
-    const started = Date.now();
+    // The retry budget starts when the first attempt is sent: time in the limiter is bounded apart.
+    let sentAt: number | undefined;
     for (let attempt = 1; ; attempt++) {
       let error: CloudError;
       let hint: number | undefined;
       try {
         return await limiters.schedule(action, async (waitedMs) => {
-          if (this.closed) throw new CloudError(action, TRANSPORT_CODES.closed, 'the client was closed before the call was sent', undefined);
           metrics.limiterWait.observe({ action }, waitedMs / 1000);
-          const timeoutMs = Math.max(100, Math.min(retry.attemptTimeoutMs, started + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()));
+          this.checkSendable(action, waitedMs);
+          sentAt ??= Date.now();
+          const timeoutMs = Math.max(1000, Math.min(retry.attemptTimeoutMs, sentAt + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()));
           const endTimer = metrics.duration.startTimer({ action });
           metrics.inFlight.inc({ action });
           try {
@@ -103,14 +129,13 @@ export class RpcCaller {
       } catch (e) {
         error = e instanceof CloudError ? e : toCloudError(action, e as PopError, retry.attemptTimeoutMs);
       }
+      const elapsed = sentAt === undefined ? 0 : Date.now() - sentAt;
       const delay = backoffDelay(attempt, retry, this.random, hint);
-      const elapsed = Date.now() - started;
       if (!error.retryable || this.closed || attempt >= retry.maxAttempts || elapsed + delay > retry.maxElapsedMs) {
         throw attempt > 1 ? error.withAttempts(attempt) : error;
       }
       metrics.retries.inc({ action, code: error.code });
-      if (this.closed) throw error;
-      logger.warn({ action, code: error.code, requestId: error.requestId, attempt, delayMs: Math.round(delay) }, 'OpenAPI call failed; retrying');
+      this.o.logger.warn({ action, code: error.code, requestId: error.requestId, attempt, delayMs: Math.round(delay) }, 'OpenAPI call failed; retrying');
       await sleep(delay);
     }
   }

@@ -28,6 +28,8 @@ export interface AllocationInput {
   selection: 'MostFreeIPs' | 'Ordered';
   /** ENIs already being created for the node (they hold slots). */
   creating?: number;
+  /** Kinds of operation allowed now (one may be held back after failures); both when absent. */
+  allow?: { assign: boolean; create: boolean };
 }
 
 export type AllocationOp = { kind: 'assign'; eniId: string; vSwitchId: string; count: number } | { kind: 'create'; vSwitchId: string; ips: number };
@@ -75,10 +77,11 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
   const usable = input.vSwitches.filter((v) => !v.blocked && v.free > 0);
   const order = usable.map((v) => v.id);
   const baseFree = new Map(usable.map((v) => [v.id, v.free] as const));
-  const slots = Math.max(0, limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0));
+  const allow = input.allow ?? { assign: true, create: true };
+  const slots = allow.create ? Math.max(0, limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0)) : 0;
   const perEni = Math.min(limits.ipv4PerEni, CREATE_MAX_IPS);
   const roomy = input.enis
-    .filter((e) => e.attached && e.ips < limits.ipv4PerEni && baseFree.has(e.vSwitchId))
+    .filter((e) => allow.assign && e.attached && e.ips < limits.ipv4PerEni && baseFree.has(e.vSwitchId))
     .sort((a, b) => a.ips - b.ips || (a.id < b.id ? -1 : 1));
 
   let best: AllocationPlan | undefined;

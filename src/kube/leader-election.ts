@@ -29,8 +29,10 @@ export class LeaderElector {
   private readonly renewDeadline: number;
   private readonly retry: number;
   private observed?: { record: string; at: number };
+  /** When the last successful acquire or renew was *sent* (never later than the server's renewTime). */
   private lastRenew = 0;
   private timer?: NodeJS.Timeout;
+  private watchdog?: NodeJS.Timeout;
   private running = false;
   leader = false;
 
@@ -45,29 +47,49 @@ export class LeaderElector {
 
   start(): void {
     this.running = true;
+    // Steps down on time even while an attempt hangs (a black-holed connection never answers).
+    this.watchdog = setInterval(() => this.checkDeadline(), Math.max(50, this.retry / 4));
+    this.watchdog.unref();
     void this.tick();
+  }
+
+  /**
+   * Whether this candidate holds a lease no one else can hold yet: it leads, and its last
+   * successful renew was sent less than the renew deadline ago (the lease itself runs longer,
+   * so a follower cannot have taken over). Checked right before every mutating cloud call.
+   */
+  holdsFreshLease(now = Date.now()): boolean {
+    return this.leader && now - this.lastRenew < this.renewDeadline;
+  }
+
+  private checkDeadline(): void {
+    if (this.leader && !this.holdsFreshLease()) {
+      this.leader = false;
+      this.o.logger.warn({ lease: this.o.name, identity: this.o.identity, sinceRenewMs: Date.now() - this.lastRenew }, 'lost leadership: could not renew the lease in time');
+      this.o.onStoppedLeading();
+    }
   }
 
   private async tick(): Promise<void> {
     if (!this.running) return;
     let ok = false;
+    const sentAt = Date.now();
+    // Every attempt has a deadline: the time left to renew, or one retry period for a candidate.
+    const deadline = this.leader ? Math.max(1, this.lastRenew + this.renewDeadline - sentAt) : Math.max(this.retry, 1000);
     try {
-      ok = await this.tryAcquireOrRenew();
+      ok = await withDeadline(this.tryAcquireOrRenew(), deadline, 'lease update');
     } catch (e) {
       this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'leader election: lease update failed');
     }
-    if (ok) {
-      this.lastRenew = Date.now();
+    if (ok && this.running) {
+      this.lastRenew = sentAt;
       if (!this.leader) {
         this.leader = true;
         this.o.logger.info({ lease: this.o.name, identity: this.o.identity }, 'became leader');
         this.o.onStartedLeading();
       }
-    } else if (this.leader && Date.now() - this.lastRenew > this.renewDeadline) {
-      this.leader = false;
-      this.o.logger.warn({ lease: this.o.name, identity: this.o.identity }, 'lost leadership: could not renew the lease in time');
-      this.o.onStoppedLeading();
     }
+    this.checkDeadline();
     if (this.running) {
       const jitter = this.leader ? 0 : Math.random() * 0.2 * this.retry;
       this.timer = setTimeout(() => void this.tick(), this.retry + jitter);
@@ -127,20 +149,36 @@ export class LeaderElector {
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
+    clearInterval(this.watchdog);
     if (!this.leader) return;
     this.leader = false;
     try {
-      const current = await this.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });
-      if (current.spec?.holderIdentity === this.o.identity) {
-        await this.api.replaceNamespacedLease({
-          name: this.o.name,
-          namespace: this.o.namespace,
-          body: { ...current, spec: { ...current.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(Date.now()), acquireTime: current.spec.acquireTime ? new V1MicroTime(Date.parse(String(current.spec.acquireTime))) : undefined } },
-        });
-      }
+      await withDeadline(this.giveUp(), this.renewDeadline, 'giving the lease up');
     } catch (e) {
       this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'could not release the lease');
     }
     this.o.onStoppedLeading();
   }
+
+  private async giveUp(): Promise<void> {
+    const current = await this.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });
+    if (current.spec?.holderIdentity !== this.o.identity) return;
+    const acquireTime = current.spec.acquireTime ? new V1MicroTime(Date.parse(String(current.spec.acquireTime))) : undefined;
+    await this.api.replaceNamespacedLease({
+      name: this.o.name,
+      namespace: this.o.namespace,
+      body: { ...current, spec: { ...current.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(Date.now()), acquireTime } },
+    });
+  }
+}
+
+/** The promise, or a rejection naming what took too long once `ms` have passed. */
+function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer from the API server within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -3,7 +3,7 @@ import { detachStrings } from '../kube/detach.js';
 import type { Logger } from '../observability/logger.js';
 
 /** The tag keys every ENI the operator creates carries. */
-export const TAGS = { cluster: 'eni-ipam.io/cluster', node: 'eni-ipam.io/node', creator: 'eni-ipam.io/creator' } as const;
+export const TAGS = { cluster: 'eni-ipam.io/cluster', node: 'eni-ipam.io/node', creator: 'eni-ipam.io/creator', createToken: 'eni-ipam.io/create-token' } as const;
 export const CREATOR = 'eni-ipam-operator';
 
 /**

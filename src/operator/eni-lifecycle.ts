@@ -1,8 +1,10 @@
 import type { ENIPool } from '../api/types.js';
-import { CloudError, type EcsApi, type NetworkInterface } from '../cloud/index.js';
+import { randomUUID } from 'node:crypto';
+import { CloudError, type CreateEniRequest, type EcsApi, type NetworkInterface } from '../cloud/index.js';
 import type { Logger } from '../observability/logger.js';
 import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
 import type { OperatorConfig } from './config.js';
+import type { FailureMemory } from './failures.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { StatePoller } from './poller.js';
 
@@ -18,7 +20,12 @@ export interface LifecycleDeps {
   onCloudError: (pool: ENIPool, e: unknown, vSwitchId?: string) => Promise<void>;
   /** An ENI's IPs reached its pool. */
   published: (name: string) => void;
+  failures: FailureMemory;
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** No answer came: the call may or may not have been carried out. */
+const outcomeUnknown = (e: unknown) => e instanceof CloudError && e.code.startsWith('Transport.') && e.code !== 'Transport.Closed';
 
 /**
  * The asynchronous life of an ENI, run in the background so that a reconcile returns at once:
@@ -73,26 +80,66 @@ export class EniLifecycle {
   create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
     const name = pool.metadata.name;
     this.addIncoming(name, 1, ips);
-    const tags = { ...(pool.spec.eniTags ?? {}), [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.creator]: CREATOR };
+    const clientToken = randomUUID();
+    const tags = { ...(pool.spec.eniTags ?? {}), [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.creator]: CREATOR, [TAGS.createToken]: clientToken };
     void (async () => {
       let eni: NetworkInterface | undefined;
       try {
         if (this.stopped) return;
-        eni = await this.d.api.createNetworkInterface({ vSwitchId, securityGroupIds, secondaryIpCount: ips - 1, tags, description: `eni-ipam pool ENI of node ${name}` });
+        eni = await this.createResolved(name, { vSwitchId, securityGroupIds, secondaryIpCount: ips - 1, tags, clientToken, description: `eni-ipam pool ENI of node ${name}` });
+        this.d.failures.succeeded(name, 'CreateNetworkInterface');
         this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
         this.d.cloud.took(vSwitchId, ips);
         this.d.cloud.upsert(eni);
         this.d.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
       } catch (e) {
         this.addIncoming(name, -1, -ips);
-        await this.d.onCloudError(pool, e, vSwitchId).catch((err) => {
-          this.d.event(pool, 'Warning', 'CreateENIFailed', `creating an ENI in ${vSwitchId}: ${(err as Error).message}`);
-          this.d.enqueue(name, 2000);
-        });
+        await this.d.onCloudError(pool, e, vSwitchId).catch((err) => this.failedInBackground(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, err));
         return;
       }
       this.attach(pool, eni, ips, true);
     })();
+  }
+
+  /**
+   * Creates the ENI; when no answer came (a timeout, a dropped connection), finds out what
+   * happened instead of creating another: the ENI is looked for by its token tag, and the
+   * create is repeated with the same ClientToken, which the cloud answers with the same ENI.
+   */
+  private async createResolved(name: string, req: CreateEniRequest & { clientToken: string }): Promise<NetworkInterface> {
+    let last: unknown;
+    for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
+      if (attempt > 0) {
+        await sleep(1000 * 2 ** (attempt - 1));
+        const [found] = await this.d.api
+          .describeNetworkInterfaces({ vpcId: this.d.config.vpcId, tags: { [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.createToken]: req.clientToken } })
+          .catch(() => []);
+        if (found) return found;
+      }
+      try {
+        return await this.d.api.createNetworkInterface(req);
+      } catch (e) {
+        if (!outcomeUnknown(e)) throw e;
+        last = e;
+        this.d.logger.warn({ node: name, clientToken: req.clientToken, err: (e as Error).message }, 'no answer to CreateNetworkInterface; resolving it by its ClientToken');
+      }
+    }
+    throw last;
+  }
+
+  /** A background failure: held back per node and action, said once (Events fold repeats), looked at again after the back-off. */
+  private failedInBackground(pool: ENIPool, reason: string, what: string, err: unknown): void {
+    const name = pool.metadata.name;
+    if (!(err instanceof CloudError)) {
+      this.d.event(pool, 'Warning', reason, `${what}: ${(err as Error).message}`);
+      this.d.enqueue(name, 2000);
+      return;
+    }
+    if (err.code === 'Client.NotLeading' || err.code === 'Transport.Closed') return;
+    const r = this.d.failures.record(name, err, Date.now());
+    this.d.logger.warn({ node: name, action: err.action, code: err.code, requestId: err.requestId, retryInMs: r.until - Date.now() }, `${what} failed`);
+    this.d.event(pool, 'Warning', reason, `${what}: ${r.message}`);
+    this.d.enqueue(name, r.until - Date.now() + 50);
   }
 
   attach(pool: ENIPool, eni: NetworkInterface, ips: number, counted = false, alreadyAttaching = false): void {
@@ -107,6 +154,7 @@ export class EniLifecycle {
         if (!alreadyAttaching) {
           try {
             await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
+            this.d.failures.succeeded(name, 'AttachNetworkInterface');
             this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
             this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
           } catch (e) {
@@ -123,6 +171,11 @@ export class EniLifecycle {
         }
         if (this.stopped) return;
         const why = failure instanceof Error ? failure.message : 'the ENI fell back to Available';
+        // Refused for a passing reason (throttled, no answer, not leading): the ENI is fine; attach it later.
+        if (failure instanceof CloudError && (failure.retryable || failure.code.startsWith('Client.') || failure.code === 'Transport.Closed')) {
+          this.failedInBackground(pool, 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID} (kept for a later attach)`, failure);
+          return;
+        }
         if (this.d.config.mode !== 'normal') {
           this.d.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; mode ${this.d.config.mode} keeps it for a later attach`);
           return;

@@ -145,6 +145,15 @@ export class Operator {
     return this.leading;
   }
 
+  /**
+   * Whether a mutating cloud call may be sent now: this instance leads and, with leader
+   * election, its last renew is fresh enough that no other replica can have taken over.
+   */
+  mayMutate(): boolean {
+    if (!this.leading || this.stopping) return false;
+    return this.elector ? this.elector.holdsFreshLease() : true;
+  }
+
   private get informers() {
     return { enipools: this.pools, enipoolclasses: this.classes, nodes: this.nodes, pods: this.pendingPods };
   }
@@ -174,12 +183,18 @@ export class Operator {
       logger: this.o.logger,
       onStartedLeading: () => void this.lead(),
       onStoppedLeading: () => {
-        if (this.leading && !this.stopping) {
-          this.o.logger.error({ identity: le.identity }, 'leadership lost; stopping');
-          this.onLost();
-        }
+        const lost = this.leading && !this.stopping;
         this.leading = false;
         this.metrics.leader.set(0);
+        if (lost) {
+          // Another replica may lead now: drop the queued work and stop background changes at
+          // once (mutating calls already check the lease before they are sent), then exit.
+          this.o.logger.error({ identity: le.identity }, 'leadership lost; dropping queued work and stopping');
+          this.timers.forEach(clearInterval);
+          this.poolReconciler.stop();
+          void this.queue.shutdown();
+          this.onLost();
+        }
       },
     });
     this.elector.start();

@@ -10,6 +10,7 @@ import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import { TAGS, type CloudState } from './cloud-state.js';
 import { EniLifecycle } from './eni-lifecycle.js';
+import { FailureMemory } from './failures.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { OperatorMetrics } from './metrics.js';
@@ -57,7 +58,8 @@ export class PoolReconciler {
   private readonly deficitSince = new Map<string, number>();
   private readonly excessSince = new Map<string, number>();
   private readonly shortfall = new Map<string, Shortfall>();
-  private readonly failures = new Map<string, number>();
+  /** Per node and action, cloud failures and their back-off. */
+  private readonly failed = new FailureMemory();
   private readonly tearingDown = new Set<string>();
   /** When each pool's Node was first confirmed gone while its instance still existed. */
   private readonly goneSince = new Map<string, number>();
@@ -71,6 +73,7 @@ export class PoolReconciler {
       event: (pool, type, reason, message) => this.event(pool, type, reason, message),
       onCloudError: (pool, e, vSwitchId) => this.onCloudError(pool, e, vSwitchId),
       published: (name) => this.published(name),
+      failures: this.failed,
     });
   }
 
@@ -91,7 +94,8 @@ export class PoolReconciler {
   async reconcile(name: string): Promise<{ requeueAfterMs?: number } | void> {
     const pool = this.d.pools.get(name);
     if (!pool) {
-      for (const m of [this.deficitSince, this.excessSince, this.shortfall, this.failures, this.goneSince]) m.delete(name);
+      for (const m of [this.deficitSince, this.excessSince, this.shortfall, this.goneSince]) m.delete(name);
+      this.failed.forget(name);
       return;
     }
     if (pool.metadata.deletionTimestamp) return this.teardown(pool);
@@ -106,18 +110,18 @@ export class PoolReconciler {
     }
     try {
       const r = await this.fill(pool);
-      this.failures.delete(name);
-      return r;
+      const next = this.failed.nextAttempt(name, Date.now());
+      return next === undefined ? r : { requeueAfterMs: Math.min(r.requeueAfterMs ?? Infinity, next - Date.now() + 50) };
     } catch (e) {
       // The pool changed since the cache showed it: plan again on the newer pool, soon.
       if (httpStatus(e) === 409) return { requeueAfterMs: 100 };
-      const n = (this.failures.get(name) ?? 0) + 1;
-      this.failures.set(name, n);
-      if (e instanceof CloudError) {
-        this.event(pool, 'Warning', 'CloudCallFailed', `${e.message}`);
-        await this.publish(pool, { degraded: n >= 3 ? e.message : undefined }).catch(() => undefined);
-      }
-      throw e;
+      if (!(e instanceof CloudError) || e.code === 'Client.NotLeading') throw e;
+      // The action is held back on this node for its back-off (a permanent error for minutes).
+      const r = this.failed.record(name, e, Date.now());
+      this.d.logger.warn({ node: name, action: e.action, code: e.code, requestId: e.requestId, retryInMs: r.until - Date.now() }, 'cloud call failed');
+      this.event(pool, 'Warning', 'CloudCallFailed', r.message);
+      await this.publish(pool).catch(() => undefined);
+      return { requeueAfterMs: r.until - Date.now() + 50 };
     }
   }
 
@@ -141,7 +145,7 @@ export class PoolReconciler {
     const mayRelease = config.mode === 'normal';
     if (mayAllocate) {
       for (const e of cloud.ownedBy(name)) {
-        if (this.enis.tracking(e.id)) continue;
+        if (this.enis.tracking(e.id) || this.failed.blocked(name, 'AttachNetworkInterface', Date.now())) continue;
         if (e.status === 'Available' && !e.instanceId) this.enis.attach(pool, e, 0);
         else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.enis.attach(pool, e, 0, false, true);
       }
@@ -160,7 +164,10 @@ export class PoolReconciler {
     const sizing = sizingOf(spec, limits);
     const cooling = coolingIps(pool, Date.now());
     const usage = { available, used: usedIps.size + cooling.length, pending };
-    const coming = this.enis.coming(name);
+    // Our ENIs parked Available (an attach held back after a failure) come back: they are not replaced.
+    const parked = cloud.ownedBy(name).filter((e) => e.status === 'Available' && !e.instanceId && !this.enis.tracking(e.id) && !this.enis.isRemoving(e.id));
+    const inFlight = this.enis.coming(name);
+    const coming = { enis: inFlight.enis + parked.length, ips: inFlight.ips + parked.reduce((n, e) => n + 1 + e.secondaryIps.length, 0) };
     const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
     const need = needed(sizing, usage);
     if (need > 0 && !this.deficitSince.has(name)) this.deficitSince.set(name, Date.now());
@@ -184,12 +191,14 @@ export class PoolReconciler {
         config.vpcId,
         spec.zoneID,
       ).map((v) => ({ id: v.id, free: v.free, blocked: cloud.blocked.has(v.id) }));
-      const plan = planAllocation({ want, enis: views, limits, vSwitches: candidates, selection: spec.vSwitchSelection ?? 'MostFreeIPs', creating: coming.enis });
+      const now = Date.now();
+      const allow = { assign: !this.failed.blocked(name, 'AssignPrivateIpAddresses', now), create: !this.failed.blocked(name, 'CreateNetworkInterface', now) };
+      const plan = planAllocation({ want, enis: views, limits, vSwitches: candidates, selection: spec.vSwitchSelection ?? 'MostFreeIPs', creating: coming.enis, allow });
       this.d.logger.debug(
         { node: name, want, available, coming, ops: plan.ops.length, calls: callsOf(plan.ops), owned: cloud.ownedBy(name).map((e) => `${e.id}:${e.status}:${e.instanceId ?? '-'}`) },
         'allocation planned',
       );
-      if (plan.shortfall && plan.planned === 0 && coming.enis === 0) {
+      if (plan.shortfall && plan.planned === 0 && coming.enis === 0 && allow.assign && allow.create) {
         this.shortfall.set(name, {
           reason: plan.shortfall === 'instance-limit' ? 'InstanceLimit' : 'VSwitchExhausted',
           message:
@@ -240,12 +249,14 @@ export class PoolReconciler {
       }
       for (const ip of plan.withdraw) delete releaseRequests[ip];
       for (const ip of plan.request) releaseRequests[ip] = requestStamp();
+      if (this.failed.blocked(name, 'UnassignPrivateIpAddresses', Date.now())) plan.unassign = [];
       for (const u of plan.unassign) {
         for (let i = 0; i < u.ips.length; i += 50) {
           const batch = u.ips.slice(i, i + 50);
           await api.unassignPrivateIpAddresses(u.eniId, batch).catch((e) => {
             if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
           });
+          this.failed.succeeded(name, 'UnassignPrivateIpAddresses');
           this.d.metrics.cloudChanges.inc({ action: 'UnassignPrivateIpAddresses' });
           const eni = cloud.get(u.eniId);
           if (eni) cloud.upsert({ ...eni, secondaryIps: eni.secondaryIps.filter((ip) => !batch.includes(ip)) });
@@ -280,6 +291,7 @@ export class PoolReconciler {
     const { api, cloud } = this.d;
     try {
       const ips = await api.assignPrivateIpAddresses(eniId, { count });
+      this.failed.succeeded(pool.metadata.name, 'AssignPrivateIpAddresses');
       this.d.metrics.cloudChanges.inc({ action: 'AssignPrivateIpAddresses' });
       cloud.took(vSwitchId, ips.length);
       const eni = cloud.get(eniId);
@@ -415,7 +427,7 @@ export class PoolReconciler {
   }
 
   /** Publishes the operator's part of the status, if it changed. */
-  private async publish(pool: ENIPool, o: { releaseRequests?: Record<string, string>; notReady?: { reason: string; message: string }; degraded?: string }): Promise<void> {
+  private async publish(pool: ENIPool, o: { releaseRequests?: Record<string, string>; notReady?: { reason: string; message: string } } = {}): Promise<void> {
     const { cloud } = this.d;
     const name = pool.metadata.name;
     const spec = pool.spec;
@@ -439,7 +451,12 @@ export class PoolReconciler {
         : { status: 'False' as const, reason: short ? short.reason : 'Allocating', message: short ? short.message : `${need} more IPs are being allocated` };
     conditions = setCondition(conditions, { type: 'Ready', ...ready }, now);
     conditions = setCondition(conditions, short ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message } : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' }, now);
-    conditions = setCondition(conditions, o.degraded ? { type: 'Degraded', status: 'True', reason: 'CloudErrors', message: o.degraded } : { type: 'Degraded', status: 'False', reason: 'Healthy', message: '' }, now);
+    const failing = this.failed.degraded(name);
+    conditions = setCondition(
+      conditions,
+      failing ? { type: 'Degraded', status: 'True', reason: failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing', message: failing.message } : { type: 'Degraded', status: 'False', reason: 'Healthy', message: '' },
+      now,
+    );
     const desired = {
       enis,
       summary: { enis: enis.length, available, used, needed: need, releasing: Object.keys(releaseRequests).length },

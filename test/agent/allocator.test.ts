@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { ENIPool } from '../../src/api/types.js';
-import { agentStatus, allocate, emptyState, freeAddresses, release, strayAllocations, type AgentState } from '../../src/agent/allocator.js';
+import { agentStatus, allocate, departedRecoveries, emptyState, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState } from '../../src/agent/allocator.js';
 import { StateFile, StateFileError } from '../../src/agent/state-file.js';
 
 function pool(ips: string[], opts: { attaching?: string[]; requested?: string[] } = {}): ENIPool {
@@ -176,5 +176,20 @@ describe('agent state file', () => {
     expect(statSync(h.journalPath).size).toBeLessThan(256 * 1024);
     expect(JSON.parse(readFileSync(h.path, 'utf8')).cooling).toBeDefined();
     expect(StateFile.in(dir).load().cooling['10.0.4.175']).toBe(1199);
+  });
+
+  it('takes back in what a lost state file held: status.used and the pods of the node, until their pods are gone', () => {
+    const p = pool(IPS.slice(0, 4));
+    p.status!.used = { '192.168.16.1': { pod: 'd/a', containerID: 'c1' } };
+    const r = recoverAllocations(emptyState(), p, [{ pod: 'd/b', podIP: '192.168.16.2' }, { pod: 'd/elsewhere', podIP: '10.9.9.9' }], 5);
+    expect(r.recovered.map((a) => [a.ip, a.pod, a.containerId, a.ifName])).toEqual([
+      ['192.168.16.1', 'd/a', 'c1', '*'],
+      ['192.168.16.2', 'd/b', 'pod:d/b', '*'],
+    ]);
+    expect(freeAddresses(r.state, p, 5)).toEqual(['192.168.16.3', '192.168.16.4']);
+    expect(recoverAllocations(r.state, p, [{ pod: 'd/b', podIP: '192.168.16.2' }], 6).recovered).toEqual([]);
+    // A DEL of the original container still releases it, whatever its interface.
+    expect(release(r.state, 'c1', 'eth0', 10, 1000).released).toEqual(['192.168.16.1']);
+    expect(departedRecoveries(r.state, [{ pod: 'd/a' }]).map((a) => a.ip)).toEqual(['192.168.16.2']);
   });
 });

@@ -62,6 +62,7 @@ describe('the Helm chart', () => {
     expect(rules('ClusterRole', '-agent')).toEqual([
       { groups: ['eniipam.io'], resources: ['enipools'], verbs: ['get', 'list', 'watch'], names: undefined },
       { groups: ['eniipam.io'], resources: ['enipools/status'], verbs: ['patch'], names: undefined },
+      { groups: [''], resources: ['pods'], verbs: ['list'], names: undefined },
     ]);
     for (const b of objs.filter((o) => o.kind.endsWith('Binding')) as any[]) {
       expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: b.roleRef.name, namespace: 'kube-system' }]);

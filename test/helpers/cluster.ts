@@ -3,7 +3,7 @@ import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { CRDS } from '../../src/api/crds.js';
 import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
-import { createCloudClient, staticCredentials, type CloudClient } from '../../src/cloud/index.js';
+import { createCloudClient, staticCredentials, type CloudClient, type RetryPolicy } from '../../src/cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorConfig } from '../../src/operator/config.js';
 import { Operator, type LeaderElectionConfig } from '../../src/operator/operator.js';
 import { createLogger, silentLogger, type Logger } from '../../src/observability/logger.js';
@@ -21,7 +21,7 @@ export interface TestCluster {
   custom: CustomObjectsApi;
   operators: Operator[];
   clients: CloudClient[];
-  startOperator(o?: { config?: Partial<OperatorConfig>; leaderElection?: LeaderElectionConfig; logger?: Logger }): Promise<Operator>;
+  startOperator(o?: { config?: Partial<OperatorConfig>; leaderElection?: LeaderElectionConfig; logger?: Logger; retry?: Partial<RetryPolicy> }): Promise<Operator>;
   addNode(instanceId: string, labels?: Record<string, string>): Promise<string>;
   addClass(name: string, spec: ENIPoolClass['spec']): Promise<void>;
   pool(name: string): Promise<ENIPool>;
@@ -49,9 +49,10 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
     operators,
     clients,
     async startOperator(o = {}) {
-      const client = createCloudClient({ region: REGION, ecsEndpoint: ecs.url, vpcEndpoint: ecs.url, credentials: staticCredentials(DEMO_KEY), registry: new Registry() });
+      let op: Operator | undefined = undefined;
+      const client = createCloudClient({ region: REGION, ecsEndpoint: ecs.url, vpcEndpoint: ecs.url, credentials: staticCredentials(DEMO_KEY), registry: new Registry(), mayMutate: () => op?.mayMutate() ?? false, retry: o.retry });
       clients.push(client);
-      const op = new Operator({
+      op = new Operator({
         kc,
         api: client.api,
         logger: o.logger ?? (process.env.DEBUG_OPERATOR ? createLogger({ level: process.env.DEBUG_OPERATOR }) : silentLogger()),

@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { LeaderElector } from '../../src/kube/leader-election.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { eventually, sleep } from '../helpers/ecs.js';
+import { blackholeProxy } from '../helpers/blackhole.js';
 import { http, kube } from '../helpers/kube.js';
 
 let emu: KubeEmulator;
@@ -17,9 +18,9 @@ afterEach(async () => {
   await emu.close();
 });
 
-function candidate(identity: string, events: string[] = []) {
+function candidate(identity: string, events: string[] = [], via: KubeConfig = kc) {
   const e = new LeaderElector({
-    kc,
+    kc: via,
     namespace: 'kube-system',
     name: 'eni-ipam',
     identity,
@@ -102,5 +103,31 @@ describe('leader election on a Lease', () => {
     });
     expect(r.status).toBe(422);
     expect(r.body.message).toContain('spec.renewTime: Invalid value: "2026-01-01T00:00:00.123Z": must be a MicroTime');
+  });
+
+  it('steps down within the renew deadline when the API server stops answering, and never holds a stale lease', async () => {
+    const proxy = await blackholeProxy(emu.url);
+    const viaProxy = new KubeConfig();
+    viaProxy.loadFromString(emu.kubeconfig.replace(emu.url, proxy.url));
+    const events: string[] = [];
+    const a = candidate('a', events, viaProxy);
+    a.start();
+    await eventually(() => a.leader);
+    const b = candidate('b', events);
+    b.start();
+    await sleep(500);
+    proxy.blackhole();
+    const cut = Date.now();
+    // Every lease read and write now hangs: the leader must still step down on time (1 s).
+    await eventually(() => !a.leader, 3000, 10);
+    const steppedDown = Date.now() - cut;
+    expect(steppedDown).toBeLessThan(1500);
+    expect(a.holdsFreshLease()).toBe(false);
+    await eventually(() => b.leader, 5000);
+    // The follower took over only once the lease (1.5 s) had run out: never two at once.
+    expect(Date.now() - cut).toBeGreaterThanOrEqual(1400);
+    expect(events.slice(0, 3)).toEqual(['a leads', 'a stops', 'b leads']);
+    expect(a.holdsFreshLease()).toBe(false);
+    await proxy.close();
   });
 });

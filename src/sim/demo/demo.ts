@@ -72,8 +72,16 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   }
 
   const registry = new Registry();
-  const client = createCloudClient({ region: 'cn-hangzhou', ecsEndpoint: ecs.url, vpcEndpoint: ecs.url, credentials: staticCredentials({ accessKeyId: 'demo', accessKeySecret: 'demo-secret' }), registry });
-  const operator = new Operator({
+  let operator: Operator | undefined = undefined;
+  const client = createCloudClient({
+    region: 'cn-hangzhou',
+    ecsEndpoint: ecs.url,
+    vpcEndpoint: ecs.url,
+    credentials: staticCredentials({ accessKeyId: 'demo', accessKeySecret: 'demo-secret' }),
+    registry,
+    mayMutate: () => operator?.mayMutate() ?? false,
+  });
+  operator = new Operator({
     kc,
     api: client.api,
     logger: silentLogger(),
