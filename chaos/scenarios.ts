@@ -20,8 +20,9 @@ function ecsFault(spec: FaultSpec) {
 /** Kubernetes fault rules for the fault's length, with two nodes joining as it starts. */
 function kubeFault(rules: KubeFaultRule[]) {
   return async (ctx: ScenarioContext) => {
-    ctx.c.kube.setFaultRules(rules);
+    // The nodes join first: the suite's own requests are not under the fault.
     await ctx.addNodes(2);
+    ctx.c.kube.setFaultRules(rules);
     await sleep(ctx.faultMs);
     ctx.c.kube.clearFaultRules();
   };

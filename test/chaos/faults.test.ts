@@ -15,8 +15,12 @@ const SHORT = [
   'ecs-non-json-502',
   'kube-watches-closed',
   'kube-status-conflicts',
+  'kube-410-storm',
+  'kube-429-retry-after',
+  'kube-unreachable-30s',
   'kube-list-nodes-403-at-start',
   'agent-killed-mid-burst',
+  'leader-sigkill',
 ];
 
 const failures = (r: ScenarioResult) => [r.error ?? '', ...Object.entries(r.verdicts).filter(([, v]) => !v.ok).map(([k, v]) => `${k}: ${v.detail}`)].filter(Boolean);
