@@ -70,10 +70,15 @@ export class StateFile {
       this.size = complete;
       syncFolder(dirname(this.path)); // the journal's own entry, once
     }
-    const line = `${JSON.stringify(state)}\n`;
-    writeSync(this.fd, line);
+    const line = Buffer.from(`${JSON.stringify(state)}\n`);
+    try {
+      writeFully(this.fd, line, this.journalPath);
+    } catch (e) {
+      ftruncateSync(this.fd, this.size); // no torn line for the next change to be glued to
+      throw e;
+    }
     fdatasyncSync(this.fd);
-    this.size += Buffer.byteLength(line);
+    this.size += line.length;
     if (this.size > COMPACT_BYTES) this.compact(state);
   }
 
@@ -81,7 +86,7 @@ export class StateFile {
     const tmp = `${this.path}.tmp`;
     const fd = openSync(tmp, 'w', 0o600);
     try {
-      writeSync(fd, JSON.stringify(state));
+      writeFully(fd, Buffer.from(JSON.stringify(state)), tmp);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -106,5 +111,18 @@ function syncFolder(dir: string): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Writes all of `data`: a write may take fewer bytes than asked (a full disk, a signal), and a
+ * change half on disk must not be answered as saved.
+ */
+export function writeFully(fd: number, data: Buffer, path: string, write: typeof writeSync = writeSync): void {
+  let done = 0;
+  while (done < data.length) {
+    const n = write(fd, data, done, data.length - done);
+    if (n <= 0) throw new StateFileError(`the agent state ${path} took ${done} of ${data.length} bytes and no more; is the disk full?`);
+    done += n;
   }
 }

@@ -3,7 +3,7 @@ import { API_VERSION, GROUP, VERSION, type Condition, type ENIPool } from '../ap
 import { CloudError, type EcsApi, type InstanceTypeLimits } from '../cloud/index.js';
 import { callsOf, planAllocation, type EniView } from '../ipam/allocate.js';
 import { podIpCapacity } from '../ipam/capacity.js';
-import { candidateVSwitches, securityGroupsFor } from '../ipam/placement.js';
+import { MAX_SECURITY_GROUPS_PER_ENI, candidateVSwitches, securityGroupsFor } from '../ipam/placement.js';
 import { planRelease } from '../ipam/release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing } from '../ipam/sizing.js';
 import type { Informer } from '../kube/informer.js';
@@ -208,6 +208,12 @@ export class PoolReconciler {
         });
       } else if (plan.planned > 0) this.shortfall.delete(name);
       const sgs = plan.ops.some((o) => o.kind === 'create') ? securityGroupsFor(spec, (await cloud.securityGroups()).map((g) => ({ id: g.id, vpcId: g.vpcId, tags: g.tags })), config.vpcId) : [];
+      if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
+        const message = `${sgs.length} security groups match the pool (${sgs.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
+        this.event(pool, 'Warning', 'TooManySecurityGroups', message);
+        await this.publish(pool, { notReady: { reason: 'TooManySecurityGroups', message } });
+        return {};
+      }
       for (const op of plan.ops) {
         if (op.kind === 'assign') await this.assign(pool, op.eniId, op.vSwitchId, op.count);
         else this.enis.create(pool, op.vSwitchId, op.ips, sgs);

@@ -5,7 +5,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { ENIPool } from '../../src/api/types.js';
 import { agentStatus, allocate, departedRecoveries, emptyState, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState } from '../../src/agent/allocator.js';
-import { StateFile, StateFileError } from '../../src/agent/state-file.js';
+import { StateFile, StateFileError, writeFully } from '../../src/agent/state-file.js';
 
 function pool(ips: string[], opts: { attaching?: string[]; requested?: string[] } = {}): ENIPool {
   return {
@@ -128,6 +128,21 @@ describe('agent allocation', () => {
 });
 
 describe('agent state file', () => {
+  it('writes a change whole even when the disk takes it in pieces, and says so when it takes no more', () => {
+    const got: Buffer[] = [];
+    const piecemeal = ((_fd: number, data: Buffer, offset: number, length: number) => {
+      const n = Math.min(3, length);
+      got.push(data.subarray(offset, offset + n));
+      return n;
+    }) as unknown as typeof import('node:fs').writeSync;
+    writeFully(1, Buffer.from('{"allocations":{}}\n'), 'x', piecemeal);
+    expect(Buffer.concat(got).toString()).toBe('{"allocations":{}}\n');
+    const full = (() => 0) as unknown as typeof import('node:fs').writeSync;
+    expect(() => writeFully(1, Buffer.from('abc'), '/var/lib/eni-ipam/allocations.journal', full)).toThrow(
+      'the agent state /var/lib/eni-ipam/allocations.journal took 0 of 3 bytes and no more; is the disk full?',
+    );
+  });
+
   it('survives a round trip and refuses a damaged file with a clear error', () => {
     const dir = mkdtempSync(join(tmpdir(), 'agent-'));
     const f = StateFile.in(join(dir, 'state'));
