@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { apiGroupDoc, apiGroupList, apiResourceList, apiVersions, openApiDoc, openApiIndex, versionInfo } from './discovery.js';
 import { StatusError, methodNotAllowed } from './errors.js';
 import { Writer, type Request, type Result } from './handlers.js';
+import { OPENAPI_V2_PROTOBUF, openApiV2, openApiV2Protobuf } from './openapi-v2.js';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
 import { getOne, listPage } from './reads.js';
 import { scaleRequest } from './scale.js';
@@ -85,6 +86,12 @@ export function kubeHandler(s: ServerState) {
       if (['/healthz', '/readyz', '/livez'].includes(path)) return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       if (path === '/api') return json(res, 200, apiVersions(String(req.headers.host ?? '')));
       if (path === '/apis') return json(res, 200, apiGroupList(store));
+      if (path === '/openapi/v2') {
+        const doc = openApiV2(store);
+        if (!accept.includes(OPENAPI_V2_PROTOBUF)) return json(res, 200, doc);
+        // As the API server does: Go's mime parser refuses the '@' of the requested type.
+        return void res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(openApiV2Protobuf(doc));
+      }
       if (path === '/openapi/v3') return json(res, 200, openApiIndex(store));
       if (path.startsWith('/openapi/v3/')) {
         const [kind, a, b] = path.slice('/openapi/v3/'.length).split('/');
