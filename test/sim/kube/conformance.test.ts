@@ -71,6 +71,27 @@ describe('kubectl create sends protobuf bodies the emulator decodes', () => {
     expect((await getYaml(['rolebinding', 'robot-reads', '-n', 'proto'])).subjects).toEqual([{ kind: 'ServiceAccount', name: 'robot', namespace: 'proto' }]);
   });
 
+  it('creates a Deployment with its pod template, keeping replicas 0 and the command', async () => {
+    const r = await k(['create', 'deployment', 'idle', '-n', 'proto', '--image=busybox:1.36', '--replicas=0', '--port=8080', '--', 'sleep', '3600']);
+    expect(r.stdout).toBe('deployment.apps/idle created\n');
+    const d = await getYaml(['deployment', 'idle', '-n', 'proto']);
+    expect(d.spec).toMatchObject({
+      replicas: 0,
+      selector: { matchLabels: { app: 'idle' } },
+      template: { metadata: { labels: { app: 'idle' } }, spec: { containers: [{ name: 'busybox', image: 'busybox:1.36', command: ['sleep', '3600'], ports: [{ containerPort: 8080 }] }] } },
+    });
+  });
+
+  it('creates a PodDisruptionBudget with an int-or-string bound', async () => {
+    expect((await k(['create', 'poddisruptionbudget', 'keep', '-n', 'proto', '--selector=app=idle', '--min-available=50%'])).code).toBe(0);
+    expect((await getYaml(['pdb', 'keep', '-n', 'proto'])).spec).toEqual({ minAvailable: '50%', selector: { matchLabels: { app: 'idle' } } });
+  });
+
+  it('refuses a kind it does not decode, naming it', async () => {
+    const r = await k(['create', 'job', 'once', '-n', 'proto', '--image=busybox']);
+    expect(r.stderr).toContain('the emulator does not decode protobuf bodies of batch/v1 Job; send it as JSON (Content-Type: application/json) instead');
+  });
+
   it('deletes what it created', async () => {
     await k(['create', 'configmap', 'doomed', '-n', 'proto']);
     expect((await k(['delete', 'configmap', 'doomed', '-n', 'proto'])).stdout).toBe('configmap "doomed" deleted\n');
