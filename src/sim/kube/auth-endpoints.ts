@@ -5,6 +5,14 @@ import { authorize, rulesFor, type Attributes } from './rbac.js';
 import type { Store } from './store.js';
 import { TokenRequestError, type Identity, type ServiceAccountTokens } from './tokens.js';
 
+/** The review and token resources in discovery, as the API server lists them (create only). */
+export const AUTH_RESOURCES: Array<{ group: string; version: string; name: string; kind: string; namespaced: boolean; subresourceOf?: { group: string; kind: string } }> = [
+  { group: 'authorization.k8s.io', version: 'v1', name: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', namespaced: false },
+  { group: 'authorization.k8s.io', version: 'v1', name: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', namespaced: false },
+  { group: 'authentication.k8s.io', version: 'v1', name: 'selfsubjectreviews', kind: 'SelfSubjectReview', namespaced: false },
+  { group: '', version: 'v1', name: 'serviceaccounts/token', kind: 'TokenRequest', namespaced: true, subresourceOf: { group: 'authentication.k8s.io', kind: 'TokenRequest' } },
+];
+
 export interface AuthEndpointContext {
   store: Store;
   tokens: ServiceAccountTokens;

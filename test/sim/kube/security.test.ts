@@ -217,6 +217,9 @@ describe('RBAC', () => {
     expect((await as(['auth', 'can-i', 'get', '/healthz'])).stdout.trim()).toBe('yes');
     expect((await as(['auth', 'can-i', 'get', '/metrics'])).stdout.trim()).toBe('no');
     expect((await as(['auth', 'can-i', '--list', '-n', 'team'])).stdout).toMatch(/secrets\s+\[\]\s+\[creds\]\s+\[get\]/);
+    expect((await as(['auth', 'can-i', 'create', 'selfsubjectaccessreviews'])).stdout.trim()).toBe('yes');
+    const resources = (await k(['api-resources', '--api-group=authorization.k8s.io', '-o', 'name'])).stdout;
+    expect(resources).toBe('selfsubjectaccessreviews.authorization.k8s.io\nselfsubjectrulesreviews.authorization.k8s.io\n');
   });
 
   it('denies with the API server\'s 403 messages', async () => {
