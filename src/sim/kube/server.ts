@@ -35,6 +35,8 @@ export interface ServerState {
   auth?: Authentication;
 }
 
+/** A list or watch of one object by `fieldSelector=metadata.name=NAME` is authorized as a request for that name. */
+const nameFromFieldSelector = (q: URLSearchParams): string | undefined => /^metadata\.name==?([^,]+)$/.exec(q.get('fieldSelector') ?? '')?.[1];
 const unauthorized = () => new StatusError(401, 'Unauthorized', 'Unauthorized');
 /** Paths under /api/VERSION/ and /apis/GROUP/VERSION/ name resources; every other path is a non-resource URL for RBAC. */
 const isResourcePath = (segs: string[]) => (segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4);
@@ -143,7 +145,7 @@ export function kubeHandler(s: ServerState) {
       if (!r) throw notFoundPath();
       const isWatch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
       const verb = method === 'GET' ? (isWatch ? 'watch' : r.name ? 'get' : 'list') : method === 'DELETE' && !r.name ? 'deletecollection' : method.toLowerCase();
-      allow({ resourceRequest: true, verb: verb === 'post' ? 'create' : verb === 'put' ? 'update' : verb, apiGroup: r.t.group, resource: r.t.resource, subresource: r.subresource, name: r.name, namespace: r.namespace ?? (r.t.resource === 'namespaces' && group === '' ? r.name : undefined) });
+      allow({ resourceRequest: true, verb: verb === 'post' ? 'create' : verb === 'put' ? 'update' : verb, apiGroup: r.t.group, resource: r.t.resource, subresource: r.subresource, name: r.name ?? nameFromFieldSelector(url.searchParams), namespace: r.namespace ?? (r.t.resource === 'namespaces' && group === '' ? r.name : undefined) });
       const statKey = `${verb} ${r.t.group ? `${r.t.resource}.${r.t.group}` : r.t.resource}${r.subresource ? `/${r.subresource}` : ''}`;
       s.requests[statKey] = (s.requests[statKey] ?? 0) + 1;
       const fault = s.faults.errors;
