@@ -87,14 +87,16 @@ export function kubeHandler(s: ServerState) {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const raw = chunks.length ? Buffer.concat(chunks) : undefined;
-    let contentType = String(req.headers['content-type'] ?? 'application/json');
-    let body = raw?.toString('utf8');
+    const sentType = String(req.headers['content-type'] ?? 'application/json');
+    // Typed clients (kubectl create, Helm's release Secrets) send protobuf; the handlers see its JSON.
+    // Decoded only once the request is authenticated and authorized, as the API server does.
+    let decoded: { body?: string; contentType: string } | undefined;
+    const requestBody = () =>
+      (decoded ??=
+        raw && sentType.startsWith(PROTOBUF_MEDIA_TYPE)
+          ? { body: JSON.stringify(decodeProtobufObject(raw)), contentType: 'application/json' }
+          : { body: raw?.toString('utf8'), contentType: sentType });
     try {
-      // Typed clients (kubectl create, Helm's release Secrets) send protobuf; the handlers see its JSON.
-      if (raw && contentType.startsWith(PROTOBUF_MEDIA_TYPE)) {
-        body = JSON.stringify(decodeProtobufObject(raw));
-        contentType = 'application/json';
-      }
       if (s.faults.latencyMs) await sleep(s.faults.latencyMs);
       const caller = s.auth ? authenticate(req, s.auth) : ADMIN;
       if (!caller) throw unauthorized();
@@ -107,7 +109,7 @@ export function kubeHandler(s: ServerState) {
       const allow = (a: Attributes) => allowAs(user, a);
       const segs = path.split('/').filter(Boolean);
       if (!isResourcePath(segs)) allow({ resourceRequest: false, verb: method === 'HEAD' ? 'get' : method.toLowerCase(), path });
-      const special = authEndpoint({ store, tokens: s.tokens, user, allow }, segs, method, body);
+      const special = authEndpoint({ store, tokens: s.tokens, user, allow }, segs, method, () => requestBody().body);
       if (special) return json(res, special.status, special.body);
       if (path === '/version') return json(res, 200, versionInfo());
       if (['/healthz', '/readyz', '/livez'].includes(path)) return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
@@ -156,7 +158,7 @@ export function kubeHandler(s: ServerState) {
         }
         throw new StatusError(500, 'InternalError', 'Internal error occurred: injected fault');
       }
-      const request: Request = { ...r, query: url.searchParams, body, contentType };
+      const request: Request = { ...r, query: url.searchParams, ...requestBody() };
       const asTable = accept.includes('as=Table');
       let result: Result;
       if (r.subresource === 'scale' && ['get', 'put', 'patch'].includes(verb)) {

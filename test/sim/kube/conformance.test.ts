@@ -93,9 +93,11 @@ describe('kubectl create sends protobuf bodies the emulator decodes', () => {
     expect((await getYaml(['pdb', 'keep', '-n', 'proto'])).spec).toEqual({ minAvailable: '50%', selector: { matchLabels: { app: 'idle' } } });
   });
 
-  it('refuses a kind it does not decode, naming it', async () => {
-    const r = await k(['create', 'job', 'once', '-n', 'proto', '--image=busybox']);
-    expect(r.stderr).toContain('the emulator does not decode protobuf bodies of batch/v1 Job; send it as JSON (Content-Type: application/json) instead');
+  it('refuses a kind it does not decode, naming it; an unserved kind is not found first', async () => {
+    const node = await post('/api/v1/nodes', k8sProtobuf('v1', 'Node', [pb.message(1, pb.string(1, 'n1'))]));
+    expect(node).toMatchObject({ status: 415, body: { message: 'the emulator does not decode protobuf bodies of v1 Node; send it as JSON (Content-Type: application/json) instead' } });
+    const job = await k(['create', 'job', 'once', '-n', 'proto', '--image=busybox']);
+    expect(job.stderr).toContain('the server could not find the requested resource');
   });
 
   it('deletes what it created', async () => {
