@@ -147,7 +147,10 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   await listen(opts.port ?? 0, host);
   const { port } = server.address() as AddressInfo;
   const url = `${pki ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const kubeconfig = kubeconfigFor(url, 'default', pki ? { caCert: pki.caCert, clientCert: pki.adminCert, clientKey: pki.adminKey } : { token: adminToken });
+  // Clients reach an any-address listener on loopback, which the serving certificate covers.
+  const clientHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  const clientUrl = `${pki ? 'https' : 'http'}://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${port}`;
+  const kubeconfig = kubeconfigFor(clientUrl, 'default', pki ? { caCert: pki.caCert, clientCert: pki.adminCert, clientKey: pki.adminKey } : { token: adminToken });
   if (opts.kubeconfigPath) writeFileSync(opts.kubeconfigPath, kubeconfig, { mode: 0o600 });
   const caPath = pki && opts.kubeconfigPath ? join(dirname(opts.kubeconfigPath), 'ca.crt') : undefined;
   if (caPath) writeFileSync(caPath, pki!.caCert);

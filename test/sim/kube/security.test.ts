@@ -104,6 +104,16 @@ describe('TLS', () => {
     expect(r.stderr).toContain('x509: certificate signed by unknown authority');
   });
 
+  it('listening on any address, gives clients a loopback URL the certificate covers', async () => {
+    const any = await startKubeEmulator({ host: '0.0.0.0', tls: true });
+    try {
+      expect(YAML.parse(any.kubeconfig).clusters[0].cluster.server).toBe(`https://127.0.0.1:${new URL(any.url).port}`);
+      expect((await kubectlFor(any)(['get', 'namespace', 'default', '-o', 'name'])).stdout).toBe('namespace/default\n');
+    } finally {
+      await any.close();
+    }
+  });
+
   it('covers 127.0.0.1, localhost, the in-cluster names and the extra addresses', async () => {
     const san = await new Promise<string>((resolve, reject) => {
       const s = connect({ host: '127.0.0.1', port: Number(port()), ca: emu.caCert, servername: 'localhost' }, () => {
