@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { kubeconfigFor } from './kubeconfig.js';
 import { makeClusterPki, type ClusterPki } from './pki.js';
 import { bootstrapPolicy } from './rbac.js';
+import { keysPathFor, loadKeys, saveKeys } from './saved-keys.js';
 import { kubeHandler, type KubeFaults, type ServerState } from './server.js';
 import { Store } from './store.js';
 import { ServiceAccountTokens, type IssuedToken, type TokenRequestInput } from './tokens.js';
@@ -20,7 +21,7 @@ export { TOKEN_ISSUER } from './tokens.js';
 export interface KubeEmulatorOptions {
   host?: string;
   port?: number;
-  /** Persist objects here and load them at start. */
+  /** Persist objects here and load them at start; the CA and signing key go beside it (STATE.keys.json). */
   statePath?: string;
   /** Write the kubeconfig here. */
   kubeconfigPath?: string;
@@ -111,7 +112,9 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   const store = new Store(opts.historyLimit ?? 10_000, opts.statePath);
   if (!store.load()) seed(store);
   if (opts.auth) seedPolicy(store);
-  const tokens = new ServiceAccountTokens(store);
+  const keysPath = opts.statePath ? keysPathFor(opts.statePath) : undefined;
+  const saved = keysPath ? loadKeys(keysPath) : {};
+  const tokens = new ServiceAccountTokens(store, Date.now, saved.serviceAccountKey);
   const adminToken = opts.auth ? randomBytes(24).toString('base64url') : 'emulator-admin-token';
   const state: ServerState = {
     store,
@@ -125,7 +128,8 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   };
   const handler = kubeHandler(state);
   const sockets = new Set<Socket>();
-  const pki: ClusterPki | undefined = opts.tls ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : []) : undefined;
+  const pki: ClusterPki | undefined = opts.tls ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : [], saved.ca) : undefined;
+  if (keysPath) saveKeys(keysPath, { ca: pki ? { cert: pki.caCert, key: pki.caKey } : saved.ca, serviceAccountKey: tokens.privateKeyPem() });
   const server: Server = pki
     ? // Client certificates are asked for, not required: the API server also takes tokens and anonymous requests.
       createHttpsServer({ cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert, requestCert: true, rejectUnauthorized: false }, (req, res) => void handler(req, res))

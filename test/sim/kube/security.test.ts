@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:https';
@@ -283,6 +283,27 @@ describe('helm over TLS with RBAC on', () => {
     expect((await operator(['delete', 'secrets', '-n', 'kube-system'])).stdout).toBe('no\n');
     const uninstalled = await run(tool('helm'), ['--kubeconfig', kubeconfig, 'uninstall', 'eni-ipam', '-n', 'kube-system']);
     expect(uninstalled.stdout).toBe('release "eni-ipam" uninstalled\n');
+  });
+});
+
+describe('restarts with a state file', () => {
+  it('keep the CA and the signing key, so ca.crt and issued tokens stay valid', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'kube-restart-'));
+    const opts = { tls: true, auth: true, statePath: join(d, 'state.json') };
+    const first = await startKubeEmulator(opts);
+    await kubectlFor(first)(['create', 'serviceaccount', 'keeper']);
+    const { token } = issueServiceAccountToken(first, { namespace: 'default', serviceAccount: 'keeper' });
+    const ca = first.caCert;
+    await first.close();
+    expect(statSync(join(d, 'state.json.keys.json')).mode & 0o777).toBe(0o600);
+    const second = await startKubeEmulator(opts);
+    try {
+      expect(second.caCert).toBe(ca);
+      const asKeeper = kubectlFor({ ...second, kubeconfig: YAML.stringify({ ...YAML.parse(second.kubeconfig), users: [{ name: 'emulator-admin', user: { token } }] }) });
+      expect((await asKeeper(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'])).stdout).toBe('system:serviceaccount:default:keeper');
+    } finally {
+      await second.close();
+    }
   });
 });
 
