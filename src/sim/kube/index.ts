@@ -59,6 +59,8 @@ export interface KubeEmulator {
    * the bound object does not exist.
    */
   issueServiceAccountToken(input: TokenRequestInput): IssuedToken;
+  /** The service-account issuer's public keys (what `/openid/v1/jwks` serves), to verify its tokens elsewhere. */
+  serviceAccountJwks(): { keys: Array<Record<string, string>> };
   setFaults(f: KubeFaults): void;
   /** Ends every open watch cleanly (clients resume from their last resourceVersion). */
   closeWatches(): void;
@@ -171,6 +173,7 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
     caPath,
     adminToken,
     issueServiceAccountToken: (input) => tokens.issue(input),
+    serviceAccountJwks: () => tokens.jwks(),
     setFaults: (f) => {
       state.faults = f;
     },

@@ -57,6 +57,13 @@ export class ServiceAccountTokens {
     private readonly savedKey?: string,
   ) {}
 
+  /** The public signing key as a JSON Web Key Set (`/openid/v1/jwks`), for relying parties such as an STS. */
+  jwks(): { keys: Array<Record<string, string>> } {
+    const { pub, kid } = this.signingKey();
+    const jwk = pub.export({ format: 'jwk' }) as { n: string; e: string };
+    return { keys: [{ use: 'sig', kty: 'RSA', kid, alg: 'RS256', n: jwk.n, e: jwk.e }] };
+  }
+
   /** The signing key as PKCS#8 PEM, to keep it across restarts. */
   privateKeyPem(): string {
     return this.signingKey().priv.export({ format: 'pem', type: 'pkcs8' }).toString();

@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
+import { createPublicKey, createVerify } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -161,6 +162,19 @@ describe('authentication', () => {
     expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).alg).toBe('RS256');
     // A token for another audience does not authenticate to the API server.
     expect((await kubectlWith({ token })(['auth', 'whoami'])).stderr).toContain('Unauthorized');
+  });
+
+  it('publishes the issuer keys (OIDC discovery) so a relying party can verify tokens offline', async () => {
+    const token = (await k(['create', 'token', 'robot', '-n', 'team', '--audience', 'sts.aliyuncs.com'])).stdout.trim();
+    const asRobot = kubectlWith({ token: (await k(['create', 'token', 'robot', '-n', 'team'])).stdout.trim() });
+    const config = JSON.parse((await asRobot(['get', '--raw', '/.well-known/openid-configuration'])).stdout);
+    expect(config).toMatchObject({ issuer: 'https://kubernetes.default.svc.cluster.local', jwks_uri: `https://127.0.0.1:${port()}/openid/v1/jwks`, id_token_signing_alg_values_supported: ['RS256'] });
+    const jwks = JSON.parse((await asRobot(['get', '--raw', '/openid/v1/jwks'])).stdout);
+    const [header, payload, signature] = token.split('.') as [string, string, string];
+    const jwk = jwks.keys.find((key: any) => key.kid === JSON.parse(Buffer.from(header, 'base64url').toString()).kid);
+    const ok = createVerify('RSA-SHA256').update(`${header}.${payload}`).verify(createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(signature, 'base64url'));
+    expect(ok).toBe(true);
+    expect((await anonymous('/openid/v1/jwks')).status).toBe(403);
   });
 
   it('client-node in a pod (loadFromCluster) authenticates with a token and verifies ca.crt', async () => {
