@@ -104,7 +104,7 @@ export class Agent {
   }
 
   /** Gives the pod interface an address (the same one again for a repeated call). */
-  allocate(req: { containerId: string; ifName: string; pod: string }): Lease | 'pool-empty' {
+  allocate(req: { containerId: string; ifName: string; pod: string; network?: string }): Lease | 'pool-empty' {
     const end = this.metrics.latency.startTimer();
     const r = allocate(this.state, this.current(), req, Date.now());
     if ('error' in r) {
