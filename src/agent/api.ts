@@ -92,6 +92,7 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
         const route = `${req.method} ${(req.url ?? '').split('?')[0]}`;
         if (route === 'POST /v1/cni') {
           const answer = answerCni(agent, cniRequest(await body(req)));
+          await agent.persisted();
           res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer.stdout), 'x-cni-exit-code': String(answer.exitCode) }).end(answer.stdout);
           return;
         }
@@ -99,11 +100,14 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
           const b = await body(req);
           const lease = agent.allocate({ containerId: str(b, 'containerId')!, ifName: str(b, 'ifName')!, pod: str(b, 'pod')! });
           if (lease === 'pool-empty') return send(res, 503, { error: 'pool-empty', message: 'the node has no free pod IP right now; the operator is adding some, try again shortly' });
+          await agent.persisted();
           return send(res, 200, { lease });
         }
         if (route === 'POST /v1/release') {
           const b = await body(req);
-          return send(res, 200, { released: agent.release(str(b, 'containerId')!, str(b, 'ifName', false)) });
+          const released = agent.release(str(b, 'containerId')!, str(b, 'ifName', false));
+          await agent.persisted();
+          return send(res, 200, { released });
         }
         if (route === 'GET /v1/allocations') return send(res, 200, { allocations: agent.list() });
         return send(res, 404, { error: 'not-found', message: `no route ${route}; the agent serves POST /v1/cni, POST /v1/allocate, POST /v1/release and GET /v1/allocations` });

@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -9,6 +9,7 @@ import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
 import { agentClient } from '../../src/agent/client.js';
 import { GC_GRACE_MS, SUPPORTED_VERSIONS, answerCni, type CniAgent } from '../../src/agent/cni.js';
+import { StateFile } from '../../src/agent/state-file.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { eventually } from '../helpers/ecs.js';
@@ -23,6 +24,7 @@ let emu: KubeEmulator;
 let agent: Agent;
 let server: Server;
 let socket: string;
+let dir: string;
 
 /** A CNI call as the plugin forwards it: the runtime's CNI_* variables and the network configuration. */
 async function cni(command: string, container: string, conf: Record<string, unknown> | string = {}, env: Record<string, string> = {}): Promise<{ code: number; out: any; stdout: string }> {
@@ -35,7 +37,7 @@ async function cni(command: string, container: string, conf: Record<string, unkn
 beforeAll(async () => {
   const k = await kubeWithPool('n', { cidr: '10.2.0.0/22', gateway: '10.2.3.253', ips: IPS, mac: '00:16:3e:00:00:0a' });
   emu = k.emu;
-  const dir = mkdtempSync(join(tmpdir(), 'cni-'));
+  dir = mkdtempSync(join(tmpdir(), 'cni-'));
   socket = join(dir, 'agent.sock');
   agent = new Agent({ kc: k.kc, node: 'n', stateDir: dir, cooldownMs: 300, statusIntervalMs: 200, logger: silentLogger(), registry: new Registry() });
   await agent.start();
@@ -126,5 +128,25 @@ describe('the CNI protocol on POST /v1/cni', () => {
     // Without the list GC refuses, rather than release everything.
     expect(await cni('GC', '', {}, gcEnv)).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('GC needs cni.dev/valid-attachments') } });
     for (const id of ['gc-keep', 'gc-young', 'gc-other-net', 'gc-direct']) agent.release(id, 'eth0');
+  });
+
+  it('answers a change only once it is on disk, and saves the changes of one turn together', async () => {
+    const journal = StateFile.in(dir).journalPath;
+    const lines = () => readFileSync(journal, 'utf8').split('\n').filter(Boolean);
+    const last = () => Object.values(JSON.parse(lines().at(-1)!).allocations as Record<string, { containerId: string }>).map((a) => a.containerId);
+    // Through the endpoint: at the moment of the answer, the journal holds the allocation.
+    const answered = await Promise.all(['durable-1', 'durable-2', 'durable-3'].map(async (id) => ((await cni('ADD', id)).code === 0 ? last().includes(id) : false)));
+    expect(answered).toEqual([true, true, true]);
+    // A burst within one turn of the event loop (as the requests read in one poll) costs one write and one fdatasync.
+    const before = lines().length;
+    const ids = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
+    for (const id of ids) expect(agent.allocate({ containerId: id, ifName: 'eth0', pod: `default/${id}`, network: 'pods' })).not.toBe('pool-empty');
+    expect(lines().length).toBe(before);
+    await agent.persisted();
+    expect(lines().length).toBe(before + 1);
+    expect(last()).toEqual(expect.arrayContaining(ids));
+    for (const id of [...ids, 'durable-1', 'durable-2', 'durable-3']) agent.release(id, 'eth0');
+    await agent.persisted();
+    expect(last()).not.toContain('burst-0');
   });
 });
