@@ -481,12 +481,18 @@ static enum outcome ask(const char *socket_path, struct buf *request, long long 
     }
   }
   close(fd);
+  if (in->len == 0) {
+    /* An agent that stopped (or restarted) with the call in flight: the runtime may retry it. */
+    snprintf(a->why, sizeof a->why, "it closed the connection without answering");
+    return UNREACHABLE;
+  }
   return parse_answer(in, a);
 }
 
 /* ---- main ---- */
 
 static int read_stdin(struct buf *in) {
+  if (isatty(0)) return 0; /* run by hand: no configuration to wait for */
   long long deadline = now_ms() + STDIN_TIMEOUT_MS;
   char chunk[16384];
   for (;;) {

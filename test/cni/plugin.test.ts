@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import type { Server as HttpServer } from 'node:http';
 import { Agent } from '../../src/agent/agent.js';
@@ -129,6 +130,22 @@ describe('eni-ipam-cni, the static binary', () => {
     expect(agent.list().find((a) => a.containerId === 'pod-odd')).toBeUndefined();
   });
 
+  it('finds ipam.socket in any configuration JSON.parse reads the same way (generated)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }),
+        fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
+        fc.constantFrom(undefined, 0, 1, 2, '\t', ' \r\n '),
+        async (top, ipamExtra, indent) => {
+          const text = JSON.stringify({ ...top, cniVersion: '1.1.0', ipam: { ...ipamExtra, type: 'eni-ipam-cni', socket } }, null, indent as string | number | undefined);
+          const r = await plugin({ CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' }, text);
+          expect(r).toMatchObject({ code: 0, stdout: '' });
+        },
+      ),
+      { numRuns: 40 },
+    );
+  }, 60_000);
+
   it('rejects what it cannot carry, saying why', async () => {
     expect(await plugin(vars('ADD'), conf({}, { socket: 42 }))).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('ipam.socket must be the path') } });
     expect(await plugin(vars('ADD'), conf({}, { socket: `/${'x'.repeat(120)}` }))).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('at most 107 bytes') } });
@@ -149,6 +166,35 @@ describe('eni-ipam-cni without a working agent', () => {
     expect(await plugin(vars('DEL'), conf({}, { socket: stale }))).toMatchObject({ code: 1, out: { code: 11, msg: expect.stringContaining(`cannot reach the eni-ipam agent at ${stale} (Connection refused)`) } });
     // STATUS reports the plugin not available (50) instead.
     expect(await plugin({ CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' }, conf({ cniVersion: '1.1.0' }, { socket: missing }))).toMatchObject({ code: 1, out: { code: 50, msg: expect.stringContaining(missing) } });
+  });
+
+  it('says try again later (11) when the agent closes the connection without answering', async () => {
+    const closing = join(dir, 'closing.sock');
+    const rude: Server = createServer((s) => s.once('data', () => s.destroy()));
+    await new Promise<void>((r) => rude.listen(closing, r));
+    try {
+      expect(await plugin(vars('ADD'), conf({}, { socket: closing }))).toMatchObject({ code: 1, out: { code: 11, msg: `cannot reach the eni-ipam agent at ${closing} (it closed the connection without answering); try again later: is the agent running on this node?` } });
+    } finally {
+      rude.close();
+    }
+  });
+
+  it('reports an answer that is not a CNI answer as an I/O error (5), with what came', async () => {
+    const odd = join(dir, 'odd.sock');
+    let answer = '';
+    const server2: Server = createServer((s) => s.once('data', () => s.end(answer)));
+    await new Promise<void>((r) => server2.listen(odd, r));
+    try {
+      const body = '{"message":"no \\"x\\""}';
+      answer = `HTTP/1.1 400 Bad Request\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({ code: 1, out: { code: 5, msg: `the eni-ipam agent at ${odd} refused the request: HTTP 400 {"message":"no \\"x\\""}` } });
+      answer = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}';
+      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({ code: 1, out: { code: 5, msg: expect.stringContaining('refused the request: HTTP 200') } });
+      answer = 'SSH-2.0-OpenSSH\r\n';
+      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({ code: 1, out: { code: 5, msg: `the eni-ipam agent at ${odd} answered something unreadable: the answer is not HTTP` } });
+    } finally {
+      server2.close();
+    }
   });
 
   it('gives up after ipam.timeoutSeconds when the agent accepts and never answers', async () => {
