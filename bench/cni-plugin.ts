@@ -1,7 +1,7 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -137,11 +137,13 @@ export async function cniPlugin(o: CniPluginOptions): Promise<void> {
     let del: ReturnType<typeof stats>;
     let distinct: number;
     let addSaves: number;
+    let load: number;
     try {
       const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'pods', type: 'ptp', ipam: { type: 'eni-ipam-cni', socket: agent.socket } });
       const env = { CNI_CONTAINERID: 'pod', CNI_NETNS: '/var/run/netns/pod', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin', CNI_ARGS: 'K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod' };
       const journal = StateFile.in(join(dir, 'state')).journalPath;
       const saves = () => (existsSync(journal) ? readFileSync(journal, 'utf8').split('\n').filter(Boolean).length : 0);
+      load = loadavg()[0]!;
       add = stats(await execStats(helper, { count: o.parallel, parallel: o.parallel, stdin: conf, env: { ...env, CNI_COMMAND: 'ADD' }, indexVar: 'CNI_CONTAINERID', argv: [PLUGIN] }));
       addSaves = saves();
       const held = JSON.parse((await agentRequest(agent.socket, 'GET', '/v1/allocations', undefined)).text).allocations as Array<{ ip: string }>;
@@ -171,9 +173,9 @@ export async function cniPlugin(o: CniPluginOptions): Promise<void> {
         note:
           `Per invocation, ${o.runs} runs one after the other, each timed from fork to reaping by a small static helper (bench/exec-stats.c) that also reads its peak RSS from wait4(2); the kernel counts the helper's own pre-exec copy (~0.1 MiB) in it. ` +
           `Before: the Node.js plugin of commit ${NODE_PLUGIN_COMMIT.slice(0, 7)} run by this Node.js, as install-cni installed it (without its /bin/sh launcher). ` +
-          `The ADDs go to an \`eni-ipam agent\` process (state file on disk, the allocations that arrive together saved with one fdatasync) whose pool holds ${o.parallel + 10} free addresses; a run's time includes waiting for the other ADDs the agent serves first.`,
+          `The ADDs go to an \`eni-ipam agent\` process (state file on disk, the allocations that arrive together saved with one fdatasync) whose pool holds ${o.parallel + 10} free addresses; a run's time includes waiting for the other ADDs the agent serves first, and for a core: the machine's 1-minute load average was ${load.toFixed(1)} on ${cpus().length} cores when they started.`,
       },
-      { options: o, before, after, add, del, distinctIps: distinct, addStateFileWrites: addSaves },
+      { options: o, before, after, add, del, distinctIps: distinct, addStateFileWrites: addSaves, loadAverage: load, cores: cpus().length },
     );
     console.log(JSON.stringify({ before, after, add, del, distinct, addSaves }, null, 2));
   } finally {

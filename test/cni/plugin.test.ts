@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, statSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -221,20 +221,19 @@ const canMount = process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v 
 if (!canMount) console.warn('default-socket test skipped: it needs root and unshare (util-linux) to mount over /run/eni-ipam privately');
 (canMount ? describe : describe.skip)('eni-ipam-cni with no ipam.socket', () => {
   it('goes to /run/eni-ipam/agent.sock', async () => {
-    const created = !existsSync('/run/eni-ipam');
-    if (created) mkdirSync('/run/eni-ipam', { recursive: true });
+    // A fresh /run in a private mount namespace: nothing on the host changes.
+    const script = 'mount -t tmpfs tmpfs /run && mkdir /run/eni-ipam && mount --bind "$SOCKET_DIR" /run/eni-ipam && exec env -i CNI_COMMAND=ADD CNI_CONTAINERID=pod-default CNI_NETNS=/x CNI_IFNAME=eth0 "$PLUGIN"';
+    const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', SOCKET_DIR: dir, PLUGIN };
     try {
-      const script = 'mount --bind "$SOCKET_DIR" /run/eni-ipam && exec env -i CNI_COMMAND=ADD CNI_CONTAINERID=pod-default CNI_NETNS=/x CNI_IFNAME=eth0 "$PLUGIN"';
       // The agent runs in this process: the plugin must run asynchronously for it to answer.
-      const run = await plugin({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin', SOCKET_DIR: dir, PLUGIN }, conf({}, {}), 'unshare', ['--mount', 'sh', '-c', script]);
+      const run = await plugin(env, conf({}, {}), 'unshare', ['--mount', 'sh', '-c', script]);
       expect(run).toMatchObject({ code: 0, out: { ips: [{ address: expect.stringMatching(/^10\.4\.0\.\d+\/24$/) }] } });
       expect(agent.list().map((a) => a.containerId)).toContain('pod-default');
       // A configuration it cannot read goes there too, and the agent names the error.
-      const bad = await plugin({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin', SOCKET_DIR: dir, PLUGIN }, `{"cniVersion": "1.0.0", "ipam": {"socket": ${JSON.stringify(socket)}}, oops}`, 'unshare', ['--mount', 'sh', '-c', script]);
+      const bad = await plugin(env, `{"cniVersion": "1.0.0", "ipam": {"socket": ${JSON.stringify(socket)}}, oops}`, 'unshare', ['--mount', 'sh', '-c', script]);
       expect(bad).toMatchObject({ code: 1, out: { cniVersion: '1.0.0', code: 6, msg: 'the network configuration on stdin is not valid JSON' } });
     } finally {
       agent.release('pod-default', 'eth0');
-      if (created && readdirSync('/run/eni-ipam').length === 0) rmdirSync('/run/eni-ipam');
     }
   });
 });
