@@ -130,20 +130,20 @@ describe('the CNI protocol on POST /v1/cni', () => {
     for (const id of ['gc-keep', 'gc-young', 'gc-other-net', 'gc-direct']) agent.release(id, 'eth0');
   });
 
-  it('answers a change only once it is on disk, and saves the changes of one turn together', async () => {
+  it('answers a change only once it is on disk, and saves the changes made meanwhile together', async () => {
     const journal = StateFile.in(dir).journalPath;
     const lines = () => readFileSync(journal, 'utf8').split('\n').filter(Boolean);
     const last = () => Object.values(JSON.parse(lines().at(-1)!).allocations as Record<string, { containerId: string }>).map((a) => a.containerId);
     // Through the endpoint: at the moment of the answer, the journal holds the allocation.
     const answered = await Promise.all(['durable-1', 'durable-2', 'durable-3'].map(async (id) => ((await cni('ADD', id)).code === 0 ? last().includes(id) : false)));
     expect(answered).toEqual([true, true, true]);
-    // A burst within one turn of the event loop (as the requests read in one poll) costs one write and one fdatasync.
+    // A burst (the requests read in one poll): the first change is written at once, the others wait for it and go together.
     const before = lines().length;
     const ids = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
     for (const id of ids) expect(agent.allocate({ containerId: id, ifName: 'eth0', pod: `default/${id}`, network: 'pods' })).not.toBe('pool-empty');
-    expect(lines().length).toBe(before);
     await agent.persisted();
-    expect(lines().length).toBe(before + 1);
+    expect(lines().length - before).toBeGreaterThanOrEqual(1);
+    expect(lines().length - before).toBeLessThanOrEqual(2);
     expect(last()).toEqual(expect.arrayContaining(ids));
     for (const id of [...ids, 'durable-1', 'durable-2', 'durable-3']) agent.release(id, 'eth0');
     await agent.persisted();
