@@ -103,6 +103,13 @@ describe('the CNI protocol on POST /v1/cni', () => {
     expect((await cni('DEL', 'no-socket')).code).toBe(0);
   });
 
+  it('refuses a command the configuration’s version does not have (1)', async () => {
+    const noIds = { CNI_CONTAINERID: '', CNI_IFNAME: '', CNI_NETNS: '' };
+    expect(await cni('STATUS', 'x', {}, noIds)).toMatchObject({ code: 1, out: { cniVersion: '1.0.0', code: 1, msg: 'cniVersion 1.0.0 has no STATUS; it came with 1.1.0' } });
+    expect(await cni('GC', 'x', { cniVersion: '1.0.0', 'cni.dev/valid-attachments': [] }, noIds)).toMatchObject({ code: 1, out: { code: 1, msg: 'cniVersion 1.0.0 has no GC; it came with 1.1.0' } });
+    expect(await cni('CHECK', 'x', { cniVersion: '0.3.1' })).toMatchObject({ code: 1, out: { cniVersion: '0.3.1', code: 1, msg: 'cniVersion 0.3.1 has no CHECK; it came with 0.4.0' } });
+  });
+
   it('answers VERSION and STATUS', async () => {
     expect((await cni('VERSION', 'x', '{}')).out).toEqual({ cniVersion: '1.0.0', supportedVersions: SUPPORTED_VERSIONS });
     expect(await cni('STATUS', 'x', { cniVersion: '1.1.0' }, { CNI_CONTAINERID: '', CNI_IFNAME: '', CNI_NETNS: '' })).toEqual({ code: 0, stdout: '', out: undefined });
@@ -115,7 +122,7 @@ describe('the CNI protocol on POST /v1/cni', () => {
     const valid = [{ containerID: 'gc-keep', ifname: 'eth0' }];
     const gcEnv = { CNI_CONTAINERID: '', CNI_IFNAME: '', CNI_NETNS: '' };
     // Within the grace period nothing goes: an ADD may finish after the runtime listed its attachments.
-    expect(await cni('GC', '', { 'cni.dev/valid-attachments': valid }, gcEnv)).toEqual({ code: 0, stdout: '', out: undefined });
+    expect(await cni('GC', '', { cniVersion: '1.1.0', 'cni.dev/valid-attachments': valid }, gcEnv)).toEqual({ code: 0, stdout: '', out: undefined });
     expect(agent.list().map((a) => a.containerId)).toEqual(expect.arrayContaining(['gc-keep', 'gc-stale', 'gc-young', 'gc-other-net', 'gc-direct']));
     // Past it (the stale one made older), only this network's unlisted allocation goes.
     const stale = agent.list().find((a) => a.containerId === 'gc-stale')!;
@@ -126,7 +133,7 @@ describe('the CNI protocol on POST /v1/cni', () => {
     expect(answerCni(shifted, { env: { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' }, stdin }, at)).toEqual({ stdout: '', exitCode: 0 });
     expect(agent.list().map((a) => a.containerId).sort()).toEqual(['gc-direct', 'gc-keep', 'gc-other-net', 'gc-young']);
     // Without the list GC refuses, rather than release everything.
-    expect(await cni('GC', '', {}, gcEnv)).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('GC needs cni.dev/valid-attachments') } });
+    expect(await cni('GC', '', { cniVersion: '1.1.0' }, gcEnv)).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('GC needs cni.dev/valid-attachments') } });
     for (const id of ['gc-keep', 'gc-young', 'gc-other-net', 'gc-direct']) agent.release(id, 'eth0');
   });
 
