@@ -34,6 +34,9 @@ export class Agent {
   private readonly custom: CustomObjectsApi;
   private dirty = false;
   private writing?: Promise<void>;
+  private queued?: { done: Promise<void>; resolve: () => void; reject: (e: Error) => void };
+  private flushing?: Promise<void>;
+  private covering?: Promise<void>;
   private timer?: NodeJS.Timeout;
   private coolingTimer?: NodeJS.Timeout;
   private lastWritten = '';
@@ -116,8 +119,9 @@ export class Agent {
     const pods = await this.nodePods();
     const r = recoverAllocations(this.state, this.current(), pods, Date.now());
     if (r.recovered.length) {
-      this.file.save(r.state);
       this.state = r.state;
+      this.persist();
+      await this.persisted().catch(() => undefined); // a save that failed is logged; memory still holds them
       this.metrics.recovered.inc(r.recovered.length);
       const ips = r.recovered.map((a) => a.ip);
       this.o.logger.warn({ node: this.o.node, ips, pods: r.recovered.map((a) => a.pod) }, 'addresses in use that the state file did not hold were taken back in; they are kept until their pods are gone');
@@ -158,7 +162,7 @@ export class Agent {
   }
 
   /** Gives the pod interface an address (the same one again for a repeated call). */
-  allocate(req: { containerId: string; ifName: string; pod: string }): Lease | 'pool-empty' {
+  allocate(req: { containerId: string; ifName: string; pod: string; network?: string }): Lease | 'pool-empty' {
     // Until what the state file lacks has been taken back in, no address is known to be free.
     if (this.recovering) return 'pool-empty';
     const end = this.metrics.latency.startTimer();
@@ -169,8 +173,8 @@ export class Agent {
       return 'pool-empty';
     }
     if (r.fresh) {
-      this.file.save(r.state);
       this.state = r.state;
+      this.persist();
       this.scheduleStatus();
     }
     end();
@@ -180,11 +184,48 @@ export class Agent {
   release(containerId: string, ifName?: string): string[] {
     const r = release(this.state, containerId, ifName, Date.now(), this.o.cooldownMs);
     if (r.released.length) {
-      this.file.save(r.state);
       this.state = r.state;
+      this.persist();
       this.scheduleStatus();
     }
     return r.released;
+  }
+
+  /**
+   * Group commit: one save is in flight at a time (its write and fdatasync off the event
+   * loop); the changes made meanwhile wait and go together in the next one, so a burst of pod
+   * starts costs a few fdatasyncs, not one each, and the loop keeps serving during them.
+   */
+  private persist(): void {
+    if (!this.queued) {
+      let settle!: { resolve: () => void; reject: (e: Error) => void };
+      const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+      done.catch(() => undefined); // callers that wait see the error; nobody else must crash on it
+      this.queued = { done, ...settle };
+    }
+    this.covering = this.queued.done;
+    if (!this.flushing) this.flushing = this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queued) {
+      const batch = this.queued;
+      this.queued = undefined;
+      try {
+        // The state now holds every change of the batch (and none is half made: changes are synchronous).
+        await this.file.saveAsync(this.state);
+        batch.resolve();
+      } catch (e) {
+        this.o.logger.error({ node: this.o.node, err: (e as Error).message }, 'could not save the agent state');
+        batch.reject(e as Error);
+      }
+    }
+    this.flushing = undefined;
+  }
+
+  /** Resolves once every change made so far is on disk: answer a change only after it. */
+  async persisted(): Promise<void> {
+    await this.covering;
   }
 
   list() {
@@ -255,6 +296,7 @@ export class Agent {
     await this.writing;
     if (this.dirty) await this.writeStatus();
     await this.pool.stop();
+    await this.flushing;
     this.file.close();
   }
 }
