@@ -1,6 +1,7 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass, type ENIPoolSpec } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
+import { isConflict } from '../kube/errors.js';
 import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import type { CloudState } from './cloud-state.js';
@@ -149,7 +150,7 @@ export class ClassReconciler {
       const clean = Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== null && v !== undefined)) as ENIPoolSpec;
       const body: ENIPool = { apiVersion: API_VERSION, kind: 'ENIPool', metadata: { name: node.name, labels: { 'eniipam.io/class': cls.metadata.name } }, spec: clean };
       await this.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', body }).catch((e) => {
-        if ((e as { code?: number }).code !== 409) throw e;
+        if (!isConflict(e)) throw e;
       });
       this.d.logger.info({ node: node.name, class: cls.metadata.name }, 'created ENIPool');
       return;

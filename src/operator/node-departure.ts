@@ -1,6 +1,7 @@
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
 import { GROUP, VERSION, type ENIPool } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
+import { ignoreNotFound, isNotFound } from '../kube/errors.js';
 import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import type { CloudState } from './cloud-state.js';
@@ -23,7 +24,6 @@ export interface DepartureDeps {
 
 type Result = { requeueAfterMs?: number };
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const httpStatus = (e: unknown): number | undefined => (e as { code?: number })?.code;
 
 /**
  * A node leaving the cluster, and its pool with it. Absence in a cache is no proof: a pool goes
@@ -50,7 +50,7 @@ export class NodeDeparture {
       await this.d.core.readNode({ name: nodeName });
       return { requeueAfterMs: 1000 }; // the cache lags: the Node is there
     } catch (e) {
-      if (httpStatus(e) !== 404) throw new Error(`node ${nodeName} is not in the cache and cannot be read (${(e as Error).message}); keeping its pool`);
+      if (!isNotFound(e)) throw new Error(`node ${nodeName} is not in the cache and cannot be read (${(e as Error).message}); keeping its pool`);
     }
     const instanceId = pool.spec.instanceID;
     const instance = instanceId ? (await this.d.api.describeInstances({ ids: [instanceId] }))[0] : undefined;
@@ -85,9 +85,7 @@ export class NodeDeparture {
 
   private async deletePool(name: string): Promise<void> {
     this.goneSince.delete(name);
-    await this.d.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }).catch((e) => {
-      if (httpStatus(e) !== 404) throw e;
-    });
+    await ignoreNotFound(this.d.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }));
   }
 
   /** The pool is being deleted: detach and delete the ENIs we created for it, then let it go. */
@@ -127,9 +125,7 @@ export class NodeDeparture {
   private async letGo(pool: ENIPool): Promise<Result> {
     const finalizers = (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
     const body = { metadata: { finalizers } };
-    await this.d.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name: pool.metadata.name, body }, merge).catch((e) => {
-      if (httpStatus(e) !== 404) throw e;
-    });
+    await ignoreNotFound(this.d.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name: pool.metadata.name, body }, merge));
     return {};
   }
 }

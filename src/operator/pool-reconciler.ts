@@ -6,6 +6,7 @@ import { podIpCapacity } from '../ipam/capacity.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, candidateVSwitches, securityGroupsFor } from '../ipam/placement.js';
 import { planRelease } from '../ipam/release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing } from '../ipam/sizing.js';
+import { isConflict } from '../kube/errors.js';
 import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import { TAGS, type CloudState } from './cloud-state.js';
@@ -41,7 +42,6 @@ const sizingOf = (spec: ENIPool['spec'], limits: InstanceTypeLimits): Sizing => 
   maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
 });
 
-const httpStatus = (e: unknown): number | undefined => (e as { code?: number })?.code;
 const iso = (ms = Date.now()): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 type Shortfall = { reason: 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded'; message: string };
@@ -122,7 +122,7 @@ export class PoolReconciler {
       return next === undefined ? r : { requeueAfterMs: Math.min(r.requeueAfterMs ?? Infinity, next - Date.now() + 50) };
     } catch (e) {
       // The pool changed since the cache showed it: plan again on the newer pool, soon.
-      if (httpStatus(e) === 409) return { requeueAfterMs: 100 };
+      if (isConflict(e)) return { requeueAfterMs: 100 };
       if (!(e instanceof CloudError) || e.code === 'Client.NotLeading') throw e;
       // The action is held back on this node for its back-off (a permanent error for minutes).
       const r = this.failed.record(name, e, Date.now());
@@ -154,8 +154,8 @@ export class PoolReconciler {
     if (mayAllocate) {
       for (const e of cloud.ownedBy(name)) {
         if (this.enis.tracking(e.id) || this.failed.blocked(name, 'AttachNetworkInterface', Date.now())) continue;
-        if (e.status === 'Available' && !e.instanceId) this.enis.attach(pool, e, 0);
-        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.enis.attach(pool, e, 0, false, true);
+        if (e.status === 'Available' && !e.instanceId) this.enis.attach(pool, e);
+        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.enis.attach(pool, e, { alreadyAttaching: true });
       }
     }
     const onInstance = cloud.enisOfInstance(spec.instanceID).filter((e) => e.type !== 'Primary');
