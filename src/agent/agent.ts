@@ -1,10 +1,11 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool } from '../api/types.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import { agentStatus, allocate, departedRecoveries, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState, type Lease, type NodePod } from './allocator.js';
+import { AgentMetrics } from './metrics.js';
 import { StateFile } from './state-file.js';
 
 export interface AgentOptions {
@@ -44,7 +45,7 @@ export class Agent {
   private readonly core: CoreV1Api;
   private recovering = true;
   private recoveryTimer?: NodeJS.Timeout;
-  readonly metrics: { free: Gauge; inUse: Gauge; cooling: Gauge; stray: Gauge; latency: Histogram; emptyPool: Counter; statusWrites: Counter; recovered: Counter };
+  readonly metrics: AgentMetrics;
   private readonly events: EventRecorder;
 
   constructor(private readonly o: AgentOptions) {
@@ -60,22 +61,13 @@ export class Agent {
       logger: o.logger,
       onChange: () => this.onPoolChange(),
     });
-    const registers = [o.registry];
-    const freeCount = () => this.free().length;
-    const inUseCount = () => Object.keys(this.state.allocations).length;
-    const coolingCount = () => Object.values(this.state.cooling).filter((t) => t > Date.now()).length;
-    const strayCount = () => (this.current() ? strayAllocations(this.state, this.current()).length : 0);
     this.events = new EventRecorder(o.kc, o.eventNamespace ?? 'default', 'eni-ipam-agent', o.logger);
-    this.metrics = {
-      free: new Gauge({ name: 'eni_ipam_agent_ips_free', help: 'IPs the agent may hand out now.', registers, collect() { this.set(freeCount()); } }),
-      inUse: new Gauge({ name: 'eni_ipam_agent_ips_in_use', help: 'IPs handed to pods.', registers, collect() { this.set(inUseCount()); } }),
-      cooling: new Gauge({ name: 'eni_ipam_agent_ips_cooling', help: 'Released IPs cooling down before reuse.', registers, collect() { this.set(coolingCount()); } }),
-      stray: new Gauge({ name: 'eni_ipam_agent_stray_allocations', help: 'Allocations whose IP is no longer in the pool.', registers, collect() { this.set(strayCount()); } }),
-      latency: new Histogram({ name: 'eni_ipam_agent_allocation_duration_seconds', help: 'Time to answer an allocation.', buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1], registers }),
-      emptyPool: new Counter({ name: 'eni_ipam_agent_allocations_pool_empty_total', help: 'Allocations refused because the pool had no free IP.', registers }),
-      statusWrites: new Counter({ name: 'eni_ipam_agent_status_writes_total', help: 'Status patches the agent wrote.', registers }),
-      recovered: new Counter({ name: 'eni_ipam_agent_recovered_allocations_total', help: 'Addresses in use that the state file lacked, taken back in from the pool status or the node\u2019s pods.', registers }),
-    };
+    this.metrics = new AgentMetrics(o.registry, {
+      free: () => this.free().length,
+      inUse: () => Object.keys(this.state.allocations).length,
+      cooling: () => Object.values(this.state.cooling).filter((t) => t > Date.now()).length,
+      stray: () => (this.current() ? strayAllocations(this.state, this.current()).length : 0),
+    });
   }
 
   get ready(): boolean {
