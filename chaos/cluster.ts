@@ -198,6 +198,25 @@ export class ChaosCluster {
     await once(op.child, 'exit').catch(() => undefined);
   }
 
+  /**
+   * A pod of the workload as the scheduler and the kubelet record it: placed on its node before
+   * its sandbox is set up, given its IP after, deleted when it stops. Written to the emulator's
+   * store directly: those components are not under test, and their writes must not be hit by
+   * the operator's Kubernetes faults.
+   */
+  recordPod(node: string, name: string, ip: string | undefined | 'gone'): void {
+    const store = this.kube.store;
+    const t = store.types.get('pods')!;
+    const previous = store.get(t, 'default', name);
+    if (ip === 'gone') {
+      if (previous) store.remove(t, { ...previous, metadata: { ...previous.metadata, resourceVersion: store.nextRv() } });
+      return;
+    }
+    const metadata = { name, namespace: 'default', uid: previous?.metadata.uid ?? crypto.randomUUID(), creationTimestamp: previous?.metadata.creationTimestamp ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), resourceVersion: store.nextRv() };
+    const status = ip ? { phase: 'Running', podIP: ip, podIPs: [{ ip }] } : { phase: 'Pending' };
+    store.put(t, { apiVersion: 'v1', kind: 'Pod', metadata, spec: { nodeName: node, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] }, status }, previous);
+  }
+
   /** The identity on the operator's Lease, if it is current. */
   leaseHolder(): string | undefined {
     const t = this.kube.store.types.get('leases.coordination.k8s.io');

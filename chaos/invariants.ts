@@ -1,4 +1,4 @@
-import { socketTransport } from '../src/agent/cni-plugin.js';
+import { agentRequest } from '../src/agent/client.js';
 import type { ChaosCluster } from './cluster.js';
 import type { Workload } from './workload.js';
 
@@ -35,7 +35,7 @@ export class Checker {
   private lastSeq = 0;
   private previous: Holders = new Map();
   /** What each agent said it holds, last time it answered (a dead agent's pods keep their IPs). */
-  private readonly agentHeld = new Map<string, Array<{ containerId: string; ip: string }>>();
+  private readonly agentHeld = new Map<string, Array<{ pod: string; ip: string }>>();
   private busy = false;
 
   constructor(
@@ -76,8 +76,8 @@ export class Checker {
       this.c.agents.map(async (a) => {
         if (!a.child || a.child.exitCode !== null || a.child.signalCode) return;
         try {
-          const r = await socketTransport.request(a.socket, 'GET', '/v1/allocations', undefined, 1000);
-          if (r.status === 200) this.agentHeld.set(a.node, r.body.allocations as Array<{ containerId: string; ip: string }>);
+          const r = await agentRequest(a.socket, 'GET', '/v1/allocations', undefined, 1000);
+          if (r.status === 200) this.agentHeld.set(a.node, (JSON.parse(r.text) as { allocations: Array<{ pod: string; ip: string }> }).allocations);
         } catch {
           // Not answering now: its last answer stands.
         }
@@ -89,7 +89,8 @@ export class Checker {
       if (!list.includes(who)) out.set(ip, [...list, who]);
     };
     for (const [ip, who] of this.w.holders()) who.forEach((x) => add(ip, x));
-    for (const [node, allocs] of this.agentHeld) for (const a of allocs) add(a.ip, `${node}/${a.containerId}`);
+    // A pod is named by its node and namespace/name: an agent that recovered it does not know its container.
+    for (const [node, allocs] of this.agentHeld) for (const a of allocs) add(a.ip, `${node}/${a.pod}`);
     return out;
   }
 

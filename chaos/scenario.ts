@@ -67,7 +67,7 @@ export async function runSeries(list: Scenario[], o: { quick: boolean; faultMs?:
   let checker: Checker | undefined;
   try {
     c = await ChaosCluster.start({ ...first.cluster, nodes: first.cluster.nodes + heldBack, heldBack });
-    w = new Workload(c.agents);
+    w = new Workload(c.agents, (node, name, ip) => c!.recordPod(node, name, ip));
     checker = new Checker(c, w);
     log(`${first.name}: ${c.nodes.length} nodes, ${c.operators.length} operators; warming up`);
     if (c.operators.length && c.agents.some((a) => a.child)) {

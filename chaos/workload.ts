@@ -1,5 +1,8 @@
-import { agentClient } from '../src/agent/api.js';
+import { agentClient } from '../src/agent/client.js';
 import type { AgentProcess } from './cluster.js';
+
+/** Where pods are recorded as the scheduler and kubelet record them (ChaosCluster.recordPod). */
+export type PodRecorder = (node: string, name: string, ip: string | undefined | 'gone') => void;
 
 /** A pod's address as the container runtime knows it: held from the call until its release answered. */
 export interface Held {
@@ -24,6 +27,7 @@ export class Workload {
 
   constructor(
     private readonly agents: AgentProcess[],
+    private readonly pods: PodRecorder,
     private readonly o = { low: 1, high: 8, periodMs: 30_000, stepMs: 300 },
   ) {}
 
@@ -55,7 +59,7 @@ export class Workload {
   /** Addresses pods hold now (including those whose allocation is in flight), by IP. */
   holders(): Map<string, string[]> {
     const out = new Map<string, string[]>();
-    for (const h of this.held.values()) if (h.ip) out.set(h.ip, [...(out.get(h.ip) ?? []), `${h.node}/${h.containerId}`]);
+    for (const h of this.held.values()) if (h.ip) out.set(h.ip, [...(out.get(h.ip) ?? []), `${h.node}/default/${h.containerId}`]);
     return out;
   }
 
@@ -64,16 +68,21 @@ export class Workload {
     const key = `${a.node}/${containerId}`;
     const h: Held = { node: a.node, containerId };
     this.held.set(key, h);
+    this.pods(a.node, containerId, undefined);
     try {
-      const lease = await agentClient.allocate(a.socket, { containerId, ifName: 'eth0', pod: `chaos/${containerId}` }, 5000);
-      if (lease === 'pool-empty') this.held.delete(key);
-      else {
+      const lease = await agentClient.allocate(a.socket, { containerId, ifName: 'eth0', pod: `default/${containerId}` }, 5000);
+      if (lease === 'pool-empty') {
+        this.held.delete(key);
+        this.pods(a.node, containerId, 'gone');
+      } else {
         h.ip = lease.ip;
+        this.pods(a.node, containerId, lease.ip);
         this.allocations++;
       }
     } catch (e) {
       // The answer is unknown (the agent died mid-call): the runtime would retry ADD or DEL; we drop it.
       this.held.delete(key);
+      this.pods(a.node, containerId, 'gone');
       throw e;
     }
   }
@@ -81,6 +90,7 @@ export class Workload {
   private async release(a: AgentProcess, h: Held): Promise<void> {
     await agentClient.release(a.socket, h.containerId, 'eth0', 5000);
     this.held.delete(`${h.node}/${h.containerId}`);
+    this.pods(a.node, h.containerId, 'gone');
     this.releases++;
   }
 }

@@ -1,10 +1,11 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool } from '../api/types.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import { agentStatus, allocate, departedRecoveries, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState, type Lease, type NodePod } from './allocator.js';
+import { AgentMetrics } from './metrics.js';
 import { StateFile } from './state-file.js';
 
 export interface AgentOptions {
@@ -34,6 +35,9 @@ export class Agent {
   private readonly custom: CustomObjectsApi;
   private dirty = false;
   private writing?: Promise<void>;
+  private queued?: { done: Promise<void>; resolve: () => void; reject: (e: Error) => void };
+  private flushing?: Promise<void>;
+  private covering?: Promise<void>;
   private timer?: NodeJS.Timeout;
   private coolingTimer?: NodeJS.Timeout;
   private lastWritten = '';
@@ -41,7 +45,7 @@ export class Agent {
   private readonly core: CoreV1Api;
   private recovering = true;
   private recoveryTimer?: NodeJS.Timeout;
-  readonly metrics: { free: Gauge; inUse: Gauge; cooling: Gauge; stray: Gauge; latency: Histogram; emptyPool: Counter; statusWrites: Counter; recovered: Counter };
+  readonly metrics: AgentMetrics;
   private readonly events: EventRecorder;
 
   constructor(private readonly o: AgentOptions) {
@@ -57,22 +61,13 @@ export class Agent {
       logger: o.logger,
       onChange: () => this.onPoolChange(),
     });
-    const registers = [o.registry];
-    const freeCount = () => this.free().length;
-    const inUseCount = () => Object.keys(this.state.allocations).length;
-    const coolingCount = () => Object.values(this.state.cooling).filter((t) => t > Date.now()).length;
-    const strayCount = () => (this.current() ? strayAllocations(this.state, this.current()).length : 0);
     this.events = new EventRecorder(o.kc, o.eventNamespace ?? 'default', 'eni-ipam-agent', o.logger);
-    this.metrics = {
-      free: new Gauge({ name: 'eni_ipam_agent_ips_free', help: 'IPs the agent may hand out now.', registers, collect() { this.set(freeCount()); } }),
-      inUse: new Gauge({ name: 'eni_ipam_agent_ips_in_use', help: 'IPs handed to pods.', registers, collect() { this.set(inUseCount()); } }),
-      cooling: new Gauge({ name: 'eni_ipam_agent_ips_cooling', help: 'Released IPs cooling down before reuse.', registers, collect() { this.set(coolingCount()); } }),
-      stray: new Gauge({ name: 'eni_ipam_agent_stray_allocations', help: 'Allocations whose IP is no longer in the pool.', registers, collect() { this.set(strayCount()); } }),
-      latency: new Histogram({ name: 'eni_ipam_agent_allocation_duration_seconds', help: 'Time to answer an allocation.', buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1], registers }),
-      emptyPool: new Counter({ name: 'eni_ipam_agent_allocations_pool_empty_total', help: 'Allocations refused because the pool had no free IP.', registers }),
-      statusWrites: new Counter({ name: 'eni_ipam_agent_status_writes_total', help: 'Status patches the agent wrote.', registers }),
-      recovered: new Counter({ name: 'eni_ipam_agent_recovered_allocations_total', help: 'Addresses in use that the state file lacked, taken back in from the pool status or the node\u2019s pods.', registers }),
-    };
+    this.metrics = new AgentMetrics(o.registry, {
+      free: () => this.free().length,
+      inUse: () => Object.keys(this.state.allocations).length,
+      cooling: () => Object.values(this.state.cooling).filter((t) => t > Date.now()).length,
+      stray: () => (this.current() ? strayAllocations(this.state, this.current()).length : 0),
+    });
   }
 
   get ready(): boolean {
@@ -116,8 +111,9 @@ export class Agent {
     const pods = await this.nodePods();
     const r = recoverAllocations(this.state, this.current(), pods, Date.now());
     if (r.recovered.length) {
-      this.file.save(r.state);
       this.state = r.state;
+      this.persist();
+      await this.persisted().catch(() => undefined); // a save that failed is logged; memory still holds them
       this.metrics.recovered.inc(r.recovered.length);
       const ips = r.recovered.map((a) => a.ip);
       this.o.logger.warn({ node: this.o.node, ips, pods: r.recovered.map((a) => a.pod) }, 'addresses in use that the state file did not hold were taken back in; they are kept until their pods are gone');
@@ -158,7 +154,7 @@ export class Agent {
   }
 
   /** Gives the pod interface an address (the same one again for a repeated call). */
-  allocate(req: { containerId: string; ifName: string; pod: string }): Lease | 'pool-empty' {
+  allocate(req: { containerId: string; ifName: string; pod: string; network?: string }): Lease | 'pool-empty' {
     // Until what the state file lacks has been taken back in, no address is known to be free.
     if (this.recovering) return 'pool-empty';
     const end = this.metrics.latency.startTimer();
@@ -169,8 +165,8 @@ export class Agent {
       return 'pool-empty';
     }
     if (r.fresh) {
-      this.file.save(r.state);
       this.state = r.state;
+      this.persist();
       this.scheduleStatus();
     }
     end();
@@ -180,11 +176,48 @@ export class Agent {
   release(containerId: string, ifName?: string): string[] {
     const r = release(this.state, containerId, ifName, Date.now(), this.o.cooldownMs);
     if (r.released.length) {
-      this.file.save(r.state);
       this.state = r.state;
+      this.persist();
       this.scheduleStatus();
     }
     return r.released;
+  }
+
+  /**
+   * Group commit: one save is in flight at a time (its write and fdatasync off the event
+   * loop); the changes made meanwhile wait and go together in the next one, so a burst of pod
+   * starts costs a few fdatasyncs, not one each, and the loop keeps serving during them.
+   */
+  private persist(): void {
+    if (!this.queued) {
+      let settle!: { resolve: () => void; reject: (e: Error) => void };
+      const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+      done.catch(() => undefined); // callers that wait see the error; nobody else must crash on it
+      this.queued = { done, ...settle };
+    }
+    this.covering = this.queued.done;
+    if (!this.flushing) this.flushing = this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queued) {
+      const batch = this.queued;
+      this.queued = undefined;
+      try {
+        // The state now holds every change of the batch (and none is half made: changes are synchronous).
+        await this.file.saveAsync(this.state);
+        batch.resolve();
+      } catch (e) {
+        this.o.logger.error({ node: this.o.node, err: (e as Error).message }, 'could not save the agent state');
+        batch.reject(e as Error);
+      }
+    }
+    this.flushing = undefined;
+  }
+
+  /** Resolves once every change made so far is on disk: answer a change only after it. */
+  async persisted(): Promise<void> {
+    await this.covering;
   }
 
   list() {
@@ -255,6 +288,7 @@ export class Agent {
     await this.writing;
     if (this.dirty) await this.writeStatus();
     await this.pool.stop();
+    await this.flushing;
     this.file.close();
   }
 }

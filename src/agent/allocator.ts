@@ -14,6 +14,8 @@ export interface Allocation {
    * own records: its container is unknown (`ifName` is `*`), and it goes when its pod does.
    */
   recovered?: boolean;
+  /** The CNI network (the configuration's `name`) that asked for it; GC only releases its own. */
+  network?: string;
 }
 
 /** The agent's own state: what it handed out, and released IPs cooling down before reuse. */
@@ -36,8 +38,19 @@ export interface Lease {
   vSwitchCidr: string;
 }
 
+// poolAddresses by pool object: the informer replaces the object on every change, so an entry
+// never goes stale, and every allocation in between (a burst of pod starts) skips the walk.
+const addressesOf = new WeakMap<ENIPool, ReadonlyMap<string, Omit<Lease, 'ip'>>>();
+
 /** The IPs of the pool an agent may hand out, with where each lives: InUse ENIs only. */
-export function poolAddresses(pool: ENIPool | undefined): Map<string, Omit<Lease, 'ip'>> {
+export function poolAddresses(pool: ENIPool | undefined): ReadonlyMap<string, Omit<Lease, 'ip'>> {
+  if (!pool) return new Map();
+  let known = addressesOf.get(pool);
+  if (!known) addressesOf.set(pool, (known = walkPool(pool)));
+  return known;
+}
+
+function walkPool(pool: ENIPool): Map<string, Omit<Lease, 'ip'>> {
   const out = new Map<string, Omit<Lease, 'ip'>>();
   for (const eni of pool?.status?.enis ?? []) {
     if (eni.state !== 'InUse' || !eni.vSwitchCIDR) continue;
@@ -60,7 +73,7 @@ export function freeAddresses(state: AgentState, pool: ENIPool | undefined, now:
 export type AllocateResult = { state: AgentState; lease: Lease; fresh: boolean } | { state: AgentState; error: 'pool-empty' };
 
 /** Hands an address to a pod interface; the same container and interface get the same address again. */
-export function allocate(state: AgentState, pool: ENIPool | undefined, req: { containerId: string; ifName: string; pod: string }, now: number): AllocateResult {
+export function allocate(state: AgentState, pool: ENIPool | undefined, req: { containerId: string; ifName: string; pod: string; network?: string }, now: number): AllocateResult {
   const key = allocationKey(req.containerId, req.ifName);
   const addresses = poolAddresses(pool);
   const existing = state.allocations[key];
@@ -72,7 +85,7 @@ export function allocate(state: AgentState, pool: ENIPool | undefined, req: { co
   const [ip] = freeAddresses(state, pool, now);
   if (!ip) return { state, error: 'pool-empty' };
   const where = addresses.get(ip)!;
-  const allocation: Allocation = { ip, pod: req.pod, containerId: req.containerId, ifName: req.ifName, eniId: where.eniId, allocatedAt: now };
+  const allocation: Allocation = { ip, pod: req.pod, containerId: req.containerId, ifName: req.ifName, eniId: where.eniId, allocatedAt: now, ...(req.network ? { network: req.network } : {}) };
   return { state: { ...state, allocations: { ...state.allocations, [key]: allocation } }, lease: { ip, ...where }, fresh: true };
 }
 

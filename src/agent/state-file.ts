@@ -1,11 +1,16 @@
-import { closeSync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, fsync, fsyncSync, ftruncate, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, write, writeSync } from 'node:fs';
+import fsp from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
 import { emptyState, type AgentState } from './allocator.js';
 
 export class StateFileError extends Error {}
 
-// The journal is folded into the snapshot once it grows past this.
+// The journal is folded into the snapshot once it grows past this, and holds at least this many
+// lines: each line is the whole state, so a large state would otherwise compact (three fsyncs)
+// every few saves.
 const COMPACT_BYTES = 256 * 1024;
+const COMPACT_LINES = 16;
 
 /**
  * The agent's allocations on disk, crash-safe and quick: every change appends the whole new
@@ -61,6 +66,38 @@ export class StateFile {
   }
 
   save(state: AgentState): void {
+    const fd = this.open();
+    const line = Buffer.from(`${JSON.stringify(state)}\n`);
+    try {
+      writeFully(fd, line, this.journalPath);
+    } catch (e) {
+      ftruncateSync(fd, this.size); // no torn line for the next change to be glued to
+      throw e;
+    }
+    fdatasyncSync(fd);
+    this.size += line.length;
+    if (this.size > Math.max(COMPACT_BYTES, COMPACT_LINES * line.length)) this.compact(state);
+  }
+
+  /**
+   * As save, with the write and its fdatasync on libuv's thread pool: the event loop keeps
+   * serving meanwhile. One at a time: the caller waits for one before starting the next.
+   */
+  async saveAsync(state: AgentState): Promise<void> {
+    const fd = this.open();
+    const line = Buffer.from(`${JSON.stringify(state)}\n`);
+    const { bytesWritten } = await promisify(write)(fd, line, 0, line.length, null);
+    if (bytesWritten !== line.length) {
+      // A torn line is cut away on the next load; later lines must not be glued to it.
+      ftruncateSync(fd, this.size);
+      throw new StateFileError(`the agent state journal ${this.journalPath} took ${bytesWritten} of ${line.length} bytes (is the disk full?)`);
+    }
+    await promisify(fdatasync)(fd);
+    this.size += line.length;
+    if (this.size > Math.max(COMPACT_BYTES, COMPACT_LINES * line.length)) await this.compactAsync(state);
+  }
+
+  private open(): number {
     if (this.fd === undefined) {
       mkdirSync(dirname(this.path), { recursive: true });
       const complete = (this.read(this.journalPath)?.lastIndexOf(0x0a) ?? -1) + 1;
@@ -70,18 +107,14 @@ export class StateFile {
       this.size = complete;
       syncFolder(dirname(this.path)); // the journal's own entry, once
     }
-    const line = `${JSON.stringify(state)}\n`;
-    writeSync(this.fd, line);
-    fdatasyncSync(this.fd);
-    this.size += Buffer.byteLength(line);
-    if (this.size > COMPACT_BYTES) this.compact(state);
+    return this.fd;
   }
 
   private compact(state: AgentState): void {
     const tmp = `${this.path}.tmp`;
     const fd = openSync(tmp, 'w', 0o600);
     try {
-      writeSync(fd, JSON.stringify(state));
+      writeFully(fd, Buffer.from(JSON.stringify(state)), tmp);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -91,6 +124,29 @@ export class StateFile {
     // A crash before this line leaves a journal whose last line is the snapshot: the same state.
     ftruncateSync(this.fd!, 0);
     fsyncSync(this.fd!);
+    this.size = 0;
+  }
+
+  /** As compact, each step off the event loop (a slow disk's fsyncs would otherwise stall it). */
+  private async compactAsync(state: AgentState): Promise<void> {
+    const tmp = `${this.path}.tmp`;
+    const file = await fsp.open(tmp, 'w', 0o600);
+    try {
+      await file.writeFile(JSON.stringify(state));
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await fsp.rename(tmp, this.path);
+    const folder = await fsp.open(dirname(this.path), 'r');
+    try {
+      await folder.sync();
+    } finally {
+      await folder.close();
+    }
+    // A crash before this line leaves a journal whose last line is the snapshot: the same state.
+    await promisify(ftruncate)(this.fd!, 0);
+    await promisify(fsync)(this.fd!);
     this.size = 0;
   }
 
@@ -106,5 +162,18 @@ function syncFolder(dir: string): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Writes all of `data`: a write may take fewer bytes than asked (a full disk, a signal), and a
+ * change half on disk must not be answered as saved.
+ */
+export function writeFully(fd: number, data: Buffer, path: string, write: typeof writeSync = writeSync): void {
+  let done = 0;
+  while (done < data.length) {
+    const n = write(fd, data, done, data.length - done);
+    if (n <= 0) throw new StateFileError(`the agent state ${path} took ${done} of ${data.length} bytes and no more; is the disk full?`);
+    done += n;
   }
 }

@@ -34,12 +34,13 @@ export const s = {
     make<Record<string, T>>({ type: 'object', additionalProperties: values.schema, ...o }),
   object: <P extends Record<string, Schema<unknown>>, R extends keyof P & string = never>(
     props: P,
-    o: Common & { required?: readonly R[] } = {},
+    o: Common & { required?: readonly R[]; validations?: Array<{ rule: string; message: string }> } = {},
   ) =>
     make<{ [K in R]: Infer<P[K]> } & { [K in Exclude<keyof P, R>]?: Infer<P[K]> }>({
       type: 'object',
       description: o.description,
       required: o.required?.length ? [...o.required] : undefined,
+      'x-kubernetes-validations': o.validations,
       properties: Object.fromEntries(Object.entries(props).map(([k, v]) => [k, v.schema])),
     }),
 };

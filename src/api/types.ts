@@ -51,13 +51,19 @@ const placementAndSizing = {
   deleteEmptyENIs: s.bool({ default: false, description: 'Detach and delete secondary ENIs left with no IP in use.' }),
 };
 
+/** A node cannot keep more IPs than it may have (maxAllocate 0 means the instance type's limit). */
+const SIZING_RULE = {
+  rule: '!has(self.maxAllocate) || self.maxAllocate == 0 || !has(self.minAllocate) || self.minAllocate <= self.maxAllocate',
+  message: 'minAllocate must not exceed maxAllocate (0 means the instance type\u2019s limit)',
+};
+
 export const eniPoolClassSpec = s.object(
   {
     nodeSelector: labelSelector,
     priority: s.int({ default: 0, description: 'When several classes select a node, the highest priority wins (ties: the first name).' }),
     ...placementAndSizing,
   },
-  { description: 'Pool policy for the nodes its selector matches.' },
+  { description: 'Pool policy for the nodes its selector matches.', validations: [SIZING_RULE] },
 );
 
 export const eniPoolClassStatus = s.object({
@@ -76,7 +82,7 @@ export const eniPoolSpec = s.object(
     className: s.string(),
     ...placementAndSizing,
   },
-  { required: ['nodeName'], description: 'One node\u2019s pool: its instance and the resolved policy of its class.' },
+  { required: ['nodeName'], description: 'One node\u2019s pool: its instance and the resolved policy of its class.', validations: [SIZING_RULE] },
 );
 
 const eni = s.object(

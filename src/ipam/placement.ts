@@ -32,11 +32,14 @@ export interface SecurityGroupInfo {
   tags: Record<string, string>;
 }
 
-/** The security groups of created ENIs: all those named and all those tagged (not one per VPC). */
+/** ECS: an ENI joins at most five security groups. */
+export const MAX_SECURITY_GROUPS_PER_ENI = 5;
+
+/** The security groups of created ENIs: all those named and all those tagged (not one per VPC); more than five is the caller's error to report. */
 export function securityGroupsFor(p: { securityGroupIDs?: string[]; securityGroupTags?: Record<string, string> }, all: SecurityGroupInfo[], vpcId: string): string[] {
   const ids = new Set(p.securityGroupIDs ?? []);
   if (p.securityGroupTags && Object.keys(p.securityGroupTags).length) {
     for (const g of all) if (g.vpcId === vpcId && hasTags(g.tags, p.securityGroupTags)) ids.add(g.id);
   }
-  return [...ids].slice(0, 5);
+  return [...ids];
 }

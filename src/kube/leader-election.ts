@@ -1,5 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
+import { isConflict, isNotFound } from './errors.js';
 
 export interface LeaderElectionOptions {
   kc: KubeConfig;
@@ -14,7 +15,6 @@ export interface LeaderElectionOptions {
   onStoppedLeading: () => void;
 }
 
-const status = (e: unknown): number | undefined => (e as { code?: number }).code;
 
 /**
  * Lease-based leader election after client-go's tools/leaderelection: acquire or renew every
@@ -103,7 +103,7 @@ export class LeaderElector {
     try {
       current = await this.api.readNamespacedLease({ name, namespace });
     } catch (e) {
-      if (status(e) !== 404) throw e;
+      if (!isNotFound(e)) throw e;
       const body: V1Lease = {
         metadata: { name, namespace },
         spec: { holderIdentity: identity, leaseDurationSeconds: this.lease / 1000, acquireTime: new V1MicroTime(now), renewTime: new V1MicroTime(now), leaseTransitions: 0 },
@@ -112,7 +112,7 @@ export class LeaderElector {
         await this.api.createNamespacedLease({ namespace, body });
         return true;
       } catch (err) {
-        if (status(err) === 409) return false;
+        if (isConflict(err)) return false;
         throw err;
       }
     }
@@ -138,7 +138,7 @@ export class LeaderElector {
     try {
       await this.api.replaceNamespacedLease({ name, namespace, body: next });
     } catch (e) {
-      if (status(e) === 409) return false;
+      if (isConflict(e)) return false;
       throw e;
     }
     if (!mine) this.o.logger.info({ lease: name, from: holder || '(none)', to: identity }, 'took over the lease');

@@ -1,6 +1,7 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass, type ENIPoolSpec } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
+import { isConflict } from '../kube/errors.js';
 import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import type { CloudState } from './cloud-state.js';
@@ -8,6 +9,13 @@ import type { OperatorConfig } from './config.js';
 import type { EventRecorder } from '../kube/events.js';
 import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
 import { setCondition } from './pool-status.js';
+import { MAX_SECURITY_GROUPS_PER_ENI, securityGroupsFor } from '../ipam/placement.js';
+import { TAGS } from './cloud-state.js';
+
+const INSTANCE_BY_IP_TTL_MS = 10 * 60_000;
+/** ECS: at most 20 tags on a resource. */
+const MAX_TAGS_PER_ENI = 20;
+const OWNERSHIP_TAG_KEYS = Object.fromEntries(Object.values(TAGS).map((k) => [k, '']));
 
 export interface ClassDeps {
   kc: KubeConfig;
@@ -55,6 +63,19 @@ export async function validateClass(c: ENIPoolClass, cloud: CloudState, vpcId: s
     return { reason: 'SecurityGroupNotFound', message: `no security group of VPC ${vpcId} has the tags ${JSON.stringify(sgTags)}`, zones: [] };
   }
   if (!(spec.securityGroupIDs ?? []).length && !Object.keys(sgTags).length) return { reason: 'NoSecurityGroup', message: 'set securityGroupIDs or securityGroupTags', zones: [] };
+  const groups = securityGroupsFor(spec, sgs, vpcId);
+  if (groups.length > MAX_SECURITY_GROUPS_PER_ENI) {
+    return { reason: 'TooManySecurityGroups', message: `${groups.length} security groups match (${groups.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}: narrow securityGroupTags or list fewer securityGroupIDs`, zones: [] };
+  }
+  const tagCount = Object.keys({ ...spec.eniTags, ...OWNERSHIP_TAG_KEYS }).length;
+  if (tagCount > MAX_TAGS_PER_ENI) {
+    return { reason: 'TooManyTags', message: `eniTags has ${Object.keys(spec.eniTags ?? {}).length} tags; with the ${Object.keys(OWNERSHIP_TAG_KEYS).length} ownership tags an ENI would carry ${tagCount}, more than the ${MAX_TAGS_PER_ENI} ECS allows`, zones: [] };
+  }
+  const reserved = Object.keys(spec.eniTags ?? {}).filter((k) => k.startsWith('eni-ipam.io/') || /^(aliyun|acs:)/i.test(k));
+  if (reserved.length) return { reason: 'ReservedTag', message: `eniTags may not use the reserved keys ${reserved.join(', ')} (eni-ipam.io/ is the operator's; aliyun and acs: are the cloud's)`, zones: [] };
+  if ((spec.maxAllocate ?? 0) > 0 && (spec.minAllocate ?? 0) > spec.maxAllocate!) {
+    return { reason: 'InvalidSizing', message: `minAllocate ${spec.minAllocate} exceeds maxAllocate ${spec.maxAllocate}`, zones: [] };
+  }
   const zones = [...new Set(chosen.map((v) => v.zoneId))].sort();
   return { message: `vSwitches ${[...new Set(chosen.map((v) => v.id))].join(', ')} cover zones ${zones.join(', ')}`, zones };
 }
@@ -65,7 +86,7 @@ export async function validateClass(c: ENIPoolClass, cloud: CloudState, vpcId: s
  */
 export class ClassReconciler {
   private readonly custom: CustomObjectsApi;
-  private readonly instanceByIp = new Map<string, string>();
+  private readonly instanceByIp = new Map<string, { id: string; at: number }>();
 
   constructor(private readonly d: ClassDeps) {
     this.custom = d.kc.makeApiClient(CustomObjectsApi);
@@ -103,11 +124,13 @@ export class ClassReconciler {
   private async instanceOf(node: NodeInfo): Promise<string | undefined> {
     if (node.instanceId) return node.instanceId;
     if (!node.internalIp) return undefined;
-    if (!this.instanceByIp.has(node.internalIp)) {
-      const [found] = await this.d.api.describeInstances({ privateIps: [node.internalIp], vpcId: this.d.config.vpcId });
-      if (found) this.instanceByIp.set(node.internalIp, found.id);
-    }
-    return this.instanceByIp.get(node.internalIp);
+    // An address moves to another instance when its instance is released: the answer expires.
+    const known = this.instanceByIp.get(node.internalIp);
+    if (known && Date.now() - known.at < INSTANCE_BY_IP_TTL_MS) return known.id;
+    const [found] = await this.d.api.describeInstances({ privateIps: [node.internalIp], vpcId: this.d.config.vpcId });
+    if (found) this.instanceByIp.set(node.internalIp, { id: found.id, at: Date.now() });
+    else this.instanceByIp.delete(node.internalIp);
+    return found?.id;
   }
 
   private async ensurePool(cls: ENIPoolClass, node: NodeInfo): Promise<void> {
@@ -127,7 +150,7 @@ export class ClassReconciler {
       const clean = Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== null && v !== undefined)) as ENIPoolSpec;
       const body: ENIPool = { apiVersion: API_VERSION, kind: 'ENIPool', metadata: { name: node.name, labels: { 'eniipam.io/class': cls.metadata.name } }, spec: clean };
       await this.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', body }).catch((e) => {
-        if ((e as { code?: number }).code !== 409) throw e;
+        if (!isConflict(e)) throw e;
       });
       this.d.logger.info({ node: node.name, class: cls.metadata.name }, 'created ENIPool');
       return;

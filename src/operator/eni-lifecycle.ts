@@ -97,7 +97,7 @@ export class EniLifecycle {
         await this.d.onCloudError(pool, e, vSwitchId).catch((err) => this.failedInBackground(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, err));
         return;
       }
-      this.attach(pool, eni, ips, true);
+      this.attach(pool, eni, { counted: ips });
     })();
   }
 
@@ -142,11 +142,16 @@ export class EniLifecycle {
     this.d.enqueue(name, r.until - Date.now() + 50);
   }
 
-  attach(pool: ENIPool, eni: NetworkInterface, ips: number, counted = false, alreadyAttaching = false): void {
+  /**
+   * Attaches an ENI and waits for InUse. `counted`: the IPs it carries are already counted as
+   * coming (a create counted them); `alreadyAttaching`: no attach call, only the wait.
+   */
+  attach(pool: ENIPool, eni: NetworkInterface, o: { counted?: number; alreadyAttaching?: boolean } = {}): void {
     const name = pool.metadata.name;
-    if (!counted) this.addIncoming(name, 1, 1 + eni.secondaryIps.length);
+    const carried = o.counted ?? 1 + eni.secondaryIps.length;
+    if (o.counted === undefined) this.addIncoming(name, 1, carried);
     this.attaching.add(eni.id);
-    const carried = counted ? ips : 1 + eni.secondaryIps.length;
+    const alreadyAttaching = o.alreadyAttaching ?? false;
     void (async () => {
       try {
         if (this.stopped) return;

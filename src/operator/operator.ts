@@ -15,6 +15,17 @@ import { OperatorMetrics, type FleetView } from './metrics.js';
 import { PoolReconciler } from './pool-reconciler.js';
 import { StatePoller } from './poller.js';
 
+/** The work queue's keys: a pool (named after its node) or a class, as `kind/name`. */
+export type QueueKey = `pool/${string}` | `class/${string}`;
+export const poolKey = (name: string): QueueKey => `pool/${name}`;
+export const classKey = (name: string): QueueKey => `class/${name}`;
+export function parseKey(key: string): { kind: 'pool' | 'class'; name: string } {
+  const slash = key.indexOf('/');
+  const kind = key.slice(0, slash);
+  if (kind !== 'pool' && kind !== 'class') throw new Error(`not a work queue key: "${key}"`);
+  return { kind, name: key.slice(slash + 1) };
+}
+
 export interface LeaderElectionConfig {
   namespace: string;
   name: string;
@@ -69,14 +80,17 @@ export class Operator {
     this.queue = new WorkQueue(
       undefined,
       { depth: (n) => this.metrics.queueDepth.set(n), waited: (ms) => this.metrics.queueWait.observe(ms / 1000) },
-      (key) => (key.startsWith('class/') ? Number.MAX_SAFE_INTEGER : this.poolDeficit(key.slice(5))),
+      (key) => {
+        const k = parseKey(key);
+        return k.kind === 'class' ? Number.MAX_SAFE_INTEGER : this.poolDeficit(k.name);
+      },
     );
     this.cloud = new CloudState(api, config.vpcId, config.clusterId, logger);
     this.poller = new StatePoller(api, logger, config.pollMinIntervalMs, config.pollMaxIntervalMs);
     const custom = kc.makeApiClient(CustomObjectsApi);
     const core = kc.makeApiClient(CoreV1Api);
-    const enqueuePool = (name: string, afterMs?: number) => (afterMs ? this.queue.addAfter(`pool/${name}`, afterMs) : this.queue.add(`pool/${name}`));
-    const enqueueClasses = () => this.classes.list().forEach((c) => this.queue.add(`class/${c.metadata.name}`));
+    const enqueuePool = (name: string, afterMs?: number) => (afterMs ? this.queue.addAfter(poolKey(name), afterMs) : this.queue.add(poolKey(name)));
+    const enqueueClasses = () => this.classes.list().forEach((c) => this.queue.add(classKey(c.metadata.name)));
     this.pools = new Informer<ENIPool>({
       kc,
       path: `/apis/${GROUP}/${VERSION}/enipools`,
@@ -89,7 +103,7 @@ export class Operator {
       path: `/apis/${GROUP}/${VERSION}/enipoolclasses`,
       list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipoolclasses' }),
       logger,
-      onChange: (_, c) => this.queue.add(`class/${c.metadata.name}`),
+      onChange: (_, c) => this.queue.add(classKey(c.metadata.name)),
     });
     this.nodes = new Informer<V1Node>({
       kc,
@@ -255,12 +269,12 @@ export class Operator {
   }
 
   private enqueueAll(): void {
-    this.classes.list().forEach((c) => this.queue.add(`class/${c.metadata.name}`));
-    this.pools.list().forEach((p) => this.queue.add(`pool/${p.metadata.name}`));
+    this.classes.list().forEach((c) => this.queue.add(classKey(c.metadata.name)));
+    this.pools.list().forEach((p) => this.queue.add(poolKey(p.metadata.name)));
   }
 
   private async reconcile(key: string): Promise<{ requeueAfterMs?: number } | void> {
-    const [kind, name] = [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
+    const { kind, name } = parseKey(key);
     const end = this.metrics.reconcileDuration.startTimer({ kind });
     try {
       if (kind === 'class') return await this.classReconciler.reconcile(name);

@@ -3,14 +3,16 @@ import { API_VERSION, GROUP, VERSION, type Condition, type ENIPool } from '../ap
 import { CloudError, type EcsApi, type InstanceTypeLimits } from '../cloud/index.js';
 import { callsOf, planAllocation, type EniView } from '../ipam/allocate.js';
 import { podIpCapacity } from '../ipam/capacity.js';
-import { candidateVSwitches, securityGroupsFor } from '../ipam/placement.js';
+import { MAX_SECURITY_GROUPS_PER_ENI, candidateVSwitches, securityGroupsFor } from '../ipam/placement.js';
 import { planRelease } from '../ipam/release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing } from '../ipam/sizing.js';
+import { isConflict } from '../kube/errors.js';
 import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import { TAGS, type CloudState } from './cloud-state.js';
 import { EniLifecycle } from './eni-lifecycle.js';
 import { FailureMemory } from './failures.js';
+import { NodeDeparture } from './node-departure.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { OperatorMetrics } from './metrics.js';
@@ -40,7 +42,6 @@ const sizingOf = (spec: ENIPool['spec'], limits: InstanceTypeLimits): Sizing => 
   maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
 });
 
-const httpStatus = (e: unknown): number | undefined => (e as { code?: number })?.code;
 const iso = (ms = Date.now()): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 type Shortfall = { reason: 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded'; message: string };
@@ -60,9 +61,7 @@ export class PoolReconciler {
   private readonly shortfall = new Map<string, Shortfall>();
   /** Per node and action, cloud failures and their back-off. */
   private readonly failed = new FailureMemory();
-  private readonly tearingDown = new Set<string>();
-  /** When each pool's Node was first confirmed gone while its instance still existed. */
-  private readonly goneSince = new Map<string, number>();
+  private readonly departure: NodeDeparture;
   private readonly enis: EniLifecycle;
 
   constructor(private readonly d: PoolDeps) {
@@ -74,6 +73,14 @@ export class PoolReconciler {
       onCloudError: (pool, e, vSwitchId) => this.onCloudError(pool, e, vSwitchId),
       published: (name) => this.published(name),
       failures: this.failed,
+    });
+    this.departure = new NodeDeparture({
+      ...d,
+      custom: this.custom,
+      core: this.core,
+      enis: this.enis,
+      event: (pool, type, reason, message) => this.event(pool, type, reason, message),
+      notReady: (pool, reason, message) => this.publish(pool, { notReady: { reason, message } }),
     });
   }
 
@@ -94,14 +101,15 @@ export class PoolReconciler {
   async reconcile(name: string): Promise<{ requeueAfterMs?: number } | void> {
     const pool = this.d.pools.get(name);
     if (!pool) {
-      for (const m of [this.deficitSince, this.excessSince, this.shortfall, this.goneSince]) m.delete(name);
+      for (const m of [this.deficitSince, this.excessSince, this.shortfall]) m.delete(name);
       this.failed.forget(name);
+      this.departure.nodeSeen(name);
       return;
     }
-    if (pool.metadata.deletionTimestamp) return this.teardown(pool);
+    if (pool.metadata.deletionTimestamp) return this.departure.teardown(pool);
     const node = this.d.nodes.get(pool.spec.nodeName);
-    if (!node) return this.nodeMissing(pool);
-    this.goneSince.delete(name);
+    if (!node) return this.departure.nodeMissing(pool);
+    this.departure.nodeSeen(name);
     if (!pool.metadata.finalizers?.includes(FINALIZER)) {
       await this.custom.patchClusterCustomObject(
         { group: GROUP, version: VERSION, plural: 'enipools', name, body: { metadata: { finalizers: [...(pool.metadata.finalizers ?? []), FINALIZER] } } },
@@ -114,7 +122,7 @@ export class PoolReconciler {
       return next === undefined ? r : { requeueAfterMs: Math.min(r.requeueAfterMs ?? Infinity, next - Date.now() + 50) };
     } catch (e) {
       // The pool changed since the cache showed it: plan again on the newer pool, soon.
-      if (httpStatus(e) === 409) return { requeueAfterMs: 100 };
+      if (isConflict(e)) return { requeueAfterMs: 100 };
       if (!(e instanceof CloudError) || e.code === 'Client.NotLeading') throw e;
       // The action is held back on this node for its back-off (a permanent error for minutes).
       const r = this.failed.record(name, e, Date.now());
@@ -146,8 +154,8 @@ export class PoolReconciler {
     if (mayAllocate) {
       for (const e of cloud.ownedBy(name)) {
         if (this.enis.tracking(e.id) || this.failed.blocked(name, 'AttachNetworkInterface', Date.now())) continue;
-        if (e.status === 'Available' && !e.instanceId) this.enis.attach(pool, e, 0);
-        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.enis.attach(pool, e, 0, false, true);
+        if (e.status === 'Available' && !e.instanceId) this.enis.attach(pool, e);
+        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.enis.attach(pool, e, { alreadyAttaching: true });
       }
     }
     const onInstance = cloud.enisOfInstance(spec.instanceID).filter((e) => e.type !== 'Primary');
@@ -208,6 +216,12 @@ export class PoolReconciler {
         });
       } else if (plan.planned > 0) this.shortfall.delete(name);
       const sgs = plan.ops.some((o) => o.kind === 'create') ? securityGroupsFor(spec, (await cloud.securityGroups()).map((g) => ({ id: g.id, vpcId: g.vpcId, tags: g.tags })), config.vpcId) : [];
+      if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
+        const message = `${sgs.length} security groups match the pool (${sgs.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
+        this.event(pool, 'Warning', 'TooManySecurityGroups', message);
+        await this.publish(pool, { notReady: { reason: 'TooManySecurityGroups', message } });
+        return {};
+      }
       for (const op of plan.ops) {
         if (op.kind === 'assign') await this.assign(pool, op.eniId, op.vSwitchId, op.count);
         else this.enis.create(pool, op.vSwitchId, op.ips, sgs);
@@ -334,91 +348,6 @@ export class PoolReconciler {
       this.d.metrics.deficitToPublished.observe((Date.now() - since) / 1000);
       this.deficitSince.delete(name);
     }
-  }
-
-  /**
-   * The cache has no Node for this pool. Absence in a cache is no proof: the Node must be gone
-   * on the API server, and its instance released, before the pool (and its ENIs) go. A Node
-   * gone while its instance still exists is given a grace period; one of many nodes vanishing
-   * at once is held, as suspect, until the mass departure is confirmed node by node.
-   */
-  private async nodeMissing(pool: ENIPool): Promise<{ requeueAfterMs?: number }> {
-    const name = pool.metadata.name;
-    const nodeName = pool.spec.nodeName;
-    try {
-      await this.core.readNode({ name: nodeName });
-      return { requeueAfterMs: 1000 }; // the cache lags: the Node is there
-    } catch (e) {
-      if (httpStatus(e) !== 404) throw new Error(`node ${nodeName} is not in the cache and cannot be read (${(e as Error).message}); keeping its pool`);
-    }
-    const instanceId = pool.spec.instanceID;
-    const instance = instanceId ? (await this.d.api.describeInstances({ ids: [instanceId] }))[0] : undefined;
-    if (!instance) {
-      this.d.logger.info({ node: nodeName, instance: instanceId }, 'node and instance are gone; deleting the pool');
-      await this.deletePool(name);
-      return {};
-    }
-    const pools = this.d.pools.list();
-    const vanished = pools.filter((p) => !this.d.nodes.get(p.spec.nodeName)).length;
-    const now = Date.now();
-    if (vanished >= 3 && vanished * 2 >= pools.length) {
-      this.goneSince.delete(name);
-      const message = `${vanished} of ${pools.length} nodes vanished at once while their instances still exist; treating it as suspect and keeping every pool`;
-      this.d.logger.warn({ node: nodeName, vanished, pools: pools.length }, message);
-      await this.publish(pool, { notReady: { reason: 'NodeGone', message } });
-      return { requeueAfterMs: 60_000 };
-    }
-    const since = this.goneSince.get(name) ?? now;
-    this.goneSince.set(name, since);
-    const graceMs = this.d.config.nodeGoneGraceMs;
-    if (now - since >= graceMs) {
-      this.d.logger.info({ node: nodeName, instance: instanceId, status: instance.status }, 'node has been gone for the grace period; deleting its pool');
-      await this.deletePool(name);
-      return {};
-    }
-    const message = `node ${nodeName} is gone but instance ${instanceId} is ${instance.status}; its ENIs are kept until the instance is released or ${Math.round(graceMs / 1000)} s have passed`;
-    if (since === now) this.event(pool, 'Warning', 'NodeGone', message);
-    await this.publish(pool, { notReady: { reason: 'NodeGone', message } });
-    return { requeueAfterMs: Math.min(60_000, graceMs - (now - since) + 50) };
-  }
-
-  private async deletePool(name: string): Promise<void> {
-    this.goneSince.delete(name);
-    await this.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }).catch((e) => {
-      if (httpStatus(e) !== 404) throw e;
-    });
-  }
-
-  /** The node is gone: detach and delete the ENIs we created for it, then let the pool go. */
-  private async teardown(pool: ENIPool): Promise<{ requeueAfterMs?: number }> {
-    const name = pool.metadata.name;
-    if (!pool.metadata.finalizers?.includes(FINALIZER)) return {};
-    // ENIs still being created would end attached to no pool: let them land first.
-    const coming = this.enis.coming(name);
-    if (coming.enis > 0) {
-      this.d.logger.info({ node: name, inFlight: coming.enis }, 'pool is being deleted; waiting for ENI creations in flight');
-      return { requeueAfterMs: 1000 };
-    }
-    // What the cloud holds for this node now (the cache may predate the instance's release).
-    if (this.d.config.mode === 'normal') await this.d.cloud.resyncInstance(pool.spec.instanceID, name);
-    const ours = this.d.cloud.ownedBy(name);
-    if (ours.length && this.d.config.mode === 'normal') {
-      if (this.tearingDown.has(name)) return { requeueAfterMs: 1000 };
-      this.tearingDown.add(name);
-      try {
-        await Promise.all(ours.map((e) => this.enis.deleteEni(e.id)));
-        this.event(pool, 'Normal', 'ReleasedENIs', `node ${pool.spec.nodeName} is gone: deleted its ${ours.length} ENIs (${ours.map((e) => e.id).join(', ')})`);
-      } finally {
-        this.tearingDown.delete(name);
-      }
-    } else if (ours.length) {
-      this.event(pool, 'Warning', 'ENIsKept', `node ${pool.spec.nodeName} is gone; mode ${this.d.config.mode} keeps its ${ours.length} ENIs`);
-    }
-    const finalizers = (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
-    await this.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name, body: { metadata: { finalizers } } }, merge).catch((e) => {
-      if ((e as { code?: number }).code !== 404) throw e;
-    });
-    return {};
   }
 
   /** Pods scheduled to the node that still wait for an IP from the pool (host-network pods need none). */

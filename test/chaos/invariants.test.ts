@@ -11,7 +11,7 @@ let checker: Checker;
 beforeAll(async () => {
   c = await ChaosCluster.start({ nodes: 2, replicas: 1 });
   expect(await waitRecovered(c, 60_000)).toBeDefined();
-  w = new Workload(c.agents, { low: 3, high: 3, periodMs: 10_000, stepMs: 100 });
+  w = new Workload(c.agents, (node, name, ip) => c.recordPod(node, name, ip), { low: 3, high: 3, periodMs: 10_000, stepMs: 100 });
   checker = new Checker(c, w);
   checker.start();
   w.start();

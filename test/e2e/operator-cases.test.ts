@@ -166,6 +166,26 @@ describe('operator cases', () => {
     expect(c.mutatingCalls()).toMatchObject({ DeleteNetworkInterface: enis.length });
   });
 
+  it('keeps an ENI whose addresses pods use when its pool is deleted by hand, and deletes it once they are released', async () => {
+    c = await testCluster();
+    await c.addClass('default', POD_CLASS);
+    const node = await c.addNode('i-demo-05');
+    await c.startOperator();
+    const [pool] = await allReady(c, [node]);
+    const eni = pool!.status!.enis![0]!;
+    const agentPatch = (status: Record<string, unknown>) =>
+      c.custom.patchClusterCustomObjectStatus({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } }, merge);
+    await agentPatch({ used: { [eni.ips![1]!]: { pod: 'default/web', containerID: 'c1' } } });
+    await eventually(async () => Object.keys((await c.pool(node)).status?.used ?? {}).length === 1);
+    await c.custom.deleteClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node });
+    await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith(`ENIsInUse: pool ${node} is deleted while node ${node} runs pods on ${eni.id}`)));
+    expect(c.ecs.world.enis.has(eni.id)).toBe(true);
+    // The pool's other ENIs, with no address in use, went at once.
+    expect(c.mutatingCalls().DeleteNetworkInterface ?? 0).toBe(pool!.status!.enis!.length - 1);
+    await agentPatch({ used: { [eni.ips![1]!]: null } });
+    await eventually(() => !c.ecs.world.enis.has(eni.id), 15_000);
+  });
+
   it('keeps the ENIs of a Node deleted while its instance runs, says why, and lets them go after the grace period', async () => {
     c = await testCluster();
     await c.addClass('default', POD_CLASS);

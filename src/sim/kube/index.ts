@@ -1,26 +1,46 @@
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { dirname, join } from 'node:path';
 import { KubeFaultRules, parseKubeFaultSpec, type KubeFaultRule, type KubeFaultRuleState } from './faults.js';
 import { kubeconfigFor } from './kubeconfig.js';
+import { makeClusterPki, type ClusterPki } from './pki.js';
+import { bootstrapPolicy } from './rbac.js';
+import { keysPathFor, loadKeys, saveKeys } from './saved-keys.js';
 import { kubeHandler, type KubeFaults, type ServerState } from './server.js';
 import { Store } from './store.js';
+import { ServiceAccountTokens, type IssuedToken, type TokenRequestInput } from './tokens.js';
 import type { KubeObject } from './types.js';
 
 export type { KubeFaults } from './server.js';
 export type { KubeFaultRule, KubeFaultRuleState, KubeFaultSpec } from './faults.js';
 export type { KubeObject } from './types.js';
+export type { IssuedToken, TokenRequestInput } from './tokens.js';
+export { TOKEN_ISSUER } from './tokens.js';
 
 export interface KubeEmulatorOptions {
   host?: string;
   port?: number;
-  /** Persist objects here and load them at start. */
+  /** Persist objects here and load them at start; the CA and signing key go beside it (STATE.keys.json). */
   statePath?: string;
   /** Write the kubeconfig here. */
   kubeconfigPath?: string;
   /** Events kept for watches that resume (older resourceVersions get 410 Expired). */
   historyLimit?: number;
   bookmarkIntervalMs?: number;
+  /**
+   * Serve HTTPS with a CA made at start (kubeconfig gets certificate-authority-data; with
+   * kubeconfigPath, the CA is also written beside it as ca.crt). `sans`: addresses or DNS names the
+   * serving certificate covers besides 127.0.0.1, ::1, localhost and kubernetes.default.svc[...].
+   */
+  tls?: boolean | { sans?: string[] };
+  /**
+   * Authenticate requests (admin kubeconfig credentials, service-account tokens; anyone else is
+   * system:anonymous) and authorize them with RBAC. Needs tls. Off by default: every request is the admin.
+   */
+  auth?: boolean;
 }
 
 export interface KubeEmulator {
@@ -29,6 +49,20 @@ export interface KubeEmulator {
   kubeconfig: string;
   kubeconfigPath?: string;
   store: Store;
+  /** PEM of the cluster CA (with tls): what pods mount as ca.crt. */
+  caCert?: string;
+  /** Where ca.crt was written (with tls and kubeconfigPath). */
+  caPath?: string;
+  /** The admin's bearer token (cluster-admin through system:masters). */
+  adminToken: string;
+  /**
+   * Mints a service-account token as the TokenRequest API does (for a projected volume: bind it to
+   * the pod with `boundObject: { kind: 'Pod', name, uid }`). Throws when the service account or
+   * the bound object does not exist.
+   */
+  issueServiceAccountToken(input: TokenRequestInput): IssuedToken;
+  /** The service-account issuer's public keys (what `/openid/v1/jwks` serves), to verify its tokens elsewhere. */
+  serviceAccountJwks(): { keys: Array<Record<string, string>> };
   setFaults(f: KubeFaults): void;
   /** Replaces the fault rules (see KubeFaultRule); also PUT /_emulator/faults {"rules": [...]}. */
   setFaultRules(rules: KubeFaultRule[]): void;
@@ -65,17 +99,57 @@ function seed(store: Store): void {
   }
 }
 
+/** Adds the bootstrap RBAC objects a real API server keeps (idempotent, so a loaded state keeps its edits). */
+function seedPolicy(store: Store): void {
+  for (const o of bootstrapPolicy()) {
+    const t = store.types.get(`${o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings'}.rbac.authorization.k8s.io`)!;
+    if (store.get(t, undefined, o.metadata.name!)) continue;
+    Object.assign(o.metadata, { uid: crypto.randomUUID(), creationTimestamp: now(), resourceVersion: store.nextRv() });
+    store.put(t, o);
+  }
+}
+
+/**
+ * Mints a service-account token from an emulator, e.g. for a pod's projected
+ * `serviceAccountToken` volume: `issueServiceAccountToken(emu, { namespace, serviceAccount,
+ * audiences, expirationSeconds, boundObject: { kind: 'Pod', name, uid } })`.
+ */
+export const issueServiceAccountToken = (emu: KubeEmulator, input: TokenRequestInput): IssuedToken => emu.issueServiceAccountToken(input);
+
 export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise<KubeEmulator> {
+  // kubectl and client-go send bearer tokens and client certificates only over HTTPS.
+  if (opts.auth && !opts.tls) throw new Error('the Kubernetes emulator needs tls for auth: clients send credentials only over HTTPS');
   const store = new Store(opts.historyLimit ?? 10_000, opts.statePath);
   if (!store.load()) seed(store);
+  if (opts.auth) seedPolicy(store);
+  const keysPath = opts.statePath ? keysPathFor(opts.statePath) : undefined;
+  const saved = keysPath ? loadKeys(keysPath) : {};
+  const tokens = new ServiceAccountTokens(store, Date.now, saved.serviceAccountKey);
+  const adminToken = opts.auth ? randomBytes(24).toString('base64url') : 'emulator-admin-token';
   const faultRules = new KubeFaultRules();
-  const state: ServerState = { store, faults: {}, faultRules, expireWatches: 0, watches: new Set(), requests: {}, bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000 };
+  const state: ServerState = {
+    store,
+    faults: {},
+    faultRules,
+    expireWatches: 0,
+    watches: new Set(),
+    requests: {},
+    bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
+    tokens,
+    auth: opts.auth ? { adminToken, tokens } : undefined,
+  };
   const handler = kubeHandler(state);
   const sockets = new Set<Socket>();
   // Set below, once the listener exists.
   let refuseConnections: (ms: number) => Promise<void> = async () => {};
   const admin = adminHandler(faultRules, (ms) => refuseConnections(ms));
-  const server: Server = createServer((req, res) => void (req.url?.startsWith(ADMIN) ? admin(req, res) : handler(req, res)));
+  const serve = (req: IncomingMessage, res: ServerResponse) => void (req.url?.startsWith(ADMIN) ? admin(req, res) : handler(req, res));
+  const pki: ClusterPki | undefined = opts.tls ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : [], saved.ca) : undefined;
+  if (keysPath) saveKeys(keysPath, { ca: pki ? { cert: pki.caCert, key: pki.caKey } : saved.ca, serviceAccountKey: tokens.privateKeyPem() });
+  const server: Server = pki
+    ? // Client certificates are asked for, not required: the API server also takes tokens and anonymous requests.
+      createHttpsServer({ cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert, requestCert: true, rejectUnauthorized: false }, serve)
+    : createServer(serve);
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -92,9 +166,14 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   const host = opts.host ?? '127.0.0.1';
   await listen(opts.port ?? 0, host);
   const { port } = server.address() as AddressInfo;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const kubeconfig = kubeconfigFor(url);
+  const url = `${pki ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  // Clients reach an any-address listener on loopback, which the serving certificate covers.
+  const clientHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  const clientUrl = `${pki ? 'https' : 'http'}://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${port}`;
+  const kubeconfig = kubeconfigFor(clientUrl, 'default', pki ? { caCert: pki.caCert, clientCert: pki.adminCert, clientKey: pki.adminKey } : { token: adminToken });
   if (opts.kubeconfigPath) writeFileSync(opts.kubeconfigPath, kubeconfig, { mode: 0o600 });
+  const caPath = pki && opts.kubeconfigPath ? join(dirname(opts.kubeconfigPath), 'ca.crt') : undefined;
+  if (caPath) writeFileSync(caPath, pki!.caCert);
 
   const closeWatches = () => {
     for (const w of [...state.watches]) w.close();
@@ -112,6 +191,11 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
     kubeconfig,
     kubeconfigPath: opts.kubeconfigPath,
     store,
+    caCert: pki?.caCert,
+    caPath,
+    adminToken,
+    issueServiceAccountToken: (input) => tokens.issue(input),
+    serviceAccountJwks: () => tokens.jwks(),
     setFaults: (f) => {
       state.faults = f;
     },

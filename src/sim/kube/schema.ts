@@ -1,3 +1,4 @@
+import { evaluate as evaluateCel } from '@marcbachmann/cel-js';
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { StatusCause } from './errors.js';
 
@@ -109,6 +110,10 @@ export function validate(obj: any, schema: Schema): StatusCause[] {
       if (s.pattern !== undefined && !new RegExp(s.pattern).test(v)) bad(at, v, `${at} in body should match '${s.pattern}'`);
       if (s.format === 'date-time' && Number.isNaN(Date.parse(v))) bad(at, v, `${at} in body must be of type date-time: "${v}"`);
     }
+    for (const rule of s['x-kubernetes-validations'] ?? []) {
+      const why = celViolation(rule, v);
+      if (why) out.push({ reason: 'FieldValueInvalid', field: at, message: `${at}: Invalid value: "${typeOf(v)}": ${why}` });
+    }
     if (Array.isArray(v)) {
       if (s.minItems !== undefined && v.length < s.minItems) bad(at, v, `${at} in body should have at least ${s.minItems} items`);
       if (s.maxItems !== undefined && v.length > s.maxItems) out.push({ reason: 'FieldValueTooMany', field: at, message: `${at}: Too many: ${v.length}: must have at most ${s.maxItems} items` });
@@ -133,4 +138,24 @@ export function validate(obj: any, schema: Schema): StatusCause[] {
   };
   walk(obj, schema, '');
   return out;
+}
+
+/**
+ * Why a value breaks a CEL validation rule (x-kubernetes-validations), or undefined. Transition
+ * rules (those reading oldSelf) are not evaluated: the emulator checks each object on its own.
+ */
+function celViolation(rule: { rule: string; message?: string }, self: unknown): string | undefined {
+  if (/\boldSelf\b/.test(rule.rule)) return undefined;
+  try {
+    return evaluateCel(rule.rule, { self: celValue(self) }) === true ? undefined : (rule.message ?? `failed rule: ${rule.rule}`);
+  } catch (e) {
+    return `failed rule: ${rule.rule}: ${(e as Error).message}`;
+  }
+}
+
+/** JSON as the CEL library takes it: maps as prototype-less objects, whatever realm parsed them. */
+function celValue(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(celValue);
+  if (v && typeof v === 'object') return Object.assign(Object.create(null), Object.fromEntries(Object.entries(v).map(([k, x]) => [k, celValue(x)])));
+  return v;
 }

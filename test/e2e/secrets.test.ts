@@ -1,0 +1,74 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { BIN } from '../helpers/cli.js';
+import { eventually, sleep } from '../helpers/ecs.js';
+
+const KEY_ID = 'LTAI-recognisable-key-id';
+const SECRET = 'RecognisableSecret-9d1f7b3e';
+let c: TestCluster;
+const children: ChildProcess[] = [];
+afterAll(async () => {
+  children.forEach((p) => p.kill('SIGKILL'));
+  await c?.close();
+});
+
+describe('secrets under faults, end to end', () => {
+  it('never shows the AccessKey secret, a signature or a signed URL in a log line, Event, condition, error or metric', async () => {
+    c = await testCluster((f) => {
+      f.credentials.push({ accessKeyId: KEY_ID, accessKeySecret: SECRET });
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'secrets-'));
+    writeFileSync(join(dir, 'kubeconfig'), c.kube.kubeconfig);
+    await c.addClass('default', { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'], preAllocate: 4 });
+    const nodes = [await c.addNode('i-demo-04'), await c.addNode('i-demo-05')];
+    // Every failure path that could echo a request: refused creates, throttled attaches, broken gateways, timeouts.
+    c.ecs.setFaults({
+      rules: [
+        { action: 'CreateNetworkInterface', kind: 'error', code: 'Forbidden.RAM', rate: 1, times: 2 },
+        { action: 'AttachNetworkInterface', kind: 'error', code: 'Throttling.User', rate: 1, times: 2 },
+        { action: 'DescribeNetworkInterfaces', kind: 'non-json', rate: 0.3 },
+        { action: 'DescribeVSwitches', kind: 'timeout', rate: 1, times: 1 },
+      ],
+    });
+    const out: string[] = [];
+    const child = spawn(
+      BIN,
+      ['operator', '--kubeconfig', join(dir, 'kubeconfig'), '--region', 'cn-hangzhou', '--vpc-id', 'vpc-demo', '--cluster-id', 'c-test', '--ecs-endpoint', c.ecs.url, '--vpc-endpoint', c.ecs.url, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--no-leader-elect', '--log-level', 'debug'],
+      { env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: KEY_ID, ALIBABA_CLOUD_ACCESS_KEY_SECRET: SECRET }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    children.push(child);
+    createInterface({ input: child.stdout! }).on('line', (l) => out.push(l));
+    createInterface({ input: child.stderr! }).on('line', (l) => out.push(l));
+    const metricsUrl = (await eventually(() => out.find((l) => l.startsWith('metrics ')), 15_000))!.slice('metrics '.length);
+    const pools = await allReady(c, nodes, 60_000);
+    await sleep(500);
+    const metrics = await (await fetch(metricsUrl)).text();
+    const events = await c.kc.makeApiClient(CoreV1Api).listEventForAllNamespaces({});
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+
+    // The faults did happen, so the error paths ran.
+    expect(out.some((l) => l.includes('Forbidden.RAM'))).toBe(true);
+    expect(events.items.some((e) => e.message?.includes('Forbidden.RAM'))).toBe(true);
+    expect(metrics).toMatch(/eni_ipam_openapi_requests_total\{action="CreateNetworkInterface",code="Forbidden.RAM"\} 2/);
+    const seen = [
+      ...out.map((l) => ['log', l]),
+      ...events.items.map((e) => ['event', `${e.reason}: ${e.message}`]),
+      ...pools.flatMap((p) => (p.status?.conditions ?? []).map((k) => ['condition', `${k.type} ${k.reason}: ${k.message}`])),
+      ...metrics.split('\n').map((l) => ['metric', l]),
+    ];
+    for (const [where, text] of seen) {
+      expect({ where, text, secret: text!.includes(SECRET) }).toMatchObject({ secret: false });
+      expect({ where, text, signature: /Signature=|SignatureNonce=|[?&]AccessKeyId=/.test(text!) }).toMatchObject({ signature: false });
+      expect({ where, text, url: /https?:\/\/\S*\?\S*(Signature|AccessKeyId|Action)=/.test(text!) }).toMatchObject({ url: false });
+    }
+  }, 90_000);
+});
