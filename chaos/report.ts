@@ -23,6 +23,12 @@ const calls = (c: Record<string, number>) =>
     .map(([a, n]) => `${a.replace(/NetworkInterfaces?$/, 'Eni').replace(/PrivateIpAddresses$/, 'Ips')} ${n}`)
     .join(', ') || 'none';
 
+const own = (r: ScenarioResult, keys: string[]) =>
+  Object.entries(r.verdicts)
+    .filter(([k]) => !keys.includes(k))
+    .map(([k, v]) => `${k} ${v.ok ? 'pass' : '**FAIL**'}`)
+    .join(', ') || '—';
+
 /** Rewrites docs/RELIABILITY.md from every result in chaos/results. */
 export function writeReport(order: string[]): string {
   const results = existsSync(RESULTS_DIR)
@@ -47,9 +53,9 @@ export function writeReport(order: string[]): string {
     'Scenario-specific checks are listed under the table. Recovery is the time from the end of the fault until every pool is',
     'Ready and an operator is ready and leading; "calls" are the operators\u2019 calls during the fault, per action.',
     '',
-    `| scenario | ${keys.join(' | ')} | recovery | calls during the fault |`,
-    `|---|${keys.map(() => '---').join('|')}|---|---|`,
-    ...results.map((r) => `| [${r.scenario}](#${r.scenario}) | ${r.error ? keys.map(() => 'error').join(' | ') : keys.map((k) => cell(r, k)).join(' | ')} | ${secs(r.recoveryMs)} | ${calls(r.callsDuringFault)} |`),
+    `| scenario | ${keys.join(' | ')} | scenario checks | recovery | calls during the fault |`,
+    `|---|${keys.map(() => '---').join('|')}|---|---|---|`,
+    ...results.map((r) => `| [${r.scenario}](#${r.scenario}) | ${r.error ? keys.map(() => 'error').join(' | ') : keys.map((k) => cell(r, k)).join(' | ')} | ${own(r, keys)} | ${secs(r.recoveryMs)} | ${calls(r.callsDuringFault)} |`),
     '',
   ];
   for (const r of results) {
