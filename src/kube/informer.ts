@@ -73,7 +73,8 @@ export class Informer<T extends Watched> {
     const list = async () => {
       const r = await o.list();
       this.failures = 0;
-      this.markSynced();
+      // Once ListWatch has stored the items (it does so right after this returns).
+      setImmediate(() => this.markSynced());
       return r;
     };
     this.lw = new ListWatch<KubernetesObject>(o.path, this.watch, list as never, false, o.labelSelector, o.fieldSelector);

@@ -2,6 +2,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node, type V1Pod }
 import { Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
+import { ignoreNotFound } from '../kube/errors.js';
 import { Informer } from '../kube/informer.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue, runWorkers } from '../kube/workqueue.js';
@@ -265,7 +266,9 @@ export class Operator {
   async gc(): Promise<string[]> {
     if (this.o.config.mode !== 'normal') return [];
     await this.fullResync();
-    return collectLeakedEnis({ api: this.o.api, cloud: this.cloud, pools: this.pools, poller: this.poller, metrics: this.metrics, logger: this.o.logger, minAgeMs: this.o.config.gcMinAgeMs });
+    const custom = this.o.kc.makeApiClient(CustomObjectsApi);
+    const poolExists = async (name: string) => Boolean(name) && (await ignoreNotFound(custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }))) !== undefined;
+    return collectLeakedEnis({ api: this.o.api, cloud: this.cloud, pools: this.pools, poolExists, poller: this.poller, metrics: this.metrics, logger: this.o.logger, minAgeMs: this.o.config.gcMinAgeMs });
   }
 
   private enqueueAll(): void {
