@@ -65,6 +65,8 @@ export class RpcCaller {
   private readonly random: () => number;
   /** Set by close(): no new attempt starts, so a stopped operator's retries cannot act late. */
   closed = false;
+  /** Mutating calls sent and not answered yet. */
+  mutationsInFlight = 0;
 
   private readonly longWaitLogged = new Map<string, number>();
 
@@ -105,8 +107,12 @@ export class RpcCaller {
       try {
         return await limiters.schedule(action, async (waitedMs) => {
           metrics.limiterWait.observe({ action }, waitedMs / 1000);
+          // Credentials first (a refresh may take seconds): the leadership check must be the last word before sending.
+          await this.o.credentials.getCredentials();
           this.checkSendable(action, waitedMs);
           sentAt ??= Date.now();
+          const mutating = MUTATING_ACTIONS.has(action);
+          if (mutating) this.mutationsInFlight++;
           const timeoutMs = Math.max(1000, Math.min(retry.attemptTimeoutMs, sentAt + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()));
           const endTimer = metrics.duration.startTimer({ action });
           metrics.inFlight.inc({ action });
@@ -126,6 +132,7 @@ export class RpcCaller {
           } finally {
             endTimer();
             metrics.inFlight.dec({ action });
+            if (mutating) this.mutationsInFlight--;
           }
         });
       } catch (e) {

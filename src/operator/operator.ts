@@ -126,7 +126,7 @@ export class Operator {
       onChange: (_, p) => p.spec?.nodeName && enqueuePool(p.spec.nodeName),
     });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
-    this.poolReconciler = new PoolReconciler({ kc, pools: this.pools, nodes: this.nodes, pendingPods: this.pendingPods, api, cloud: this.cloud, poller: this.poller, events, metrics: this.metrics, config, logger, enqueue: enqueuePool });
+    this.poolReconciler = new PoolReconciler({ kc, pools: this.pools, nodes: this.nodes, pendingPods: this.pendingPods, api, cloud: this.cloud, poller: this.poller, events, metrics: this.metrics, config, logger, enqueue: enqueuePool, mayWrite: () => this.mayMutate() });
     this.metrics.fleet = () => this.fleet();
     this.classReconciler = new ClassReconciler({ kc, classes: this.classes, pools: this.pools, nodes: this.nodes, api, cloud: this.cloud, events, config, logger });
   }
@@ -208,6 +208,7 @@ export class Operator {
           this.timers.forEach(clearInterval);
           this.poolReconciler.stop();
           void this.queue.shutdown();
+          void this.elector?.stop({ release: false }); // no campaign during the last seconds
           this.onLost();
         }
       },
@@ -295,7 +296,11 @@ export class Operator {
     await this.queue.shutdown();
     await this.workers;
     this.poller.stop();
-    await this.elector?.stop();
+    // A call already sent may still land: the lease is handed over only once none is out, or
+    // left to expire, so that the next leader never plans on a cloud about to change under it.
+    const deadline = Date.now() + 10_000;
+    while (this.o.api.mutationsInFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await this.elector?.stop({ release: this.o.api.mutationsInFlight === 0 });
     this.leading = false;
     await Promise.all([this.pools.stop(), this.classes.stop(), this.nodes.stop(), this.pendingPods.stop()]);
   }

@@ -32,6 +32,8 @@ export interface PoolDeps {
   config: OperatorConfig;
   logger: Logger;
   enqueue: (name: string, afterMs?: number) => void;
+  /** Whether this operator may still write what it knows (it leads on a fresh lease). */
+  mayWrite: () => boolean;
 }
 
 /** A pool's sizing with the ceiling resolved against what its instance type holds. */
@@ -410,7 +412,8 @@ export class PoolReconciler {
       this.event(pool, 'Warning', 'ENIGone', `ENI ${old.id} is no longer on ${spec.instanceID} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`);
     }
     const patch = statusPatch(pool.status, desired);
-    if (!patch) return;
+    // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
+    if (!patch || !this.d.mayWrite()) return;
     // The resourceVersion read makes the write a precondition: planned on an older pool than the
     // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
     const body = { metadata: { resourceVersion: pool.metadata.resourceVersion }, status: patch };
