@@ -33,11 +33,15 @@ class TimedWatch extends Watch {
     super(kc);
   }
 
+  /** Called for every event a watch delivers (a working watch ends a run of failures). */
+  onEvent?: () => void;
+
   override watch(path: string, queryParams: Record<string, unknown>, callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void, done: (err: unknown) => void): Promise<AbortController> {
     this.lastEvent = Date.now();
     const jitter = Math.floor(Math.random() * this.timeoutSeconds * 0.2);
     return super.watch(path, { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds + jitter }, (phase, obj, raw) => {
       this.lastEvent = Date.now();
+      this.onEvent?.();
       callback(phase, obj, raw);
     }, done);
   }
@@ -66,6 +70,7 @@ export class Informer<T extends Watched> {
   constructor(private readonly o: InformerOptions<T>) {
     this.timeoutSeconds = o.watchTimeoutSeconds ?? 240;
     this.watch = new TimedWatch(o.kc, this.timeoutSeconds);
+    this.watch.onEvent = () => (this.failures = 0);
     // ListWatch only reads metadata; custom objects keep their JSON shape.
     // client-node reports a failed LIST only through its error event and resolves start()
     // anyway, so success is noted here: the cache is synced only after a LIST succeeded, and
