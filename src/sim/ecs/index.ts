@@ -6,6 +6,7 @@ import { scaledClock, type ScaledClock } from './clock.js';
 import { defaultWorld } from './default-world.js';
 import { Faults, parseFaultSpec, type FaultSpec } from './faults.js';
 import { validateFixture, type Fixture } from './fixture.js';
+import { CallJournal, type CallRecord, type CallRecordQuery } from './journal.js';
 import { metadataHandler } from './metadata.js';
 import { ActionQuotas } from './quotas.js';
 import { rpcHandler, type CallStats } from './server.js';
@@ -16,6 +17,7 @@ export { nodeObject } from './node-object.js';
 export { FixtureError, loadFixtureFile, validateFixture, type Fixture } from './fixture.js';
 export type { FaultSpec } from './faults.js';
 export type { WorldSnapshot } from './world.js';
+export type { CallRecord, CallRecordQuery } from './journal.js';
 export { signRpc } from './signature.js';
 
 export interface EcsEmulatorOptions {
@@ -42,6 +44,8 @@ export interface EcsEmulator {
   /** Successful calls of each action that changes the world (only actions called so far). */
   mutatingCalls(): Record<string, number>;
   resetStats(): void;
+  /** Every call answered (or held) so far, filtered; also GET /_emulator/calls?since=MS&action=A&accessKeyId=K. */
+  calls(q?: CallRecordQuery): CallRecord[];
   state(): WorldSnapshot;
   close(): Promise<void>;
 }
@@ -57,7 +61,8 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
   const auth = new Authenticator(fixture.credentials);
   const stats: CallStats = { calls: {}, total: 0 };
   const held = new Set<ServerResponse>();
-  const rpc = rpcHandler({ world, auth, quotas: new ActionQuotas(fixture.quotas?.api ?? {}), fixture, ownerId: OWNER_ID, stats, held });
+  const journal = new CallJournal();
+  const rpc = rpcHandler({ world, auth, quotas: new ActionQuotas(fixture.quotas?.api ?? {}), fixture, ownerId: OWNER_ID, stats, held, journal });
   const metadata = metadataHandler(auth, fixture.ramRoles ?? []);
 
   const handle: Omit<EcsEmulator, 'url' | 'metadataUrl' | 'close'> = {
@@ -78,6 +83,7 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
       stats.total = 0;
     },
     state: () => world.snapshot(),
+    calls: (q) => journal.list(q),
   };
 
   const admin = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
@@ -85,6 +91,12 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     const route = `${req.method} ${path.slice(ADMIN.length)}`;
+    if (route === 'GET calls') {
+      const q = new URL(req.url ?? '/', 'http://emulator').searchParams;
+      const since = q.get('since');
+      if (since !== null && !/^\d+$/.test(since)) return json(400, { error: `since must be a time in milliseconds since the epoch, not "${since}"` });
+      return json(200, { calls: handle.calls({ since: since === null ? undefined : Number(since), action: q.get('action') ?? undefined, accessKeyId: q.get('accessKeyId') ?? undefined }) });
+    }
     if (route === 'GET stats') return json(200, handle.stats());
     if (route === 'POST stats/reset') return json(200, (handle.resetStats(), {}));
     if (route === 'GET state') return json(200, handle.state());
@@ -109,7 +121,7 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
         return json(400, { error: (e as Error).message });
       }
     }
-    return json(404, { error: `no admin route ${route}; try GET stats, GET state, GET/PUT/DELETE faults, POST stats/reset, DELETE instances/ID` });
+    return json(404, { error: `no admin route ${route}; try GET stats, GET state, GET calls, GET/PUT/DELETE faults, POST stats/reset, DELETE instances/ID` });
   };
 
   const server = createServer((req, res) => {

@@ -5,6 +5,7 @@ import type { Authenticator } from './auth.js';
 import type { ActionContext } from './eni-actions.js';
 import { ApiError, apiError, invalid, missing } from './errors.js';
 import type { Fixture } from './fixture.js';
+import type { CallJournal, Touched } from './journal.js';
 import { Params } from './params.js';
 import { STS_VERSION, assumeRoleWithOidc } from './sts.js';
 import type { ActionQuotas } from './quotas.js';
@@ -28,6 +29,7 @@ export interface RpcDeps {
   stats: CallStats;
   /** Responses held open by an injected timeout; ended when the emulator closes. */
   held: Set<ServerResponse>;
+  journal: CallJournal;
 }
 
 async function readParams(req: IncomingMessage, url: URL): Promise<Record<string, string>> {
@@ -76,6 +78,12 @@ export function rpcHandler(deps: RpcDeps) {
     const requestId = randomUUID().toUpperCase();
     let action = 'Unknown';
     let hostId = `ecs.${world.region}.aliyuncs.com`;
+    const who: { accessKeyId?: string; clientToken?: string; eniId?: string } = {};
+    let touched: Touched | undefined;
+    const answered = (code: string) => {
+      count(stats, action, code);
+      deps.journal.record({ action, code, ...who }, touched);
+    };
     try {
       if (req.method !== 'GET' && req.method !== 'POST') {
         throw apiError('UnsupportedHTTPMethod', `The HTTP method ${req.method} is not supported; use GET or POST.`);
@@ -83,11 +91,14 @@ export function rpcHandler(deps: RpcDeps) {
       const raw = await readParams(req, url);
       if (!raw.Action) throw missing('Action');
       action = raw.Action;
+      who.accessKeyId = raw.AccessKeyId || undefined;
+      // Noted before the call is judged, so that a throttled or failed create shows its token too.
+      who.clientToken = raw.ClientToken || undefined;
       if (!raw.Version) throw missing('Version');
       if (raw.Version === STS_VERSION && action === 'AssumeRoleWithOIDC') {
         hostId = 'sts.aliyuncs.com';
         const answer = assumeRoleWithOidc(auth, fixture.oidcRoles ?? [], raw);
-        count(stats, action, 'OK');
+        answered('OK');
         return send(res, 200, { RequestId: requestId, ...answer });
       }
       const defs = ACTIONS[raw.Version];
@@ -119,13 +130,13 @@ export function rpcHandler(deps: RpcDeps) {
       if (latency > 0) await sleep(world.clock.toReal(latency));
       const fault = faults.decide(action);
       if (fault.kind === 'timeout') {
-        count(stats, action, 'Timeout');
+        answered('Timeout');
         deps.held.add(res);
         res.on('close', () => deps.held.delete(res));
         return;
       }
       if (fault.kind === 'non-json') {
-        count(stats, action, 'NonJson');
+        answered('NonJson');
         res.writeHead(502, { 'content-type': 'text/html' }).end('<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>');
         return;
       }
@@ -140,16 +151,24 @@ export function rpcHandler(deps: RpcDeps) {
         if (previous.fingerprint !== fingerprint) {
           throw apiError('IdempotentParameterMismatch', 'The request uses the same client token as a previous, but non-identical request.');
         }
-        count(stats, action, 'OK');
+        // A replay changes nothing: it names the ENI, not addresses.
+        who.eniId = params.str('NetworkInterfaceId') ?? (previous.response as { NetworkInterfaceId?: string }).NetworkInterfaceId;
+        answered('OK');
         return send(res, 200, { RequestId: requestId, ...previous.response });
       }
 
       world.advance();
       const ctx: ActionContext = { ...ctxBase, params };
+      if (def.mutating) {
+        const requested = action.startsWith('Unassign') ? Object.entries(raw).filter(([k]) => /^(PrivateIpAddress|Ipv6Address)\.\d+$/.test(k)).map(([, v]) => v) : [];
+        const before = deps.journal.before(world, params.str('NetworkInterfaceId'), params.str('InstanceId'));
+        touched = { before, world, action, requested };
+      }
       const response = def.handler(ctx);
+      if (touched) touched.response = response;
       if (fault.kind === 'drop-answer') {
         if (key) idempotency.set(key, { fingerprint, response });
-        count(stats, action, 'DropAnswer');
+        answered('DropAnswer');
         res.socket?.destroy();
         return;
       }
@@ -158,12 +177,12 @@ export function rpcHandler(deps: RpcDeps) {
         // Tokens are kept for the last 100,000 idempotent calls (the real window is unstated).
         if (idempotency.size > 100_000) idempotency.delete(idempotency.keys().next().value!);
       }
-      count(stats, action, 'OK');
+      answered('OK');
       send(res, 200, { RequestId: requestId, ...response });
     } catch (err) {
       const e = err instanceof ApiError ? err : apiError('InternalError', 'The request processing has failed due to some unknown error.');
       if (!(err instanceof ApiError)) console.error('ecs emulator: internal error', err);
-      count(stats, action, e.code);
+      answered(e.code);
       send(
         res,
         e.status,

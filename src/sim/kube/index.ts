@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
+import { KubeFaultRules, parseKubeFaultSpec, type KubeFaultRule, type KubeFaultRuleState } from './faults.js';
 import { kubeconfigFor } from './kubeconfig.js';
 import { makeClusterPki, type ClusterPki } from './pki.js';
 import { bootstrapPolicy } from './rbac.js';
@@ -14,6 +15,7 @@ import { ServiceAccountTokens, type IssuedToken, type TokenRequestInput } from '
 import type { KubeObject } from './types.js';
 
 export type { KubeFaults } from './server.js';
+export type { KubeFaultRule, KubeFaultRuleState, KubeFaultSpec } from './faults.js';
 export type { KubeObject } from './types.js';
 export type { IssuedToken, TokenRequestInput } from './tokens.js';
 export { TOKEN_ISSUER } from './tokens.js';
@@ -62,6 +64,12 @@ export interface KubeEmulator {
   /** The service-account issuer's public keys (what `/openid/v1/jwks` serves), to verify its tokens elsewhere. */
   serviceAccountJwks(): { keys: Array<Record<string, string>> };
   setFaults(f: KubeFaults): void;
+  /** Replaces the fault rules (see KubeFaultRule); also PUT /_emulator/faults {"rules": [...]}. */
+  setFaultRules(rules: KubeFaultRule[]): void;
+  /** Removes every rule; requests they hold are reset. Also DELETE /_emulator/faults. */
+  clearFaultRules(): void;
+  /** The rules with how often each acted. Also GET /_emulator/faults. */
+  faultRules(): KubeFaultRuleState[];
   /** Ends every open watch cleanly (clients resume from their last resourceVersion). */
   closeWatches(): void;
   /** Answers the next `n` watches with 410 Expired (clients must relist). */
@@ -118,9 +126,11 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   const saved = keysPath ? loadKeys(keysPath) : {};
   const tokens = new ServiceAccountTokens(store, Date.now, saved.serviceAccountKey);
   const adminToken = opts.auth ? randomBytes(24).toString('base64url') : 'emulator-admin-token';
+  const faultRules = new KubeFaultRules();
   const state: ServerState = {
     store,
     faults: {},
+    faultRules,
     expireWatches: 0,
     watches: new Set(),
     requests: {},
@@ -130,12 +140,16 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   };
   const handler = kubeHandler(state);
   const sockets = new Set<Socket>();
+  // Set below, once the listener exists.
+  let refuseConnections: (ms: number) => Promise<void> = async () => {};
+  const admin = adminHandler(faultRules, (ms) => refuseConnections(ms));
+  const serve = (req: IncomingMessage, res: ServerResponse) => void (req.url?.startsWith(ADMIN) ? admin(req, res) : handler(req, res));
   const pki: ClusterPki | undefined = opts.tls ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : [], saved.ca) : undefined;
   if (keysPath) saveKeys(keysPath, { ca: pki ? { cert: pki.caCert, key: pki.caKey } : saved.ca, serviceAccountKey: tokens.privateKeyPem() });
   const server: Server = pki
     ? // Client certificates are asked for, not required: the API server also takes tokens and anonymous requests.
-      createHttpsServer({ cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert, requestCert: true, rejectUnauthorized: false }, (req, res) => void handler(req, res))
-    : createServer((req, res) => void handler(req, res));
+      createHttpsServer({ cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert, requestCert: true, rejectUnauthorized: false }, serve)
+    : createServer(serve);
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -164,6 +178,14 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   const closeWatches = () => {
     for (const w of [...state.watches]) w.close();
   };
+  refuseConnections = async (ms) => {
+    closeWatches();
+    await new Promise<void>((r) => {
+      server.close(() => r());
+      for (const s of sockets) s.destroy();
+    });
+    setTimeout(() => void listen(port, host), ms).unref();
+  };
   return {
     url,
     kubeconfig,
@@ -182,17 +204,14 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
       state.expireWatches = n;
     },
     compact: () => store.compact(),
-    refuseConnections: async (ms) => {
-      closeWatches();
-      await new Promise<void>((r) => {
-        server.close(() => r());
-        for (const s of sockets) s.destroy();
-      });
-      setTimeout(() => void listen(port, host), ms).unref();
-    },
+    setFaultRules: (rules) => faultRules.set(rules),
+    clearFaultRules: () => faultRules.clear(),
+    faultRules: () => faultRules.list(),
+    refuseConnections: (ms) => refuseConnections(ms),
     requests: () => ({ ...state.requests }),
     openWatches: () => state.watches.size,
     close: async () => {
+      faultRules.clear();
       closeWatches();
       store.save();
       await new Promise<void>((r) => {
@@ -200,5 +219,33 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
         for (const s of sockets) s.destroy();
       });
     },
+  };
+}
+
+const ADMIN = '/_emulator/';
+
+/** GET, PUT and DELETE /_emulator/faults: the fault rules over HTTP, for `eni-ipam emulate kube` users. */
+function adminHandler(rules: KubeFaultRules, refuse: (ms: number) => Promise<void>) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const json = (status: number, body: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const route = `${req.method} ${new URL(req.url ?? '/', 'http://kube').pathname.slice(ADMIN.length)}`;
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    if (route === 'GET faults') return json(200, { rules: rules.list() });
+    if (route === 'DELETE faults') return json(200, (rules.clear(), { rules: [] }));
+    if (route === 'PUT faults') {
+      let spec;
+      try {
+        spec = parseKubeFaultSpec(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
+      } catch (e) {
+        return json(400, { error: e instanceof SyntaxError ? `the body is not JSON: ${e.message}` : (e as Error).message });
+      }
+      rules.set(spec.rules ?? []);
+      json(200, { rules: rules.list(), unreachableMs: spec.unreachableMs });
+      // Answer first: the listener goes away with the connection this answer travels on.
+      if (spec.unreachableMs) res.on('finish', () => setTimeout(() => void refuse(spec.unreachableMs!), 20));
+      return;
+    }
+    json(404, { error: `no admin route ${route}; try GET, PUT or DELETE faults` });
   };
 }

@@ -5,6 +5,7 @@ import { authorize, forbidden, type Attributes } from './rbac.js';
 import type { Identity, ServiceAccountTokens } from './tokens.js';
 import { apiGroupDoc, apiGroupList, apiResourceList, apiVersions, openApiDoc, openApiIndex, versionInfo } from './discovery.js';
 import { StatusError, methodNotAllowed } from './errors.js';
+import { faultInfo, type KubeFaultRules } from './faults.js';
 import { Writer, type Request, type Result } from './handlers.js';
 import { OPENAPI_V2_PROTOBUF, openApiV2, openApiV2Protobuf } from './openapi-v2.js';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
@@ -24,6 +25,7 @@ export interface KubeFaults {
 export interface ServerState {
   store: Store;
   faults: KubeFaults;
+  faultRules: KubeFaultRules;
   /** Watches to answer with an in-stream 410 Expired. */
   expireWatches: number;
   watches: Set<OpenWatch>;
@@ -150,6 +152,7 @@ export function kubeHandler(s: ServerState) {
       allow({ resourceRequest: true, verb: verb === 'post' ? 'create' : verb === 'put' ? 'update' : verb, apiGroup: r.t.group, resource: r.t.resource, subresource: r.subresource, name: r.name ?? nameFromFieldSelector(url.searchParams), namespace: r.namespace ?? (r.t.resource === 'namespaces' && group === '' ? r.name : undefined) });
       const statKey = `${verb} ${r.t.group ? `${r.t.resource}.${r.t.group}` : r.t.resource}${r.subresource ? `/${r.subresource}` : ''}`;
       s.requests[statKey] = (s.requests[statKey] ?? 0) + 1;
+      if (await s.faultRules.apply(res, faultInfo(verb, r, path, store.rv))) return;
       const fault = s.faults.errors;
       if (fault && verb !== 'watch' && Math.random() < fault.rate) {
         if (fault.code === 429) {

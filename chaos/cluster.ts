@@ -1,0 +1,285 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, CustomObjectsApi, ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CRDS } from '../src/api/crds.js';
+import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
+import { TAGS } from '../src/operator/cloud-state.js';
+import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../src/sim/ecs/index.js';
+import { kubeconfigFor } from '../src/sim/kube/kubeconfig.js';
+import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
+import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
+import { benchWorld } from '../bench/world.js';
+
+// From the sources (tests) or from dist-chaos/chaos (npm run chaos).
+const HERE = dirname(fileURLToPath(import.meta.url));
+export const ROOT = basename(dirname(HERE)) === 'dist-chaos' ? join(HERE, '..', '..') : join(HERE, '..');
+export const BIN = join(ROOT, 'bin', 'eni-ipam');
+export const CLUSTER_ID = 'chaos';
+
+/** Per-action quotas (calls per minute and burst) that both the operator and the emulated cloud use. */
+export const CHAOS_LIMITS: Record<string, { perMinute: number; burst: number }> = {
+  CreateNetworkInterface: { perMinute: 120, burst: 20 },
+  AttachNetworkInterface: { perMinute: 120, burst: 20 },
+  DetachNetworkInterface: { perMinute: 120, burst: 20 },
+  DeleteNetworkInterface: { perMinute: 120, burst: 20 },
+  AssignPrivateIpAddresses: { perMinute: 240, burst: 40 },
+  UnassignPrivateIpAddresses: { perMinute: 240, burst: 40 },
+  DescribeNetworkInterfaces: { perMinute: 600, burst: 60 },
+};
+
+export interface ClusterOptions {
+  nodes: number;
+  /** Operator replicas (leader election when more than one). */
+  replicas: number;
+  limits?: Record<string, { perMinute: number; burst: number }>;
+  classSpec?: Partial<ENIPoolClass['spec']>;
+  /** Changes to the emulated world (delays, quotas) before it starts. */
+  world?: (f: Fixture) => void;
+  /** Start the agents and the operators (false: the scenario starts them). */
+  start?: { operators?: boolean; agents?: boolean };
+  operatorArgs?: string[];
+  /** Nodes (of `nodes`) that join later (addHeldBackNodes). */
+  heldBack?: number;
+}
+
+export interface OperatorProcess {
+  index: number;
+  accessKeyId: string;
+  identity: string;
+  child: ChildProcess;
+  /** The operator's own path to the API server. */
+  proxy: FaultProxy;
+  healthUrl: string;
+  exited: boolean;
+}
+
+export interface AgentProcess {
+  node: string;
+  socket: string;
+  stateDir: string;
+  child?: ChildProcess;
+}
+
+/**
+ * Emulated ECS and Kubernetes in this process, the operator replicas and one agent per node
+ * as processes of their own (as in a cluster), each operator with its own AccessKey and its
+ * own TCP path to the API server (so one path can fail alone).
+ */
+export class ChaosCluster {
+  readonly operators: OperatorProcess[] = [];
+  readonly agents: AgentProcess[] = [];
+  readonly nodes: string[] = [];
+  readonly limits: Record<string, { perMinute: number; burst: number }>;
+  readonly dir = join(tmpdir(), `eni-ipam-chaos-${process.pid}-${Date.now()}`);
+  private operatorCount = 0;
+  /** Instances whose Node is not registered yet. */
+  private waiting: string[] = [];
+
+  private constructor(
+    readonly o: ClusterOptions,
+    readonly ecs: EcsEmulator,
+    readonly kube: KubeEmulator,
+    readonly kc: KubeConfig,
+  ) {
+    this.limits = o.limits ?? CHAOS_LIMITS;
+  }
+
+  static async start(o: ClusterOptions): Promise<ChaosCluster> {
+    const limits = o.limits ?? CHAOS_LIMITS;
+    const fixture = benchWorld({ nodes: o.nodes, timeScale: 1 });
+    fixture.credentials = [...fixture.credentials, ...Array.from({ length: 8 }, (_, i) => ({ accessKeyId: `operator-${i}`, accessKeySecret: `operator-${i}-secret` }))];
+    fixture.quotas = { ...fixture.quotas, api: { ...fixture.quotas!.api, ...limits } };
+    fixture.delays = { attachMs: 1000, detachMs: 1000, deleteMs: 300 };
+    o.world?.(fixture);
+    const ecs = await startEcsEmulator({ fixture });
+    const kube = await startKubeEmulator({});
+    const kc = new KubeConfig();
+    kc.loadFromString(kube.kubeconfig);
+    const c = new ChaosCluster(o, ecs, kube, kc);
+    mkdirSync(c.dir, { recursive: true });
+    writeFileSync(join(c.dir, 'kubeconfig'), kube.kubeconfig);
+    const ext = kc.makeApiClient(ApiextensionsV1Api);
+    for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
+    const spec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: 4, releaseDelaySeconds: 3, deleteEmptyENIs: true, ...o.classSpec };
+    await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipoolclasses', body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'chaos' }, spec } });
+    c.waiting = [...ecs.world.instances.values()].filter((i) => i.hostName.startsWith('node-')).map((i) => i.id);
+    await c.registerNodes(c.waiting.length - (o.heldBack ?? 0), o.start?.agents !== false);
+    if (o.start?.operators !== false) for (let i = 0; i < o.replicas; i++) await c.startOperator();
+    return c;
+  }
+
+  /** Registers the next `n` held-back nodes (all at once) and starts their agents. */
+  async addHeldBackNodes(n: number): Promise<void> {
+    await this.registerNodes(n, this.o.start?.agents !== false);
+  }
+
+  private async registerNodes(n: number, agents: boolean): Promise<void> {
+    const core = this.kc.makeApiClient(CoreV1Api);
+    const ids = this.waiting.splice(0, n);
+    const added: AgentProcess[] = [];
+    await Promise.all(
+      ids.map(async (id) => {
+        await core.createNode({ body: nodeObject(this.ecs.world, id) });
+        const node = this.ecs.world.instances.get(id)!.hostName;
+        this.nodes.push(node);
+        added.push({ node, socket: join(this.dir, 'nodes', node, 'run', 'agent.sock'), stateDir: join(this.dir, 'nodes', node, 'state') });
+      }),
+    );
+    this.agents.push(...added);
+    if (agents) await this.startAgents(added);
+  }
+
+  /** Starts one more operator replica, with the next AccessKey and a path of its own. */
+  async startOperator(extraArgs: string[] = []): Promise<OperatorProcess> {
+    const index = this.operatorCount++;
+    const u = new URL(this.kube.url);
+    const proxy = await startFaultProxy({ host: u.hostname, port: Number(u.port) });
+    const kubeconfig = join(this.dir, `kubeconfig-operator-${index}`);
+    writeFileSync(kubeconfig, kubeconfigFor(proxy.url));
+    const accessKeyId = `operator-${index % 8}`;
+    const args = [
+      BIN, 'operator',
+      '--kubeconfig', kubeconfig,
+      '--region', 'cn-hangzhou',
+      '--vpc-id', 'vpc-bench',
+      '--cluster-id', CLUSTER_ID,
+      '--ecs-endpoint', this.ecs.url,
+      '--vpc-endpoint', this.ecs.url,
+      '--api-limits', Object.entries(this.limits).map(([a, l]) => `${a}=${l.perMinute}:${l.burst}`).join(','),
+      '--metrics-addr', '127.0.0.1:0',
+      '--health-addr', '127.0.0.1:0',
+      '--resync-interval', '30',
+      '--gc-interval', '10',
+      '--gc-min-age', '10',
+      '--log-level', process.env.CHAOS_LOG_LEVEL ?? 'warn',
+      ...(this.o.replicas > 1 ? ['--leader-elect-namespace', 'kube-system'] : ['--no-leader-elect']),
+      ...(this.o.operatorArgs ?? []),
+      ...extraArgs,
+    ];
+    const child = spawn(process.execPath, ['--max-old-space-size=256', ...args], {
+      stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'],
+      env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: `${accessKeyId}-secret` },
+    });
+    const lines = await firstLines(child, 'operator', 2);
+    const op: OperatorProcess = { index, accessKeyId, identity: `${hostname()}-${child.pid}`, child, proxy, healthUrl: lines.find((l) => l.startsWith('health '))!.slice(7), exited: false };
+    child.on('exit', () => (op.exited = true));
+    this.operators.push(op);
+    return op;
+  }
+
+  async startAgents(agents: AgentProcess[], opts: { wipeState?: boolean } = {}): Promise<void> {
+    const queue = [...agents];
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let a = queue.shift(); a; a = queue.shift()) {
+          if (opts.wipeState) rmSync(a.stateDir, { recursive: true, force: true });
+          const args = ['agent', '--kubeconfig', join(this.dir, 'kubeconfig'), '--node', a.node, '--state-dir', a.stateDir, '--socket', a.socket, '--cooldown', '3', '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'];
+          a.child = spawn(process.execPath, ['--max-old-space-size=96', BIN, ...args], { stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'] });
+          await firstLines(a.child, 'agent', 2);
+        }
+      }),
+    );
+  }
+
+  async killAgent(a: AgentProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (!a.child || a.child.exitCode !== null || a.child.signalCode) return;
+    a.child.kill(signal);
+    await once(a.child, 'exit');
+  }
+
+  async killOperator(op: OperatorProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (op.exited) return;
+    op.child.kill(signal);
+    await once(op.child, 'exit').catch(() => undefined);
+  }
+
+  /**
+   * A pod of the workload as the scheduler and the kubelet record it: placed on its node before
+   * its sandbox is set up, given its IP after, deleted when it stops. Written to the emulator's
+   * store directly: those components are not under test, and their writes must not be hit by
+   * the operator's Kubernetes faults.
+   */
+  recordPod(node: string, name: string, ip: string | undefined | 'gone'): void {
+    const store = this.kube.store;
+    const t = store.types.get('pods')!;
+    const previous = store.get(t, 'default', name);
+    if (ip === 'gone') {
+      if (previous) store.remove(t, { ...previous, metadata: { ...previous.metadata, resourceVersion: store.nextRv() } });
+      return;
+    }
+    const metadata = { name, namespace: 'default', uid: previous?.metadata.uid ?? crypto.randomUUID(), creationTimestamp: previous?.metadata.creationTimestamp ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), resourceVersion: store.nextRv() };
+    const status = ip ? { phase: 'Running', podIP: ip, podIPs: [{ ip }] } : { phase: 'Pending' };
+    store.put(t, { apiVersion: 'v1', kind: 'Pod', metadata, spec: { nodeName: node, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] }, status }, previous);
+  }
+
+  /** The identity on the operator's Lease, if it is current. */
+  leaseHolder(): string | undefined {
+    const t = this.kube.store.types.get('leases.coordination.k8s.io');
+    const lease = t && this.kube.store.list(t, 'kube-system').find((l) => l.metadata.name === 'eni-ipam-operator');
+    const spec = lease?.spec as { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number } | undefined;
+    if (!spec?.holderIdentity || !spec.renewTime) return undefined;
+    const fresh = Date.now() - Date.parse(spec.renewTime) < (spec.leaseDurationSeconds ?? 15) * 1000;
+    return fresh ? spec.holderIdentity : undefined;
+  }
+
+  /** The operator that leads now (the only one, without leader election), if it is running. */
+  leader(): OperatorProcess | undefined {
+    if (this.o.replicas <= 1) return this.operators.find((o) => !o.exited);
+    const id = this.leaseHolder();
+    return this.operators.find((o) => o.identity === id && !o.exited);
+  }
+
+  async operatorReady(op: OperatorProcess | undefined): Promise<boolean> {
+    if (!op || op.exited) return false;
+    try {
+      const r = await fetch(op.healthUrl.replace(/\/healthz$/, '/readyz'), { signal: AbortSignal.timeout(1000) });
+      return r.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  pools(): ENIPool[] {
+    const t = this.kube.store.types.get(`enipools.${GROUP}`);
+    if (!t) return [];
+    return this.kube.store.list(t) as unknown as ENIPool[];
+  }
+
+  readyPools(): number {
+    return this.pools().filter((p) => p.status?.conditions?.some((k) => k.type === 'Ready' && k.status === 'True')).length;
+  }
+
+  /** Secondary ENIs in the cloud that carry this cluster's tag. */
+  clusterEnis(): Array<{ id: string; node?: string; status: string; creationTime: number }> {
+    return [...this.ecs.world.enis.values()]
+      .filter((e) => e.type === 'Secondary' && e.tags.some((t) => t.key === TAGS.cluster && t.value === CLUSTER_ID))
+      .map((e) => ({ id: e.id, node: e.tags.find((t) => t.key === TAGS.node)?.value, status: e.status, creationTime: e.creationTime }));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.agents.map((a) => this.killAgent(a, 'SIGTERM')));
+    await Promise.all(this.operators.map((o) => this.killOperator(o, 'SIGTERM')));
+    await Promise.all(this.operators.map((o) => o.proxy.close()));
+    await this.kube.close();
+    await this.ecs.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The first lines a process prints (once it serves); its exit before that is an error. */
+async function firstLines(child: ChildProcess, what: string, n: number): Promise<string[]> {
+  const lines = createInterface({ input: child.stdout! });
+  const got: string[] = [];
+  return Promise.race([
+    new Promise<string[]>((resolve) => lines.on('line', (l) => got.push(l) === n && resolve(got))),
+    once(child, 'exit').then(([code]) => {
+      throw new Error(`the ${what} exited with ${code} before it served`);
+    }),
+    new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error(`the ${what} did not serve within 30 s`)), 30_000).unref()),
+  ]);
+}

@@ -1,0 +1,334 @@
+import type { FaultSpec } from '../src/sim/ecs/index.js';
+import type { KubeFaultRule } from '../src/sim/kube/index.js';
+import type { ChaosCluster, OperatorProcess } from './cluster.js';
+import type { Verdict } from './invariants.js';
+import { sleep, type Scenario, type ScenarioContext } from './scenario.js';
+
+const MUTATING = ['CreateNetworkInterface', 'AttachNetworkInterface', 'DetachNetworkInterface', 'DeleteNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses'];
+const small = { nodes: 4, replicas: 1, heldBack: 2 };
+
+/** ECS faults for the fault's length, with two nodes joining as it starts (so creates and attaches happen under it). */
+function ecsFault(spec: FaultSpec) {
+  return async (ctx: ScenarioContext) => {
+    ctx.c.ecs.setFaults(spec);
+    await ctx.addNodes(2);
+    await sleep(ctx.faultMs);
+    ctx.c.ecs.clearFaults();
+  };
+}
+
+/** Kubernetes fault rules for the fault's length, with two nodes joining as it starts. */
+function kubeFault(rules: KubeFaultRule[]) {
+  return async (ctx: ScenarioContext) => {
+    // The nodes join first: the suite's own requests are not under the fault.
+    await ctx.addNodes(2);
+    ctx.c.kube.setFaultRules(rules);
+    await sleep(ctx.faultMs);
+    ctx.c.kube.clearFaultRules();
+  };
+}
+
+/** Mutating cloud calls one operator made after `since`. */
+function mutatingAfter(c: ChaosCluster, op: OperatorProcess, since: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of c.ecs.calls({ since, accessKeyId: op.accessKeyId })) if (MUTATING.includes(r.action)) out[r.action] = (out[r.action] ?? 0) + 1;
+  return out;
+}
+
+/** No pool and no ENI deleted while the operator could not list Nodes. */
+function nothingDeleted(c: ChaosCluster, pools: number, since: number): Verdict {
+  const deletes = c.ecs.calls({ since, action: 'DeleteNetworkInterface' }).length;
+  const left = c.pools().length;
+  return deletes === 0 && left >= pools ? { ok: true, detail: `${left} pools kept, no ENI deleted` } : { ok: false, detail: `${pools - left} pools deleted, ${deletes} DeleteNetworkInterface calls while Nodes could not be listed` };
+}
+
+async function waitFor(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < ms) {
+    if (await cond()) return true;
+    await sleep(200);
+  }
+  return false;
+}
+
+export const SCENARIOS: Scenario[] = [
+  // ECS
+  {
+    name: 'ecs-throttling-storm',
+    group: 'ECS',
+    summary: 'every AssignPrivateIpAddresses and CreateNetworkInterface answered Throttling.User',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: ecsFault({ rules: [{ action: 'AssignPrivateIpAddresses', kind: 'error', code: 'Throttling.User', rate: 1 }, { action: 'CreateNetworkInterface', kind: 'error', code: 'Throttling.User', rate: 1 }] }),
+  },
+  {
+    name: 'ecs-internal-errors',
+    group: 'ECS',
+    summary: '30% of all calls answered InternalError or ServiceUnavailable',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: ecsFault({ rules: [{ kind: 'error', code: 'InternalError', rate: 0.15 }, { kind: 'error', code: 'ServiceUnavailable', rate: 0.18 }] }),
+  },
+  {
+    name: 'ecs-latency-spikes',
+    group: 'ECS',
+    summary: '2 s added to every call, 5 s to creates',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: ecsFault({ latencyMs: 2000, actionLatencyMs: { CreateNetworkInterface: 3000 } }),
+  },
+  {
+    name: 'ecs-never-answers',
+    group: 'ECS',
+    summary: '20% of calls never answered',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 90_000,
+    fault: ecsFault({ rules: [{ kind: 'timeout', rate: 0.2 }] }),
+  },
+  {
+    name: 'ecs-drop-answer',
+    group: 'ECS',
+    summary: '30% of creates, attaches, assigns and unassigns carried out, their answer lost',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 90_000,
+    fault: ecsFault({ rules: ['CreateNetworkInterface', 'AttachNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses'].map((action) => ({ action, kind: 'drop-answer' as const, rate: 0.3 })) }),
+  },
+  {
+    name: 'ecs-non-json-502',
+    group: 'ECS',
+    summary: '30% of calls answered by a proxy\u2019s 502 HTML page',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: ecsFault({ rules: [{ kind: 'non-json', rate: 0.3 }] }),
+  },
+  {
+    name: 'ecs-stuck-detach',
+    group: 'ECS',
+    summary: 'half the detaches stay Detaching until reissued, while pools shrink',
+    cluster: { ...small, classSpec: { releaseDelaySeconds: 1 } },
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: ecsFault({ stuckDetachRate: 0.5 }),
+  },
+  {
+    name: 'ecs-attach-falls-back',
+    group: 'ECS',
+    summary: 'half the attaches fall back to Available',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: ecsFault({ attachFailRate: 0.5 }),
+  },
+  {
+    name: 'ecs-scale-up-40',
+    group: 'ECS',
+    summary: '40 nodes join at once needing 3 ENIs each; Create and Attach at 60/min, 300 ms on Create',
+    cluster: {
+      nodes: 0,
+      heldBack: 40,
+      replicas: 1,
+      start: { agents: false },
+      limits: { CreateNetworkInterface: { perMinute: 60, burst: 60 }, AttachNetworkInterface: { perMinute: 60, burst: 60 }, AssignPrivateIpAddresses: { perMinute: 400, burst: 400 }, DescribeNetworkInterfaces: { perMinute: 800, burst: 800 } },
+      world: (f) => {
+        for (const i of f.instances) i.instanceType = 'ecs.g7.xlarge';
+        f.faults = { actionLatencyMs: { CreateNetworkInterface: 300 } };
+      },
+      // 15 IPs per ENI of a g7.xlarge (its own primary included): 40 IPs need 3 ENIs.
+      classSpec: { minAllocate: 40, preAllocate: 0, deleteEmptyENIs: false },
+    },
+    faultMs: 300_000,
+    quickFaultMs: 300_000,
+    recoverWithinMs: 30_000,
+    workload: false,
+    fault: async (ctx) => {
+      const t0 = Date.now();
+      await ctx.addNodes(40);
+      const done = await waitFor(() => ctx.c.readyPools() === 40, ctx.faultMs);
+      const took = Date.now() - t0;
+      const enis = ctx.c.clusterEnis().length;
+      // 120 creates and 120 attaches at 60/min, less the burst: the queue bound.
+      const boundMs = ((120 - 60) / 60) * 60_000;
+      return {
+        'all-ready-in-bound': done && took <= boundMs * 1.3 + 20_000 ? { ok: true, detail: `all Ready after ${(took / 1000).toFixed(0)} s (queue bound ${(boundMs / 1000).toFixed(0)} s)` } : { ok: false, detail: `${ctx.c.readyPools()}/40 Ready after ${(took / 1000).toFixed(0)} s (queue bound ${(boundMs / 1000).toFixed(0)} s)` },
+        'enis-as-wanted': enis === 120 ? { ok: true, detail: '120 secondary ENIs for 120 wanted' } : { ok: false, detail: `${enis} secondary ENIs in the cloud for 120 wanted` },
+      };
+    },
+  },
+  // Kubernetes
+  {
+    name: 'kube-list-nodes-403-at-start',
+    group: 'Kubernetes',
+    summary: 'the operator restarts while LIST nodes answers 403 Forbidden',
+    cluster: { nodes: 4, replicas: 1 },
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: async (ctx) => {
+      const { c } = ctx;
+      const pools = c.pools().length;
+      const t0 = Date.now();
+      await c.killOperator(c.operators[0]!, 'SIGKILL');
+      c.kube.setFaultRules([{ verbs: ['list'], resource: 'nodes', action: 'respond', code: 403 }]);
+      await c.startOperator();
+      await sleep(ctx.faultMs);
+      const verdict = nothingDeleted(c, pools, t0);
+      const ready = await c.operatorReady(c.operators.at(-1));
+      c.kube.clearFaultRules();
+      return { 'nothing-deleted-while-blind': verdict, 'not-ready-while-blind': ready ? { ok: false, detail: '/readyz answered 200 without a Node cache' } : { ok: true, detail: '/readyz answered 503 while Nodes could not be listed' } };
+    },
+  },
+  {
+    name: 'kube-list-nodes-403-mid-run',
+    group: 'Kubernetes',
+    summary: 'LIST nodes answers 403 mid-run while watches are closed every 3 s (the informers must relist)',
+    cluster: { nodes: 4, replicas: 1 },
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: async (ctx) => {
+      const pools = ctx.c.pools().length;
+      const t0 = Date.now();
+      ctx.c.kube.setFaultRules([{ verbs: ['list'], resource: 'nodes', action: 'respond', code: 403 }, { action: 'close-watches', everySeconds: 3 }]);
+      await sleep(ctx.faultMs);
+      const verdict = nothingDeleted(ctx.c, pools, t0);
+      ctx.c.kube.clearFaultRules();
+      return { 'nothing-deleted-while-blind': verdict };
+    },
+  },
+  {
+    name: 'kube-watches-closed',
+    group: 'Kubernetes',
+    summary: 'every watch closed every 3 s',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: kubeFault([{ action: 'close-watches', everySeconds: 3 }]),
+  },
+  {
+    name: 'kube-410-storm',
+    group: 'Kubernetes',
+    summary: 'watches closed every 2 s and every resumed watch answered 410 Expired',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: kubeFault([{ verbs: ['watch'], action: 'respond', code: 410, rate: 0.7 }, { action: 'close-watches', everySeconds: 2 }]),
+  },
+  {
+    name: 'kube-status-conflicts',
+    group: 'Kubernetes',
+    summary: 'half the pool status writes answered 409 Conflict',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: kubeFault([{ verbs: ['update', 'patch'], resource: 'enipools/status', action: 'respond', code: 409, rate: 0.5 }]),
+  },
+  {
+    name: 'kube-429-retry-after',
+    group: 'Kubernetes',
+    summary: 'half of all requests answered 429 with Retry-After: 2',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    fault: kubeFault([{ verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'], action: 'respond', code: 429, retryAfterSeconds: 2, rate: 0.5 }]),
+  },
+  {
+    name: 'kube-unreachable-30s',
+    group: 'Kubernetes',
+    summary: 'the API server refuses connections for 30 s',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 60_000,
+    workload: true,
+    fault: async (ctx) => {
+      await ctx.c.kube.refuseConnections(ctx.faultMs);
+      await sleep(ctx.faultMs + 500);
+    },
+  },
+  {
+    name: 'kube-leader-blackholed',
+    group: 'Kubernetes',
+    summary: 'two replicas; the leader\u2019s API connection black-holed mid scale-up while the follower takes over',
+    // A slow create quota, so that the old leader still has creates queued when its connection goes.
+    cluster: { nodes: 3, heldBack: 6, replicas: 2, limits: { CreateNetworkInterface: { perMinute: 10, burst: 1 }, AttachNetworkInterface: { perMinute: 10, burst: 1 }, AssignPrivateIpAddresses: { perMinute: 60, burst: 5 }, UnassignPrivateIpAddresses: { perMinute: 60, burst: 5 } } },
+    faultMs: 60_000,
+    quickFaultMs: 40_000,
+    recoverWithinMs: 120_000,
+    fault: async (ctx): Promise<Record<string, Verdict>> => {
+      const { c } = ctx;
+      const old = c.leader();
+      if (!old) return { 'old-leader-silent': { ok: false, detail: 'no leader before the fault' } };
+      await ctx.addNodes(6);
+      await sleep(1000);
+      await old.proxy.setMode('blackhole');
+      const t0 = Date.now();
+      const took = await waitFor(() => !!c.leader() && c.leader() !== old, ctx.faultMs);
+      const takeover = Date.now();
+      await sleep(Math.max(0, ctx.faultMs - (takeover - t0)));
+      const after = mutatingAfter(c, old, takeover);
+      const n = Object.values(after).reduce((a, b) => a + b, 0);
+      await old.proxy.setMode('pass');
+      return {
+        'follower-takes-over': took ? { ok: true, detail: `after ${((takeover - t0) / 1000).toFixed(1)} s` } : { ok: false, detail: 'no takeover' },
+        'old-leader-silent': n === 0 ? { ok: true, detail: `0 mutating calls in the ${((Date.now() - takeover) / 1000).toFixed(0)} s after the takeover` } : { ok: false, detail: `${n} mutating calls after the takeover: ${JSON.stringify(after)}` },
+      };
+    },
+  },
+  // Processes
+  {
+    name: 'leader-sigkill',
+    group: 'Processes',
+    summary: 'the leader SIGKILLed every 8 s during a scale-up and churn (create, attach, assign, unassign), 3 times',
+    cluster: { nodes: 4, heldBack: 3, replicas: 2 },
+    faultMs: 30_000,
+    recoverWithinMs: 90_000,
+    fault: async (ctx) => {
+      const { c } = ctx;
+      const rounds = Math.max(1, Math.round(ctx.faultMs / 10_000));
+      for (let i = 0; i < rounds; i++) {
+        if (i < 3) void ctx.addNodes(1);
+        await sleep(3000);
+        const leader = c.leader();
+        if (leader) {
+          await c.killOperator(leader, 'SIGKILL');
+          await c.startOperator();
+        }
+        await sleep(5000);
+      }
+    },
+  },
+  {
+    name: 'agent-killed-mid-burst',
+    group: 'Processes',
+    summary: 'an agent SIGKILLed while pods start on its node, restarted 2 s later with its state',
+    cluster: { nodes: 3, replicas: 1 },
+    faultMs: 20_000,
+    recoverWithinMs: 60_000,
+    fault: async (ctx) => {
+      const a = ctx.c.agents[0]!;
+      for (let t = 0; t < ctx.faultMs; t += 10_000) {
+        await ctx.c.killAgent(a);
+        await sleep(2000);
+        await ctx.c.startAgents([a]);
+        await sleep(8000);
+      }
+    },
+  },
+  {
+    name: 'agent-restart-without-state',
+    group: 'Processes',
+    summary: 'an agent whose pods hold IPs restarted without its state directory',
+    cluster: { nodes: 3, replicas: 1 },
+    faultMs: 15_000,
+    recoverWithinMs: 60_000,
+    fault: async (ctx) => {
+      const a = ctx.c.agents[0]!;
+      await ctx.c.killAgent(a);
+      await ctx.c.startAgents([a], { wipeState: true });
+      await sleep(ctx.faultMs);
+    },
+  },
+];
