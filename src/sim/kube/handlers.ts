@@ -34,9 +34,6 @@ const CRD_KEY = 'customresourcedefinitions.apiextensions.k8s.io';
 
 export function parseBody(req: Request): any {
   if (!req.body) throw badRequest('the request has no body');
-  if (req.contentType.includes('protobuf')) {
-    throw new StatusError(415, 'UnsupportedMediaType', 'the emulator accepts JSON and YAML bodies, not protobuf (sent by kubectl create configmap|secret|namespace ...); use kubectl create -f or kubectl apply -f');
-  }
   try {
     return req.contentType.includes('yaml') ? YAML.parse(req.body) : JSON.parse(req.body);
   } catch (e) {

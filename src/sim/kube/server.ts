@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { apiGroupDoc, apiGroupList, apiResourceList, apiVersions, openApiDoc, openApiIndex, versionInfo } from './discovery.js';
 import { StatusError, methodNotAllowed } from './errors.js';
 import { Writer, type Request, type Result } from './handlers.js';
+import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
 import { getOne, listPage } from './reads.js';
 import { scaleRequest } from './scale.js';
 import type { Store } from './store.js';
@@ -81,8 +82,15 @@ export function kubeHandler(s: ServerState) {
     const accept = String(req.headers.accept ?? '');
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const body = chunks.length ? Buffer.concat(chunks).toString('utf8') : undefined;
+    const raw = chunks.length ? Buffer.concat(chunks) : undefined;
+    let contentType = String(req.headers['content-type'] ?? 'application/json');
+    let body = raw?.toString('utf8');
     try {
+      // Typed clients (kubectl create, Helm's release Secrets) send protobuf; the handlers see its JSON.
+      if (raw && contentType.startsWith(PROTOBUF_MEDIA_TYPE)) {
+        body = JSON.stringify(decodeProtobufObject(raw));
+        contentType = 'application/json';
+      }
       if (s.faults.latencyMs) await sleep(s.faults.latencyMs);
       if (path === '/version') return json(res, 200, versionInfo());
       if (['/healthz', '/readyz', '/livez'].includes(path)) return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
@@ -128,7 +136,7 @@ export function kubeHandler(s: ServerState) {
         }
         throw new StatusError(500, 'InternalError', 'Internal error occurred: injected fault');
       }
-      const request: Request = { ...r, query: url.searchParams, body, contentType: String(req.headers['content-type'] ?? 'application/json') };
+      const request: Request = { ...r, query: url.searchParams, body, contentType };
       const asTable = accept.includes('as=Table');
       let result: Result;
       if (r.subresource === 'scale' && ['get', 'put', 'patch'].includes(verb)) {

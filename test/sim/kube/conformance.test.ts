@@ -1,0 +1,120 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import YAML from 'yaml';
+import type { KubeEmulator } from '../../../src/sim/kube/index.js';
+import { CHART, REQUIRED, CREDENTIAL_FORMS, run, setArgs, tool } from '../../helpers/helm.js';
+import { kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+
+/** A chart with one ConfigMap and a values schema, small enough to read in the test. */
+function tinyChart(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tiny-chart-'));
+  writeFileSync(join(dir, 'Chart.yaml'), 'apiVersion: v2\nname: tiny\nversion: 0.1.0\n');
+  writeFileSync(join(dir, 'values.yaml'), 'message: hello\n');
+  mkdirSync(join(dir, 'templates'));
+  writeFileSync(join(dir, 'templates', 'cm.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  message: {{ .Values.message | quote }}\n');
+  writeFileSync(join(dir, 'values.schema.json'), JSON.stringify({ type: 'object', properties: { message: { type: 'string' } }, required: ['message'] }));
+  return dir;
+}
+
+let emu: KubeEmulator;
+let k: Kubectl;
+let helm: (args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
+beforeAll(async () => {
+  ({ emu } = await kube());
+  k = kubectlFor(emu);
+  const kubeconfig = join(k.dir, 'kubeconfig');
+  helm = (args) => run(tool('helm'), ['--kubeconfig', kubeconfig, ...args]);
+});
+afterAll(() => emu.close());
+
+const getYaml = async (args: string[]) => YAML.parse((await k(['get', ...args, '-o', 'yaml'])).stdout);
+
+describe('kubectl create sends protobuf bodies the emulator decodes', () => {
+  it('creates a Namespace', async () => {
+    expect(await k(['create', 'namespace', 'proto'])).toMatchObject({ code: 0, stdout: 'namespace/proto created\n' });
+    expect(await getYaml(['namespace', 'proto'])).toMatchObject({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'proto' } });
+  });
+
+  it('creates a Secret with its bytes intact', async () => {
+    const r = await k(['create', 'secret', 'generic', 'creds', '-n', 'proto', '--from-literal=id=LTAI-x', '--from-literal=key=s3cr3t/+=', '--type=example.io/creds']);
+    expect(r).toMatchObject({ code: 0, stdout: 'secret/creds created\n' });
+    const s = await getYaml(['secret', 'creds', '-n', 'proto']);
+    expect(s.type).toBe('example.io/creds');
+    expect(Buffer.from(s.data.key, 'base64').toString()).toBe('s3cr3t/+=');
+    expect(Buffer.from(s.data.id, 'base64').toString()).toBe('LTAI-x');
+  });
+
+  it('creates a ConfigMap, empty values kept', async () => {
+    expect((await k(['create', 'configmap', 'settings', '-n', 'proto', '--from-literal=mode=fast', '--from-literal=empty='])).code).toBe(0);
+    const cm = await getYaml(['configmap', 'settings', '-n', 'proto']);
+    expect(cm.data).toEqual({ mode: 'fast', empty: '' });
+  });
+
+  it('creates a ServiceAccount and a ClusterIP Service with an int target port', async () => {
+    expect((await k(['create', 'serviceaccount', 'robot', '-n', 'proto'])).stdout).toBe('serviceaccount/robot created\n');
+    expect((await k(['create', 'service', 'clusterip', 'web', '-n', 'proto', '--tcp=80:8080'])).stdout).toBe('service/web created\n');
+    const svc = await getYaml(['service', 'web', '-n', 'proto']);
+    expect(svc.spec).toMatchObject({ type: 'ClusterIP', selector: { app: 'web' }, ports: [{ name: '80-8080', port: 80, protocol: 'TCP', targetPort: 8080 }] });
+  });
+
+  it('creates RBAC objects with empty API groups kept', async () => {
+    expect((await k(['create', 'role', 'reader', '-n', 'proto', '--verb=get,list', '--resource=pods,leases.coordination.k8s.io'])).code).toBe(0);
+    const role = await getYaml(['role', 'reader', '-n', 'proto']);
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list'] },
+    ]);
+    expect((await k(['create', 'rolebinding', 'robot-reads', '-n', 'proto', '--role=reader', '--serviceaccount=proto:robot'])).code).toBe(0);
+    expect((await getYaml(['rolebinding', 'robot-reads', '-n', 'proto'])).subjects).toEqual([{ kind: 'ServiceAccount', name: 'robot', namespace: 'proto' }]);
+  });
+
+  it('deletes what it created', async () => {
+    await k(['create', 'configmap', 'doomed', '-n', 'proto']);
+    expect((await k(['delete', 'configmap', 'doomed', '-n', 'proto'])).stdout).toBe('configmap "doomed" deleted\n');
+  });
+
+  it('refuses a protobuf body it cannot decode with a clear error', async () => {
+    const res = await fetch(`${emu.url}/api/v1/namespaces/proto/configmaps`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.kubernetes.protobuf' },
+      body: Buffer.from('{"not":"protobuf"}'),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).message).toContain('does not start with the Kubernetes magic bytes');
+  });
+});
+
+describe('helm against the emulator', () => {
+  it('installs, upgrades, rolls back and uninstalls a chart (release Secrets sent as protobuf)', async () => {
+    const chart = tinyChart();
+    expect((await helm(['install', 'tiny', chart, '-n', 'helm-a', '--create-namespace'])).code).toBe(0);
+    expect((await getYaml(['configmap', 'tiny-cm', '-n', 'helm-a'])).data).toEqual({ message: 'hello' });
+    expect((await k(['get', 'secret', 'sh.helm.release.v1.tiny.v1', '-n', 'helm-a', '-o', 'jsonpath={.type}'])).stdout).toBe('helm.sh/release.v1');
+    expect((await helm(['upgrade', 'tiny', chart, '-n', 'helm-a', '--set', 'message=bye'])).code).toBe(0);
+    expect((await getYaml(['configmap', 'tiny-cm', '-n', 'helm-a'])).data).toEqual({ message: 'bye' });
+    expect((await helm(['rollback', 'tiny', '1', '-n', 'helm-a'])).code).toBe(0);
+    const history = await helm(['history', 'tiny', '-n', 'helm-a', '-o', 'json']);
+    expect(JSON.parse(history.stdout).map((h: any) => h.status)).toEqual(['superseded', 'superseded', 'deployed']);
+    const un = await helm(['uninstall', 'tiny', '-n', 'helm-a']);
+    expect(un).toMatchObject({ code: 0, stdout: 'release "tiny" uninstalled\n' });
+    expect((await k(['get', 'secrets,configmaps', '-n', 'helm-a', '-o', 'name'])).stdout).toBe('');
+  });
+
+  it("validates values against the chart's schema", async () => {
+    const r = await helm(['install', 'bad', tinyChart(), '-n', 'default', '--set', 'message=null']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('message is required');
+  });
+
+  it('installs and uninstalls charts/eni-ipam (its pods do not run here)', async () => {
+    const r = await helm(['install', 'eni-ipam', CHART, '-n', 'kube-system', ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!])]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect((await k(['get', 'deployment,daemonset', '-n', 'kube-system', '-o', 'name'])).stdout).toBe('deployment.apps/eni-ipam-operator\ndaemonset.apps/eni-ipam-agent\n');
+    expect((await helm(['uninstall', 'eni-ipam', '-n', 'kube-system'])).code).toBe(0);
+    expect((await k(['get', 'deployment,daemonset,secrets', '-n', 'kube-system', '-o', 'name'])).stdout).toBe('');
+  });
+});
