@@ -1,4 +1,4 @@
-import type { Writable } from 'node:stream';
+import type { ServerResponse } from 'node:http';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { gone } from './errors.js';
 import { builtinTypes, crdType } from './resources.js';
@@ -27,7 +27,7 @@ export interface StoreHooks {
   /** Whether a node runs a kubelet: deleting a pod bound to it then terminates the pod gracefully. */
   kubeletRuns?: (nodeName: string) => boolean;
   /** Serves `pods/log` from the kubelet that runs the pod (throws a StatusError when it cannot). */
-  podLog?: (pod: KubeObject, query: URLSearchParams, out: Writable) => Promise<void>;
+  podLog?: (pod: KubeObject, query: URLSearchParams, res: ServerResponse) => Promise<void>;
 }
 
 const objectKey = (o: KubeObject): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;

@@ -1,0 +1,135 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../../observability/logger.js';
+import { silentLogger } from '../../observability/logger.js';
+import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../ecs/index.js';
+import { startKubeEmulator, type KubeEmulator } from '../kube/index.js';
+import { startControllers, type Controllers } from './controllers/index.js';
+import { Objects } from './objects.js';
+import { Kubelet } from './runtime/kubelet.js';
+import { ClusterNetwork, runtimeUnavailable } from './runtime/network.js';
+import { servePodLog } from './runtime/pod-log.js';
+import type { TokenMinter } from './runtime/volumes.js';
+
+export { runtimeUnavailable } from './runtime/network.js';
+export type { TokenMinter } from './runtime/volumes.js';
+
+/** This checkout (dist/sim/cluster/index.js or src/sim/cluster/index.ts is three levels down). */
+export const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url));
+
+export interface ClusterOptions {
+  nodes: number;
+  /** Kubeconfig, node directories (hostPath roots, pods' volumes) go here. */
+  workDir: string;
+  /** Mounted at /app in every container (built: dist/ must exist). */
+  checkout?: string;
+  fixture?: Fixture;
+  logger?: Logger;
+  /** Mints the service-account tokens of pods (default: unsigned tokens, for an API server that does not authenticate). */
+  mint?: TokenMinter;
+  /** The kubelet's first restart back-off (default 10 s). */
+  backoffBaseMs?: number;
+  /** The API server's port (in-cluster clients speak plain HTTP to 80, 8080 and 8001 only). */
+  kubePort?: number;
+}
+
+export interface EmulatedCluster {
+  ecs: EcsEmulator;
+  kube: KubeEmulator;
+  network: ClusterNetwork;
+  kubelets: Kubelet[];
+  /** Node names, in order. */
+  nodes: string[];
+  kubeconfigPath: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A token for an API server that does not check tokens: a JWT with the claims a bound
+ * service-account token carries, unsigned (alg none).
+ */
+export const unsignedTokens: TokenMinter = async (r) => {
+  const exp = Math.floor(Date.now() / 1000) + r.expirationSeconds;
+  const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const claims = {
+    aud: r.audiences.length ? r.audiences : ['https://kubernetes.default.svc'],
+    exp,
+    iat: exp - r.expirationSeconds,
+    iss: 'https://kubernetes.default.svc',
+    sub: `system:serviceaccount:${r.namespace}:${r.serviceAccountName}`,
+    'kubernetes.io': { namespace: r.namespace, serviceaccount: { name: r.serviceAccountName }, pod: r.pod, node: { name: r.node } },
+  };
+  return { token: `${enc({ alg: 'none', typ: 'JWT' })}.${enc(claims)}.`, expirationTimestamp: new Date(exp * 1000).toISOString() };
+};
+
+/**
+ * A local cluster: the ECS and Kubernetes emulators on a bridge, the workload controllers,
+ * and N nodes (one per emulated ECS instance, as a cloud provider registers them), each a
+ * network namespace with a kubelet that runs eni-ipam's pods as local processes. Needs root.
+ */
+export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> {
+  const why = runtimeUnavailable();
+  if (why) throw new Error(`cannot run emulated nodes: ${why}`);
+  const logger = o.logger ?? silentLogger();
+  mkdirSync(o.workDir, { recursive: true });
+  const network = await ClusterNetwork.create();
+  let ecs: EcsEmulator | undefined;
+  let kube: KubeEmulator | undefined;
+  let controllers: Controllers | undefined;
+  const kubelets: Kubelet[] = [];
+  const close = async () => {
+    await Promise.all(kubelets.map((k) => k.stop()));
+    controllers?.stop();
+    await kube?.close();
+    await ecs?.close();
+    await network.destroy();
+  };
+  try {
+    ecs = await startEcsEmulator({ fixture: o.fixture, host: network.hostAddress });
+    const kubeconfigPath = join(o.workDir, 'kubeconfig');
+    kube = await startKubeEmulator({ host: network.hostAddress, port: o.kubePort ?? 8080, kubeconfigPath });
+    const objects = new Objects(kube.store);
+    controllers = startControllers(objects, logger.child({ component: 'controllers' }));
+    const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
+    if (instances.length < o.nodes) throw new Error(`the ECS world has ${instances.length} instances; --nodes ${o.nodes} needs as many`);
+    const nodes: string[] = [];
+    for (const [i, inst] of instances.entries()) {
+      const net = await network.addNode(i);
+      const n = nodeObject(ecs.world, inst.id, { 'kubernetes.io/hostname': inst.hostName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' });
+      const dir = join(o.workDir, 'nodes', inst.hostName);
+      rmSync(dir, { recursive: true, force: true });
+      objects.create('nodes', { ...n, spec: { ...n.spec, podCIDR: net.podCIDR, podCIDRs: [net.podCIDR] } } as never);
+      const created = objects.get('nodes', undefined, inst.hostName)!;
+      objects.updateStatus('nodes', undefined, inst.hostName, {
+        ...n.status,
+        addresses: [...n.status.addresses, { type: 'Hostname', address: inst.hostName }],
+        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: created.metadata.creationTimestamp, lastTransitionTime: created.metadata.creationTimestamp }],
+        nodeInfo: { kubeletVersion: 'v1.32.0-eni-ipam-emulated', osImage: 'eni-ipam emulated node', operatingSystem: 'linux', architecture: 'amd64', containerRuntimeVersion: 'eni-ipam-emulator://local-processes', kernelVersion: '', kubeProxyVersion: '' },
+      });
+      const kubelet = new Kubelet({
+        objects,
+        node: inst.hostName,
+        network: net,
+        cluster: network,
+        dir,
+        checkout: o.checkout ?? CHECKOUT,
+        apiHost: network.hostAddress,
+        apiPort: Number(new URL(kube.url).port),
+        caCert: '',
+        mint: o.mint ?? unsignedTokens,
+        logger: logger.child({ component: 'kubelet' }),
+        backoffBaseMs: o.backoffBaseMs,
+      });
+      kubelet.start();
+      kubelets.push(kubelet);
+      nodes.push(inst.hostName);
+    }
+    kube.store.hooks.kubeletRuns = (node) => nodes.includes(node);
+    kube.store.hooks.podLog = (pod, query, res) => servePodLog(kubelets.find((k) => k.node === pod.spec?.nodeName), pod, query, res);
+    return { ecs, kube, network, kubelets, nodes, kubeconfigPath, close };
+  } catch (e) {
+    await close().catch(() => undefined);
+    throw e;
+  }
+}
