@@ -1,19 +1,55 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Mount } from './volumes.js';
 
-/** What the image is: where eni-ipam's image keeps the app, its entrypoint, user and environment (see Dockerfile). */
-export const IMAGE = {
+/** What eni-ipam's image is, as a container runtime reads it from the image config. */
+export interface ImageConfig {
   /** Repositories taken for eni-ipam's image (any tag or digest): the chart's default and a local build. */
-  repositories: ['ghcr.io/eni-ipam/eni-ipam', 'eni-ipam', 'docker.io/library/eni-ipam'],
-  appDir: '/app',
-  entrypoint: ['node', '/app/dist/cli/main.js'],
-  user: 65532,
-  group: 65532,
-  env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', NODE_ENV: 'production' },
-};
+  repositories: string[];
+  workdir: string;
+  entrypoint: string[];
+  user: number;
+  group: number;
+  env: Record<string, string>;
+}
+
+export const IMAGE_REPOSITORIES = ['ghcr.io/eni-ipam/eni-ipam', 'eni-ipam', 'docker.io/library/eni-ipam'];
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * The image config of the checkout's Dockerfile (its last stage: WORKDIR, ENTRYPOINT, USER,
+ * ENV), so that the emulated nodes run exactly what the image would.
+ */
+export function imageConfig(checkout: string): ImageConfig {
+  const text = readFileSync(join(checkout, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  const stages = text.split(/^FROM\s/m);
+  const last = stages.at(-1)!;
+  const cfg: ImageConfig = { repositories: IMAGE_REPOSITORIES, workdir: '/', entrypoint: [], user: 0, group: 0, env: { PATH: DEFAULT_PATH } };
+  for (const line of last.split('\n')) {
+    const m = /^(WORKDIR|ENTRYPOINT|USER|ENV)\s+(.*)$/.exec(line.trim());
+    if (!m) continue;
+    const arg = m[2]!.trim();
+    if (m[1] === 'WORKDIR') cfg.workdir = arg;
+    if (m[1] === 'ENTRYPOINT') {
+      try {
+        cfg.entrypoint = JSON.parse(arg);
+      } catch {
+        cfg.entrypoint = ['/bin/sh', '-c', arg];
+      }
+    }
+    if (m[1] === 'USER') {
+      const [u, g] = arg.split(':');
+      cfg.user = Number(u);
+      cfg.group = Number(g ?? u);
+    }
+    if (m[1] === 'ENV') for (const kv of arg.match(/\S+=("[^"]*"|\S+)/g) ?? []) cfg.env[kv.slice(0, kv.indexOf('='))] = kv.slice(kv.indexOf('=') + 1).replace(/^"|"$/g, '');
+  }
+  if (!cfg.entrypoint.length) throw new Error(`${join(checkout, 'Dockerfile')} has no ENTRYPOINT in its last stage`);
+  if (Number.isNaN(cfg.user) || Number.isNaN(cfg.group)) throw new Error(`${join(checkout, 'Dockerfile')}: USER must be numeric (uid:gid)`);
+  return cfg;
+}
 
 /** The repository of an image reference: `ghcr.io/eni-ipam/eni-ipam:0.1.0@sha256:...` is `ghcr.io/eni-ipam/eni-ipam`. */
 export function imageRepository(image: string): string {
@@ -23,7 +59,7 @@ export function imageRepository(image: string): string {
   return colon > lastSlash ? noDigest.slice(0, colon) : noDigest;
 }
 
-export const runsImage = (image: string): boolean => IMAGE.repositories.includes(imageRepository(image));
+export const runsImage = (image: string): boolean => IMAGE_REPOSITORIES.includes(imageRepository(image));
 
 /** A line of a container's output, for `kubectl logs`. */
 export interface LogLine {
@@ -70,6 +106,8 @@ export interface ContainerSpec {
   netns: string;
   hostname: string;
   checkout: string;
+  /** Where the image keeps the app (the checkout is mounted there) and starts. */
+  workdir: string;
   argv: string[];
   env: Record<string, string>;
   mounts: Mount[];
@@ -140,7 +178,7 @@ export function containerScript(c: ContainerSpec): string {
     `mount --rbind /sys ${q(`${R}/sys`)}`,
     // A writable /tmp only where the root is writable, as on a node.
     ...(c.readOnlyRoot ? [] : [`mount -t tmpfs -o mode=1777 tmpfs ${q(`${R}/tmp`)}`]),
-    `mkdir -p ${q(`${R}${IMAGE.appDir}`)} && mount --bind ${q(c.checkout)} ${q(`${R}${IMAGE.appDir}`)} && mount -o remount,bind,ro ${q(`${R}${IMAGE.appDir}`)}`,
+    `mkdir -p ${q(`${R}${c.workdir}`)} && mount --bind ${q(c.checkout)} ${q(`${R}${c.workdir}`)} && mount -o remount,bind,ro ${q(`${R}${c.workdir}`)}`,
   ];
   for (const m of c.mounts) {
     const target = `${R}${inRoot(m.target)}`;
@@ -162,7 +200,7 @@ export function containerScript(c: ContainerSpec): string {
     '--pdeathsig=KILL',
     '--',
   ];
-  lines.push(`exec chroot ${q(R)} env -C ${q(IMAGE.appDir)} ${[...setpriv, ...c.argv].map(q).join(' ')}`);
+  lines.push(`exec chroot ${q(R)} env -C ${q(c.workdir)} ${[...setpriv, ...c.argv].map(q).join(' ')}`);
   return lines.join('\n');
 }
 
@@ -180,6 +218,6 @@ export function startContainer(c: ContainerSpec, log: LogBuffer): ChildProcess {
 }
 
 /** The command line of a container: the image's entrypoint unless `command` replaces it, then `args`. */
-export function containerArgv(container: any): string[] {
-  return [...(container.command ?? IMAGE.entrypoint), ...(container.args ?? [])];
+export function containerArgv(container: any, image: ImageConfig): string[] {
+  return [...(container.command ?? image.entrypoint), ...(container.args ?? [])];
 }

@@ -1,7 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { KubeObject } from '../../kube/types.js';
 import type { Objects } from '../objects.js';
-import { IMAGE } from './container.js';
+import type { ImageConfig } from './container.js';
 import { fieldValue } from './volumes.js';
 
 /** A container the kubelet cannot configure (a missing Secret key, runAsNonRoot as root): CreateContainerConfigError. */
@@ -27,6 +27,7 @@ export interface EnvContext {
   /** The API server as in-cluster clients find it. */
   apiHost: string;
   apiPort: number;
+  image: ImageConfig;
 }
 
 function keyOf(ctx: EnvContext, kind: 'secrets' | 'configmaps', ref: any): string | undefined {
@@ -52,7 +53,7 @@ function keyOf(ctx: EnvContext, kind: 'secrets' | 'configmaps', ref: any): strin
  */
 export function containerEnv(ctx: EnvContext, container: any, uid: number): Record<string, string> {
   const env: Record<string, string> = {
-    ...IMAGE.env,
+    ...ctx.image.env,
     HOSTNAME: ctx.pod.metadata.name!,
     HOME: uid === 0 ? '/root' : '/',
     KUBERNETES_SERVICE_HOST: ctx.apiHost,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Logger } from '../../../observability/logger.js';
 import type { KubeObject } from '../../kube/types.js';
 import { now, setCondition, type Objects } from '../objects.js';
-import { IMAGE, LogBuffer, containerArgv, runsImage, startContainer } from './container.js';
+import { IMAGE_REPOSITORIES, LogBuffer, containerArgv, imageConfig, runsImage, startContainer, type ImageConfig } from './container.js';
 import { ConfigError, containerEnv, expand } from './env.js';
 import type { ClusterNetwork, NodeNetwork } from './network.js';
 import { runProbe } from './probes.js';
@@ -80,9 +80,11 @@ export class Kubelet {
   private tick?: NodeJS.Timeout;
   private stopped = false;
   private readonly log: Logger;
+  private readonly image: ImageConfig;
 
   constructor(private readonly o: KubeletOptions) {
     this.log = o.logger.child({ node: o.node });
+    this.image = imageConfig(o.checkout);
   }
 
   get node(): string {
@@ -150,7 +152,7 @@ export class Kubelet {
     if (foreign) {
       run.waiting = {
         reason: 'ImageNotRunnable',
-        message: `the emulated node ${this.o.node} runs only eni-ipam's own image (${IMAGE.repositories.join(', ')}, any tag) as local processes; "${String(foreign.c.image)}" of container "${foreign.c.name}" is not it`,
+        message: `the emulated node ${this.o.node} runs only eni-ipam's own image (${IMAGE_REPOSITORIES.join(', ')}, any tag) as local processes; "${String(foreign.c.image)}" of container "${foreign.c.name}" is not it`,
       };
       this.event(run, 'Warning', 'Failed', run.waiting.message);
       this.pushStatus(run);
@@ -246,12 +248,12 @@ export class Kubelet {
   private async startOnce(run: PodRun, c: ContainerRun, dirs: Map<string, string>): Promise<number> {
     const pod = run.pod;
     const sc = { ...pod.spec?.securityContext, ...c.spec.securityContext };
-    const uid = sc.runAsUser ?? IMAGE.user;
-    const gid = sc.runAsGroup ?? (uid === 0 ? 0 : IMAGE.group);
+    const uid = sc.runAsUser ?? this.image.user;
+    const gid = sc.runAsGroup ?? (uid === this.image.user ? this.image.group : uid === 0 ? 0 : this.image.group);
     let env: Record<string, string>;
     try {
       if (sc.runAsNonRoot && uid === 0) throw new ConfigError('container has runAsNonRoot and image will run as root');
-      env = containerEnv({ objects: this.o.objects, pod, hostIP: this.o.network.hostIP, podIP: run.podIP!, apiHost: this.o.apiHost, apiPort: this.o.apiPort }, c.spec, uid);
+      env = containerEnv({ objects: this.o.objects, pod, hostIP: this.o.network.hostIP, podIP: run.podIP!, apiHost: this.o.apiHost, apiPort: this.o.apiPort, image: this.image }, c.spec, uid);
     } catch (e) {
       if (!(e instanceof ConfigError)) throw e;
       c.state = { waiting: { reason: 'CreateContainerConfigError', message: e.message } };
@@ -273,7 +275,8 @@ export class Kubelet {
         netns: run.netns!,
         hostname: pod.metadata.name!,
         checkout: this.o.checkout,
-        argv: containerArgv(c.spec).map((a) => expand(a, env)),
+        workdir: this.image.workdir,
+        argv: containerArgv(c.spec, this.image).map((a) => expand(a, env)),
         env,
         mounts: containerMounts(c.spec, dirs),
         uid,
