@@ -1,13 +1,21 @@
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { dirname, join } from 'node:path';
 import { kubeconfigFor } from './kubeconfig.js';
+import { makeClusterPki, type ClusterPki } from './pki.js';
+import { bootstrapPolicy } from './rbac.js';
 import { kubeHandler, type KubeFaults, type ServerState } from './server.js';
 import { Store } from './store.js';
+import { ServiceAccountTokens, type IssuedToken, type TokenRequestInput } from './tokens.js';
 import type { KubeObject } from './types.js';
 
 export type { KubeFaults } from './server.js';
 export type { KubeObject } from './types.js';
+export type { IssuedToken, TokenRequestInput } from './tokens.js';
+export { TOKEN_ISSUER } from './tokens.js';
 
 export interface KubeEmulatorOptions {
   host?: string;
@@ -19,6 +27,17 @@ export interface KubeEmulatorOptions {
   /** Events kept for watches that resume (older resourceVersions get 410 Expired). */
   historyLimit?: number;
   bookmarkIntervalMs?: number;
+  /**
+   * Serve HTTPS with a CA made at start (kubeconfig gets certificate-authority-data; with
+   * kubeconfigPath, the CA is also written beside it as ca.crt). `sans`: addresses or DNS names the
+   * serving certificate covers besides 127.0.0.1, ::1, localhost and kubernetes.default.svc[...].
+   */
+  tls?: boolean | { sans?: string[] };
+  /**
+   * Authenticate requests (admin kubeconfig credentials, service-account tokens; anyone else is
+   * system:anonymous) and authorize them with RBAC. Needs tls. Off by default: every request is the admin.
+   */
+  auth?: boolean;
 }
 
 export interface KubeEmulator {
@@ -27,6 +46,18 @@ export interface KubeEmulator {
   kubeconfig: string;
   kubeconfigPath?: string;
   store: Store;
+  /** PEM of the cluster CA (with tls): what pods mount as ca.crt. */
+  caCert?: string;
+  /** Where ca.crt was written (with tls and kubeconfigPath). */
+  caPath?: string;
+  /** The admin's bearer token (cluster-admin through system:masters). */
+  adminToken: string;
+  /**
+   * Mints a service-account token as the TokenRequest API does (for a projected volume: bind it to
+   * the pod with `boundObject: { kind: 'Pod', name, uid }`). Throws when the service account or
+   * the bound object does not exist.
+   */
+  issueServiceAccountToken(input: TokenRequestInput): IssuedToken;
   setFaults(f: KubeFaults): void;
   /** Ends every open watch cleanly (clients resume from their last resourceVersion). */
   closeWatches(): void;
@@ -57,13 +88,48 @@ function seed(store: Store): void {
   }
 }
 
+/** Adds the bootstrap RBAC objects a real API server keeps (idempotent, so a loaded state keeps its edits). */
+function seedPolicy(store: Store): void {
+  for (const o of bootstrapPolicy()) {
+    const t = store.types.get(`${o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings'}.rbac.authorization.k8s.io`)!;
+    if (store.get(t, undefined, o.metadata.name!)) continue;
+    Object.assign(o.metadata, { uid: crypto.randomUUID(), creationTimestamp: now(), resourceVersion: store.nextRv() });
+    store.put(t, o);
+  }
+}
+
+/**
+ * Mints a service-account token from an emulator, e.g. for a pod's projected
+ * `serviceAccountToken` volume: `issueServiceAccountToken(emu, { namespace, serviceAccount,
+ * audiences, expirationSeconds, boundObject: { kind: 'Pod', name, uid } })`.
+ */
+export const issueServiceAccountToken = (emu: KubeEmulator, input: TokenRequestInput): IssuedToken => emu.issueServiceAccountToken(input);
+
 export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise<KubeEmulator> {
+  // kubectl and client-go send bearer tokens and client certificates only over HTTPS.
+  if (opts.auth && !opts.tls) throw new Error('the Kubernetes emulator needs tls for auth: clients send credentials only over HTTPS');
   const store = new Store(opts.historyLimit ?? 10_000, opts.statePath);
   if (!store.load()) seed(store);
-  const state: ServerState = { store, faults: {}, expireWatches: 0, watches: new Set(), requests: {}, bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000 };
+  if (opts.auth) seedPolicy(store);
+  const tokens = new ServiceAccountTokens(store);
+  const adminToken = opts.auth ? randomBytes(24).toString('base64url') : 'emulator-admin-token';
+  const state: ServerState = {
+    store,
+    faults: {},
+    expireWatches: 0,
+    watches: new Set(),
+    requests: {},
+    bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
+    tokens,
+    auth: opts.auth ? { adminToken, tokens } : undefined,
+  };
   const handler = kubeHandler(state);
   const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => void handler(req, res));
+  const pki: ClusterPki | undefined = opts.tls ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : []) : undefined;
+  const server: Server = pki
+    ? // Client certificates are asked for, not required: the API server also takes tokens and anonymous requests.
+      createHttpsServer({ cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert, requestCert: true, rejectUnauthorized: false }, (req, res) => void handler(req, res))
+    : createServer((req, res) => void handler(req, res));
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -80,9 +146,11 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   const host = opts.host ?? '127.0.0.1';
   await listen(opts.port ?? 0, host);
   const { port } = server.address() as AddressInfo;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const kubeconfig = kubeconfigFor(url);
+  const url = `${pki ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const kubeconfig = kubeconfigFor(url, 'default', pki ? { caCert: pki.caCert, clientCert: pki.adminCert, clientKey: pki.adminKey } : { token: adminToken });
   if (opts.kubeconfigPath) writeFileSync(opts.kubeconfigPath, kubeconfig, { mode: 0o600 });
+  const caPath = pki && opts.kubeconfigPath ? join(dirname(opts.kubeconfigPath), 'ca.crt') : undefined;
+  if (caPath) writeFileSync(caPath, pki!.caCert);
 
   const closeWatches = () => {
     for (const w of [...state.watches]) w.close();
@@ -92,6 +160,10 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
     kubeconfig,
     kubeconfigPath: opts.kubeconfigPath,
     store,
+    caCert: pki?.caCert,
+    caPath,
+    adminToken,
+    issueServiceAccountToken: (input) => tokens.issue(input),
     setFaults: (f) => {
       state.faults = f;
     },

@@ -129,10 +129,20 @@ message SelfSubjectAccessReviewSpec { optional ResourceAttributes resourceAttrib
 message SubjectAccessReviewStatus { optional bool allowed = 1; optional string reason = 2; optional string evaluationError = 3; optional bool denied = 4; }
 message SelfSubjectAccessReview { optional ObjectMeta metadata = 1; optional SelfSubjectAccessReviewSpec spec = 2; optional SubjectAccessReviewStatus status = 3; }
 
+message SelfSubjectRulesReviewSpec { optional string namespace = 1; }
+message ResourceRule { repeated string verbs = 1; repeated string apiGroups = 2; repeated string resources = 3; repeated string resourceNames = 4; }
+message NonResourceRule { repeated string verbs = 1; repeated string nonResourceURLs = 2; }
+message SubjectRulesReviewStatus { repeated ResourceRule resourceRules = 1; repeated NonResourceRule nonResourceRules = 2; optional bool incomplete = 3; optional string evaluationError = 4; }
+message SelfSubjectRulesReview { optional ObjectMeta metadata = 1; optional SelfSubjectRulesReviewSpec spec = 2; optional SubjectRulesReviewStatus status = 3; }
+
 // k8s.io/api/authentication/v1
 message BoundObjectReference { optional string kind = 1; optional string apiVersion = 2; optional string name = 3; optional string uid = 4; }
 message TokenRequestSpec { repeated string audiences = 1; optional BoundObjectReference boundObjectRef = 3; optional int64 expirationSeconds = 4; }
 message TokenRequestStatus { optional string token = 1; optional Time expirationTimestamp = 2; }
+message ExtraValue { repeated string items = 1; }
+message UserInfo { optional string username = 1; optional string uid = 2; repeated string groups = 3; map<string, ExtraValue> extra = 4; }
+message SelfSubjectReviewStatus { optional UserInfo userInfo = 1; }
+message SelfSubjectReview { optional ObjectMeta metadata = 1; optional SelfSubjectReviewStatus status = 2; }
 message TokenRequest { optional ObjectMeta metadata = 1; optional TokenRequestSpec spec = 2; optional TokenRequestStatus status = 3; }
 `;
 
@@ -152,7 +162,9 @@ export const PROTO_KINDS: Record<string, string> = {
   'rbac.authorization.k8s.io/v1/RoleBinding': 'RoleBinding',
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': 'ClusterRoleBinding',
   'authorization.k8s.io/v1/SelfSubjectAccessReview': 'SelfSubjectAccessReview',
+  'authorization.k8s.io/v1/SelfSubjectRulesReview': 'SelfSubjectRulesReview',
   'authentication.k8s.io/v1/TokenRequest': 'TokenRequest',
+  'authentication.k8s.io/v1/SelfSubjectReview': 'SelfSubjectReview',
 };
 
 /**

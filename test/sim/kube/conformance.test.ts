@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import YAML from 'yaml';
 import type { KubeEmulator } from '../../../src/sim/kube/index.js';
 import { CHART, REQUIRED, CREDENTIAL_FORMS, run, setArgs, tool } from '../../helpers/helm.js';
-import { kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { WIDGET_CRD, kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
 
 /** A chart with one ConfigMap and a values schema, small enough to read in the test. */
 function tinyChart(): string {
@@ -84,6 +84,41 @@ describe('kubectl create sends protobuf bodies the emulator decodes', () => {
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).message).toContain('does not start with the Kubernetes magic bytes');
+  });
+});
+
+describe('/openapi/v2 for kubectl client-side validation', () => {
+  it('applies a kind: List written by kubectl get -o yaml', async () => {
+    await k(['create', 'namespace', 'listed']);
+    await k(['create', 'configmap', 'one', '-n', 'listed', '--from-literal=a=1']);
+    await k(['create', 'serviceaccount', 'two', '-n', 'listed']);
+    const list = (await k(['get', 'configmaps,serviceaccounts', '-n', 'listed', '-o', 'yaml'])).stdout;
+    expect(YAML.parse(list).kind).toBe('List');
+    expect((await k(['delete', 'configmap,serviceaccount', '--all', '-n', 'listed'])).code).toBe(0);
+    const applied = await k(['apply', '-f', '-'], list);
+    expect(applied.stderr).toBe('');
+    expect(applied.stdout).toBe('configmap/one created\nserviceaccount/two created\n');
+    expect((await getYaml(['configmap', 'one', '-n', 'listed'])).data).toEqual({ a: '1' });
+  });
+
+  it("validates the items of a List against a CRD's schema, as kubectl does with a real server", async () => {
+    await k(['apply', '-f', '-'], YAML.stringify(WIDGET_CRD));
+    await k(['wait', '--for=condition=Established', 'crd/widgets.example.io', '--timeout=10s']);
+    const item = (name: string, spec: object) => ({ apiVersion: 'example.io/v1', kind: 'Widget', metadata: { name, namespace: 'default' }, spec });
+    const bad = await k(['apply', '-f', '-'], YAML.stringify({ apiVersion: 'v1', kind: 'List', items: [item('w1', { size: 1 }), item('w2', { size: 'two', shape: 'round' })] }));
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('unknown field "shape" in io.example.v1.Widget.spec');
+    expect(bad.stderr).toContain('invalid type for io.example.v1.Widget.spec.size: got "string", expected "integer"');
+    const good = await k(['apply', '-f', '-'], YAML.stringify({ apiVersion: 'v1', kind: 'List', items: [item('w1', { size: 1 }), item('w2', { size: 2 })] }));
+    expect(good.stdout).toBe('widget.example.io/w1 created\nwidget.example.io/w2 created\n');
+  });
+
+  it('serves the document as JSON to clients that ask for JSON', async () => {
+    const res = await fetch(`${emu.url}/openapi/v2`, { headers: { accept: 'application/json' } });
+    const doc = (await res.json()) as any;
+    expect(doc.swagger).toBe('2.0');
+    expect(doc.definitions['io.example.v1.Widget']['x-kubernetes-group-version-kind']).toEqual([{ group: 'example.io', version: 'v1', kind: 'Widget' }]);
+    expect(doc.definitions['io.k8s.api.core.v1.ConfigMap']['x-kubernetes-group-version-kind']).toEqual([{ group: '', version: 'v1', kind: 'ConfigMap' }]);
   });
 });
 
