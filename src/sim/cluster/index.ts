@@ -26,12 +26,14 @@ export interface ClusterOptions {
   checkout?: string;
   fixture?: Fixture;
   logger?: Logger;
-  /** Mints the service-account tokens of pods (default: unsigned tokens, for an API server that does not authenticate). */
+  /** Mints the service-account tokens of pods (default: the API server's TokenRequest, bound to the pod). */
   mint?: TokenMinter;
   /** The kubelet's first restart back-off (default 10 s). */
   backoffBaseMs?: number;
-  /** The API server's port (in-cluster clients speak plain HTTP to 80, 8080 and 8001 only). */
+  /** The API server's port (default 6443). */
   kubePort?: number;
+  /** Authenticate and authorize requests with RBAC (pods run with their service accounts' rights). */
+  auth?: boolean;
 }
 
 export interface EmulatedCluster {
@@ -45,23 +47,19 @@ export interface EmulatedCluster {
   close(): Promise<void>;
 }
 
-/**
- * A token for an API server that does not check tokens: a JWT with the claims a bound
- * service-account token carries, unsigned (alg none).
- */
-export const unsignedTokens: TokenMinter = async (r) => {
-  const exp = Math.floor(Date.now() / 1000) + r.expirationSeconds;
-  const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
-  const claims = {
-    aud: r.audiences.length ? r.audiences : ['https://kubernetes.default.svc'],
-    exp,
-    iat: exp - r.expirationSeconds,
-    iss: 'https://kubernetes.default.svc',
-    sub: `system:serviceaccount:${r.namespace}:${r.serviceAccountName}`,
-    'kubernetes.io': { namespace: r.namespace, serviceaccount: { name: r.serviceAccountName }, pod: r.pod, node: { name: r.node } },
+/** Service-account tokens from the API server's TokenRequest, bound to the pod, as the kubelet gets them for projected volumes. */
+export const boundTokens =
+  (kube: KubeEmulator): TokenMinter =>
+  async (r) => {
+    const t = kube.issueServiceAccountToken({
+      namespace: r.namespace,
+      serviceAccount: r.serviceAccountName,
+      audiences: r.audiences.length ? r.audiences : undefined,
+      expirationSeconds: Math.max(600, r.expirationSeconds),
+      boundObject: { kind: 'Pod', name: r.pod.name, uid: r.pod.uid },
+    });
+    return { token: t.token, expirationTimestamp: t.expirationTimestamp };
   };
-  return { token: `${enc({ alg: 'none', typ: 'JWT' })}.${enc(claims)}.`, expirationTimestamp: new Date(exp * 1000).toISOString() };
-};
 
 /**
  * A local cluster: the ECS and Kubernetes emulators on a bridge, the workload controllers,
@@ -88,9 +86,11 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
   try {
     ecs = await startEcsEmulator({ fixture: o.fixture, host: network.hostAddress });
     const kubeconfigPath = join(o.workDir, 'kubeconfig');
-    kube = await startKubeEmulator({ host: network.hostAddress, port: o.kubePort ?? 8080, kubeconfigPath });
+    // HTTPS, as in-cluster clients require, with the bridge address in the certificate.
+    kube = await startKubeEmulator({ host: network.hostAddress, port: o.kubePort ?? 6443, kubeconfigPath, tls: { sans: [network.hostAddress] }, auth: o.auth });
+    const api = kube;
     const objects = new Objects(kube.store);
-    controllers = startControllers(objects, logger.child({ component: 'controllers' }));
+    controllers = startControllers(objects, logger.child({ component: 'controllers' }), { caCert: kube.caCert });
     const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
     if (instances.length < o.nodes) throw new Error(`the ECS world has ${instances.length} instances; --nodes ${o.nodes} needs as many`);
     const nodes: string[] = [];
@@ -116,8 +116,8 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
         checkout: o.checkout ?? CHECKOUT,
         apiHost: network.hostAddress,
         apiPort: Number(new URL(kube.url).port),
-        caCert: '',
-        mint: o.mint ?? unsignedTokens,
+        caCert: kube.caCert ?? '',
+        mint: o.mint ?? boundTokens(api),
         logger: logger.child({ component: 'kubelet' }),
         backoffBaseMs: o.backoffBaseMs,
       });

@@ -6,7 +6,7 @@ import type { Store, Watcher } from '../kube/store.js';
 import { typeKey, type KubeObject, type ResourceType } from '../kube/types.js';
 
 /** The kinds the cluster's controllers and node runtimes read and write. */
-export type Kind = 'pods' | 'nodes' | 'replicasets.apps' | 'deployments.apps' | 'daemonsets.apps' | 'secrets' | 'configmaps' | 'services' | 'events' | 'serviceaccounts';
+export type Kind = 'namespaces' | 'pods' | 'nodes' | 'replicasets.apps' | 'deployments.apps' | 'daemonsets.apps' | 'secrets' | 'configmaps' | 'services' | 'events' | 'serviceaccounts';
 
 export interface OwnerReference {
   apiVersion: string;

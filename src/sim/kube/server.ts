@@ -151,6 +151,7 @@ export function kubeHandler(s: ServerState) {
         return json(res, 200, list);
       }
       if (group === '' && method === 'GET' && rest.length === 5 && rest[0] === 'namespaces' && rest[2] === 'pods' && rest[4] === 'log') {
+        allow({ resourceRequest: true, verb: 'get', apiGroup: '', resource: 'pods', subresource: 'log', name: rest[3]!, namespace: rest[1]! });
         return await podLog(store, rest[1]!, rest[3]!, url.searchParams, res);
       }
       const r = route(store, group, version, rest);

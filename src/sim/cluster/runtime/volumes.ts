@@ -109,14 +109,18 @@ function writeKeys(ctx: VolumeContext, dir: string, data: Record<string, Buffer>
 
 async function tokenFile(ctx: VolumeContext, path: string, audience: string | undefined, expirationSeconds: number, mode: number, tokens: TokenFile[]): Promise<void> {
   const refresh = async () => {
-    const t = await ctx.mint({
+    const t = await ctx
+      .mint({
       namespace: ctx.pod.metadata.namespace!,
       serviceAccountName: ctx.pod.spec?.serviceAccountName ?? 'default',
       audiences: audience ? [audience] : [],
       expirationSeconds,
       pod: { name: ctx.pod.metadata.name!, uid: ctx.pod.metadata.uid! },
-      node: ctx.node,
-    });
+        node: ctx.node,
+      })
+      .catch((e: Error) => {
+        throw new MountError(`failed to fetch token: ${e.message}`);
+      });
     writeFile(ctx, path, t.token, mode);
   };
   await refresh();
