@@ -2,10 +2,13 @@
 # Build: docker build -t eni-ipam:0.1.0 .
 
 FROM node:20.20.2-bookworm-slim AS build
+# A C compiler and libc's static archive for eni-ipam-cni, the static plugin binary (scripts/build-cni.sh).
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build-cni.sh ./scripts/build-cni.sh
 COPY src ./src
 RUN npm run build
 
@@ -16,6 +19,7 @@ COPY package.json package-lock.json .npmrc ./
 # Production dependencies only: no compiler, test or tool packages in the image.
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /src/dist ./dist
+# bin/eni-ipam-cni links to dist/bin/eni-ipam-cni, the static binary install-cni copies to the host.
 COPY bin ./bin
 COPY examples/10-eni-ipam.conflist ./examples/10-eni-ipam.conflist
 RUN ln -s /app/bin/eni-ipam /usr/local/bin/eni-ipam && ln -s /app/bin/eni-ipam-cni /usr/local/bin/eni-ipam-cni

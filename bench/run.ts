@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { churn } from './churn.js';
+import { cniPlugin } from './cni-plugin.js';
 import { footprint } from './footprint.js';
 import { kubeWatch } from './kube-watch.js';
 import { scaleDown } from './scale-down.js';
@@ -38,6 +39,11 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
     help: 'most pods go away; what is released and that nothing in use is [--nodes 50] [--pods-per-node 20] [--keep 2] [--time-scale 10]',
     flags: ['nodes', 'pods-per-node', 'keep', 'time-scale'],
     run: (f) => scaleDown({ nodes: num(f, 'nodes', 50), podsPerNode: num(f, 'pods-per-node', 20), keep: num(f, 'keep', 2), timeScale: num(f, 'time-scale', 10) }),
+  },
+  'cni-plugin': {
+    help: 'the CNI plugin per invocation, Node.js before and static binary after; parallel ADDs through it [--runs 50] [--parallel 50]',
+    flags: ['runs', 'parallel'],
+    run: (f) => cniPlugin({ runs: num(f, 'runs', 50), parallel: num(f, 'parallel', 50) }),
   },
   footprint: {
     help: 'operator RSS, heap and full-resync cost at scale [--nodes 1000,5000] [--ips-per-node 20] [--time-scale 20]',

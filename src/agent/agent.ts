@@ -34,6 +34,7 @@ export class Agent {
   private readonly custom: CustomObjectsApi;
   private dirty = false;
   private writing?: Promise<void>;
+  private saving?: Promise<void>;
   private timer?: NodeJS.Timeout;
   private coolingTimer?: NodeJS.Timeout;
   private lastWritten = '';
@@ -104,7 +105,7 @@ export class Agent {
   }
 
   /** Gives the pod interface an address (the same one again for a repeated call). */
-  allocate(req: { containerId: string; ifName: string; pod: string }): Lease | 'pool-empty' {
+  allocate(req: { containerId: string; ifName: string; pod: string; network?: string }): Lease | 'pool-empty' {
     const end = this.metrics.latency.startTimer();
     const r = allocate(this.state, this.current(), req, Date.now());
     if ('error' in r) {
@@ -113,8 +114,8 @@ export class Agent {
       return 'pool-empty';
     }
     if (r.fresh) {
-      this.file.save(r.state);
       this.state = r.state;
+      this.persist();
       this.scheduleStatus();
     }
     end();
@@ -124,11 +125,37 @@ export class Agent {
   release(containerId: string, ifName?: string): string[] {
     const r = release(this.state, containerId, ifName, Date.now(), this.o.cooldownMs);
     if (r.released.length) {
-      this.file.save(r.state);
       this.state = r.state;
+      this.persist();
       this.scheduleStatus();
     }
     return r.released;
+  }
+
+  /**
+   * Group commit: the changes made in one turn of the event loop (a burst of pod starts) go to
+   * disk together, in one journal write and one fdatasync, instead of one each.
+   */
+  private persist(): void {
+    if (this.saving) return;
+    this.saving = new Promise<void>((resolve, reject) =>
+      setImmediate(() => {
+        this.saving = undefined;
+        try {
+          this.file.save(this.state);
+          resolve();
+        } catch (e) {
+          this.o.logger.error({ node: this.o.node, err: (e as Error).message }, 'could not save the agent state');
+          reject(e);
+        }
+      }),
+    );
+    this.saving.catch(() => undefined); // callers that wait see the error; nobody else must crash on it
+  }
+
+  /** Resolves once every change made so far is on disk: answer a change only after it. */
+  async persisted(): Promise<void> {
+    await this.saving;
   }
 
   list() {
@@ -197,6 +224,7 @@ export class Agent {
     await this.writing;
     if (this.dirty) await this.writeStatus();
     await this.pool.stop();
+    await this.persisted().catch(() => undefined);
     this.file.close();
   }
 }

@@ -9,6 +9,8 @@ export interface Allocation {
   ifName: string;
   eniId: string;
   allocatedAt: number;
+  /** The CNI network (the configuration's `name`) that asked for it; GC only releases its own. */
+  network?: string;
 }
 
 /** The agent's own state: what it handed out, and released IPs cooling down before reuse. */
@@ -55,7 +57,7 @@ export function freeAddresses(state: AgentState, pool: ENIPool | undefined, now:
 export type AllocateResult = { state: AgentState; lease: Lease; fresh: boolean } | { state: AgentState; error: 'pool-empty' };
 
 /** Hands an address to a pod interface; the same container and interface get the same address again. */
-export function allocate(state: AgentState, pool: ENIPool | undefined, req: { containerId: string; ifName: string; pod: string }, now: number): AllocateResult {
+export function allocate(state: AgentState, pool: ENIPool | undefined, req: { containerId: string; ifName: string; pod: string; network?: string }, now: number): AllocateResult {
   const key = allocationKey(req.containerId, req.ifName);
   const addresses = poolAddresses(pool);
   const existing = state.allocations[key];
@@ -67,7 +69,7 @@ export function allocate(state: AgentState, pool: ENIPool | undefined, req: { co
   const [ip] = freeAddresses(state, pool, now);
   if (!ip) return { state, error: 'pool-empty' };
   const where = addresses.get(ip)!;
-  const allocation: Allocation = { ip, pod: req.pod, containerId: req.containerId, ifName: req.ifName, eniId: where.eniId, allocatedAt: now };
+  const allocation: Allocation = { ip, pod: req.pod, containerId: req.containerId, ifName: req.ifName, eniId: where.eniId, allocatedAt: now, ...(req.network ? { network: req.network } : {}) };
   return { state: { ...state, allocations: { ...state.allocations, [key]: allocation } }, lease: { ip, ...where }, fresh: true };
 }
 

@@ -9,21 +9,27 @@ export interface InstallCniOptions {
   confDir: string;
   /** The conflist to install (its file name is kept). */
   conflist: string;
-  /** The Node.js runtime to copy (default: this one). */
-  nodeBinary?: string;
+  /** The plugin to copy (default: the static binary `npm run build` writes, dist/bin/eni-ipam-cni). */
+  pluginBinary?: string;
 }
 
-// The plugin's own code: its entry point and the one module it imports (Node built-ins only otherwise).
-const PLUGIN_FILES = ['cli/cni-main.js', 'agent/cni-plugin.js'];
-// Shared libraries the official Node.js binary links besides glibc; copied when found, so a host without them still runs it.
-const RUNTIME_LIBS = ['libstdc++.so.6', 'libgcc_s.so.1'];
-const LIB_DIRS = ['/usr/lib/x86_64-linux-gnu', '/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib'];
+/** The static plugin binary built beside the compiled code (scripts/build-cni.sh). */
+export const PLUGIN_BINARY = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'eni-ipam-cni');
+
+// What versions before the static binary installed: a Node.js runtime and the plugin's code.
+const OLD_RUNTIME_DIRS = ['eni-ipam.d', 'eni-ipam.d.new', 'eni-ipam.d.old'];
+
+/** Writes a file under a temporary name and renames it: a reader sees the old or the new one, never half of one. */
+function replaceAtomically(path: string, write: (tmp: string) => void): void {
+  const tmp = `${path}.new`;
+  rmSync(tmp, { force: true });
+  write(tmp);
+  renameSync(tmp, path);
+}
 
 /**
- * Installs eni-ipam-cni on a node: the container runtime executes plugins from the host, which
- * may have no Node.js, so the plugin goes with its runtime in `eni-ipam.d/` beside a small
- * /bin/sh launcher. Every file is written under a temporary name and renamed, so a runtime
- * calling the plugin meanwhile sees the old one or the new one, never half of one.
+ * Installs eni-ipam-cni on a node: one static executable (libc only, linked in) that carries
+ * each CNI call to the node's agent, so the host needs nothing else. Then the conflist.
  */
 export function installCni(o: InstallCniOptions): string[] {
   let conflist: unknown;
@@ -36,42 +42,19 @@ export function installCni(o: InstallCniOptions): string[] {
   if (!Array.isArray(plugins) || !plugins.some((p) => p.ipam?.type === 'eni-ipam-cni')) {
     throw new Error(`the conflist ${o.conflist} has no plugin whose ipam.type is eni-ipam-cni`);
   }
-  const dist = join(dirname(fileURLToPath(import.meta.url)), '..');
-  const home = join(o.binDir, 'eni-ipam.d');
-  const staging = `${home}.new`;
-  rmSync(staging, { recursive: true, force: true });
-  mkdirSync(join(staging, 'lib'), { recursive: true });
-  copyFileSync(o.nodeBinary ?? process.execPath, join(staging, 'node'));
-  chmodSync(join(staging, 'node'), 0o755);
-  for (const f of PLUGIN_FILES) {
-    mkdirSync(dirname(join(staging, f)), { recursive: true });
-    copyFileSync(join(dist, f), join(staging, f));
-  }
-  writeFileSync(join(staging, 'package.json'), '{"type":"module"}\n');
-  for (const lib of RUNTIME_LIBS) {
-    const found = LIB_DIRS.map((d) => join(d, lib)).find((p) => existsSync(p));
-    if (found) copyFileSync(found, join(staging, 'lib', lib));
-  }
-  const old = `${home}.old`;
-  rmSync(old, { recursive: true, force: true });
-  if (existsSync(home)) renameSync(home, old);
-  renameSync(staging, home);
-  rmSync(old, { recursive: true, force: true });
+  const source = o.pluginBinary ?? PLUGIN_BINARY;
+  if (!existsSync(source)) throw new Error(`the plugin binary ${source} is missing; build it with \`npm run build\` (it needs gcc and libc6-dev)`);
 
-  const launcher = join(o.binDir, 'eni-ipam-cni');
-  const script = [
-    '#!/bin/sh',
-    '# eni-ipam-cni, installed by `eni-ipam install-cni`: the plugin with its own Node.js runtime.',
-    'd="$(dirname "$0")/eni-ipam.d"',
-    'LD_LIBRARY_PATH="$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$d/node" "$d/cli/cni-main.js" "$@"',
-    '',
-  ].join('\n');
-  writeFileSync(`${launcher}.new`, script, { mode: 0o755 });
-  renameSync(`${launcher}.new`, launcher);
+  mkdirSync(o.binDir, { recursive: true });
+  const plugin = join(o.binDir, 'eni-ipam-cni');
+  replaceAtomically(plugin, (tmp) => {
+    copyFileSync(source, tmp);
+    chmodSync(tmp, 0o755);
+  });
+  for (const d of OLD_RUNTIME_DIRS) rmSync(join(o.binDir, d), { recursive: true, force: true });
 
   mkdirSync(o.confDir, { recursive: true });
   const conf = join(o.confDir, o.conflist.split('/').pop()!);
-  writeFileSync(`${conf}.new`, `${JSON.stringify(conflist, null, 2)}\n`);
-  renameSync(`${conf}.new`, conf);
-  return [launcher, home, conf];
+  replaceAtomically(conf, (tmp) => writeFileSync(tmp, `${JSON.stringify(conflist, null, 2)}\n`));
+  return [plugin, conf];
 }

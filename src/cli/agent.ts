@@ -1,11 +1,27 @@
+import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { Agent } from '../agent/agent.js';
 import { serveAgentApi } from '../agent/api.js';
+import { DEFAULT_SOCKET } from '../agent/cni.js';
 import { StateFileError } from '../agent/state-file.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
 import { createLogger } from '../observability/logger.js';
 import { UsageError, loadKubeconfig, untilSignal, type CommandSpec } from './args.js';
+
+/** A group id, or a group name looked up in /etc/group. */
+function groupId(group: string): number {
+  if (/^\d+$/.test(group)) return Number(group);
+  let text = '';
+  try {
+    text = readFileSync('/etc/group', 'utf8');
+  } catch {
+    // no group database: only ids work
+  }
+  const line = text.split('\n').find((l) => l.split(':')[0] === group);
+  if (!line) throw new UsageError(`--socket-group ${group}: no such group in /etc/group; give a group name of this host or a numeric id`);
+  return Number(line.split(':')[2]);
+}
 
 const nonNegative = (v: string | number) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
 
@@ -16,7 +32,8 @@ export const agentCommand: CommandSpec = {
     { name: 'node', type: 'string', value: 'NAME', default: process.env.NODE_NAME, help: 'this node’s name (default: $NODE_NAME)' },
     { name: 'kubeconfig', type: 'string', value: 'FILE', help: 'kubeconfig to use (in-cluster configuration when absent)' },
     { name: 'state-dir', type: 'string', value: 'DIR', default: '/var/lib/eni-ipam', help: 'where allocations are kept across restarts' },
-    { name: 'socket', type: 'string', value: 'PATH', default: '/run/eni-ipam/agent.sock', help: 'unix socket of the local API' },
+    { name: 'socket', type: 'string', value: 'PATH', default: DEFAULT_SOCKET, help: 'unix socket of the local API (mode 0600)' },
+    { name: 'socket-group', type: 'string', value: 'GROUP', help: 'also let this group (name or id) use the socket: mode 0660' },
     { name: 'cooldown', type: 'number', value: 'SECONDS', default: 30, help: 'how long a released IP rests before reuse', check: nonNegative },
     { name: 'status-interval', type: 'number', value: 'SECONDS', default: 1, help: 'status writes are coalesced to at most one per interval', check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0') },
     { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9091', help: 'serve /metrics here' },
@@ -26,6 +43,7 @@ export const agentCommand: CommandSpec = {
   ],
   async run(f) {
     if (!f.node) throw new UsageError('--node is required (or set NODE_NAME)');
+    const socketGid = f['socket-group'] === undefined ? undefined : groupId(String(f['socket-group']));
     const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-agent' });
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
@@ -41,7 +59,14 @@ export const agentCommand: CommandSpec = {
     const checks = { live: () => true, ready: () => agent.ready };
     const endpoints = await serveMetricsAndHealth(String(f['metrics-addr']), String(f['health-addr']), registry, checks);
     await agent.start();
-    const api = await serveAgentApi(agent, String(f.socket));
+    let api: Awaited<ReturnType<typeof serveAgentApi>>;
+    try {
+      api = await serveAgentApi(agent, String(f.socket), { socketGid });
+    } catch (e) {
+      await agent.stop();
+      endpoints.close();
+      throw new UsageError(`cannot serve on --socket ${String(f.socket)}: ${(e as Error).message}`);
+    }
     process.stdout.write(`socket ${f.socket}\nmetrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
     logger.info({ node: f.node, socket: f.socket }, 'agent serving');
     await untilSignal();

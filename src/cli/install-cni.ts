@@ -3,7 +3,7 @@ import { UsageError, type CommandSpec } from './args.js';
 
 export const installCniCommand: CommandSpec = {
   name: 'install-cni',
-  summary: 'Install eni-ipam-cni (with its Node.js runtime) and a conflist on this host; the agent DaemonSet runs it as an init container.',
+  summary: 'Install eni-ipam-cni (one static binary) and a conflist on this host; the agent DaemonSet runs it as an init container.',
   flags: [
     { name: 'bin-dir', type: 'string', value: 'DIR', default: '/opt/cni/bin', help: 'the host’s CNI plugin folder' },
     { name: 'conf-dir', type: 'string', value: 'DIR', default: '/etc/cni/net.d', help: 'the host’s CNI configuration folder' },

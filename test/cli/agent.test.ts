@@ -1,14 +1,14 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
-import { BIN } from '../helpers/cli.js';
+import { BIN, runCli } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 
@@ -89,5 +89,30 @@ describe('eni-ipam agent', () => {
       second.kill('SIGTERM');
       await once(second, 'exit');
     }
+  }, 60_000);
+
+  it('creates its socket 0600 under umask 000, 0660 for --socket-group, and refuses bad socket settings', async () => {
+    const base = ['agent', '--node', 'node-9', '--kubeconfig', join(dir, 'kubeconfig'), '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0'];
+    const serveUnderUmask000 = async (extra: string[], socket: string) => {
+      const child = spawn('sh', ['-c', 'umask 000 && exec "$@"', 'sh', BIN, ...base, '--state-dir', join(dir, `state-${extra.length}`), '--socket', socket, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const lines: string[] = [];
+      createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
+      child.stderr!.resume();
+      await eventually(() => lines.find((l) => l.startsWith('socket ')), 15_000);
+      const st = statSync(socket);
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+      return st;
+    };
+    expect((await serveUnderUmask000([], join(dir, 'm1', 'agent.sock'))).mode & 0o777).toBe(0o600);
+    const grouped = await serveUnderUmask000(['--socket-group', '4321'], join(dir, 'm2', 'agent.sock'));
+    expect(grouped.mode & 0o777).toBe(0o660);
+    if (process.getuid?.() === 0) expect(grouped.gid).toBe(4321);
+    const noGroup = await runCli([...base, '--state-dir', join(dir, 'state-x'), '--socket', join(dir, 'm3', 'agent.sock'), '--socket-group', 'no-such-group']);
+    expect(noGroup).toMatchObject({ code: 2, stderr: expect.stringContaining('--socket-group no-such-group: no such group in /etc/group') });
+    writeFileSync(join(dir, 'not-a-socket'), 'data');
+    const taken = await runCli([...base, '--state-dir', join(dir, 'state-y'), '--socket', join(dir, 'not-a-socket')]);
+    expect(taken).toMatchObject({ code: 2, stderr: expect.stringContaining(`${join(dir, 'not-a-socket')} exists and is not a socket; refusing to replace it`) });
+    expect(readFileSync(join(dir, 'not-a-socket'), 'utf8')).toBe('data');
   }, 60_000);
 });

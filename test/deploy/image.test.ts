@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -27,6 +27,9 @@ function stages(text: string): Stage[] {
   return out;
 }
 
+/** ldd's verdict on a file (it exits 1 for a static one, saying so). */
+const ldd = (file: string) => new Promise<string>((resolve) => execFile('ldd', [file], (_err, stdout, stderr) => resolve(`${stdout}${stderr}`)));
+
 describe('the container image', () => {
   const dockerfile = stages(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
   const runtime = dockerfile.at(-1)!;
@@ -36,6 +39,12 @@ describe('the container image', () => {
     for (const s of dockerfile) expect(s.from).toMatch(/^node:20\.\d+\.\d+-[a-z]+-slim(@sha256:[0-9a-f]{64})?$/);
     expect(dockerfile[0]!.lines).toContainEqual({ op: 'RUN', args: expect.stringMatching(/^npm ci\b/) });
     expect(dockerfile[0]!.lines.some((l) => l.op === 'RUN' && l.args.includes('npm run build'))).toBe(true);
+    // npm run build compiles the static plugin: the build stage has gcc and libc's static archive, before the build.
+    const build = dockerfile[0]!.lines;
+    const compiler = build.findIndex((l) => l.op === 'RUN' && /apt-get install\b.*\bgcc\b/.test(l.args) && /\blibc6-dev\b/.test(l.args));
+    expect(compiler).toBeGreaterThanOrEqual(0);
+    expect(compiler).toBeLessThan(build.findIndex((l) => l.op === 'RUN' && l.args.includes('npm run build')));
+    expect(build.some((l) => l.op === 'COPY' && l.args.startsWith('scripts/build-cni.sh '))).toBe(true);
   });
 
   it('ships production dependencies only, the compiled code from the build stage, and no remote ADD', () => {
@@ -71,21 +80,33 @@ describe('the container image', () => {
 });
 
 describe('eni-ipam install-cni (the init container)', () => {
-  it('installs a plugin that runs without Node.js on the PATH, and the conflist', async () => {
+  const install = (host: string) =>
+    runCli(['install-cni', '--bin-dir', join(host, 'opt/cni/bin'), '--conf-dir', join(host, 'etc/cni/net.d'), '--conflist', join(ROOT, 'examples/10-eni-ipam.conflist')]);
+
+  it('installs one static binary that runs with an empty environment, and the conflist', async () => {
     const host = mkdtempSync(join(tmpdir(), 'host-'));
-    const r = await runCli(['install-cni', '--bin-dir', join(host, 'opt/cni/bin'), '--conf-dir', join(host, 'etc/cni/net.d'), '--conflist', join(ROOT, 'examples/10-eni-ipam.conflist')]);
+    // What an earlier version left on the host: a Node.js runtime and the plugin's code.
+    mkdirSync(join(host, 'opt/cni/bin/eni-ipam.d/lib'), { recursive: true });
+    writeFileSync(join(host, 'opt/cni/bin/eni-ipam.d/node'), 'an old runtime');
+    writeFileSync(join(host, 'opt/cni/bin/ptp'), 'another plugin');
+    const r = await install(host);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`installed ${join(host, 'opt/cni/bin/eni-ipam-cni')}`);
+    expect(r.stdout).toBe(`installed ${join(host, 'opt/cni/bin/eni-ipam-cni')}\ninstalled ${join(host, 'etc/cni/net.d/10-eni-ipam.conflist')}\n`);
     expect(JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-eni-ipam.conflist'), 'utf8'))).toEqual(JSON.parse(readFileSync(join(ROOT, 'examples/10-eni-ipam.conflist'), 'utf8')));
+    const installed = join(host, 'opt/cni/bin/eni-ipam-cni');
+    expect(readFileSync(installed).equals(readFileSync(join(ROOT, 'dist/bin/eni-ipam-cni')))).toBe(true);
+    expect(statSync(installed).mode & 0o777).toBe(0o755);
+    expect(await ldd(installed)).toMatch(/not a dynamic executable|statically linked/);
     // As a container runtime calls it: an empty environment but the CNI variables.
     const out = await new Promise<string>((resolve, reject) => {
-      const child = execFile(join(host, 'opt/cni/bin/eni-ipam-cni'), [], { env: { CNI_COMMAND: 'VERSION' } }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      const child = execFile(installed, [], { env: { CNI_COMMAND: 'VERSION' } }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
       child.stdin!.end('{"cniVersion":"1.0.0"}');
     });
     expect(JSON.parse(out)).toEqual({ cniVersion: '1.0.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
-    // Installing again (an agent pod restarting) replaces it in place.
-    expect((await runCli(['install-cni', '--bin-dir', join(host, 'opt/cni/bin'), '--conf-dir', join(host, 'etc/cni/net.d'), '--conflist', join(ROOT, 'examples/10-eni-ipam.conflist')])).code).toBe(0);
-    expect(readdirSync(join(host, 'opt/cni/bin')).sort()).toEqual(['eni-ipam-cni', 'eni-ipam.d']);
+    // Installing again (an agent pod restarting) replaces it in place; nothing else is there.
+    expect((await install(host)).code).toBe(0);
+    expect(readdirSync(join(host, 'opt/cni/bin')).sort()).toEqual(['eni-ipam-cni', 'ptp']);
+    expect(readdirSync(join(host, 'etc/cni/net.d'))).toEqual(['10-eni-ipam.conflist']);
   }, 30_000);
 
   it('refuses a conflist that does not use eni-ipam-cni, saying so', async () => {

@@ -4,7 +4,8 @@ import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV
 import { Registry } from 'prom-client';
 import type { Server } from 'node:http';
 import { Agent } from '../../agent/agent.js';
-import { agentClient, serveAgentApi } from '../../agent/api.js';
+import { serveAgentApi } from '../../agent/api.js';
+import { agentClient } from '../../agent/client.js';
 import { CRDS } from '../../api/crds.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool } from '../../api/types.js';
 import { createCloudClient, staticCredentials } from '../../cloud/index.js';

@@ -1,0 +1,184 @@
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import ts from 'typescript';
+import { agentRequest } from '../src/agent/client.js';
+import { StateFile } from '../src/agent/state-file.js';
+import { CRDS } from '../src/api/crds.js';
+import { startKubeEmulator } from '../src/sim/kube/index.js';
+import { BENCH_DIR, percentile, writeResults } from './report.js';
+
+export interface CniPluginOptions {
+  runs: number;
+  parallel: number;
+}
+
+const ROOT = join(BENCH_DIR, '..');
+const PLUGIN = join(ROOT, 'dist', 'bin', 'eni-ipam-cni');
+const CLI = fileURLToPath(new URL('../../bin/eni-ipam', import.meta.url));
+/** The last commit whose eni-ipam-cni was the Node.js program (src/cli/cni-main.ts). */
+const NODE_PLUGIN_COMMIT = '86ac3462a94c1a7c7fb194600aa728b5745bf4bc';
+const STARTUP_MS = 5;
+const STARTUP_MIB = 5;
+const ADD_P99_MS = 10;
+
+interface Run {
+  ms: number;
+  rssKiB: number;
+  exit: number;
+}
+
+/** The helper that runs a program N times and reports wall time and peak memory per run (bench/exec-stats.c). */
+function execStatsBinary(dir: string): string {
+  const out = join(dir, 'exec-stats');
+  execFileSync('gcc', ['-std=c11', '-O2', '-static', '-o', out, join(BENCH_DIR, 'exec-stats.c')]);
+  return out;
+}
+
+async function execStats(helper: string, o: { count: number; parallel: number; stdin: string; env: Record<string, string>; indexVar?: string; argv: string[] }): Promise<Run[]> {
+  const stdinFile = join(tmpdir(), `cni-bench-stdin-${process.pid}`);
+  writeFileSync(stdinFile, o.stdin);
+  // Asynchronous: the agent answering the plugins may share this process's event loop.
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile(helper, [String(o.count), String(o.parallel), stdinFile, o.indexVar ?? '-', ...o.argv], { env: o.env, maxBuffer: 16 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`exec-stats failed: ${stderr}`)) : resolve(stdout))),
+  );
+  rmSync(stdinFile, { force: true });
+  return out
+    .trim()
+    .split('\n')
+    .map((l) => l.split(' ').map(Number))
+    .map(([, ms, rssKiB, exit]) => ({ ms: ms!, rssKiB: rssKiB!, exit: exit! }));
+}
+
+/** The Node.js plugin as it was, from git, compiled as `npm run build` compiled it: what install-cni put on hosts. */
+function nodePlugin(dir: string): string {
+  const files = ['src/cli/cni-main.ts', 'src/agent/cni-plugin.ts'];
+  for (const f of files) {
+    let source: string;
+    try {
+      source = execFileSync('git', ['-C', ROOT, 'show', `${NODE_PLUGIN_COMMIT}:${f}`], { encoding: 'utf8' });
+    } catch (e) {
+      throw new Error(`the Node.js plugin (for the "before" column) comes from git commit ${NODE_PLUGIN_COMMIT}, which this checkout lacks: ${(e as Error).message}`);
+    }
+    const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 } }).outputText;
+    const out = join(dir, 'node-plugin', f.replace(/^src\//, '').replace(/\.ts$/, '.js'));
+    mkdirSync(join(out, '..'), { recursive: true });
+    writeFileSync(out, js);
+  }
+  writeFileSync(join(dir, 'node-plugin', 'package.json'), '{"type":"module"}\n');
+  return join(dir, 'node-plugin', 'cli', 'cni-main.js');
+}
+
+const stats = (runs: Run[]) => {
+  const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
+  return { p50Ms: percentile(ms, 50), p99Ms: percentile(ms, 99), maxMs: ms.at(-1)!, maxRssMiB: Math.max(...runs.map((r) => r.rssKiB)) / 1024, failed: runs.filter((r) => r.exit !== 0).length };
+};
+
+/** A Kubernetes emulator with the node's ENIPool holding `ips` addresses, and the agent as its own process. */
+async function agentWithPool(dir: string, ips: number): Promise<{ socket: string; stop: () => Promise<void> }> {
+  const emu = await startKubeEmulator({});
+  const kc = new KubeConfig();
+  kc.loadFromString(emu.kubeconfig);
+  for (const crd of Object.values(CRDS)) {
+    const r = await fetch(`${emu.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(crd) });
+    if (r.status !== 201) throw new Error(`creating a CRD failed: HTTP ${r.status}`);
+  }
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: 'node-1' }, spec: { nodeName: 'node-1' } } });
+  const addresses = Array.from({ length: ips }, (_, i) => `10.8.${Math.floor(i / 250)}.${(i % 250) + 1}`);
+  await custom.patchClusterCustomObjectStatus(
+    { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: 'node-1', body: { status: { enis: [{ id: 'eni-bench', mac: '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: '10.8.0.0/16', gatewayIP: '10.8.255.253', ips: addresses }] } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+  writeFileSync(join(dir, 'kubeconfig'), emu.kubeconfig);
+  const socket = join(dir, 'agent.sock');
+  const child = spawn(CLI, ['agent', '--node', 'node-1', '--kubeconfig', join(dir, 'kubeconfig'), '--state-dir', join(dir, 'state'), '--socket', socket, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! });
+  let health = '';
+  for await (const l of lines) {
+    if (l.startsWith('health ')) {
+      health = l.slice(7);
+      break;
+    }
+  }
+  if (!health) throw new Error('the agent exited before serving');
+  for (let i = 0; i < 200 && (await fetch(health.replace('/healthz', '/readyz'))).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
+  return {
+    socket,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+      await emu.close();
+    },
+  };
+}
+
+/**
+ * The CNI plugin per invocation, before (the Node.js program) and after (the static binary):
+ * start-up and VERSION, wall time and peak memory, `runs` times one after the other; then
+ * `parallel` ADDs at once through the binary against an agent process whose pool has a free
+ * address for each, and as many DELs.
+ */
+export async function cniPlugin(o: CniPluginOptions): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'cni-bench-'));
+  try {
+    const helper = execStatsBinary(dir);
+    const version = { count: o.runs, parallel: 1, stdin: '{"cniVersion":"1.0.0"}', env: { CNI_COMMAND: 'VERSION' } };
+    const before = stats(await execStats(helper, { ...version, argv: [process.execPath, nodePlugin(dir)] }));
+    const after = stats(await execStats(helper, { ...version, argv: [PLUGIN] }));
+
+    const agent = await agentWithPool(dir, o.parallel + 10);
+    let add: ReturnType<typeof stats>;
+    let del: ReturnType<typeof stats>;
+    let distinct: number;
+    let addSaves: number;
+    let load: number;
+    try {
+      const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'pods', type: 'ptp', ipam: { type: 'eni-ipam-cni', socket: agent.socket } });
+      const env = { CNI_CONTAINERID: 'pod', CNI_NETNS: '/var/run/netns/pod', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin', CNI_ARGS: 'K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod' };
+      const journal = StateFile.in(join(dir, 'state')).journalPath;
+      const saves = () => (existsSync(journal) ? readFileSync(journal, 'utf8').split('\n').filter(Boolean).length : 0);
+      load = loadavg()[0]!;
+      add = stats(await execStats(helper, { count: o.parallel, parallel: o.parallel, stdin: conf, env: { ...env, CNI_COMMAND: 'ADD' }, indexVar: 'CNI_CONTAINERID', argv: [PLUGIN] }));
+      addSaves = saves();
+      const held = JSON.parse((await agentRequest(agent.socket, 'GET', '/v1/allocations', undefined)).text).allocations as Array<{ ip: string }>;
+      distinct = new Set(held.map((a) => a.ip)).size;
+      del = stats(await execStats(helper, { count: o.parallel, parallel: o.parallel, stdin: conf, env: { ...env, CNI_COMMAND: 'DEL' }, indexVar: 'CNI_CONTAINERID', argv: [PLUGIN] }));
+    } finally {
+      await agent.stop();
+    }
+
+    const ms = (v: number) => `${v.toFixed(2)} ms`;
+    const mib = (v: number) => `${v.toFixed(1)} MiB`;
+    const met = after.p99Ms < STARTUP_MS && after.maxRssMiB < STARTUP_MIB && add.p99Ms < ADD_P99_MS && add.failed === 0 && distinct === o.parallel;
+    writeResults(
+      {
+        scenario: 'cni-plugin',
+        command: `npm run bench -- cni-plugin --runs ${o.runs} --parallel ${o.parallel}`,
+        summary: {
+          'start-up + VERSION, p50 / p99 (before: Node.js)': `${ms(before.p50Ms)} / ${ms(before.p99Ms)}`,
+          'peak memory (before)': mib(before.maxRssMiB),
+          'start-up + VERSION, p50 / p99 (after: static binary)': `${ms(after.p50Ms)} / ${ms(after.p99Ms)}`,
+          'peak memory (after)': mib(after.maxRssMiB),
+          [`${o.parallel} parallel ADDs through the binary: p50 / p99 / max`]: `${ms(add.p50Ms)} / ${ms(add.p99Ms)} / ${ms(add.maxMs)} (${o.parallel - add.failed} ok, ${distinct} distinct IPs, ${addSaves} state-file writes)`,
+          [`${o.parallel} parallel DELs: p50 / p99`]: `${ms(del.p50Ms)} / ${ms(del.p99Ms)}`,
+        },
+        target: `start-up + VERSION under ${STARTUP_MS} ms at p99 and under ${STARTUP_MIB} MiB; ${o.parallel} parallel ADDs under ${ADD_P99_MS} ms at p99, each with its own IP`,
+        met,
+        note:
+          `Per invocation, ${o.runs} runs one after the other, each timed from fork to reaping by a small static helper (bench/exec-stats.c) that also reads its peak RSS from wait4(2); the kernel counts the helper's own pre-exec copy (~0.1 MiB) in it. ` +
+          `Before: the Node.js plugin of commit ${NODE_PLUGIN_COMMIT.slice(0, 7)} run by this Node.js, as install-cni installed it (without its /bin/sh launcher). ` +
+          `The ADDs go to an \`eni-ipam agent\` process (state file on disk, the allocations that arrive together saved with one fdatasync) whose pool holds ${o.parallel + 10} free addresses; a run's time includes waiting for the other ADDs the agent serves first, and for a core: the machine's 1-minute load average was ${load.toFixed(1)} on ${cpus().length} cores when they started.`,
+      },
+      { options: o, before, after, add, del, distinctIps: distinct, addStateFileWrites: addSaves, loadAverage: load, cores: cpus().length },
+    );
+    console.log(JSON.stringify({ before, after, add, del, distinct, addSaves }, null, 2));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
