@@ -133,3 +133,37 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
     throw e;
   }
 }
+
+/** The AccessKey Secret `emulate cluster` creates for the chart's credential form `secret`. */
+export const ACCESS_KEY_SECRET = { namespace: 'kube-system', name: 'eni-ipam-access-key' };
+
+/** The values that install the chart against this cluster's emulators (credential form `secret`). */
+export function chartValues(cluster: EmulatedCluster): string[] {
+  const region = cluster.ecs.world.region;
+  const vpc = [...cluster.ecs.world.vpcs.keys()][0] ?? '';
+  return [
+    `region=${region}`,
+    `vpcId=${vpc}`,
+    'clusterId=emulated',
+    `endpoints.ecs=${cluster.ecs.url}`,
+    `endpoints.vpc=${cluster.ecs.url}`,
+    'credentials.mode=secret',
+    `credentials.secret.name=${ACCESS_KEY_SECRET.name}`,
+    'defaultClass.create=true',
+  ];
+}
+
+/** Creates the AccessKey Secret of the ECS emulator's first credential (what a user creates with kubectl). */
+export function createAccessKeySecret(cluster: EmulatedCluster): void {
+  const key = cluster.ecs.fixture.credentials[0];
+  if (!key) throw new Error('the ECS world has no credentials to put in a Secret');
+  const objects = new Objects(cluster.kube.store);
+  if (objects.get('secrets', ACCESS_KEY_SECRET.namespace, ACCESS_KEY_SECRET.name)) return;
+  objects.create('secrets', {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { ...ACCESS_KEY_SECRET },
+    type: 'Opaque',
+    data: { 'access-key-id': Buffer.from(key.accessKeyId).toString('base64'), 'access-key-secret': Buffer.from(key.accessKeySecret).toString('base64') },
+  });
+}

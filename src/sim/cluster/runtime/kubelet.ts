@@ -1,11 +1,11 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../../observability/logger.js';
 import type { KubeObject } from '../../kube/types.js';
 import { now, setCondition, type Objects } from '../objects.js';
-import { IMAGE_REPOSITORIES, LogBuffer, containerArgv, imageConfig, runsImage, startContainer, type ImageConfig } from './container.js';
+import { IMAGE_REPOSITORIES, LogBuffer, containerArgv, containerScript, imageConfig, runsImage, startContainer, type ImageConfig } from './container.js';
 import { ConfigError, containerEnv, expand } from './env.js';
 import type { ClusterNetwork, NodeNetwork } from './network.js';
 import { runProbe } from './probes.js';
@@ -81,6 +81,9 @@ export class Kubelet {
   private stopped = false;
   private readonly log: Logger;
   private readonly image: ImageConfig;
+  /** The node's host paths that pods have used: what a process on the node sees at those paths. */
+  private readonly hostPaths = new Set<string>();
+  private execs = 0;
 
   constructor(private readonly o: KubeletOptions) {
     this.log = o.logger.child({ node: o.node });
@@ -186,6 +189,7 @@ export class Kubelet {
       }
     }
     if (!dirs) return;
+    for (const v of spec.volumes ?? []) if (v.hostPath) this.hostPaths.add(v.hostPath.path);
     for (const t of run.tokens) {
       const every = Math.max(1000, t.expirationSeconds * 800);
       run.tokenTimers.push(setInterval(() => void t.refresh().catch((e) => this.log.warn({ pod: pod.metadata.name, err: e }, 'service-account token refresh failed')), every));
@@ -389,6 +393,46 @@ export class Kubelet {
     if (run.statusTimer) clearTimeout(run.statusTimer);
     this.pods.delete(run.uid);
     if (!run.gone) this.o.objects.delete('pods', run.pod.metadata.namespace, run.pod.metadata.name!, { gracePeriodSeconds: 0, uid: run.uid });
+  }
+
+  /**
+   * Runs a command on the node, as root in its network namespace and with its host paths
+   * (those its pods mount) where they are on the node: a CNI plugin call as the container
+   * runtime makes it, say.
+   */
+  exec(argv: string[], o: { stdin?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+    const root = join(this.o.dir, 'root');
+    const stageDir = join(this.o.dir, 'exec', String(++this.execs));
+    const script = containerScript({
+      name: 'exec',
+      stageDir,
+      netns: this.o.network.netns,
+      hostname: this.o.node,
+      checkout: this.o.checkout,
+      workdir: this.image.workdir,
+      argv,
+      env: {},
+      mounts: [...this.hostPaths].map((p) => ({ source: join(root, p), target: p, readOnly: false })),
+      uid: 0,
+      gid: 0,
+      groups: [],
+      readOnlyRoot: false,
+      dropAllCaps: false,
+      noNewPrivs: false,
+    });
+    mkdirSync(stageDir, { recursive: true });
+    return new Promise((resolve) => {
+      const child = execFile(
+        'nsenter',
+        [`--net=/run/netns/${this.o.network.netns}`, '--', 'unshare', '--mount', '--uts', '--propagation', 'private', '--', '/bin/sh', '-c', script],
+        { env: { PATH: this.image.env.PATH ?? '/usr/bin:/bin', ...o.env }, timeout: o.timeoutMs ?? 30_000 },
+        (err, stdout, stderr) => {
+          rmSync(stageDir, { recursive: true, force: true });
+          resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0, stdout, stderr });
+        },
+      );
+      child.stdin!.end(o.stdin ?? '');
+    });
   }
 
   /** Stops every pod at once (the cluster is shutting down). */
