@@ -6,6 +6,7 @@ import { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import { agentStatus, allocate, freeAddresses, release, strayAllocations, type AgentState, type Lease } from './allocator.js';
 import { StateFile } from './state-file.js';
+import { apiErrorMessage } from '../kube/api-error.js';
 
 export interface AgentOptions {
   kc: KubeConfig;
@@ -198,7 +199,7 @@ export class Agent {
       })
       .catch((e) => {
         this.dirty = true;
-        this.o.logger.warn({ node: this.o.node, err: (e as Error).message }, 'could not write the pool status; retrying');
+        this.o.logger.warn({ node: this.o.node, err: apiErrorMessage(e) }, 'could not write the pool status; retrying');
       })
       .finally(() => {
         this.writing = undefined;

@@ -1,5 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
+import { apiErrorMessage } from './api-error.js';
 
 export interface LeaderElectionOptions {
   kc: KubeConfig;
@@ -54,7 +55,7 @@ export class LeaderElector {
     try {
       ok = await this.tryAcquireOrRenew();
     } catch (e) {
-      this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'leader election: lease update failed');
+      this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'leader election: lease update failed');
     }
     if (ok) {
       this.lastRenew = Date.now();
@@ -139,7 +140,7 @@ export class LeaderElector {
         });
       }
     } catch (e) {
-      this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'could not release the lease');
+      this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'could not release the lease');
     }
     this.o.onStoppedLeading();
   }

@@ -55,6 +55,11 @@ export function reconcileDeployments(objects: Objects): void {
         current = setReplicas(objects, current, current.spec.replicas ?? 0, d, { [REVISION]: String(maxRevision + 1) });
       }
       roll(objects, d, current, old);
+      // The Deployment carries the revision of its current ReplicaSet, as kubectl rollout history shows it.
+      const revision = String(revisionOf(current));
+      if (d.metadata.annotations?.[REVISION] !== revision) {
+        objects.update('deployments.apps', { ...d, metadata: { ...d.metadata, annotations: { ...d.metadata.annotations, [REVISION]: revision } } });
+      }
     }
     writeStatus(objects, d, current, owned.filter((rs) => rs.metadata.uid !== current?.metadata.uid));
     pruneHistory(objects, d);
