@@ -5,6 +5,14 @@ import { authorize, rulesFor, type Attributes } from './rbac.js';
 import type { Store } from './store.js';
 import { TokenRequestError, type Identity, type ServiceAccountTokens } from './tokens.js';
 
+/** The review and token resources in discovery, as the API server lists them (create only). */
+export const AUTH_RESOURCES: Array<{ group: string; version: string; name: string; kind: string; namespaced: boolean; subresourceOf?: { group: string; kind: string } }> = [
+  { group: 'authorization.k8s.io', version: 'v1', name: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', namespaced: false },
+  { group: 'authorization.k8s.io', version: 'v1', name: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', namespaced: false },
+  { group: 'authentication.k8s.io', version: 'v1', name: 'selfsubjectreviews', kind: 'SelfSubjectReview', namespaced: false },
+  { group: '', version: 'v1', name: 'serviceaccounts/token', kind: 'TokenRequest', namespaced: true, subresourceOf: { group: 'authentication.k8s.io', kind: 'TokenRequest' } },
+];
+
 export interface AuthEndpointContext {
   store: Store;
   tokens: ServiceAccountTokens;
@@ -22,8 +30,9 @@ const parse = (body: string | undefined): any => {
 };
 
 /** `POST /api/v1/namespaces/NS/serviceaccounts/NAME/token` (kubectl create token, kubelet's projected tokens). */
-function tokenRequest(ctx: AuthEndpointContext, namespace: string, name: string, body: any): Result {
+function tokenRequest(ctx: AuthEndpointContext, namespace: string, name: string, read: () => any): Result {
   ctx.allow({ resourceRequest: true, verb: 'create', apiGroup: '', resource: 'serviceaccounts', subresource: 'token', name, namespace });
+  const body = read();
   const spec = body?.spec ?? {};
   const ref = spec.boundObjectRef;
   if (ref && ref.kind !== 'Pod' && ref.kind !== 'Secret') {
@@ -56,8 +65,9 @@ function tokenRequest(ctx: AuthEndpointContext, namespace: string, name: string,
 }
 
 /** `kubectl auth can-i`: the caller's own access, decided by RBAC as for a real request. */
-function selfSubjectAccessReview(ctx: AuthEndpointContext, body: any): Result {
+function selfSubjectAccessReview(ctx: AuthEndpointContext, read: () => any): Result {
   ctx.allow({ resourceRequest: true, verb: 'create', apiGroup: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews' });
+  const body = read();
   const spec = body?.spec ?? {};
   const r = spec.resourceAttributes;
   const n = spec.nonResourceAttributes;
@@ -70,8 +80,9 @@ function selfSubjectAccessReview(ctx: AuthEndpointContext, body: any): Result {
 }
 
 /** `kubectl auth can-i --list`: the rules that apply in a namespace. */
-function selfSubjectRulesReview(ctx: AuthEndpointContext, body: any): Result {
+function selfSubjectRulesReview(ctx: AuthEndpointContext, read: () => any): Result {
   ctx.allow({ resourceRequest: true, verb: 'create', apiGroup: 'authorization.k8s.io', resource: 'selfsubjectrulesreviews' });
+  const body = read();
   const namespace = body?.spec?.namespace;
   if (!namespace) throw new StatusError(422, 'Invalid', 'SelfSubjectRulesReview.authorization.k8s.io "" is invalid: spec.namespace: Required value');
   const rules = ctx.user.groups.includes('system:masters')
@@ -90,7 +101,7 @@ function selfSubjectReview(ctx: AuthEndpointContext): Result {
 }
 
 /** Answers the authentication and authorization endpoints, or undefined for any other path. */
-export function authEndpoint(ctx: AuthEndpointContext, segs: string[], method: string, body: string | undefined): Result | undefined {
+export function authEndpoint(ctx: AuthEndpointContext, segs: string[], method: string, body: () => string | undefined): Result | undefined {
   const path = segs.join('/');
   const token = /^api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)\/token$/.exec(path);
   const known =
@@ -99,8 +110,8 @@ export function authEndpoint(ctx: AuthEndpointContext, segs: string[], method: s
     path === 'apis/authorization.k8s.io/v1/selfsubjectrulesreviews' || path === 'apis/authentication.k8s.io/v1/selfsubjectreviews';
   if (!known) return undefined;
   if (method !== 'POST') throw methodNotAllowed(`the server does not allow this method on the requested resource: ${method}`);
-  if (token) return tokenRequest(ctx, token[1]!, token[2]!, parse(body));
-  if (path.endsWith('selfsubjectaccessreviews')) return selfSubjectAccessReview(ctx, parse(body));
-  if (path.endsWith('selfsubjectrulesreviews')) return selfSubjectRulesReview(ctx, parse(body));
+  if (token) return tokenRequest(ctx, token[1]!, token[2]!, () => parse(body()));
+  if (path.endsWith('selfsubjectaccessreviews')) return selfSubjectAccessReview(ctx, () => parse(body()));
+  if (path.endsWith('selfsubjectrulesreviews')) return selfSubjectRulesReview(ctx, () => parse(body()));
   return selfSubjectReview(ctx);
 }

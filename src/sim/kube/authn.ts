@@ -14,18 +14,12 @@ export interface Authentication {
 }
 
 /**
- * Who sent a request: a bearer token (the admin's, or a service-account JWT), else a client
- * certificate signed by the cluster CA (CN is the user, O the groups), else anonymous.
+ * Who sent a request: a client certificate signed by the cluster CA (CN is the user, O the
+ * groups), else a bearer token (the admin's, or a service-account JWT), else anonymous.
  * Undefined means the credentials were presented but are not valid: 401.
  */
 export function authenticate(req: IncomingMessage, auth: Authentication): Identity | undefined {
-  const header = String(req.headers.authorization ?? '');
-  if (header) {
-    const m = /^Bearer\s+(\S+)$/i.exec(header);
-    if (!m) return undefined;
-    if (m[1] === auth.adminToken) return ADMIN;
-    return auth.tokens.verify(m[1]!);
-  }
+  // A client certificate signed by the cluster CA wins, as kube-apiserver tries x509 first.
   const socket = req.socket as TLSSocket;
   if (socket.encrypted && socket.authorized) {
     const subject = socket.getPeerCertificate().subject;
@@ -33,7 +27,12 @@ export function authenticate(req: IncomingMessage, auth: Authentication): Identi
     const [name] = list(subject?.CN);
     if (name) return { name, groups: [...list(subject.O), 'system:authenticated'] };
   }
-  return ANONYMOUS;
+  const header = String(req.headers.authorization ?? '');
+  if (!header) return ANONYMOUS;
+  const m = /^Bearer\s+(\S+)$/i.exec(header);
+  if (!m) return undefined;
+  if (m[1] === auth.adminToken) return ADMIN;
+  return auth.tokens.verify(m[1]!);
 }
 
 /**

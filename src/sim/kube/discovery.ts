@@ -1,16 +1,19 @@
 import { createHash } from 'node:crypto';
+import { AUTH_RESOURCES } from './auth-endpoints.js';
 import type { Store } from './store.js';
 import { groupVersion, type ResourceType } from './types.js';
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-function groups(store: Store): Map<string, Set<string>> {
+function groups(store: Store, withAuth = false): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
-  for (const t of store.types.values()) {
-    const g = out.get(t.group) ?? new Set<string>();
-    t.versions.forEach((v) => g.add(v));
-    out.set(t.group, g);
-  }
+  const add = (group: string, versions: string[]) => {
+    const g = out.get(group) ?? new Set<string>();
+    versions.forEach((v) => g.add(v));
+    out.set(group, g);
+  };
+  for (const t of store.types.values()) add(t.group, t.versions);
+  if (withAuth) for (const r of AUTH_RESOURCES) add(r.group, [r.version]);
   return out;
 }
 
@@ -38,12 +41,12 @@ function apiGroup(name: string, versions: string[]) {
 }
 
 export function apiGroupList(store: Store) {
-  const list = [...groups(store)].filter(([g]) => g !== '').map(([g, v]) => apiGroup(g, [...v]));
+  const list = [...groups(store, true)].filter(([g]) => g !== '').map(([g, v]) => apiGroup(g, [...v]));
   return { kind: 'APIGroupList', apiVersion: 'v1', groups: list };
 }
 
 export function apiGroupDoc(store: Store, group: string) {
-  const v = groups(store).get(group);
+  const v = groups(store, true).get(group);
   return v ? { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(group, [...v]) } : undefined;
 }
 
@@ -53,12 +56,21 @@ export function typesIn(store: Store, group: string, version: string): ResourceT
 
 export function apiResourceList(store: Store, group: string, version: string) {
   const types = typesIn(store, group, version);
-  if (!types.length) return undefined;
-  const resources = types.flatMap((t) => [
+  const auth = AUTH_RESOURCES.filter((r) => r.group === group && r.version === version).map((r) => ({
+    name: r.name,
+    singularName: r.subresourceOf ? '' : r.kind.toLowerCase(),
+    namespaced: r.namespaced,
+    ...(r.subresourceOf ? { group: r.subresourceOf.group, version: 'v1' } : {}),
+    kind: r.kind,
+    verbs: ['create'],
+  }));
+  if (!types.length && !auth.length) return undefined;
+  const resources: Array<Record<string, unknown>> = types.flatMap((t) => [
     { name: t.resource, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs: VERBS, shortNames: t.shortNames.length ? t.shortNames : undefined, categories: t.categories.length ? t.categories : undefined },
     ...(t.statusSubresource ? [{ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }] : []),
     ...(t.scale ? [{ name: `${t.resource}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] }] : []),
   ]);
+  resources.push(...auth);
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion(group, version), resources };
 }
 

@@ -1,3 +1,5 @@
+import { POD_PROTO, POD_KEEP_ZERO } from './proto-schema-pods.js';
+
 /**
  * Protobuf message definitions for the built-in kinds that kubectl's and Helm's typed clients send as
  * `application/vnd.kubernetes.protobuf`. Written from the field numbers of the Kubernetes API's
@@ -144,7 +146,7 @@ message UserInfo { optional string username = 1; optional string uid = 2; repeat
 message SelfSubjectReviewStatus { optional UserInfo userInfo = 1; }
 message SelfSubjectReview { optional ObjectMeta metadata = 1; optional SelfSubjectReviewStatus status = 2; }
 message TokenRequest { optional ObjectMeta metadata = 1; optional TokenRequestSpec spec = 2; optional TokenRequestStatus status = 3; }
-`;
+${POD_PROTO}`;
 
 /** Which message a `runtime.Unknown` carries, by its apiVersion and kind. */
 export const PROTO_KINDS: Record<string, string> = {
@@ -156,6 +158,10 @@ export const PROTO_KINDS: Record<string, string> = {
   'v1/ServiceAccount': 'ServiceAccount',
   'v1/Service': 'Service',
   'v1/Event': 'Event',
+  'v1/Pod': 'Pod',
+  'apps/v1/Deployment': 'Deployment',
+  'apps/v1/DaemonSet': 'DaemonSet',
+  'policy/v1/PodDisruptionBudget': 'PodDisruptionBudget',
   'coordination.k8s.io/v1/Lease': 'Lease',
   'rbac.authorization.k8s.io/v1/Role': 'Role',
   'rbac.authorization.k8s.io/v1/ClusterRole': 'ClusterRole',
@@ -183,4 +189,5 @@ export const KEEP_ZERO = new Set([
   'OwnerReference.controller',
   'OwnerReference.blockOwnerDeletion',
   'TokenRequestSpec.expirationSeconds',
+  ...POD_KEEP_ZERO,
 ]);

@@ -1,6 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- decoded messages are free-form JSON */
 import protobuf from 'protobufjs';
 import { badRequest, StatusError } from './errors.js';
+import { INLINE } from './proto-schema-pods.js';
 import { KEEP_ZERO, K8S_PROTO, PROTO_KINDS } from './proto-schema.js';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
@@ -57,7 +58,8 @@ function toJson(type: protobuf.Type, msg: Record<string, any>): Record<string, a
       converted = convert(value);
       if (converted === undefined || (!keepZero && isZero(converted))) continue;
     }
-    out[name] = converted;
+    if (INLINE.has(`${type.name}.${name}`) || INLINE.has(`*.${name}`)) Object.assign(out, converted);
+    else out[name] = converted;
   }
   return out;
 }
@@ -98,7 +100,7 @@ export function decodeProtobufObject(body: Buffer): Record<string, any> {
     throw new StatusError(
       415,
       'UnsupportedMediaType',
-      `the emulator decodes protobuf bodies for ${Object.keys(PROTO_KINDS).join(', ')}, not ${apiVersion}/${kind}; send it as JSON (Content-Type: application/json) instead`,
+      `the emulator does not decode protobuf bodies of ${apiVersion} ${kind || '(no kind)'}; send it as JSON (Content-Type: application/json) instead`,
     );
   }
   const type = lookup(message);

@@ -35,6 +35,8 @@ export interface ServerState {
   auth?: Authentication;
 }
 
+/** A list or watch of one object by `fieldSelector=metadata.name=NAME` is authorized as a request for that name. */
+const nameFromFieldSelector = (q: URLSearchParams): string | undefined => /^metadata\.name==?([^,]+)$/.exec(q.get('fieldSelector') ?? '')?.[1];
 const unauthorized = () => new StatusError(401, 'Unauthorized', 'Unauthorized');
 /** Paths under /api/VERSION/ and /apis/GROUP/VERSION/ name resources; every other path is a non-resource URL for RBAC. */
 const isResourcePath = (segs: string[]) => (segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4);
@@ -96,14 +98,16 @@ export function kubeHandler(s: ServerState) {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const raw = chunks.length ? Buffer.concat(chunks) : undefined;
-    let contentType = String(req.headers['content-type'] ?? 'application/json');
-    let body = raw?.toString('utf8');
+    const sentType = String(req.headers['content-type'] ?? 'application/json');
+    // Typed clients (kubectl create, Helm's release Secrets) send protobuf; the handlers see its JSON.
+    // Decoded only once the request is authenticated and authorized, as the API server does.
+    let decoded: { body?: string; contentType: string } | undefined;
+    const requestBody = () =>
+      (decoded ??=
+        raw && sentType.startsWith(PROTOBUF_MEDIA_TYPE)
+          ? { body: JSON.stringify(decodeProtobufObject(raw)), contentType: 'application/json' }
+          : { body: raw?.toString('utf8'), contentType: sentType });
     try {
-      // Typed clients (kubectl create, Helm's release Secrets) send protobuf; the handlers see its JSON.
-      if (raw && contentType.startsWith(PROTOBUF_MEDIA_TYPE)) {
-        body = JSON.stringify(decodeProtobufObject(raw));
-        contentType = 'application/json';
-      }
       if (s.faults.latencyMs) await sleep(s.faults.latencyMs);
       const caller = s.auth ? authenticate(req, s.auth) : ADMIN;
       if (!caller) throw unauthorized();
@@ -116,7 +120,7 @@ export function kubeHandler(s: ServerState) {
       const allow = (a: Attributes) => allowAs(user, a);
       const segs = path.split('/').filter(Boolean);
       if (!isResourcePath(segs)) allow({ resourceRequest: false, verb: method === 'HEAD' ? 'get' : method.toLowerCase(), path });
-      const special = authEndpoint({ store, tokens: s.tokens, user, allow }, segs, method, body);
+      const special = authEndpoint({ store, tokens: s.tokens, user, allow }, segs, method, () => requestBody().body);
       if (special) return json(res, special.status, special.body);
       if (path === '/version') return json(res, 200, versionInfo());
       if (['/healthz', '/readyz', '/livez'].includes(path)) return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
@@ -158,7 +162,7 @@ export function kubeHandler(s: ServerState) {
       if (!r) throw notFoundPath();
       const isWatch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
       const verb = method === 'GET' ? (isWatch ? 'watch' : r.name ? 'get' : 'list') : method === 'DELETE' && !r.name ? 'deletecollection' : method.toLowerCase();
-      allow({ resourceRequest: true, verb: verb === 'post' ? 'create' : verb === 'put' ? 'update' : verb, apiGroup: r.t.group, resource: r.t.resource, subresource: r.subresource, name: r.name, namespace: r.namespace ?? (r.t.resource === 'namespaces' && group === '' ? r.name : undefined) });
+      allow({ resourceRequest: true, verb: verb === 'post' ? 'create' : verb === 'put' ? 'update' : verb, apiGroup: r.t.group, resource: r.t.resource, subresource: r.subresource, name: r.name ?? nameFromFieldSelector(url.searchParams), namespace: r.namespace ?? (r.t.resource === 'namespaces' && group === '' ? r.name : undefined) });
       const statKey = `${verb} ${r.t.group ? `${r.t.resource}.${r.t.group}` : r.t.resource}${r.subresource ? `/${r.subresource}` : ''}`;
       s.requests[statKey] = (s.requests[statKey] ?? 0) + 1;
       const fault = s.faults.errors;
@@ -169,7 +173,7 @@ export function kubeHandler(s: ServerState) {
         }
         throw new StatusError(500, 'InternalError', 'Internal error occurred: injected fault');
       }
-      const request: Request = { ...r, query: url.searchParams, body, contentType };
+      const request: Request = { ...r, query: url.searchParams, ...requestBody() };
       const asTable = accept.includes('as=Table');
       let result: Result;
       if (r.subresource === 'scale' && ['get', 'put', 'patch'].includes(verb)) {

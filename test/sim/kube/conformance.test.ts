@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import YAML from 'yaml';
 import type { KubeEmulator } from '../../../src/sim/kube/index.js';
+import { k8sProtobuf, pb } from '../../helpers/protobuf-wire.js';
 import { CHART, REQUIRED, CREDENTIAL_FORMS, run, setArgs, tool } from '../../helpers/helm.js';
 import { WIDGET_CRD, kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
 
@@ -29,6 +30,11 @@ beforeAll(async () => {
   helm = (args) => run(tool('helm'), ['--kubeconfig', kubeconfig, ...args]);
 });
 afterAll(() => emu.close());
+
+const post = async (path: string, body: Buffer) => {
+  const res = await fetch(`${emu.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/vnd.kubernetes.protobuf' }, body });
+  return { status: res.status, body: (await res.json()) as any };
+};
 
 const getYaml = async (args: string[]) => YAML.parse((await k(['get', ...args, '-o', 'yaml'])).stdout);
 
@@ -71,9 +77,83 @@ describe('kubectl create sends protobuf bodies the emulator decodes', () => {
     expect((await getYaml(['rolebinding', 'robot-reads', '-n', 'proto'])).subjects).toEqual([{ kind: 'ServiceAccount', name: 'robot', namespace: 'proto' }]);
   });
 
+  it('creates a Deployment with its pod template, keeping replicas 0 and the command', async () => {
+    const r = await k(['create', 'deployment', 'idle', '-n', 'proto', '--image=busybox:1.36', '--replicas=0', '--port=8080', '--', 'sleep', '3600']);
+    expect(r.stdout).toBe('deployment.apps/idle created\n');
+    const d = await getYaml(['deployment', 'idle', '-n', 'proto']);
+    expect(d.spec).toMatchObject({
+      replicas: 0,
+      selector: { matchLabels: { app: 'idle' } },
+      template: { metadata: { labels: { app: 'idle' } }, spec: { containers: [{ name: 'busybox', image: 'busybox:1.36', command: ['sleep', '3600'], ports: [{ containerPort: 8080 }] }] } },
+    });
+  });
+
+  it('creates a PodDisruptionBudget with an int-or-string bound', async () => {
+    expect((await k(['create', 'poddisruptionbudget', 'keep', '-n', 'proto', '--selector=app=idle', '--min-available=50%'])).code).toBe(0);
+    expect((await getYaml(['pdb', 'keep', '-n', 'proto'])).spec).toEqual({ minAvailable: '50%', selector: { matchLabels: { app: 'idle' } } });
+  });
+
+  it('refuses a kind it does not decode, naming it; an unserved kind is not found first', async () => {
+    const node = await post('/api/v1/nodes', k8sProtobuf('v1', 'Node', [pb.message(1, pb.string(1, 'n1'))]));
+    expect(node).toMatchObject({ status: 415, body: { message: 'the emulator does not decode protobuf bodies of v1 Node; send it as JSON (Content-Type: application/json) instead' } });
+    const job = await k(['create', 'job', 'once', '-n', 'proto', '--image=busybox']);
+    expect(job.stderr).toContain('the server could not find the requested resource');
+  });
+
   it('deletes what it created', async () => {
     await k(['create', 'configmap', 'doomed', '-n', 'proto']);
     expect((await k(['delete', 'configmap', 'doomed', '-n', 'proto'])).stdout).toBe('configmap "doomed" deleted\n');
+  });
+
+  it("decodes a Lease as client-go's leader election sends it (MicroTime, pointer zeros)", async () => {
+    const time = (no: number, seconds: number, nanos: number) => pb.message(no, pb.int(1, seconds), pb.int(2, nanos));
+    const body = k8sProtobuf('coordination.k8s.io/v1', 'Lease', [
+      pb.message(1, pb.string(1, 'operator-lock'), pb.string(2, ''), pb.string(3, 'proto')),
+      pb.message(2, pb.string(1, 'pod-a'), pb.int(2, 15), time(3, 1796054400, 123456789), time(4, 1796054401, 5000), pb.int(5, 0)),
+    ]);
+    const res = await post('/apis/coordination.k8s.io/v1/namespaces/proto/leases', body);
+    expect(res.status).toBe(201);
+    expect((await getYaml(['lease', 'operator-lock', '-n', 'proto'])).spec).toEqual({
+      holderIdentity: 'pod-a',
+      leaseDurationSeconds: 15,
+      acquireTime: '2026-11-30T16:00:00.123456Z',
+      renewTime: '2026-11-30T16:00:01.000005Z',
+      leaseTransitions: 0,
+    });
+  });
+
+  it("decodes an Event as client-go's event recorder sends it", async () => {
+    const body = k8sProtobuf('v1', 'Event', [
+      pb.message(1, pb.string(1, 'pool-a.1'), pb.string(3, 'proto')),
+      pb.message(2, pb.string(1, 'ENIPool'), pb.string(3, 'pool-a'), pb.string(4, 'uid-1'), pb.string(5, 'eniipam.io/v1alpha1')),
+      pb.string(3, 'Throttled'),
+      pb.string(4, 'the OpenAPI throttled CreateNetworkInterface'),
+      pb.message(5, pb.string(1, 'eni-ipam-operator')),
+      pb.message(6, pb.int(1, 1796054400), pb.int(2, 0)),
+      pb.message(7, pb.int(1, 1796054460), pb.int(2, 0)),
+      pb.int(8, 2),
+      pb.string(9, 'Warning'),
+      pb.string(14, 'eni-ipam-operator'),
+    ]);
+    expect((await post('/api/v1/namespaces/proto/events', body)).status).toBe(201);
+    expect(await getYaml(['event', 'pool-a.1', '-n', 'proto'])).toMatchObject({
+      involvedObject: { kind: 'ENIPool', name: 'pool-a', uid: 'uid-1', apiVersion: 'eniipam.io/v1alpha1' },
+      reason: 'Throttled',
+      message: 'the OpenAPI throttled CreateNetworkInterface',
+      source: { component: 'eni-ipam-operator' },
+      firstTimestamp: '2026-11-30T16:00:00Z',
+      lastTimestamp: '2026-11-30T16:01:00Z',
+      count: 2,
+      type: 'Warning',
+      reportingComponent: 'eni-ipam-operator',
+    });
+  });
+
+  it('refuses a field it does not decode instead of dropping it', async () => {
+    const body = k8sProtobuf('coordination.k8s.io/v1', 'Lease', [pb.message(1, pb.string(1, 'odd'), pb.string(3, 'proto')), pb.message(2, pb.string(1, 'x'), pb.string(99, 'future'))]);
+    const res = await post('/apis/coordination.k8s.io/v1/namespaces/proto/leases', body);
+    expect(res.status).toBe(415);
+    expect(res.body.message).toBe('the protobuf coordination.k8s.io/v1 Lease has fields the emulator does not decode; send it as JSON (Content-Type: application/json) instead');
   });
 
   it('refuses a protobuf body it cannot decode with a clear error', async () => {

@@ -217,6 +217,9 @@ describe('RBAC', () => {
     expect((await as(['auth', 'can-i', 'get', '/healthz'])).stdout.trim()).toBe('yes');
     expect((await as(['auth', 'can-i', 'get', '/metrics'])).stdout.trim()).toBe('no');
     expect((await as(['auth', 'can-i', '--list', '-n', 'team'])).stdout).toMatch(/secrets\s+\[\]\s+\[creds\]\s+\[get\]/);
+    expect((await as(['auth', 'can-i', 'create', 'selfsubjectaccessreviews'])).stdout.trim()).toBe('yes');
+    const resources = (await k(['api-resources', '--api-group=authorization.k8s.io', '-o', 'name'])).stdout;
+    expect(resources).toBe('selfsubjectaccessreviews.authorization.k8s.io\nselfsubjectrulesreviews.authorization.k8s.io\n');
   });
 
   it('denies with the API server\'s 403 messages', async () => {
@@ -227,6 +230,11 @@ describe('RBAC', () => {
     const secret = await as(['get', 'secret', 'other', '-n', 'team']);
     expect(secret.stderr).toContain('secrets "other" is forbidden: User "system:serviceaccount:team:operator" cannot get resource "secrets" in API group "" in the namespace "team"');
     expect((await as(['get', 'secret', 'creds', '-n', 'team', '-o', 'name'])).stdout).toBe('secret/creds\n');
+    // A list narrowed to one name by fieldSelector is authorized against resourceNames, as kubectl get NAME -w needs.
+    await k(['create', 'role', 'list-one-secret', '-n', 'team', '--verb=list,watch', '--resource=secrets', '--resource-name=creds']);
+    await k(['create', 'rolebinding', 'operator-lists-secret', '-n', 'team', '--role=list-one-secret', '--serviceaccount=team:operator']);
+    expect((await as(['get', 'secrets', '-n', 'team', '--field-selector=metadata.name=creds', '-o', 'name'])).stdout).toBe('secret/creds\n');
+    expect((await as(['get', 'secrets', '-n', 'team', '-o', 'name'])).stderr).toContain('secrets is forbidden: User "system:serviceaccount:team:operator" cannot list resource "secrets"');
     const nodes = await as(['get', 'nodes']);
     expect(nodes.stderr).toContain('nodes is forbidden: User "system:serviceaccount:team:operator" cannot list resource "nodes" in API group "" at the cluster scope');
     const raw = await as(['get', '--raw', '/metrics']);
