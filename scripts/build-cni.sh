@@ -12,5 +12,5 @@ fi
 mkdir -p dist/bin
 "$CC" -std=c11 -D_GNU_SOURCE -Os -static -s -Wall -Wextra -Wshadow -Wformat=2 \
   -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
-  -o "$out.tmp" src/cni/eni-ipam-cni.c
+  -o "$out.tmp" src/cni/*.c
 mv "$out.tmp" "$out"

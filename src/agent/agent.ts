@@ -35,7 +35,9 @@ export class Agent {
   private readonly custom: CustomObjectsApi;
   private dirty = false;
   private writing?: Promise<void>;
-  private saving?: Promise<void>;
+  private queued?: { done: Promise<void>; resolve: () => void; reject: (e: Error) => void };
+  private flushing?: Promise<void>;
+  private covering?: Promise<void>;
   private timer?: NodeJS.Timeout;
   private coolingTimer?: NodeJS.Timeout;
   private lastWritten = '';
@@ -134,29 +136,40 @@ export class Agent {
   }
 
   /**
-   * Group commit: the changes made in one turn of the event loop (a burst of pod starts) go to
-   * disk together, in one journal write and one fdatasync, instead of one each.
+   * Group commit: one save is in flight at a time (its write and fdatasync off the event
+   * loop); the changes made meanwhile wait and go together in the next one, so a burst of pod
+   * starts costs a few fdatasyncs, not one each, and the loop keeps serving during them.
    */
   private persist(): void {
-    if (this.saving) return;
-    this.saving = new Promise<void>((resolve, reject) =>
-      setImmediate(() => {
-        this.saving = undefined;
-        try {
-          this.file.save(this.state);
-          resolve();
-        } catch (e) {
-          this.o.logger.error({ node: this.o.node, err: (e as Error).message }, 'could not save the agent state');
-          reject(e);
-        }
-      }),
-    );
-    this.saving.catch(() => undefined); // callers that wait see the error; nobody else must crash on it
+    if (!this.queued) {
+      let settle!: { resolve: () => void; reject: (e: Error) => void };
+      const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+      done.catch(() => undefined); // callers that wait see the error; nobody else must crash on it
+      this.queued = { done, ...settle };
+    }
+    this.covering = this.queued.done;
+    if (!this.flushing) this.flushing = this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queued) {
+      const batch = this.queued;
+      this.queued = undefined;
+      try {
+        // The state now holds every change of the batch (and none is half made: changes are synchronous).
+        await this.file.saveAsync(this.state);
+        batch.resolve();
+      } catch (e) {
+        this.o.logger.error({ node: this.o.node, err: (e as Error).message }, 'could not save the agent state');
+        batch.reject(e as Error);
+      }
+    }
+    this.flushing = undefined;
   }
 
   /** Resolves once every change made so far is on disk: answer a change only after it. */
   async persisted(): Promise<void> {
-    await this.saving;
+    await this.covering;
   }
 
   list() {
@@ -225,7 +238,7 @@ export class Agent {
     await this.writing;
     if (this.dirty) await this.writeStatus();
     await this.pool.stop();
-    await this.persisted().catch(() => undefined);
+    await this.flushing;
     this.file.close();
   }
 }

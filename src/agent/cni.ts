@@ -3,6 +3,8 @@ import type { Allocation, Lease } from './allocator.js';
 /** CNI error codes (spec 1.0.0, and 50 from 1.1.0 for STATUS). */
 export const CNI_ERRORS = { incompatibleVersion: 1, unsupportedField: 2, unknownContainer: 3, invalidEnv: 4, io: 5, decode: 6, invalidConfig: 7, tryAgainLater: 11, pluginNotAvailable: 50 } as const;
 export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
+/** The spec version that introduced a command (the others are in every version we speak). */
+const SINCE: Record<string, string> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };
 /** Where the plugin finds the agent when the configuration names no `ipam.socket`. */
 export const DEFAULT_SOCKET = '/run/eni-ipam/agent.sock';
 /** GC leaves allocations younger than this alone: an ADD may finish after the runtime listed its attachments. */
@@ -121,6 +123,10 @@ function run(agent: CniAgent, req: CniRequest, now: number): unknown {
   if (command === 'VERSION') return { cniVersion: '1.0.0', supportedVersions: SUPPORTED_VERSIONS };
   const conf = parseConf(req.stdin);
   const network = typeof conf.name === 'string' ? conf.name : undefined;
+  const since = SINCE[command];
+  if (since && SUPPORTED_VERSIONS.indexOf(conf.cniVersion) < SUPPORTED_VERSIONS.indexOf(since)) {
+    throw new CniError(CNI_ERRORS.incompatibleVersion, `cniVersion ${conf.cniVersion} has no ${command}; it came with ${since}`);
+  }
   if (command === 'STATUS') {
     if (!agent.ready) throw new CniError(CNI_ERRORS.pluginNotAvailable, 'the eni-ipam agent has not seen this node’s ENIPool yet; is the operator running?');
     return undefined;

@@ -1,4 +1,5 @@
-import { closeSync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, write, writeSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
 import { emptyState, type AgentState } from './allocator.js';
 
@@ -61,6 +62,33 @@ export class StateFile {
   }
 
   save(state: AgentState): void {
+    const fd = this.open();
+    const line = `${JSON.stringify(state)}\n`;
+    writeSync(fd, line);
+    fdatasyncSync(fd);
+    this.size += Buffer.byteLength(line);
+    if (this.size > COMPACT_BYTES) this.compact(state);
+  }
+
+  /**
+   * As save, with the write and its fdatasync on libuv's thread pool: the event loop keeps
+   * serving meanwhile. One at a time: the caller waits for one before starting the next.
+   */
+  async saveAsync(state: AgentState): Promise<void> {
+    const fd = this.open();
+    const line = Buffer.from(`${JSON.stringify(state)}\n`);
+    const { bytesWritten } = await promisify(write)(fd, line, 0, line.length, null);
+    if (bytesWritten !== line.length) {
+      // A torn line is cut away on the next load; later lines must not be glued to it.
+      ftruncateSync(fd, this.size);
+      throw new StateFileError(`the agent state journal ${this.journalPath} took ${bytesWritten} of ${line.length} bytes (is the disk full?)`);
+    }
+    await promisify(fdatasync)(fd);
+    this.size += line.length;
+    if (this.size > COMPACT_BYTES) this.compact(state);
+  }
+
+  private open(): number {
     if (this.fd === undefined) {
       mkdirSync(dirname(this.path), { recursive: true });
       const complete = (this.read(this.journalPath)?.lastIndexOf(0x0a) ?? -1) + 1;
@@ -70,11 +98,7 @@ export class StateFile {
       this.size = complete;
       syncFolder(dirname(this.path)); // the journal's own entry, once
     }
-    const line = `${JSON.stringify(state)}\n`;
-    writeSync(this.fd, line);
-    fdatasyncSync(this.fd);
-    this.size += Buffer.byteLength(line);
-    if (this.size > COMPACT_BYTES) this.compact(state);
+    return this.fd;
   }
 
   private compact(state: AgentState): void {

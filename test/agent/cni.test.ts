@@ -103,6 +103,13 @@ describe('the CNI protocol on POST /v1/cni', () => {
     expect((await cni('DEL', 'no-socket')).code).toBe(0);
   });
 
+  it('refuses a command the configuration’s version does not have (1)', async () => {
+    const noIds = { CNI_CONTAINERID: '', CNI_IFNAME: '', CNI_NETNS: '' };
+    expect(await cni('STATUS', 'x', {}, noIds)).toMatchObject({ code: 1, out: { cniVersion: '1.0.0', code: 1, msg: 'cniVersion 1.0.0 has no STATUS; it came with 1.1.0' } });
+    expect(await cni('GC', 'x', { cniVersion: '1.0.0', 'cni.dev/valid-attachments': [] }, noIds)).toMatchObject({ code: 1, out: { code: 1, msg: 'cniVersion 1.0.0 has no GC; it came with 1.1.0' } });
+    expect(await cni('CHECK', 'x', { cniVersion: '0.3.1' })).toMatchObject({ code: 1, out: { cniVersion: '0.3.1', code: 1, msg: 'cniVersion 0.3.1 has no CHECK; it came with 0.4.0' } });
+  });
+
   it('answers VERSION and STATUS', async () => {
     expect((await cni('VERSION', 'x', '{}')).out).toEqual({ cniVersion: '1.0.0', supportedVersions: SUPPORTED_VERSIONS });
     expect(await cni('STATUS', 'x', { cniVersion: '1.1.0' }, { CNI_CONTAINERID: '', CNI_IFNAME: '', CNI_NETNS: '' })).toEqual({ code: 0, stdout: '', out: undefined });
@@ -115,7 +122,7 @@ describe('the CNI protocol on POST /v1/cni', () => {
     const valid = [{ containerID: 'gc-keep', ifname: 'eth0' }];
     const gcEnv = { CNI_CONTAINERID: '', CNI_IFNAME: '', CNI_NETNS: '' };
     // Within the grace period nothing goes: an ADD may finish after the runtime listed its attachments.
-    expect(await cni('GC', '', { 'cni.dev/valid-attachments': valid }, gcEnv)).toEqual({ code: 0, stdout: '', out: undefined });
+    expect(await cni('GC', '', { cniVersion: '1.1.0', 'cni.dev/valid-attachments': valid }, gcEnv)).toEqual({ code: 0, stdout: '', out: undefined });
     expect(agent.list().map((a) => a.containerId)).toEqual(expect.arrayContaining(['gc-keep', 'gc-stale', 'gc-young', 'gc-other-net', 'gc-direct']));
     // Past it (the stale one made older), only this network's unlisted allocation goes.
     const stale = agent.list().find((a) => a.containerId === 'gc-stale')!;
@@ -126,24 +133,24 @@ describe('the CNI protocol on POST /v1/cni', () => {
     expect(answerCni(shifted, { env: { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' }, stdin }, at)).toEqual({ stdout: '', exitCode: 0 });
     expect(agent.list().map((a) => a.containerId).sort()).toEqual(['gc-direct', 'gc-keep', 'gc-other-net', 'gc-young']);
     // Without the list GC refuses, rather than release everything.
-    expect(await cni('GC', '', {}, gcEnv)).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('GC needs cni.dev/valid-attachments') } });
+    expect(await cni('GC', '', { cniVersion: '1.1.0' }, gcEnv)).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('GC needs cni.dev/valid-attachments') } });
     for (const id of ['gc-keep', 'gc-young', 'gc-other-net', 'gc-direct']) agent.release(id, 'eth0');
   });
 
-  it('answers a change only once it is on disk, and saves the changes of one turn together', async () => {
+  it('answers a change only once it is on disk, and saves the changes made meanwhile together', async () => {
     const journal = StateFile.in(dir).journalPath;
     const lines = () => readFileSync(journal, 'utf8').split('\n').filter(Boolean);
     const last = () => Object.values(JSON.parse(lines().at(-1)!).allocations as Record<string, { containerId: string }>).map((a) => a.containerId);
     // Through the endpoint: at the moment of the answer, the journal holds the allocation.
     const answered = await Promise.all(['durable-1', 'durable-2', 'durable-3'].map(async (id) => ((await cni('ADD', id)).code === 0 ? last().includes(id) : false)));
     expect(answered).toEqual([true, true, true]);
-    // A burst within one turn of the event loop (as the requests read in one poll) costs one write and one fdatasync.
+    // A burst (the requests read in one poll): the first change is written at once, the others wait for it and go together.
     const before = lines().length;
     const ids = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
     for (const id of ids) expect(agent.allocate({ containerId: id, ifName: 'eth0', pod: `default/${id}`, network: 'pods' })).not.toBe('pool-empty');
-    expect(lines().length).toBe(before);
     await agent.persisted();
-    expect(lines().length).toBe(before + 1);
+    expect(lines().length - before).toBeGreaterThanOrEqual(1);
+    expect(lines().length - before).toBeLessThanOrEqual(2);
     expect(last()).toEqual(expect.arrayContaining(ids));
     for (const id of [...ids, 'durable-1', 'durable-2', 'durable-3']) agent.release(id, 'eth0');
     await agent.persisted();

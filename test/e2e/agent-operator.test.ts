@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { silentLogger } from '../../src/observability/logger.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 
+/** The static binary (bin/eni-ipam-cni links to what `npm run build` compiles). */
 const PLUGIN = fileURLToPath(new URL('../../bin/eni-ipam-cni', import.meta.url));
 let c: TestCluster;
 let agent: Agent;
@@ -55,6 +56,7 @@ afterAll(async () => {
 
 describe('agent and plugin on a pool the operator keeps full', () => {
   it('gives 200 parallel ADDs 200 distinct IPs, all from InUse ENIs of the node', async () => {
+    expect(realpathSync(PLUGIN)).toBe(fileURLToPath(new URL('../../dist/bin/eni-ipam-cni', import.meta.url)));
     const names = Array.from({ length: 200 }, (_, i) => `pod-${i}`);
     const results: Array<{ code: number; out: any }> = [];
     for (let i = 0; i < names.length; i += 50) results.push(...(await Promise.all(names.slice(i, i + 50).map((n) => cni('ADD', n)))));
