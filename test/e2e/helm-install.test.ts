@@ -159,6 +159,25 @@ maybe('helm install into an emulated cluster (root)', () => {
     notePids(after);
   }, 180_000);
 
+  test('credentials.mode=ramRole: the operator gets the node\'s RAM role credentials at the instance metadata address', async () => {
+    const role = cluster.ecs.fixture.ramRoles![0]!.name;
+    const up = await helm(['upgrade', 'eni-ipam', CHART, '--reuse-values', '--set', 'credentials.mode=ramRole', '--set', `credentials.ramRole.name=${role}`, '--wait', '--timeout', '90s']);
+    expect(up.stderr).toBe('');
+    expect(up.code).toBe(0);
+    // The leader's first ENI resync is signed with those credentials: it fails without them.
+    const logs = await until(async () => {
+      for (const p of await pods('operator')) {
+        if (p.metadata.deletionTimestamp || !p.spec.containers[0].args.includes(`--ram-role=${role}`)) continue;
+        const text = (await kubectl(['logs', '-n', NS, p.metadata.name])).stdout;
+        if (text.includes('full ENI resync done')) return text;
+      }
+      return undefined;
+    }, 60_000);
+    expect(logs).toContain(`"credentials":"ECS RAM role ${role}"`);
+    expect(logs).not.toContain('initial ENI resync failed');
+    notePids(await pods('operator'));
+  }, 120_000);
+
   test('helm uninstall leaves no process, no pod and no lease behind; the CRDs and pools stay', async () => {
     const r = await helm(['uninstall', 'eni-ipam', '--wait', '--timeout', '90s']);
     expect(r.code).toBe(0);

@@ -95,7 +95,8 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
     if (instances.length < o.nodes) throw new Error(`the ECS world has ${instances.length} instances; --nodes ${o.nodes} needs as many`);
     const nodes: string[] = [];
     for (const [i, inst] of instances.entries()) {
-      const net = await network.addNode(i);
+      const ecsUrl = new URL(ecs.url);
+      const net = await network.addNode(i, { host: ecsUrl.hostname, port: Number(ecsUrl.port) });
       const n = nodeObject(ecs.world, inst.id, { 'kubernetes.io/hostname': inst.hostName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' });
       const dir = join(o.workDir, 'nodes', inst.hostName);
       rmSync(dir, { recursive: true, force: true });

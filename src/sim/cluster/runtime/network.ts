@@ -12,17 +12,20 @@ export function run(cmd: string, args: string[], timeoutMs = 15_000): Promise<st
 }
 
 const ip = (...args: string[]) => run('ip', args);
+
+/** Where ECS instances find their metadata service (RAM role credentials). */
+export const METADATA_ADDRESS = '100.100.100.200';
 const inNs = (ns: string, ...args: string[]) => run('ip', ['netns', 'exec', ns, ...args]);
 const shortHash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 8);
 
 /** Why this machine cannot run emulated nodes (root, namespaces, tools), or undefined when it can. */
 export function runtimeUnavailable(): string | undefined {
   if (process.getuid?.() !== 0) return 'emulated nodes need root (network and mount namespaces)';
-  for (const bin of ['ip', 'unshare', 'nsenter', 'chroot', 'setpriv', 'mount']) {
+  for (const bin of ['ip', 'unshare', 'nsenter', 'chroot', 'setpriv', 'mount', 'iptables']) {
     try {
       execFileSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' });
     } catch {
-      return `${bin} is not installed (Debian packages iproute2, util-linux, coreutils, mount)`;
+      return `${bin} is not installed (Debian packages iproute2, util-linux, coreutils, mount, iptables)`;
     }
   }
   try {
@@ -78,8 +81,12 @@ export class ClusterNetwork {
     return net;
   }
 
-  /** Adds node number `index` (0-based): its namespace, veth to the bridge, forwarding and routes. */
-  async addNode(index: number): Promise<NodeNetwork> {
+  /**
+   * Adds node number `index` (0-based): its namespace, veth to the bridge, forwarding and
+   * routes; with `metadata`, the instance metadata address (100.100.100.200:80) of the node and
+   * of its pods leads there (a DNAT in the node's namespace only).
+   */
+  async addNode(index: number, metadata?: { host: string; port: number }): Promise<NodeNetwork> {
     const netns = `ecn${this.id}-${index}`;
     const hostIP = `10.${this.octet}.0.${10 + index}`;
     const podCIDR = `10.${this.octet}.${100 + index}.0/24`;
@@ -96,6 +103,12 @@ export class ClusterNetwork {
     await inNs(netns, 'ip', 'route', 'add', 'default', 'via', this.hostAddress);
     await inNs(netns, 'sysctl', '-qw', 'net.ipv4.ip_forward=1');
     await ip('route', 'add', podCIDR, 'via', hostIP, 'dev', this.bridge);
+    if (metadata) {
+      const to = `${metadata.host}:${metadata.port}`;
+      for (const chain of ['PREROUTING', 'OUTPUT']) {
+        await inNs(netns, 'iptables', '-t', 'nat', '-A', chain, '-d', `${METADATA_ADDRESS}/32`, '-p', 'tcp', '--dport', '80', '-j', 'DNAT', '--to-destination', to);
+      }
+    }
     return { netns, hostIP, podCIDR, gateway };
   }
 
