@@ -178,6 +178,27 @@ maybe('helm install into an emulated cluster (root)', () => {
     notePids(await pods('operator'));
   }, 120_000);
 
+  test('credentials.mode=rrsa: the operator trades its projected service-account token with STS', async () => {
+    const role = cluster.ecs.fixture.oidcRoles![0]!;
+    const up = await helm([
+      'upgrade', 'eni-ipam', CHART, '--reuse-values', '--wait', '--timeout', '90s',
+      ...setArgs(['credentials.mode=rrsa', 'credentials.rrsa.roleName=eni-ipam', `credentials.rrsa.roleArn=${role.roleArn}`, `credentials.rrsa.oidcProviderArn=${role.oidcProviderArn}`, `endpoints.sts=${cluster.ecs.url}`]),
+    ]);
+    expect(up.stderr).toBe('');
+    expect(up.code).toBe(0);
+    const logs = await until(async () => {
+      for (const p of await pods('operator')) {
+        if (p.metadata.deletionTimestamp || !p.spec.containers[0].args.includes(`--sts-endpoint=${cluster.ecs.url}`)) continue;
+        const text = (await kubectl(['logs', '-n', NS, p.metadata.name])).stdout;
+        if (text.includes('full ENI resync done')) return text;
+      }
+      return undefined;
+    }, 60_000);
+    expect(logs).toContain(`"credentials":"RRSA role ${role.roleArn}"`);
+    expect(logs).not.toContain('initial ENI resync failed');
+    notePids(await pods('operator'));
+  }, 120_000);
+
   test('helm uninstall leaves no process, no pod and no lease behind; the CRDs and pools stay', async () => {
     const r = await helm(['uninstall', 'eni-ipam', '--wait', '--timeout', '90s']);
     expect(r.code).toBe(0);

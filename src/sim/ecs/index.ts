@@ -9,6 +9,7 @@ import { validateFixture, type Fixture } from './fixture.js';
 import { metadataHandler } from './metadata.js';
 import { ActionQuotas } from './quotas.js';
 import { rpcHandler, type CallStats } from './server.js';
+import type { OidcVerifier } from './sts.js';
 import { World, type WorldSnapshot } from './world.js';
 
 export { defaultWorld } from './default-world.js';
@@ -25,6 +26,8 @@ export interface EcsEmulatorOptions {
   /** Overrides the fixture's time scale. */
   timeScale?: number;
   faults?: FaultSpec;
+  /** Takes an emulated cluster's service-account tokens for AssumeRoleWithOIDC (RRSA). */
+  oidcVerifier?: OidcVerifier;
 }
 
 /** The control handle of a running emulator, for tests, benchmarks and the demo. */
@@ -57,7 +60,7 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
   const auth = new Authenticator(fixture.credentials);
   const stats: CallStats = { calls: {}, total: 0 };
   const held = new Set<ServerResponse>();
-  const rpc = rpcHandler({ world, auth, quotas: new ActionQuotas(fixture.quotas?.api ?? {}), fixture, ownerId: OWNER_ID, stats, held });
+  const rpc = rpcHandler({ oidcVerifier: opts.oidcVerifier, world, auth, quotas: new ActionQuotas(fixture.quotas?.api ?? {}), fixture, ownerId: OWNER_ID, stats, held });
   const metadata = metadataHandler(auth, fixture.ramRoles ?? []);
 
   const handle: Omit<EcsEmulator, 'url' | 'metadataUrl' | 'close'> = {

@@ -6,7 +6,7 @@ import type { ActionContext } from './eni-actions.js';
 import { ApiError, apiError, invalid, missing } from './errors.js';
 import type { Fixture } from './fixture.js';
 import { Params } from './params.js';
-import { STS_VERSION, assumeRoleWithOidc } from './sts.js';
+import { STS_VERSION, assumeRoleWithOidc, type OidcVerifier } from './sts.js';
 import type { ActionQuotas } from './quotas.js';
 import type { World } from './world.js';
 
@@ -20,6 +20,8 @@ export interface CallStats {
 }
 
 export interface RpcDeps {
+  /** Takes service-account tokens of an emulated cluster for AssumeRoleWithOIDC. */
+  oidcVerifier?: OidcVerifier;
   world: World;
   auth: Authenticator;
   quotas: ActionQuotas;
@@ -86,7 +88,7 @@ export function rpcHandler(deps: RpcDeps) {
       if (!raw.Version) throw missing('Version');
       if (raw.Version === STS_VERSION && action === 'AssumeRoleWithOIDC') {
         hostId = 'sts.aliyuncs.com';
-        const answer = assumeRoleWithOidc(auth, fixture.oidcRoles ?? [], raw);
+        const answer = assumeRoleWithOidc(auth, fixture.oidcRoles ?? [], raw, Date.now(), deps.oidcVerifier);
         count(stats, action, 'OK');
         return send(res, 200, { RequestId: requestId, ...answer });
       }

@@ -58,6 +58,8 @@ export interface KubeEmulator {
    * the bound object does not exist.
    */
   issueServiceAccountToken(input: TokenRequestInput): IssuedToken;
+  /** The user a service-account token of this cluster names (checked as the API server does), or undefined. */
+  verifyServiceAccountToken(token: string, audiences: string[]): string | undefined;
   setFaults(f: KubeFaults): void;
   /** Ends every open watch cleanly (clients resume from their last resourceVersion). */
   closeWatches(): void;
@@ -164,6 +166,7 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
     caPath,
     adminToken,
     issueServiceAccountToken: (input) => tokens.issue(input),
+    verifyServiceAccountToken: (token, audiences) => tokens.verify(token, audiences)?.name,
     setFaults: (f) => {
       state.faults = f;
     },
