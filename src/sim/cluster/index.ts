@@ -85,13 +85,13 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
   };
   try {
     // RRSA: the ECS emulator's STS takes this cluster's projected service-account tokens.
-    let verify: ((token: string, audience: string) => string | undefined) | undefined;
-    ecs = await startEcsEmulator({ fixture: o.fixture, host: network.hostAddress, oidcVerifier: (token, audience) => verify?.(token, audience) });
+    const trust: { verify?: (token: string, audience: string) => string | undefined } = {};
+    ecs = await startEcsEmulator({ fixture: o.fixture, host: network.hostAddress, oidcVerifier: (token, audience) => trust.verify?.(token, audience) });
     const kubeconfigPath = join(o.workDir, 'kubeconfig');
     // HTTPS, as in-cluster clients require, with the bridge address in the certificate.
     kube = await startKubeEmulator({ host: network.hostAddress, port: o.kubePort ?? 6443, kubeconfigPath, tls: { sans: [network.hostAddress] }, auth: o.auth });
     const api = kube;
-    verify = (token, audience) => api.verifyServiceAccountToken(token, [audience]);
+    trust.verify = (token, audience) => api.verifyServiceAccountToken(token, [audience]);
     const objects = new Objects(kube.store);
     controllers = startControllers(objects, logger.child({ component: 'controllers' }), { caCert: kube.caCert });
     const instances = [...ecs.world.instances.values()].slice(0, o.nodes);

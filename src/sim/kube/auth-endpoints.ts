@@ -3,7 +3,7 @@ import { StatusError, badRequest, methodNotAllowed } from './errors.js';
 import type { Result } from './handlers.js';
 import { authorize, rulesFor, type Attributes } from './rbac.js';
 import type { Store } from './store.js';
-import { TokenRequestError, type Identity, type ServiceAccountTokens } from './tokens.js';
+import { TOKEN_ISSUER, TokenRequestError, type Identity, type ServiceAccountTokens } from './tokens.js';
 
 /** The review and token resources in discovery, as the API server lists them (create only). */
 export const AUTH_RESOURCES: Array<{ group: string; version: string; name: string; kind: string; namespaced: boolean; subresourceOf?: { group: string; kind: string } }> = [
@@ -100,9 +100,34 @@ function selfSubjectReview(ctx: AuthEndpointContext): Result {
   return { status: 201, body: { kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, status: { userInfo: { username: name, uid, groups, extra } } } };
 }
 
+/**
+ * Service account issuer discovery (OIDC), as kube-apiserver serves it: relying parties (an STS
+ * exchanging a projected token, as RRSA does) fetch the issuer's keys to verify tokens offline.
+ */
+function issuerDiscovery(ctx: AuthEndpointContext, path: string, host: string): Result | undefined {
+  if (path === '.well-known/openid-configuration') {
+    return {
+      status: 200,
+      body: {
+        issuer: TOKEN_ISSUER,
+        jwks_uri: `https://${host}/openid/v1/jwks`,
+        response_types_supported: ['id_token'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['RS256'],
+      },
+    };
+  }
+  if (path === 'openid/v1/jwks') return { status: 200, body: ctx.tokens.jwks() };
+  return undefined;
+}
+
 /** Answers the authentication and authorization endpoints, or undefined for any other path. */
-export function authEndpoint(ctx: AuthEndpointContext, segs: string[], method: string, body: () => string | undefined): Result | undefined {
+export function authEndpoint(ctx: AuthEndpointContext, segs: string[], method: string, body: () => string | undefined, host = 'localhost'): Result | undefined {
   const path = segs.join('/');
+  if (method === 'GET') {
+    const discovery = issuerDiscovery(ctx, path, host);
+    if (discovery) return discovery;
+  }
   const token = /^api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)\/token$/.exec(path);
   const known =
     token ||

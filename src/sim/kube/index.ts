@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { kubeconfigFor } from './kubeconfig.js';
 import { makeClusterPki, type ClusterPki } from './pki.js';
 import { bootstrapPolicy } from './rbac.js';
+import { keysPathFor, loadKeys, saveKeys } from './saved-keys.js';
 import { kubeHandler, type KubeFaults, type ServerState } from './server.js';
 import { Store } from './store.js';
 import { ServiceAccountTokens, type IssuedToken, type TokenRequestInput } from './tokens.js';
@@ -20,7 +21,7 @@ export { TOKEN_ISSUER } from './tokens.js';
 export interface KubeEmulatorOptions {
   host?: string;
   port?: number;
-  /** Persist objects here and load them at start. */
+  /** Persist objects here and load them at start; the CA and signing key go beside it (STATE.keys.json). */
   statePath?: string;
   /** Write the kubeconfig here. */
   kubeconfigPath?: string;
@@ -60,6 +61,8 @@ export interface KubeEmulator {
   issueServiceAccountToken(input: TokenRequestInput): IssuedToken;
   /** The user a service-account token of this cluster names (checked as the API server does), or undefined. */
   verifyServiceAccountToken(token: string, audiences: string[]): string | undefined;
+  /** The service-account issuer's public keys (what `/openid/v1/jwks` serves), to verify its tokens elsewhere. */
+  serviceAccountJwks(): { keys: Array<Record<string, string>> };
   setFaults(f: KubeFaults): void;
   /** Ends every open watch cleanly (clients resume from their last resourceVersion). */
   closeWatches(): void;
@@ -113,7 +116,9 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   const store = new Store(opts.historyLimit ?? 10_000, opts.statePath);
   if (!store.load()) seed(store);
   if (opts.auth) seedPolicy(store);
-  const tokens = new ServiceAccountTokens(store);
+  const keysPath = opts.statePath ? keysPathFor(opts.statePath) : undefined;
+  const saved = keysPath ? loadKeys(keysPath) : {};
+  const tokens = new ServiceAccountTokens(store, Date.now, saved.serviceAccountKey);
   const adminToken = opts.auth ? randomBytes(24).toString('base64url') : 'emulator-admin-token';
   const state: ServerState = {
     store,
@@ -127,7 +132,8 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   };
   const handler = kubeHandler(state);
   const sockets = new Set<Socket>();
-  const pki: ClusterPki | undefined = opts.tls ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : []) : undefined;
+  const pki: ClusterPki | undefined = opts.tls ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : [], saved.ca) : undefined;
+  if (keysPath) saveKeys(keysPath, { ca: pki ? { cert: pki.caCert, key: pki.caKey } : saved.ca, serviceAccountKey: tokens.privateKeyPem() });
   const server: Server = pki
     ? // Client certificates are asked for, not required: the API server also takes tokens and anonymous requests.
       createHttpsServer({ cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert, requestCert: true, rejectUnauthorized: false }, (req, res) => void handler(req, res))
@@ -149,7 +155,10 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   await listen(opts.port ?? 0, host);
   const { port } = server.address() as AddressInfo;
   const url = `${pki ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const kubeconfig = kubeconfigFor(url, 'default', pki ? { caCert: pki.caCert, clientCert: pki.adminCert, clientKey: pki.adminKey } : { token: adminToken });
+  // Clients reach an any-address listener on loopback, which the serving certificate covers.
+  const clientHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  const clientUrl = `${pki ? 'https' : 'http'}://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${port}`;
+  const kubeconfig = kubeconfigFor(clientUrl, 'default', pki ? { caCert: pki.caCert, clientCert: pki.adminCert, clientKey: pki.adminKey } : { token: adminToken });
   if (opts.kubeconfigPath) writeFileSync(opts.kubeconfigPath, kubeconfig, { mode: 0o600 });
   const caPath = pki && opts.kubeconfigPath ? join(dirname(opts.kubeconfigPath), 'ca.crt') : undefined;
   if (caPath) writeFileSync(caPath, pki!.caCert);
@@ -167,6 +176,7 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
     adminToken,
     issueServiceAccountToken: (input) => tokens.issue(input),
     verifyServiceAccountToken: (token, audiences) => tokens.verify(token, audiences)?.name,
+    serviceAccountJwks: () => tokens.jwks(),
     setFaults: (f) => {
       state.faults = f;
     },

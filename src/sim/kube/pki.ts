@@ -11,6 +11,8 @@ import * as x509 from '@peculiar/x509';
 export interface ClusterPki {
   /** PEM of the CA certificate: the kubeconfig's certificate-authority-data and the pods' ca.crt. */
   caCert: string;
+  /** PEM (PKCS#8) of the CA's key, kept with --state so the CA outlives a restart. */
+  caKey: string;
   serverCert: string;
   serverKey: string;
   adminCert: string;
@@ -32,12 +34,7 @@ const serial = () => Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).
 /** In-cluster names of the API server (the `kubernetes` Service in `default`). */
 const CLUSTER_NAMES = ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
 
-export async function makeClusterPki(extraSans: string[] = []): Promise<ClusterPki> {
-  for (const s of extraSans) {
-    if (!isIP(s) && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i.test(s)) throw new Error(`TLS address "${s}" is neither an IP address nor a DNS name`);
-  }
-  const notBefore = new Date(Date.now() - 60_000);
-  const notAfter = new Date(Date.now() + 10 * YEAR_MS);
+async function newCa(notBefore: Date, notAfter: Date): Promise<{ ca: x509.X509Certificate; privateKey: webcrypto.CryptoKey }> {
   const caKeys = await keys();
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
@@ -52,6 +49,28 @@ export async function makeClusterPki(extraSans: string[] = []): Promise<ClusterP
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
+  return { ca, privateKey: caKeys.privateKey };
+}
+
+/** The CA from an earlier run, to issue new leaf certificates under. */
+export interface ExistingCa {
+  cert: string;
+  key: string;
+}
+
+async function importCa(existing: ExistingCa): Promise<{ ca: x509.X509Certificate; privateKey: webcrypto.CryptoKey }> {
+  const der = Buffer.from(existing.key.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  const privateKey = await webcrypto.subtle.importKey('pkcs8', der, ALG, true, ['sign']);
+  return { ca: new x509.X509Certificate(existing.cert), privateKey };
+}
+
+export async function makeClusterPki(extraSans: string[] = [], existing?: ExistingCa): Promise<ClusterPki> {
+  for (const s of extraSans) {
+    if (!isIP(s) && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i.test(s)) throw new Error(`TLS address "${s}" is neither an IP address nor a DNS name`);
+  }
+  const notBefore = new Date(Date.now() - 60_000);
+  const notAfter = new Date(Date.now() + 10 * YEAR_MS);
+  const { ca, privateKey: caPrivateKey } = existing ? await importCa(existing) : await newCa(notBefore, notAfter);
   const leaf = async (name: string, usage: string, sans: x509.JsonGeneralName[]) => {
     const k = await keys();
     const cert = await x509.X509CertificateGenerator.create({
@@ -61,7 +80,7 @@ export async function makeClusterPki(extraSans: string[] = []): Promise<ClusterP
       notBefore,
       notAfter,
       publicKey: k.publicKey,
-      signingKey: caKeys.privateKey,
+      signingKey: caPrivateKey,
       signingAlgorithm: ALG,
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
@@ -80,5 +99,6 @@ export async function makeClusterPki(extraSans: string[] = []): Promise<ClusterP
     addresses.map((a) => (isIP(a) ? { type: 'ip', value: a } : { type: 'dns', value: a })),
   );
   const admin = await leaf('CN=kubernetes-admin, O=system:masters', x509.ExtendedKeyUsage.clientAuth, []);
-  return { caCert: ca.toString('pem') + '\n', serverCert: server.cert, serverKey: server.key, adminCert: admin.cert, adminKey: admin.key };
+  const caKey = existing?.key ?? (await privatePem(caPrivateKey));
+  return { caCert: ca.toString('pem') + '\n', caKey, serverCert: server.cert, serverKey: server.key, adminCert: admin.cert, adminKey: admin.key };
 }

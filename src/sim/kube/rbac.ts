@@ -114,7 +114,7 @@ const clusterRoleBinding = (name: string, groups: string[]): KubeObject => ({
   subjects: groups.map((g) => ({ apiGroup: RBAC, kind: 'Group', name: g })),
 });
 
-/** The bootstrap roles every API server creates that clients rely on (discovery, can-i, whoami). */
+/** The bootstrap roles every API server creates that clients rely on (discovery, can-i, whoami, issuer discovery). */
 export function bootstrapPolicy(): KubeObject[] {
   const health = ['/healthz', '/healthz/*', '/livez', '/livez/*', '/readyz', '/readyz/*', '/version', '/version/'];
   return [
@@ -132,5 +132,7 @@ export function bootstrapPolicy(): KubeObject[] {
       { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
     ]),
     clusterRoleBinding('system:basic-user', ['system:authenticated']),
+    clusterRole('system:service-account-issuer-discovery', [{ nonResourceURLs: ['/.well-known/openid-configuration', '/.well-known/openid-configuration/', '/openid/v1/jwks', '/openid/v1/jwks/'], verbs: ['get'] }]),
+    clusterRoleBinding('system:service-account-issuer-discovery', ['system:serviceaccounts']),
   ];
 }

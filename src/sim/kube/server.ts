@@ -120,7 +120,7 @@ export function kubeHandler(s: ServerState) {
       const allow = (a: Attributes) => allowAs(user, a);
       const segs = path.split('/').filter(Boolean);
       if (!isResourcePath(segs)) allow({ resourceRequest: false, verb: method === 'HEAD' ? 'get' : method.toLowerCase(), path });
-      const special = authEndpoint({ store, tokens: s.tokens, user, allow }, segs, method, () => requestBody().body);
+      const special = authEndpoint({ store, tokens: s.tokens, user, allow }, segs, method, () => requestBody().body, String(req.headers.host ?? 'localhost'));
       if (special) return json(res, special.status, special.body);
       if (path === '/version') return json(res, 200, versionInfo());
       if (['/healthz', '/readyz', '/livez'].includes(path)) return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');

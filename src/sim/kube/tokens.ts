@@ -1,4 +1,4 @@
-import { createHash, createSign, createVerify, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, createSign, createVerify, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
 import type { Store } from './store.js';
 
 /** Who a request comes from, as the API server's authenticators name it. */
@@ -53,11 +53,27 @@ export class ServiceAccountTokens {
   constructor(
     private readonly store: Store,
     private readonly now: () => number = Date.now,
+    /** A signing key from an earlier run (PKCS#8 PEM), so its tokens stay valid. */
+    private readonly savedKey?: string,
   ) {}
+
+  /** The public signing key as a JSON Web Key Set (`/openid/v1/jwks`), for relying parties such as an STS. */
+  jwks(): { keys: Array<Record<string, string>> } {
+    const { pub, kid } = this.signingKey();
+    const jwk = pub.export({ format: 'jwk' }) as { n: string; e: string };
+    return { keys: [{ use: 'sig', kty: 'RSA', kid, alg: 'RS256', n: jwk.n, e: jwk.e }] };
+  }
+
+  /** The signing key as PKCS#8 PEM, to keep it across restarts. */
+  privateKeyPem(): string {
+    return this.signingKey().priv.export({ format: 'pem', type: 'pkcs8' }).toString();
+  }
 
   private signingKey() {
     if (!this.key) {
-      const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const { privateKey, publicKey } = this.savedKey
+        ? { privateKey: createPrivateKey(this.savedKey), publicKey: createPublicKey(this.savedKey) }
+        : generateKeyPairSync('rsa', { modulusLength: 2048 });
       // The key id as kube-apiserver derives it: the SHA-256 of the DER public key.
       const kid = b64url(createHash('sha256').update(publicKey.export({ format: 'der', type: 'spki' })).digest());
       this.key = { priv: privateKey, pub: publicKey, kid };
@@ -105,9 +121,9 @@ export class ServiceAccountTokens {
   /** The identity a token names, or undefined when it is not one of ours or no longer valid. */
   verify(token: string, audiences: string[] = [TOKEN_ISSUER]): Identity | undefined {
     const parts = token.split('.');
-    if (parts.length !== 3 || !this.key) return undefined;
+    if (parts.length !== 3 || (!this.key && !this.savedKey)) return undefined;
     const [header, body, signature] = parts as [string, string, string];
-    if (!createVerify('RSA-SHA256').update(`${header}.${body}`).verify(this.key.pub, Buffer.from(signature, 'base64url'))) return undefined;
+    if (!createVerify('RSA-SHA256').update(`${header}.${body}`).verify(this.signingKey().pub, Buffer.from(signature, 'base64url'))) return undefined;
     let claims: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- a JWT payload
     try {
       claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));

@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createPublicKey, createVerify } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:https';
@@ -104,6 +105,16 @@ describe('TLS', () => {
     expect(r.stderr).toContain('x509: certificate signed by unknown authority');
   });
 
+  it('listening on any address, gives clients a loopback URL the certificate covers', async () => {
+    const any = await startKubeEmulator({ host: '0.0.0.0', tls: true });
+    try {
+      expect(YAML.parse(any.kubeconfig).clusters[0].cluster.server).toBe(`https://127.0.0.1:${new URL(any.url).port}`);
+      expect((await kubectlFor(any)(['get', 'namespace', 'default', '-o', 'name'])).stdout).toBe('namespace/default\n');
+    } finally {
+      await any.close();
+    }
+  });
+
   it('covers 127.0.0.1, localhost, the in-cluster names and the extra addresses', async () => {
     const san = await new Promise<string>((resolve, reject) => {
       const s = connect({ host: '127.0.0.1', port: Number(port()), ca: emu.caCert, servername: 'localhost' }, () => {
@@ -151,6 +162,19 @@ describe('authentication', () => {
     expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).alg).toBe('RS256');
     // A token for another audience does not authenticate to the API server.
     expect((await kubectlWith({ token })(['auth', 'whoami'])).stderr).toContain('Unauthorized');
+  });
+
+  it('publishes the issuer keys (OIDC discovery) so a relying party can verify tokens offline', async () => {
+    const token = (await k(['create', 'token', 'robot', '-n', 'team', '--audience', 'sts.aliyuncs.com'])).stdout.trim();
+    const asRobot = kubectlWith({ token: (await k(['create', 'token', 'robot', '-n', 'team'])).stdout.trim() });
+    const config = JSON.parse((await asRobot(['get', '--raw', '/.well-known/openid-configuration'])).stdout);
+    expect(config).toMatchObject({ issuer: 'https://kubernetes.default.svc.cluster.local', jwks_uri: `https://127.0.0.1:${port()}/openid/v1/jwks`, id_token_signing_alg_values_supported: ['RS256'] });
+    const jwks = JSON.parse((await asRobot(['get', '--raw', '/openid/v1/jwks'])).stdout);
+    const [header, payload, signature] = token.split('.') as [string, string, string];
+    const jwk = jwks.keys.find((key: any) => key.kid === JSON.parse(Buffer.from(header, 'base64url').toString()).kid);
+    const ok = createVerify('RSA-SHA256').update(`${header}.${payload}`).verify(createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(signature, 'base64url'));
+    expect(ok).toBe(true);
+    expect((await anonymous('/openid/v1/jwks')).status).toBe(403);
   });
 
   it('client-node in a pod (loadFromCluster) authenticates with a token and verifies ca.crt', async () => {
@@ -273,6 +297,27 @@ describe('helm over TLS with RBAC on', () => {
     expect((await operator(['delete', 'secrets', '-n', 'kube-system'])).stdout).toBe('no\n');
     const uninstalled = await run(tool('helm'), ['--kubeconfig', kubeconfig, 'uninstall', 'eni-ipam', '-n', 'kube-system']);
     expect(uninstalled.stdout).toBe('release "eni-ipam" uninstalled\n');
+  });
+});
+
+describe('restarts with a state file', () => {
+  it('keep the CA and the signing key, so ca.crt and issued tokens stay valid', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'kube-restart-'));
+    const opts = { tls: true, auth: true, statePath: join(d, 'state.json') };
+    const first = await startKubeEmulator(opts);
+    await kubectlFor(first)(['create', 'serviceaccount', 'keeper']);
+    const { token } = issueServiceAccountToken(first, { namespace: 'default', serviceAccount: 'keeper' });
+    const ca = first.caCert;
+    await first.close();
+    expect(statSync(join(d, 'state.json.keys.json')).mode & 0o777).toBe(0o600);
+    const second = await startKubeEmulator(opts);
+    try {
+      expect(second.caCert).toBe(ca);
+      const asKeeper = kubectlFor({ ...second, kubeconfig: YAML.stringify({ ...YAML.parse(second.kubeconfig), users: [{ name: 'emulator-admin', user: { token } }] }) });
+      expect((await asKeeper(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'])).stdout).toBe('system:serviceaccount:default:keeper');
+    } finally {
+      await second.close();
+    }
   });
 });
 
