@@ -45,6 +45,8 @@ maybe('eni-ipam emulate cluster (root)', () => {
       expect(installed.stderr).toBe('');
       expect(installed.code).toBe(0);
       const kubectl = (args: string[]) => execFileSync('kubectl', ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', env: { ...process.env, HOME: dir } });
+      // helm --wait lets a DaemonSet be short of maxUnavailable (10%, at least one) agents; rollout status waits for all.
+      kubectl(['rollout', 'status', '-n', 'kube-system', 'daemonset/eni-ipam-agent', '--timeout=60s']);
       const pods = JSON.parse(kubectl(['get', 'pods', '-n', 'kube-system', '-o', 'json'])).items as any[];
       expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual(['agent', 'operator', 'operator']);
       expect(pods.every((p) => p.status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'))).toBe(true);

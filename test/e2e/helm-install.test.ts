@@ -72,6 +72,9 @@ maybe('helm install into an emulated cluster (root)', () => {
     const r = await helm(['install', 'eni-ipam', CHART, '--wait', '--timeout', '90s', ...setArgs(chartValues(cluster))]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
+    // helm --wait lets a DaemonSet be short of maxUnavailable (10%, at least one) agents; rollout status waits for all.
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'daemonset/eni-ipam-agent', '--timeout=60s'])).code).toBe(0);
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=5s'])).code).toBe(0);
     const operators = await pods('operator');
     const agents = await pods('agent');
     expect(operators).toHaveLength(2);
@@ -82,8 +85,6 @@ maybe('helm install into an emulated cluster (root)', () => {
     for (const a of agents) expect(a.status.podIP).toBe(a.status.hostIP);
     for (const o of operators) expect(o.status.podIP).not.toBe(o.status.hostIP);
     notePids([...operators, ...agents]);
-    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=5s'])).code).toBe(0);
-    expect((await kubectl(['rollout', 'status', '-n', NS, 'daemonset/eni-ipam-agent', '--timeout=5s'])).code).toBe(0);
     await until(async () => {
       const pools = (await json(['get', 'enipools'])).items as any[];
       return pools.length === cluster.nodes.length && pools.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'));

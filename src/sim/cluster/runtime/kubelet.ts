@@ -61,6 +61,8 @@ interface PodRun {
   gone: boolean;
   /** Why the pod cannot start (shown on its containers while it waits). */
   waiting?: { reason: string; message: string };
+  /** Set when every container has finished for good (restartPolicy Never or OnFailure). */
+  finalPhase?: 'Succeeded' | 'Failed';
   statusTimer?: NodeJS.Timeout;
 }
 
@@ -308,7 +310,7 @@ export class Kubelet {
     c.ready = false;
     c.started = false;
     c.restartCount += run.terminating || c.init ? 0 : 1;
-    c.state = { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : code === 137 && run.terminating ? 'Error' : 'Error', startedAt, finishedAt: now() } };
+    c.state = { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', startedAt, finishedAt: now() } };
     if (!c.init) c.lastState = { terminated: c.state.terminated };
     this.log.info({ pod: pod.metadata.name, container: c.spec.name, exitCode: code }, 'container exited');
     this.pushStatus(run);
@@ -456,7 +458,7 @@ export class Kubelet {
 
   /** Writes the pod's status soon (changes in one burst make one write). */
   private pushStatus(run: PodRun, finalPhase?: 'Succeeded' | 'Failed'): void {
-    if (finalPhase) (run as any).finalPhase = finalPhase;
+    if (finalPhase) run.finalPhase = finalPhase;
     run.statusTimer ??= setTimeout(() => {
       run.statusTimer = undefined;
       if (run.gone || this.stopped) return;
@@ -481,8 +483,7 @@ export class Kubelet {
     const inits = [...run.containers.values()].filter((c) => c.init);
     const mains = [...run.containers.values()].filter((c) => !c.init);
     const ready = run.initialized && mains.length > 0 && mains.every((c) => c.ready);
-    const finalPhase = (run as any).finalPhase as string | undefined;
-    const phase = finalPhase ?? (run.initialized && mains.some((c) => c.proc || c.state.terminated || c.lastState.terminated) ? 'Running' : 'Pending');
+    const phase = run.finalPhase ?? (run.initialized && mains.some((c) => c.proc || c.state.terminated || c.lastState.terminated) ? 'Running' : 'Pending');
     let conditions = pod.status?.conditions ?? [];
     conditions = setCondition(conditions, { type: 'PodReadyToStartContainers', status: run.netns ? 'True' : 'False' });
     conditions = setCondition(
