@@ -89,8 +89,12 @@ export class Informer<T extends Watched> {
   private async startOnce(): Promise<void> {
     try {
       await this.lw.start();
-      this.synced = true;
-      this.failures = 0;
+      // A failed list does not reject start() (ListWatch reports it as an error event): synced
+      // only once a list has given a resourceVersion, so readiness never reports a cache it has not got.
+      if (this.lw.latestResourceVersion()) {
+        this.synced = true;
+        this.failures = 0;
+      }
     } catch (e) {
       this.restartLater(e);
     }
