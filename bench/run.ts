@@ -41,9 +41,9 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
     run: (f) => scaleDown({ nodes: num(f, 'nodes', 50), podsPerNode: num(f, 'pods-per-node', 20), keep: num(f, 'keep', 2), timeScale: num(f, 'time-scale', 10) }),
   },
   'cni-plugin': {
-    help: 'the CNI plugin per invocation, Node.js before and static binary after; parallel ADDs through it [--runs 50] [--parallel 50]',
-    flags: ['runs', 'parallel'],
-    run: (f) => cniPlugin({ runs: num(f, 'runs', 50), parallel: num(f, 'parallel', 50) }),
+    help: 'the CNI plugin per call, Node.js before and static binary after; bursts of ADDs through it [--runs 50] [--parallel 50] [--rounds 5]',
+    flags: ['runs', 'parallel', 'rounds'],
+    run: (f) => cniPlugin({ runs: num(f, 'runs', 50), parallel: num(f, 'parallel', 50), rounds: num(f, 'rounds', 5) }),
   },
   footprint: {
     help: 'operator RSS, heap and full-resync cost at scale [--nodes 1000,5000] [--ips-per-node 20] [--time-scale 20]',

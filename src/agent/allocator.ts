@@ -33,8 +33,19 @@ export interface Lease {
   vSwitchCidr: string;
 }
 
+// poolAddresses by pool object: the informer replaces the object on every change, so an entry
+// never goes stale, and every allocation in between (a burst of pod starts) skips the walk.
+const addressesOf = new WeakMap<ENIPool, ReadonlyMap<string, Omit<Lease, 'ip'>>>();
+
 /** The IPs of the pool an agent may hand out, with where each lives: InUse ENIs only. */
-export function poolAddresses(pool: ENIPool | undefined): Map<string, Omit<Lease, 'ip'>> {
+export function poolAddresses(pool: ENIPool | undefined): ReadonlyMap<string, Omit<Lease, 'ip'>> {
+  if (!pool) return new Map();
+  let known = addressesOf.get(pool);
+  if (!known) addressesOf.set(pool, (known = walkPool(pool)));
+  return known;
+}
+
+function walkPool(pool: ENIPool): Map<string, Omit<Lease, 'ip'>> {
   const out = new Map<string, Omit<Lease, 'ip'>>();
   for (const eni of pool?.status?.enis ?? []) {
     if (eni.state !== 'InUse' || !eni.vSwitchCIDR) continue;

@@ -5,8 +5,11 @@ import { emptyState, type AgentState } from './allocator.js';
 
 export class StateFileError extends Error {}
 
-// The journal is folded into the snapshot once it grows past this.
+// The journal is folded into the snapshot once it grows past this, and holds at least this many
+// lines: each line is the whole state, so a large state would otherwise compact (three fsyncs)
+// every few saves.
 const COMPACT_BYTES = 256 * 1024;
+const COMPACT_LINES = 16;
 
 /**
  * The agent's allocations on disk, crash-safe and quick: every change appends the whole new
@@ -67,7 +70,7 @@ export class StateFile {
     writeSync(fd, line);
     fdatasyncSync(fd);
     this.size += Buffer.byteLength(line);
-    if (this.size > COMPACT_BYTES) this.compact(state);
+    if (this.size > Math.max(COMPACT_BYTES, COMPACT_LINES * Buffer.byteLength(line))) this.compact(state);
   }
 
   /**
@@ -85,7 +88,7 @@ export class StateFile {
     }
     await promisify(fdatasync)(fd);
     this.size += line.length;
-    if (this.size > COMPACT_BYTES) this.compact(state);
+    if (this.size > Math.max(COMPACT_BYTES, COMPACT_LINES * line.length)) this.compact(state);
   }
 
   private open(): number {
