@@ -1,15 +1,16 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../../observability/logger.js';
 import type { KubeObject } from '../../kube/types.js';
-import { now, setCondition, type Objects } from '../objects.js';
+import { now, type Objects } from '../objects.js';
 import { IMAGE_REPOSITORIES, LogBuffer, containerArgv, containerScript, imageConfig, runsImage, startContainer, type ImageConfig } from './container.js';
 import { ConfigError, containerEnv, expand } from './env.js';
 import type { ClusterNetwork, NodeNetwork } from './network.js';
 import { runProbe } from './probes.js';
-import { MountError, containerMounts, setUpVolumes, type TokenFile, type TokenMinter } from './volumes.js';
+import { podStatus, recordPodEvent, type ContainerRun, type PodRun } from './pod-status.js';
+import { MountError, containerMounts, setUpVolumes, type TokenMinter } from './volumes.js';
 
 export interface KubeletOptions {
   objects: Objects;
@@ -27,43 +28,6 @@ export interface KubeletOptions {
   logger: Logger;
   /** The first restart back-off (the kubelet's is 10 s, doubling to 5 minutes). */
   backoffBaseMs?: number;
-}
-
-interface ContainerRun {
-  spec: any;
-  init: boolean;
-  log: LogBuffer;
-  previous?: LogBuffer;
-  proc?: ChildProcess;
-  restartCount: number;
-  state: any;
-  lastState: any;
-  ready: boolean;
-  started: boolean;
-  backoffMs: number;
-  timers: NodeJS.Timeout[];
-  exited?: Promise<number>;
-}
-
-interface PodRun {
-  uid: string;
-  pod: KubeObject;
-  netns?: string;
-  ownNetns: boolean;
-  podIP?: string;
-  podDir: string;
-  startTime: string;
-  initialized: boolean;
-  containers: Map<string, ContainerRun>;
-  tokens: TokenFile[];
-  tokenTimers: NodeJS.Timeout[];
-  terminating: boolean;
-  gone: boolean;
-  /** Why the pod cannot start (shown on its containers while it waits). */
-  waiting?: { reason: string; message: string };
-  /** Set when every container has finished for good (restartPolicy Never or OnFailure). */
-  finalPhase?: 'Succeeded' | 'Failed';
-  statusTimer?: NodeJS.Timeout;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -469,64 +433,12 @@ export class Kubelet {
   }
 
   private status(run: PodRun, pod: KubeObject): any {
-    const view = (c: ContainerRun) => ({
-      name: c.spec.name,
-      state: run.waiting && !c.proc ? { waiting: run.waiting } : c.state,
-      lastState: c.lastState,
-      ready: c.ready,
-      restartCount: c.restartCount,
-      image: c.spec.image,
-      imageID: '',
-      containerID: c.proc?.pid ? `emulated://${this.o.node}/${c.proc.pid}` : undefined,
-      started: c.init ? undefined : c.started,
-    });
-    const inits = [...run.containers.values()].filter((c) => c.init);
-    const mains = [...run.containers.values()].filter((c) => !c.init);
-    const ready = run.initialized && mains.length > 0 && mains.every((c) => c.ready);
-    const phase = run.finalPhase ?? (run.initialized && mains.some((c) => c.proc || c.state.terminated || c.lastState.terminated) ? 'Running' : 'Pending');
-    let conditions = pod.status?.conditions ?? [];
-    conditions = setCondition(conditions, { type: 'PodReadyToStartContainers', status: run.netns ? 'True' : 'False' });
-    conditions = setCondition(
-      conditions,
-      run.initialized || !inits.length ? { type: 'Initialized', status: 'True' } : { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${inits.filter((c) => !c.state.terminated || c.state.terminated.exitCode !== 0).map((c) => c.spec.name).join(' ')}]` },
-    );
-    const notReady = mains.filter((c) => !c.ready).map((c) => c.spec.name);
-    const readyCond = ready ? { status: 'True' } : { status: 'False', reason: 'ContainersNotReady', message: `containers with unready status: [${notReady.join(' ')}]` };
-    conditions = setCondition(conditions, { type: 'ContainersReady', ...readyCond });
-    conditions = setCondition(conditions, { type: 'Ready', ...readyCond });
-    return {
-      ...pod.status,
-      phase,
-      conditions,
-      hostIP: this.o.network.hostIP,
-      hostIPs: [{ ip: this.o.network.hostIP }],
-      podIP: run.podIP,
-      podIPs: run.podIP ? [{ ip: run.podIP }] : undefined,
-      startTime: run.startTime,
-      initContainerStatuses: inits.length ? inits.map(view) : undefined,
-      containerStatuses: mains.map(view),
-    };
+    return podStatus(run, pod, this.o.node, this.o.network.hostIP);
   }
 
   private event(run: PodRun, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    const pod = run.pod;
     try {
-      const at = now();
-      this.o.objects.create('events', {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name: `${pod.metadata.name}.${Date.now().toString(16)}${Math.random().toString(16).slice(2, 6)}`, namespace: pod.metadata.namespace },
-        involvedObject: { kind: 'Pod', namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid, apiVersion: 'v1' },
-        reason,
-        message,
-        type,
-        source: { component: 'kubelet', host: this.o.node },
-        firstTimestamp: at,
-        lastTimestamp: at,
-        count: 1,
-        reportingComponent: 'kubelet',
-        reportingInstance: this.o.node,
-      });
+      recordPodEvent(this.o.objects, run.pod, this.o.node, type, reason, message);
     } catch (e) {
       this.log.debug({ err: e }, 'event not recorded');
     }
