@@ -339,7 +339,9 @@ export class Kubelet {
     const proc = c.proc;
     if (!proc || !c.exited) return;
     proc.kill('SIGTERM');
-    const killed = await Promise.race([c.exited.then(() => false), sleep(graceSeconds * 1000).then(() => true)]);
+    let timer: NodeJS.Timeout | undefined;
+    const killed = await Promise.race([c.exited.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceSeconds * 1000)))]);
+    clearTimeout(timer);
     if (killed && c.proc === proc) {
       proc.kill('SIGKILL');
       await c.exited;

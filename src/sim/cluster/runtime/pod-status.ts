@@ -61,7 +61,8 @@ export function podStatus(run: PodRun, pod: KubeObject, node: string, hostIP: st
   const mains = [...run.containers.values()].filter((c) => !c.init);
   const ready = run.initialized && mains.length > 0 && mains.every((c) => c.ready);
   const phase = run.finalPhase ?? (run.initialized && mains.some((c) => c.proc || c.state.terminated || c.lastState.terminated) ? 'Running' : 'Pending');
-  let conditions = pod.status?.conditions ?? [];
+  // Pods bound by their controller (DaemonSets) never went through the scheduler's condition.
+  let conditions = setCondition(pod.status?.conditions, { type: 'PodScheduled', status: 'True' });
   conditions = setCondition(conditions, { type: 'PodReadyToStartContainers', status: run.netns ? 'True' : 'False' });
   conditions = setCondition(
     conditions,
