@@ -150,6 +150,36 @@ maybe('the node runtime (root)', () => {
     await kubectl(['delete', 'pod', 'hostnet', '--grace-period=1']);
   }, 60_000);
 
+  test('exec and tcpSocket probes; a container that keeps failing is restarted with back-off (CrashLoopBackOff)', async () => {
+    const spec = (name: string, container: any) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { nodeName: cluster.nodes[1], terminationGracePeriodSeconds: 2, containers: [{ name: 'main', image: 'eni-ipam:dev', ...container }] } });
+    // Ready once it has written /tmp/ready (an exec probe in the container's root), alive while it listens (tcpSocket).
+    const probed = spec('probed', {
+      command: ['node', '-e', "setTimeout(() => require('fs').writeFileSync('/tmp/ready', ''), 1500); require('net').createServer().listen(7000)"],
+      readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 },
+      livenessProbe: { tcpSocket: { port: 7000 }, periodSeconds: 1 },
+    });
+    const failing = spec('failing', { command: ['sh', '-c', 'echo about to fail; exit 3'] });
+    expect((await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [probed, failing] }))).code).toBe(0);
+    const first = await until(async () => {
+      const x = await getPod('probed');
+      return x.status.containerStatuses?.[0]?.state?.running && x;
+    });
+    expect(ready(first)).toBe(false);
+    const p = await until(async () => {
+      const x = await getPod('probed');
+      return ready(x) && x;
+    });
+    expect(p.status.containerStatuses[0].restartCount).toBe(0);
+    const f = await until(async () => {
+      const x = await getPod('failing');
+      return x.status.containerStatuses?.[0]?.restartCount >= 2 && x.status.containerStatuses[0].state.waiting?.reason === 'CrashLoopBackOff' && x;
+    });
+    expect(f.status.containerStatuses[0].lastState.terminated.exitCode).toBe(3);
+    expect((await kubectl(['get', 'pod', 'failing'])).stdout).toMatch(/failing\s+0\/1\s+CrashLoopBackOff\s+\d+/);
+    expect((await kubectl(['logs', 'failing', '--previous'])).stdout).toContain('about to fail');
+    await kubectl(['delete', 'pod', 'probed', 'failing', '--grace-period=1']);
+  }, 60_000);
+
   test('a pod with another image stays Pending and says why; a missing Secret keeps it in ContainerCreating', async () => {
     expect((await kubectl(['apply', '-f', '-'], JSON.stringify(pod('nginx', { nodeName: cluster.nodes[0], image: 'nginx:1.27' })))).code).toBe(0);
     const p = await until(async () => {
