@@ -1,9 +1,19 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
  
 import type { Store } from './store.js';
 import type { KubeObject, ResourceType } from './types.js';
 
 const SERVICE_RANGE = { base: (10 << 24) | (96 << 16), size: 1 << 16 };
 const ipString = (n: number) => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join('.');
+
+/** Guaranteed (every container's CPU and memory limits equal its requests), Burstable (some request or limit), else BestEffort. */
+function qosClass(spec: any): string {
+  const containers: any[] = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
+  const r = (c: any, kind: 'requests' | 'limits', res: string) => c.resources?.[kind]?.[res];
+  const guaranteed = containers.length > 0 && containers.every((c) => ['cpu', 'memory'].every((res) => r(c, 'limits', res) !== undefined && (r(c, 'requests', res) ?? r(c, 'limits', res)) === r(c, 'limits', res)));
+  if (guaranteed) return 'Guaranteed';
+  return containers.some((c) => Object.keys(c.resources?.requests ?? {}).length || Object.keys(c.resources?.limits ?? {}).length) ? 'Burstable' : 'BestEffort';
+}
 
 /**
  * The defaults the API server fills in on create for the built-in kinds that need them to
@@ -37,7 +47,7 @@ export function applyBuiltinDefaults(store: Store, t: ResourceType, o: KubeObjec
     o.spec.dnsPolicy ??= 'ClusterFirst';
     o.spec.schedulerName ??= 'default-scheduler';
     o.spec.serviceAccountName ??= o.spec.serviceAccount ?? 'default';
-    o.status = { phase: 'Pending', qosClass: 'BestEffort', ...o.status };
+    o.status = { phase: 'Pending', qosClass: qosClass(o.spec), ...o.status };
   }
   if (key === 'deployments.apps') {
     o.spec ??= {};
