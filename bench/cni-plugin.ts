@@ -183,7 +183,9 @@ export async function cniPlugin(o: CniPluginOptions): Promise<void> {
     const ms = (v: number) => `${v.toFixed(2)} ms`;
     const mib = (v: number) => `${v.toFixed(1)} MiB`;
     const allDistinct = rounds.every((r) => r.distinctIps === o.parallel);
-    const met = after.p99Ms < STARTUP_MS && after.maxRssMiB < STARTUP_MIB && add.p99Ms < ADD_P99_MS && add.failed === 0 && allDistinct;
+    const startupMet = after.p99Ms < STARTUP_MS && after.maxRssMiB < STARTUP_MIB;
+    const addMet = add.p99Ms < ADD_P99_MS && add.failed === 0 && allDistinct;
+    const met = startupMet && addMet;
     const loads = rounds.map((r) => r.loadAverage);
     writeResults(
       {
@@ -201,6 +203,7 @@ export async function cniPlugin(o: CniPluginOptions): Promise<void> {
         target: `start-up + VERSION under ${STARTUP_MS} ms at p99 and under ${STARTUP_MIB} MiB; ${o.parallel} ADDs at once under ${ADD_P99_MS} ms at p99, each with its own IP`,
         met,
         note:
+          `Start-up and memory: ${startupMet ? 'met' : 'NOT met'}; ADDs: ${addMet ? 'met' : `NOT met (p99 ${ms(add.p99Ms)}, of which the floor ${ms(floor.p99Ms)})`}. ` +
           `Each call is timed from fork to reaping by a small static helper (bench/exec-stats.c), which also reads its peak RSS from wait4(2) (the kernel counts the helper's own pre-exec copy, ~0.1 MiB, in it). ` +
           `Before: the Node.js plugin of commit ${NODE_PLUGIN_COMMIT.slice(0, 7)}, run by this Node.js as install-cni installed it (without its /bin/sh launcher). ` +
           `The ADDs go to an \`eni-ipam agent\` process (state file on disk; the allocations that arrive while a save is on its way go together in the next one) whose pool holds ${o.rounds * o.parallel + 10} free addresses; ${allDistinct ? 'every round gave each ADD its own IP' : 'some round did NOT give each ADD its own IP'}. ` +

@@ -1,4 +1,5 @@
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, write, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, fsync, fsyncSync, ftruncate, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, write, writeSync } from 'node:fs';
+import fsp from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
 import { emptyState, type AgentState } from './allocator.js';
@@ -88,7 +89,7 @@ export class StateFile {
     }
     await promisify(fdatasync)(fd);
     this.size += line.length;
-    if (this.size > Math.max(COMPACT_BYTES, COMPACT_LINES * line.length)) this.compact(state);
+    if (this.size > Math.max(COMPACT_BYTES, COMPACT_LINES * line.length)) await this.compactAsync(state);
   }
 
   private open(): number {
@@ -118,6 +119,29 @@ export class StateFile {
     // A crash before this line leaves a journal whose last line is the snapshot: the same state.
     ftruncateSync(this.fd!, 0);
     fsyncSync(this.fd!);
+    this.size = 0;
+  }
+
+  /** As compact, each step off the event loop (a slow disk's fsyncs would otherwise stall it). */
+  private async compactAsync(state: AgentState): Promise<void> {
+    const tmp = `${this.path}.tmp`;
+    const file = await fsp.open(tmp, 'w', 0o600);
+    try {
+      await file.writeFile(JSON.stringify(state));
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await fsp.rename(tmp, this.path);
+    const folder = await fsp.open(dirname(this.path), 'r');
+    try {
+      await folder.sync();
+    } finally {
+      await folder.close();
+    }
+    // A crash before this line leaves a journal whose last line is the snapshot: the same state.
+    await promisify(ftruncate)(this.fd!, 0);
+    await promisify(fsync)(this.fd!);
     this.size = 0;
   }
 

@@ -87,6 +87,8 @@ int main(void) {
     write_all(1, VERSION_ANSWER, sizeof VERSION_ANSWER - 1);
     return 0;
   }
+  /* Someone running it by hand: no agent call needed to say what is missing (the agent's words). */
+  if (!command || !*command) return cni_error(4, "CNI_COMMAND is not set; the container runtime sets it for every CNI call");
   if (rs == -2) return cni_error(5, "the network configuration on stdin exceeds 128 KiB");
   if (rs < 0) return cni_error(5, "cannot read the network configuration from stdin (it must be closed within 10 s)");
 

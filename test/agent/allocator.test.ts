@@ -170,4 +170,17 @@ describe('agent state file', () => {
     expect(readFileSync(big.journalPath, 'utf8').split('\n').filter(Boolean)).toHaveLength(10);
     expect(StateFile.in(join(big.path, '..')).load().cooling.last).toBe(9);
   });
+
+  it('saves off the event loop the same way: journal lines, folded into the snapshot now and then', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'state-async-'));
+    const f = StateFile.in(dir);
+    const base = { allocations: {}, cooling: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`10.2.${i >> 8}.${i & 255}`, i])) };
+    for (let i = 0; i < 100; i++) await f.saveAsync({ ...base, cooling: { ...base.cooling, last: i } });
+    f.close();
+    // Folded once past 256 KiB: the journal holds at most that many lines, the snapshot the rest.
+    const lineBytes = JSON.stringify({ ...base, cooling: { ...base.cooling, last: 99 } }).length + 1;
+    expect(readFileSync(f.journalPath, 'utf8').split('\n').filter(Boolean).length).toBeLessThanOrEqual(Math.ceil((256 * 1024) / lineBytes));
+    expect(JSON.parse(readFileSync(f.path, 'utf8')).cooling.last).toBeGreaterThan(70);
+    expect(StateFile.in(dir).load().cooling.last).toBe(99);
+  });
 });

@@ -151,6 +151,10 @@ describe('eni-ipam-cni, the static binary', () => {
     expect(await plugin(vars('ADD'), conf({}, { socket: `/${'x'.repeat(120)}` }))).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('at most 107 bytes') } });
     expect(await plugin(vars('ADD'), conf({}, { socket, timeoutSeconds: 0 }))).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('ipam.timeoutSeconds') } });
     expect(await plugin(vars('ADD'), conf({ big: 'x'.repeat(130 * 1024) }))).toMatchObject({ code: 1, out: { code: 5, msg: 'the network configuration on stdin exceeds 128 KiB' } });
+    // Without CNI_COMMAND (someone running it by hand) it answers at once, as the agent would.
+    const bare = await plugin({}, '');
+    expect(bare).toMatchObject({ code: 1, out: { code: 4 } });
+    expect(bare.stdout).toBe((await agentClient.cni(socket, { env: {}, stdin: '' })).stdout);
   });
 });
 
