@@ -84,6 +84,8 @@ maybe('helm install into an emulated cluster (root)', () => {
     // Agents in the node's network, operators in pod networks of their own.
     for (const a of agents) expect(a.status.podIP).toBe(a.status.hostIP);
     for (const o of operators) expect(o.status.podIP).not.toBe(o.status.hostIP);
+    // Requests without equal limits.
+    expect(operators[0].status.qosClass).toBe('Burstable');
     notePids([...operators, ...agents]);
     await until(async () => {
       const pools = (await json(['get', 'enipools'])).items as any[];
