@@ -177,6 +177,10 @@ maybe('the node runtime (root)', () => {
     expect(f.status.containerStatuses[0].lastState.terminated.exitCode).toBe(3);
     expect((await kubectl(['get', 'pod', 'failing'])).stdout).toMatch(/failing\s+0\/1\s+CrashLoopBackOff\s+\d+/);
     expect((await kubectl(['logs', 'failing', '--previous'])).stdout).toContain('about to fail');
+    // Followed logs end when the container does.
+    const followed = await kubectl(['logs', '-f', 'failing']);
+    expect(followed.code).toBe(0);
+    expect(followed.stdout).toContain('about to fail');
     await kubectl(['delete', 'pod', 'probed', 'failing', '--grace-period=1']);
   }, 60_000);
 

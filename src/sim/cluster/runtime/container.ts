@@ -70,7 +70,10 @@ export interface LogLine {
 export class LogBuffer {
   readonly lines: LogLine[] = [];
   private readonly followers = new Set<(l: LogLine) => void>();
+  private readonly enders = new Set<() => void>();
   private partial = '';
+  /** The container has exited: nothing more comes. */
+  ended = false;
   constructor(private readonly limit = 5000) {}
 
   write(chunk: Buffer): void {
@@ -92,9 +95,27 @@ export class LogBuffer {
     for (const f of this.followers) f(l);
   }
 
-  follow(f: (l: LogLine) => void): () => void {
+  /** The container exited: followers are told, and the buffer keeps what it has. */
+  end(): void {
+    this.flush();
+    this.ended = true;
+    for (const e of this.enders) e();
+    this.enders.clear();
+    this.followers.clear();
+  }
+
+  /** Calls `f` with each new line and `onEnd` when the container exits (at once if it has). */
+  follow(f: (l: LogLine) => void, onEnd: () => void): () => void {
+    if (this.ended) {
+      onEnd();
+      return () => undefined;
+    }
     this.followers.add(f);
-    return () => this.followers.delete(f);
+    this.enders.add(onEnd);
+    return () => {
+      this.followers.delete(f);
+      this.enders.delete(onEnd);
+    };
   }
 }
 
@@ -213,7 +234,7 @@ export function startContainer(c: ContainerSpec, log: LogBuffer): ChildProcess {
   });
   child.stdout!.on('data', (d: Buffer) => log.write(d));
   child.stderr!.on('data', (d: Buffer) => log.write(d));
-  child.on('close', () => log.flush());
+  child.on('close', () => log.end());
   return child;
 }
 

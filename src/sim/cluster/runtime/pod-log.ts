@@ -31,6 +31,10 @@ export async function servePodLog(kubelet: Kubelet | undefined, pod: KubeObject,
     res.end();
     return;
   }
-  const stop = buffer.follow((l) => res.write(line(l)));
+  // Followed until the container exits, as the kubelet streams it.
+  const stop = buffer.follow(
+    (l) => res.write(line(l)),
+    () => res.end(),
+  );
   res.on('close', stop);
 }
