@@ -184,6 +184,22 @@ maybe('the node runtime (root)', () => {
     await kubectl(['delete', 'pod', 'probed', 'failing', '--grace-period=1']);
   }, 60_000);
 
+  test('kubectl delete pod: a container that ignores SIGTERM is killed when the grace period ends', async () => {
+    const stubborn = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'stubborn', namespace: 'default' }, spec: { nodeName: cluster.nodes[0], terminationGracePeriodSeconds: 2, containers: [{ name: 'main', image: 'eni-ipam', command: ['node', '-e', "process.on('SIGTERM', () => console.log('ignoring SIGTERM')); setInterval(() => {}, 1000)"] }] } };
+    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(stubborn))).code).toBe(0);
+    const p = await until(async () => {
+      const x = await getPod('stubborn');
+      return x.status.containerStatuses?.[0]?.state?.running && x;
+    });
+    const pid = Number(p.status.containerStatuses[0].containerID.split('/').at(-1));
+    const t0 = Date.now();
+    expect((await kubectl(['delete', 'pod', 'stubborn', '--wait=true', '--timeout=30s'])).code).toBe(0);
+    const took = Date.now() - t0;
+    expect(took).toBeGreaterThanOrEqual(1800);
+    expect(took).toBeLessThan(10_000);
+    expect(() => process.kill(pid, 0)).toThrow();
+  }, 60_000);
+
   test('a pod with another image stays Pending and says why; a missing Secret keeps it in ContainerCreating', async () => {
     expect((await kubectl(['apply', '-f', '-'], JSON.stringify(pod('nginx', { nodeName: cluster.nodes[0], image: 'nginx:1.27' })))).code).toBe(0);
     const p = await until(async () => {
