@@ -1,5 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Runs a command; rejects with its stderr when it fails. */
 export function run(cmd: string, args: string[], timeoutMs = 15_000): Promise<string> {
@@ -71,7 +73,8 @@ export class ClusterNetwork {
     const routes = await ip('-4', 'route', 'show', 'table', 'all');
     const addrs = await ip('-4', '-o', 'addr', 'show');
     const used = (o: number) => routes.includes(`10.${o}.`) || addrs.includes(` 10.${o}.`);
-    const free = Array.from({ length: 50 }, (_, i) => 200 + ((i + (process.pid % 50)) % 50)).find((o) => !used(o));
+    // Claimed with a lock file, so that two clusters starting at once never take the same subnet.
+    const free = Array.from({ length: 50 }, (_, i) => 200 + ((i + (process.pid % 50)) % 50)).find((o) => !used(o) && claim(o));
     if (free === undefined) throw new Error('no free 10.200-249.0.0/16 subnet on this machine for the emulated cluster');
     const id = `${free}${shortHash(`${process.pid}${Date.now()}`).slice(0, 3)}`;
     const net = new ClusterNetwork(id, `ecbr${id}`.slice(0, 15), free);
@@ -159,5 +162,33 @@ export class ClusterNetwork {
       if (name && (name.startsWith(`ecp${this.id}-`) || name.startsWith(`ecn${this.id}-`))) await ip('netns', 'del', name).catch(() => undefined);
     }
     await ip('link', 'del', this.bridge).catch(() => undefined);
+    rmSync(lockFile(this.octet), { force: true });
   }
+}
+
+const LOCKS = '/run/eni-ipam-emulator';
+const lockFile = (octet: number) => join(LOCKS, `10.${octet}.lock`);
+
+/** Takes subnet 10.`octet`.0.0/16 for this process, unless a live process holds it. */
+function claim(octet: number): boolean {
+  mkdirSync(LOCKS, { recursive: true });
+  const file = lockFile(octet);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch {
+      let alive = false;
+      try {
+        const holder = Number(readFileSync(file, 'utf8').trim() || 0);
+        process.kill(holder, 0);
+        alive = holder > 0;
+      } catch {
+        alive = false; // gone meanwhile, or its process is
+      }
+      if (alive) return false;
+      rmSync(file, { force: true }); // left by a cluster that did not stop
+    }
+  }
+  return false;
 }
