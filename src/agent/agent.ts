@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import { agentStatus, allocate, departedRecoveries, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState, type Lease, type NodePod } from './allocator.js';
 import { AgentMetrics } from './metrics.js';
 import { StateFile } from './state-file.js';
+import { apiErrorMessage } from '../kube/api-error.js';
 
 export interface AgentOptions {
   kc: KubeConfig;
@@ -272,7 +273,7 @@ export class Agent {
       })
       .catch((e) => {
         this.dirty = true;
-        this.o.logger.warn({ node: this.o.node, err: (e as Error).message }, 'could not write the pool status; retrying');
+        this.o.logger.warn({ node: this.o.node, err: apiErrorMessage(e) }, 'could not write the pool status; retrying');
       })
       .finally(() => {
         this.writing = undefined;

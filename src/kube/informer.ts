@@ -1,6 +1,7 @@
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
 import { detachStrings } from './detach.js';
+import { apiErrorMessage } from './api-error.js';
 
 /** Any object with metadata: typed built-ins, or custom objects as plain JSON. */
 export type Watched = { metadata?: { name?: string; namespace?: string } };
@@ -125,7 +126,7 @@ export class Informer<T extends Watched> {
     if (this.stopped) return;
     this.failures++;
     const delay = Math.min(60_000, 1000 * 2 ** Math.min(this.failures - 1, 10)) * (0.5 + Math.random() / 2);
-    this.o.logger.warn({ path: this.o.path, err: String((err as Error)?.message ?? err), retryInMs: Math.round(delay) }, 'watch failed; restarting');
+    this.o.logger.warn({ path: this.o.path, err: apiErrorMessage(err), retryInMs: Math.round(delay) }, 'watch failed; restarting');
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => void this.startOnce(), delay);
     this.restartTimer.unref();

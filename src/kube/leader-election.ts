@@ -1,5 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
+import { apiErrorMessage } from './api-error.js';
 import { isConflict, isNotFound } from './errors.js';
 
 export interface LeaderElectionOptions {
@@ -79,7 +80,7 @@ export class LeaderElector {
     try {
       ok = await withDeadline(this.tryAcquireOrRenew(), deadline, 'lease update');
     } catch (e) {
-      this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'leader election: lease update failed');
+      this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'leader election: lease update failed');
     }
     if (ok && this.running) {
       this.lastRenew = sentAt;
@@ -157,7 +158,7 @@ export class LeaderElector {
     try {
       if (o.release ?? true) await withDeadline(this.giveUp(), this.renewDeadline, 'giving the lease up');
     } catch (e) {
-      this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'could not release the lease');
+      this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'could not release the lease');
     }
     this.o.onStoppedLeading();
   }

@@ -15,6 +15,7 @@ import { collectLeakedEnis } from './gc.js';
 import { OperatorMetrics, type FleetView } from './metrics.js';
 import { PoolReconciler } from './pool-reconciler.js';
 import { StatePoller } from './poller.js';
+import { apiErrorMessage } from '../kube/api-error.js';
 
 /** The work queue's keys: a pool (named after its node) or a class, as `kind/name`. */
 export type QueueKey = `pool/${string}` | `class/${string}`;
@@ -234,7 +235,7 @@ export class Operator {
     this.enqueueAll();
     this.workers = runWorkers(this.queue, this.o.config.workers, (key) => this.reconcile(key), (key, err) => {
       this.metrics.reconcileErrors.inc({ kind: key.split('/')[0] });
-      this.o.logger.warn({ key, err: (err as Error).message }, 'reconcile failed');
+      this.o.logger.warn({ key, err: apiErrorMessage(err) }, 'reconcile failed');
     });
     const every = (ms: number, fn: () => Promise<void>) => {
       const t = setInterval(() => void fn().catch((e) => this.o.logger.warn({ err: (e as Error).message }, 'periodic task failed')), ms);
