@@ -25,4 +25,4 @@ COPY examples/10-eni-ipam.conflist ./examples/10-eni-ipam.conflist
 RUN ln -s /app/bin/eni-ipam /usr/local/bin/eni-ipam && ln -s /app/bin/eni-ipam-cni /usr/local/bin/eni-ipam-cni
 # The agent DaemonSet overrides this with root (it shares a socket with the CNI plugin); the operator keeps it.
 USER 65532:65532
-ENTRYPOINT ["node", "/app/dist/cli/main.js"]
+ENTRYPOINT ["node", "/app/bin/eni-ipam"]

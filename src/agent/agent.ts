@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import { agentStatus, allocate, departedRecoveries, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState, type Lease, type NodePod } from './allocator.js';
 import { AgentMetrics } from './metrics.js';
 import { StateFile } from './state-file.js';
+import { apiErrorMessage } from '../kube/api-error.js';
 
 export interface AgentOptions {
   kc: KubeConfig;
@@ -45,6 +46,8 @@ export class Agent {
   private readonly core: CoreV1Api;
   private recovering = true;
   private recoveryTimer?: NodeJS.Timeout;
+  private recoveryRetry?: NodeJS.Timeout;
+  private stopped = false;
   readonly metrics: AgentMetrics;
   private readonly events: EventRecorder;
 
@@ -95,7 +98,7 @@ export class Agent {
   private async nodePods(): Promise<NodePod[] | undefined> {
     try {
       const list = await this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${this.o.node}` });
-      return list.items.map((p) => ({ pod: `${p.metadata?.namespace}/${p.metadata?.name}`, podIP: p.status?.podIP }));
+      return list.items.map((p) => ({ pod: `${p.metadata?.namespace}/${p.metadata?.name}`, podIP: p.status?.podIP, hostNetwork: p.spec?.hostNetwork ?? false }));
     } catch (e) {
       this.o.logger.warn({ node: this.o.node, err: (e as Error).message }, 'cannot list the pods of this node; recovered allocations are kept until it can');
       return undefined;
@@ -109,11 +112,20 @@ export class Agent {
    */
   private async recover(): Promise<void> {
     const pods = await this.nodePods();
+    // With nothing on disk, the pods are the only word on addresses handed out after the last
+    // status write: wait for them rather than guess.
+    if (!pods && Object.keys(this.state.allocations).length === 0 && !this.stopped) {
+      this.recoveryRetry = setTimeout(() => void this.recover(), 5000);
+      this.recoveryRetry.unref();
+      return;
+    }
     const r = recoverAllocations(this.state, this.current(), pods, Date.now());
-    if (r.recovered.length) {
+    if (r.recovered.length || Object.keys(r.state.cooling).length !== Object.keys(this.state.cooling).length) {
       this.state = r.state;
       this.persist();
       await this.persisted().catch(() => undefined); // a save that failed is logged; memory still holds them
+    }
+    if (r.recovered.length) {
       this.metrics.recovered.inc(r.recovered.length);
       const ips = r.recovered.map((a) => a.ip);
       this.o.logger.warn({ node: this.o.node, ips, pods: r.recovered.map((a) => a.pod) }, 'addresses in use that the state file did not hold were taken back in; they are kept until their pods are gone');
@@ -261,7 +273,7 @@ export class Agent {
       })
       .catch((e) => {
         this.dirty = true;
-        this.o.logger.warn({ node: this.o.node, err: (e as Error).message }, 'could not write the pool status; retrying');
+        this.o.logger.warn({ node: this.o.node, err: apiErrorMessage(e) }, 'could not write the pool status; retrying');
       })
       .finally(() => {
         this.writing = undefined;
@@ -281,6 +293,8 @@ export class Agent {
 
   /** Writes what is pending and stops watching. */
   async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.recoveryRetry);
     clearInterval(this.recoveryTimer);
     clearTimeout(this.coolingTimer);
     clearTimeout(this.timer);

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { ENIPool, ReleaseAck } from '../api/types.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
@@ -65,6 +66,8 @@ function walkPool(pool: ENIPool): Map<string, Omit<Lease, 'ip'>> {
  * release (those leave the free list first), not in use, not cooling down.
  */
 export function freeAddresses(state: AgentState, pool: ENIPool | undefined, now: number): string[] {
+  // A pool being deleted is giving its ENIs back: nothing more is handed out from it.
+  if (pool?.metadata.deletionTimestamp) return [];
   const requested = new Set(Object.keys(pool?.status?.releaseRequests ?? {}));
   const inUse = new Set(Object.values(state.allocations).map((a) => a.ip));
   return [...poolAddresses(pool).keys()].filter((ip) => !requested.has(ip) && !inUse.has(ip) && !((state.cooling[ip] ?? 0) > now));
@@ -136,6 +139,8 @@ export function strayAllocations(state: AgentState, pool: ENIPool | undefined): 
 export interface NodePod {
   pod: string;
   podIP?: string;
+  /** A host-network pod's address is the node's own, not one of the pool's. */
+  hostNetwork?: boolean;
 }
 
 /**
@@ -148,18 +153,27 @@ export function recoverAllocations(state: AgentState, pool: ENIPool | undefined,
   const addresses = poolAddresses(pool);
   const held = new Set(Object.values(state.allocations).map((a) => a.ip));
   const allocations = { ...state.allocations };
+  const cooling = { ...state.cooling };
   const recovered: Allocation[] = [];
   const take = (ip: string, pod: string, containerId: string) => {
-    const where = addresses.get(ip);
     if (held.has(ip)) return;
     held.add(ip);
-    const a: Allocation = { ip, pod, containerId, ifName: '*', eniId: where?.eniId ?? '', allocatedAt: now, recovered: true };
-    allocations[allocationKey(containerId, '*')] = a;
+    const a: Allocation = { ip, pod, containerId, ifName: '*', eniId: addresses.get(ip)?.eniId ?? '', allocatedAt: now, recovered: true };
+    // Keyed by address: one container may have held several.
+    allocations[allocationKey(containerId, `*${ip}`)] = a;
     recovered.push(a);
   };
   for (const [ip, owner] of Object.entries(pool?.status?.used ?? {})) take(ip, owner.pod ?? 'unknown', owner.containerID || `pod:${owner.pod ?? ip}`);
-  for (const p of pods ?? []) if (p.podIP && addresses.has(p.podIP)) take(p.podIP, p.pod, `pod:${p.pod}`);
-  return { state: { ...state, allocations }, recovered };
+  // Any address a pod of the node holds in one of the pool's vSwitches, whatever its ENI's state now.
+  const cidrs = (pool?.status?.enis ?? []).flatMap((e) => (e.vSwitchCIDR ? [ipaddr.parseCIDR(e.vSwitchCIDR)] : []));
+  const ours = (ip: string) => addresses.has(ip) || (ipaddr.isValid(ip) && cidrs.some((c) => ipaddr.parse(ip).kind() === c[0].kind() && ipaddr.parse(ip).match(c)));
+  for (const p of pods ?? []) if (p.podIP && !p.hostNetwork && ours(p.podIP)) take(p.podIP, p.pod, `pod:${p.pod}`);
+  // Cool-downs the agent reported still run: the VPC must not get those addresses back early.
+  for (const [ip, until] of Object.entries(pool?.status?.cooling ?? {})) {
+    const end = Date.parse(until);
+    if (!held.has(ip) && end > now && !((cooling[ip] ?? 0) >= end)) cooling[ip] = end;
+  }
+  return { state: { allocations, cooling }, recovered };
 }
 
 /** Recovered allocations whose pod is no longer on the node: their addresses can cool down and return. */

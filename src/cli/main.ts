@@ -1,12 +1,13 @@
 import { UsageError, formatHelp, parseFlags, type CommandSpec } from './args.js';
 import { emulateEcs } from './emulate-ecs.js';
+import { emulateCluster } from './emulate-cluster.js';
 import { emulateKube } from './emulate-kube.js';
 import { operatorCommand } from './operator.js';
 import { agentCommand } from './agent.js';
 import { demoCommand } from './demo.js';
 import { installCniCommand } from './install-cni.js';
 
-const COMMANDS: CommandSpec[] = [demoCommand, operatorCommand, agentCommand, installCniCommand, emulateEcs, emulateKube];
+const COMMANDS: CommandSpec[] = [demoCommand, operatorCommand, agentCommand, installCniCommand, emulateEcs, emulateKube, emulateCluster];
 
 function topHelp(): string {
   const rows = COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`);

@@ -70,6 +70,11 @@ export class EcsApi {
     readonly region: string,
   ) {}
 
+  /** Mutating calls sent and not yet answered: a leader handing over waits for them. */
+  get mutationsInFlight(): number {
+    return this.ecs.mutationsInFlight + this.vpc.mutationsInFlight;
+  }
+
   private call<T = any>(action: string, params: RpcParams, idempotent = false, clientToken?: string): Promise<T> {
     return this.ecs.call<T>(action, defined({ RegionId: this.region, ...params }), { idempotent, clientToken });
   }

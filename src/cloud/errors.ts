@@ -50,7 +50,7 @@ export function classify(code: string): CloudErrorKind {
   ) {
     return 'permission';
   }
-  if (RETRYABLE_CODES.has(code) || code.startsWith('Transport.') || code.startsWith('ServiceUnavailable')) return 'transient';
+  if (RETRYABLE_CODES.has(code) || code.startsWith('Transport.') || code.startsWith('ServiceUnavailable') || code.startsWith('Client.')) return 'transient';
   if (/^(Invalid|Missing|Duplicate|Unsupported|Idempotent|IllegalTimestamp|SignatureNonceUsed)/.test(code)) return 'invalid-request';
   return 'unknown';
 }
@@ -76,8 +76,13 @@ export class CloudError extends Error {
     this.retryable = isRetryableCode(code);
   }
 
-  withAttempts(attempts: number): CloudError {
-    return new CloudError(this.action, this.code, this.cloudMessage, this.requestId, attempts);
+  /** Some attempt got no answer (a timeout, a dropped connection): the call may have been carried out. */
+  outcomeUnknown = false;
+
+  withAttempts(attempts: number, outcomeUnknown = this.outcomeUnknown): CloudError {
+    const e = new CloudError(this.action, this.code, this.cloudMessage, this.requestId, attempts);
+    e.outcomeUnknown = outcomeUnknown;
+    return e;
   }
 }
 

@@ -53,6 +53,7 @@ function toCloudError(action: string, err: PopError, timeoutMs: number): CloudEr
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const LONG_WAIT_MS = 30_000;
+const NO_ANSWER: ReadonlySet<string> = new Set([TRANSPORT_CODES.timeout, TRANSPORT_CODES.connection, TRANSPORT_CODES.nonJson]);
 
 /**
  * Calls one OpenAPI product (ECS or VPC) through pop-core: each attempt takes a token from
@@ -64,6 +65,8 @@ export class RpcCaller {
   private readonly random: () => number;
   /** Set by close(): no new attempt starts, so a stopped operator's retries cannot act late. */
   closed = false;
+  /** Mutating calls sent and not answered yet. */
+  mutationsInFlight = 0;
 
   private readonly longWaitLogged = new Map<string, number>();
 
@@ -97,14 +100,19 @@ export class RpcCaller {
     if (opts.idempotent || opts.clientToken) body.ClientToken = opts.clientToken ?? randomUUID();
     // The retry budget starts when the first attempt is sent: time in the limiter is bounded apart.
     let sentAt: number | undefined;
+    let outcomeUnknown = false;
     for (let attempt = 1; ; attempt++) {
       let error: CloudError;
       let hint: number | undefined;
       try {
         return await limiters.schedule(action, async (waitedMs) => {
           metrics.limiterWait.observe({ action }, waitedMs / 1000);
+          // Credentials first (a refresh may take seconds): the leadership check must be the last word before sending.
+          await this.o.credentials.getCredentials();
           this.checkSendable(action, waitedMs);
           sentAt ??= Date.now();
+          const mutating = MUTATING_ACTIONS.has(action);
+          if (mutating) this.mutationsInFlight++;
           const timeoutMs = Math.max(1000, Math.min(retry.attemptTimeoutMs, sentAt + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()));
           const endTimer = metrics.duration.startTimer({ action });
           metrics.inFlight.inc({ action });
@@ -124,15 +132,18 @@ export class RpcCaller {
           } finally {
             endTimer();
             metrics.inFlight.dec({ action });
+            if (mutating) this.mutationsInFlight--;
           }
         });
       } catch (e) {
         error = e instanceof CloudError ? e : toCloudError(action, e as PopError, retry.attemptTimeoutMs);
       }
+      // A call that went out and got no answer may have been carried out, whatever later attempts say.
+      if (sentAt !== undefined && NO_ANSWER.has(error.code)) outcomeUnknown = true;
       const elapsed = sentAt === undefined ? 0 : Date.now() - sentAt;
       const delay = backoffDelay(attempt, retry, this.random, hint);
       if (!error.retryable || this.closed || attempt >= retry.maxAttempts || elapsed + delay > retry.maxElapsedMs) {
-        throw attempt > 1 ? error.withAttempts(attempt) : error;
+        throw error.withAttempts(attempt, outcomeUnknown);
       }
       metrics.retries.inc({ action, code: error.code });
       this.o.logger.warn({ action, code: error.code, requestId: error.requestId, attempt, delayMs: Math.round(delay) }, 'OpenAPI call failed; retrying');

@@ -1,6 +1,7 @@
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
 import { detachStrings } from './detach.js';
+import { apiErrorMessage } from './api-error.js';
 
 /** Any object with metadata: typed built-ins, or custom objects as plain JSON. */
 export type Watched = { metadata?: { name?: string; namespace?: string } };
@@ -33,11 +34,15 @@ class TimedWatch extends Watch {
     super(kc);
   }
 
+  /** Called for every event a watch delivers (a working watch ends a run of failures). */
+  onEvent?: () => void;
+
   override watch(path: string, queryParams: Record<string, unknown>, callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void, done: (err: unknown) => void): Promise<AbortController> {
     this.lastEvent = Date.now();
     const jitter = Math.floor(Math.random() * this.timeoutSeconds * 0.2);
     return super.watch(path, { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds + jitter }, (phase, obj, raw) => {
       this.lastEvent = Date.now();
+      this.onEvent?.();
       callback(phase, obj, raw);
     }, done);
   }
@@ -66,6 +71,7 @@ export class Informer<T extends Watched> {
   constructor(private readonly o: InformerOptions<T>) {
     this.timeoutSeconds = o.watchTimeoutSeconds ?? 240;
     this.watch = new TimedWatch(o.kc, this.timeoutSeconds);
+    this.watch.onEvent = () => (this.failures = 0);
     // ListWatch only reads metadata; custom objects keep their JSON shape.
     // client-node reports a failed LIST only through its error event and resolves start()
     // anyway, so success is noted here: the cache is synced only after a LIST succeeded, and
@@ -73,7 +79,8 @@ export class Informer<T extends Watched> {
     const list = async () => {
       const r = await o.list();
       this.failures = 0;
-      this.markSynced();
+      // Once ListWatch has stored the items (it does so right after this returns).
+      setImmediate(() => this.markSynced());
       return r;
     };
     this.lw = new ListWatch<KubernetesObject>(o.path, this.watch, list as never, false, o.labelSelector, o.fieldSelector);
@@ -119,7 +126,7 @@ export class Informer<T extends Watched> {
     if (this.stopped) return;
     this.failures++;
     const delay = Math.min(60_000, 1000 * 2 ** Math.min(this.failures - 1, 10)) * (0.5 + Math.random() / 2);
-    this.o.logger.warn({ path: this.o.path, err: String((err as Error)?.message ?? err), retryInMs: Math.round(delay) }, 'watch failed; restarting');
+    this.o.logger.warn({ path: this.o.path, err: apiErrorMessage(err), retryInMs: Math.round(delay) }, 'watch failed; restarting');
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => void this.startOnce(), delay);
     this.restartTimer.unref();

@@ -1,5 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
+import { apiErrorMessage } from './api-error.js';
 import { isConflict, isNotFound } from './errors.js';
 
 export interface LeaderElectionOptions {
@@ -58,14 +59,14 @@ export class LeaderElector {
    * successful renew was sent less than the renew deadline ago (the lease itself runs longer,
    * so a follower cannot have taken over). Checked right before every mutating cloud call.
    */
-  holdsFreshLease(now = Date.now()): boolean {
+  holdsFreshLease(now = monotonic()): boolean {
     return this.leader && now - this.lastRenew < this.renewDeadline;
   }
 
   private checkDeadline(): void {
     if (this.leader && !this.holdsFreshLease()) {
       this.leader = false;
-      this.o.logger.warn({ lease: this.o.name, identity: this.o.identity, sinceRenewMs: Date.now() - this.lastRenew }, 'lost leadership: could not renew the lease in time');
+      this.o.logger.warn({ lease: this.o.name, identity: this.o.identity, sinceRenewMs: Math.round(monotonic() - this.lastRenew) }, 'lost leadership: could not renew the lease in time');
       this.o.onStoppedLeading();
     }
   }
@@ -73,13 +74,13 @@ export class LeaderElector {
   private async tick(): Promise<void> {
     if (!this.running) return;
     let ok = false;
-    const sentAt = Date.now();
+    const sentAt = monotonic();
     // Every attempt has a deadline: the time left to renew, or one retry period for a candidate.
     const deadline = this.leader ? Math.max(1, this.lastRenew + this.renewDeadline - sentAt) : Math.max(this.retry, 1000);
     try {
       ok = await withDeadline(this.tryAcquireOrRenew(), deadline, 'lease update');
     } catch (e) {
-      this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'leader election: lease update failed');
+      this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'leader election: lease update failed');
     }
     if (ok && this.running) {
       this.lastRenew = sentAt;
@@ -118,11 +119,12 @@ export class LeaderElector {
     }
     const spec = current.spec ?? {};
     const record = JSON.stringify([spec.holderIdentity, String(spec.renewTime ?? ''), spec.leaseTransitions]);
-    if (this.observed?.record !== record) this.observed = { record, at: now };
+    // Measured when the record was seen, on a clock that no NTP step moves.
+    if (this.observed?.record !== record) this.observed = { record, at: monotonic() };
     const holder = spec.holderIdentity ?? '';
     const heldByOther = holder !== '' && holder !== identity;
     const duration = (spec.leaseDurationSeconds ?? this.lease / 1000) * 1000;
-    if (heldByOther && now < this.observed.at + duration) return false;
+    if (heldByOther && monotonic() < this.observed.at + duration) return false;
     const mine = holder === identity;
     const next: V1Lease = {
       ...current,
@@ -146,16 +148,17 @@ export class LeaderElector {
   }
 
   /** Stops campaigning; a leader gives the lease up so that a follower takes over at once. */
-  async stop(): Promise<void> {
+  /** Stops campaigning; `release: false` lets the lease run out instead of handing it over at once. */
+  async stop(o: { release?: boolean } = {}): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
     clearInterval(this.watchdog);
     if (!this.leader) return;
     this.leader = false;
     try {
-      await withDeadline(this.giveUp(), this.renewDeadline, 'giving the lease up');
+      if (o.release ?? true) await withDeadline(this.giveUp(), this.renewDeadline, 'giving the lease up');
     } catch (e) {
-      this.o.logger.warn({ lease: this.o.name, err: (e as Error).message }, 'could not release the lease');
+      this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'could not release the lease');
     }
     this.o.onStoppedLeading();
   }
@@ -171,6 +174,9 @@ export class LeaderElector {
     });
   }
 }
+
+/** Local durations are measured on a monotonic clock; only the Lease's own times are wall-clock. */
+const monotonic = (): number => performance.now();
 
 /** The promise, or a rejection naming what took too long once `ms` have passed. */
 function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

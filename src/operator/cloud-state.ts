@@ -60,13 +60,16 @@ export class CloudState {
 
   /** The instance's ENIs and this node's own unattached ones, after a change. */
   async resyncInstance(instanceId: string | undefined, node: string): Promise<void> {
+    // As for a full resync: an answer the operator got while the describes ran is newer than them.
+    const started = this.seq;
+    const newer = (id: string) => (this.changed.get(id) ?? -1) > started;
     const [attached, ours] = await Promise.all([
       instanceId ? this.api.describeNetworkInterfaces({ instanceId }) : [],
       this.api.describeNetworkInterfaces({ vpcId: this.vpcId, tags: { [TAGS.cluster]: this.clusterId, [TAGS.node]: node } }),
     ]);
     const seen = new Set([...attached, ...ours].map((e) => e.id));
-    for (const e of [...(instanceId ? this.enisOfInstance(instanceId) : []), ...this.ownedBy(node)]) if (!seen.has(e.id)) this.forget(e.id);
-    for (const e of [...attached, ...ours]) this.upsert(e);
+    for (const e of [...(instanceId ? this.enisOfInstance(instanceId) : []), ...this.ownedBy(node)]) if (!seen.has(e.id) && !newer(e.id)) this.forget(e.id);
+    for (const e of [...attached, ...ours]) if (!newer(e.id)) this.upsert(e);
   }
 
   private nodeOf(e: NetworkInterface): string | undefined {

@@ -25,7 +25,7 @@ export interface LifecycleDeps {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** No answer came: the call may or may not have been carried out. */
-const outcomeUnknown = (e: unknown) => e instanceof CloudError && e.code.startsWith('Transport.') && e.code !== 'Transport.Closed';
+const outcomeUnknown = (e: unknown) => e instanceof CloudError && e.outcomeUnknown;
 
 /**
  * The asynchronous life of an ENI, run in the background so that a reconcile returns at once:
@@ -187,7 +187,9 @@ export class EniLifecycle {
         }
         this.d.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`);
         await this.deleteEni(eni.id).catch((err) => this.d.logger.warn({ node: name, eni: eni.id, err: (err as Error).message }, 'could not delete an ENI whose attach failed; GC will'));
-        if (failure instanceof CloudError) await this.d.onCloudError(pool, failure).catch(() => undefined);
+        // Held back, so that a node whose attaches keep failing does not create, fail and delete in a loop.
+        const cause = failure instanceof CloudError ? failure : new CloudError('AttachNetworkInterface', 'OperationFailed.AttachFellBack', `${eni.id} fell back to Available instead of reaching InUse`, undefined);
+        await this.d.onCloudError(pool, cause).catch((err) => this.failedInBackground(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, err));
       } finally {
         this.addIncoming(name, -1, -carried);
         this.attaching.delete(eni.id);

@@ -13,7 +13,7 @@ export interface FailureRecord {
 }
 
 /** Kinds that no retry fixes: a missing permission, a bad request, an error nobody classified. */
-const PERMANENT: ReadonlySet<CloudErrorKind> = new Set(['permission', 'invalid-request', 'unknown']);
+const PERMANENT: ReadonlySet<CloudErrorKind> = new Set(['permission', 'invalid-request', 'unknown', 'quota-exceeded', 'invalid-state', 'not-found']);
 
 /** What a user can do about a failure the cloud reported. */
 export function hintFor(e: CloudError): string {

@@ -10,7 +10,18 @@ import type { StatePoller } from './poller.js';
  * Deletes leaked ENIs: tagged with this cluster's id, `Available` (attached to nothing), older
  * than the minimum age, and belonging to no ENIPool. Run after a full resync.
  */
-export async function collectLeakedEnis(d: { api: EcsApi; cloud: CloudState; pools: Informer<ENIPool>; poller: StatePoller; metrics: OperatorMetrics; logger: Logger; minAgeMs: number; now?: number }): Promise<string[]> {
+export async function collectLeakedEnis(d: {
+  api: EcsApi;
+  cloud: CloudState;
+  pools: Informer<ENIPool>;
+  /** Whether the pool is there on the API server (a live read: absence in the cache is no proof). */
+  poolExists: (name: string) => Promise<boolean>;
+  poller: StatePoller;
+  metrics: OperatorMetrics;
+  logger: Logger;
+  minAgeMs: number;
+  now?: number;
+}): Promise<string[]> {
   const now = d.now ?? Date.now();
   const pools = new Set(d.pools.list().map((p) => p.metadata.name));
   const leaked = d.cloud
@@ -19,6 +30,7 @@ export async function collectLeakedEnis(d: { api: EcsApi; cloud: CloudState; poo
   const deleted: string[] = [];
   for (const e of leaked) {
     try {
+      if (await d.poolExists(e.tags[TAGS.node] ?? '')) continue;
       await d.api.deleteNetworkInterface(e.id);
       await d.poller.wait(e.id, 'gone');
       d.cloud.forget(e.id);

@@ -1,12 +1,14 @@
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
 import { GROUP, VERSION, type ENIPool } from '../api/types.js';
-import type { EcsApi } from '../cloud/index.js';
+import type { EcsApi, NetworkInterface } from '../cloud/index.js';
+import { answerTo } from '../ipam/release.js';
 import { ignoreNotFound, isNotFound } from '../kube/errors.js';
 import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import type { CloudState } from './cloud-state.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { EniLifecycle } from './eni-lifecycle.js';
+import { requestStamp } from './pool-status.js';
 
 export interface DepartureDeps {
   api: EcsApi;
@@ -107,19 +109,47 @@ export class NodeDeparture {
     // What the cloud holds for this node now (the cache may predate the instance's release).
     await cloud.resyncInstance(pool.spec.instanceID, name);
     const ours = cloud.ownedBy(name);
-    // A pool deleted by hand while its node runs: ENIs with addresses in use stay until the pods let go.
-    const nodeLives = Boolean(this.d.nodes.get(pool.spec.nodeName));
-    const used = new Set(nodeLives ? Object.keys(pool.status?.used ?? {}) : []);
-    const busy = ours.filter((e) => [e.primaryIp, ...e.secondaryIps].some((ip) => used.has(ip)));
-    const free = ours.filter((e) => !busy.includes(e));
-    await Promise.all(free.map((e) => enis.deleteEni(e.id)));
-    if (free.length) this.d.event(pool, 'Normal', 'ReleasedENIs', `pool ${name} is deleted: deleted its ${free.length} ENIs (${free.map((e) => e.id).join(', ')})`);
-    if (busy.length) {
-      const message = `pool ${name} is deleted while node ${pool.spec.nodeName} runs pods on ${busy.map((e) => e.id).join(', ')}; those ENIs are kept until their addresses are released`;
+    // On a node that still runs, pods may hold any published address: only the agent can say
+    // which are free. Its ENIs go through the release handshake, whole, one confirmed ENI at a time.
+    const handshake = ours.some((e) => e.status === 'InUse') && (await this.nodeExists(pool.spec.nodeName));
+    const confirmed = handshake ? await this.confirmRelease(pool, ours.filter((e) => e.status === 'InUse')) : undefined;
+    const deletable = confirmed ? ours.filter((e) => e.status !== 'InUse' || confirmed.has(e.id)) : ours;
+    await Promise.all(deletable.map((e) => enis.deleteEni(e.id)));
+    if (deletable.length) this.d.event(pool, 'Normal', 'ReleasedENIs', `pool ${name} is deleted: deleted its ${deletable.length} ENIs (${deletable.map((e) => e.id).join(', ')})`);
+    const kept = ours.filter((e) => !deletable.includes(e));
+    if (kept.length) {
+      const message = `pool ${name} is deleted while node ${pool.spec.nodeName} runs; ${kept.map((e) => e.id).join(', ')} go once the agent confirms their addresses are free`;
       this.d.event(pool, 'Warning', 'ENIsInUse', message);
-      return { requeueAfterMs: 30_000 };
+      return { requeueAfterMs: 5_000 };
     }
     return this.letGo(pool);
+  }
+
+  private async nodeExists(nodeName: string): Promise<boolean> {
+    return (await ignoreNotFound(this.d.core.readNode({ name: nodeName }))) !== undefined;
+  }
+
+  /**
+   * Asks the agent, through releaseRequests, for every address of the ENIs (a fresh read of the
+   * pool, a write that carries its resourceVersion) and answers the ENIs whose every address it
+   * confirmed free for the request outstanding now.
+   */
+  private async confirmRelease(pool: ENIPool, enis: NetworkInterface[]): Promise<Set<string>> {
+    const name = pool.metadata.name;
+    const live = (await this.d.custom.getClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name })) as ENIPool;
+    const requests = { ...(live.status?.releaseRequests ?? {}) };
+    const missing = enis.flatMap((e) => [e.primaryIp, ...e.secondaryIps]).filter((ip) => !(ip in requests));
+    if (missing.length) {
+      for (const ip of missing) requests[ip] = requestStamp();
+      const body = { metadata: { resourceVersion: live.metadata.resourceVersion }, status: { releaseRequests: requests } };
+      await this.d.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body }, merge);
+      return new Set();
+    }
+    const asked = new Map(Object.entries(requests));
+    const acks = new Map(Object.entries(live.status?.releaseAcks ?? {}).filter(([, a]) => typeof a === 'object' && a !== null));
+    const used = live.status?.used ?? {};
+    const free = (ip: string) => !(ip in used) && answerTo(ip, asked, acks) === 'ready';
+    return new Set(enis.filter((e) => [e.primaryIp, ...e.secondaryIps].every(free)).map((e) => e.id));
   }
 
   private async letGo(pool: ENIPool): Promise<Result> {

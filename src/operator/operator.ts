@@ -2,6 +2,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node, type V1Pod }
 import { Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
+import { ignoreNotFound } from '../kube/errors.js';
 import { Informer } from '../kube/informer.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue, runWorkers } from '../kube/workqueue.js';
@@ -14,6 +15,7 @@ import { collectLeakedEnis } from './gc.js';
 import { OperatorMetrics, type FleetView } from './metrics.js';
 import { PoolReconciler } from './pool-reconciler.js';
 import { StatePoller } from './poller.js';
+import { apiErrorMessage } from '../kube/api-error.js';
 
 /** The work queue's keys: a pool (named after its node) or a class, as `kind/name`. */
 export type QueueKey = `pool/${string}` | `class/${string}`;
@@ -125,7 +127,7 @@ export class Operator {
       onChange: (_, p) => p.spec?.nodeName && enqueuePool(p.spec.nodeName),
     });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
-    this.poolReconciler = new PoolReconciler({ kc, pools: this.pools, nodes: this.nodes, pendingPods: this.pendingPods, api, cloud: this.cloud, poller: this.poller, events, metrics: this.metrics, config, logger, enqueue: enqueuePool });
+    this.poolReconciler = new PoolReconciler({ kc, pools: this.pools, nodes: this.nodes, pendingPods: this.pendingPods, api, cloud: this.cloud, poller: this.poller, events, metrics: this.metrics, config, logger, enqueue: enqueuePool, mayWrite: () => this.mayMutate() });
     this.metrics.fleet = () => this.fleet();
     this.classReconciler = new ClassReconciler({ kc, classes: this.classes, pools: this.pools, nodes: this.nodes, api, cloud: this.cloud, events, config, logger });
   }
@@ -207,6 +209,7 @@ export class Operator {
           this.timers.forEach(clearInterval);
           this.poolReconciler.stop();
           void this.queue.shutdown();
+          void this.elector?.stop({ release: false }); // no campaign during the last seconds
           this.onLost();
         }
       },
@@ -232,7 +235,7 @@ export class Operator {
     this.enqueueAll();
     this.workers = runWorkers(this.queue, this.o.config.workers, (key) => this.reconcile(key), (key, err) => {
       this.metrics.reconcileErrors.inc({ kind: key.split('/')[0] });
-      this.o.logger.warn({ key, err: (err as Error).message }, 'reconcile failed');
+      this.o.logger.warn({ key, err: apiErrorMessage(err) }, 'reconcile failed');
     });
     const every = (ms: number, fn: () => Promise<void>) => {
       const t = setInterval(() => void fn().catch((e) => this.o.logger.warn({ err: (e as Error).message }, 'periodic task failed')), ms);
@@ -265,7 +268,9 @@ export class Operator {
   async gc(): Promise<string[]> {
     if (this.o.config.mode !== 'normal') return [];
     await this.fullResync();
-    return collectLeakedEnis({ api: this.o.api, cloud: this.cloud, pools: this.pools, poller: this.poller, metrics: this.metrics, logger: this.o.logger, minAgeMs: this.o.config.gcMinAgeMs });
+    const custom = this.o.kc.makeApiClient(CustomObjectsApi);
+    const poolExists = async (name: string) => Boolean(name) && (await ignoreNotFound(custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }))) !== undefined;
+    return collectLeakedEnis({ api: this.o.api, cloud: this.cloud, pools: this.pools, poolExists, poller: this.poller, metrics: this.metrics, logger: this.o.logger, minAgeMs: this.o.config.gcMinAgeMs });
   }
 
   private enqueueAll(): void {
@@ -292,7 +297,11 @@ export class Operator {
     await this.queue.shutdown();
     await this.workers;
     this.poller.stop();
-    await this.elector?.stop();
+    // A call already sent may still land: the lease is handed over only once none is out, or
+    // left to expire, so that the next leader never plans on a cloud about to change under it.
+    const deadline = Date.now() + 10_000;
+    while (this.o.api.mutationsInFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await this.elector?.stop({ release: this.o.api.mutationsInFlight === 0 });
     this.leading = false;
     await Promise.all([this.pools.stop(), this.classes.stop(), this.nodes.stop(), this.pendingPods.stop()]);
   }

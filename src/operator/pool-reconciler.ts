@@ -16,7 +16,7 @@ import { NodeDeparture } from './node-departure.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { OperatorMetrics } from './metrics.js';
-import { publishedEnis, setCondition, statusPatch } from './pool-status.js';
+import { publishedEnis, requestStamp, setCondition, statusPatch } from './pool-status.js';
 import type { StatePoller } from './poller.js';
 
 export interface PoolDeps {
@@ -32,6 +32,8 @@ export interface PoolDeps {
   config: OperatorConfig;
   logger: Logger;
   enqueue: (name: string, afterMs?: number) => void;
+  /** Whether this operator may still write what it knows (it leads on a fresh lease). */
+  mayWrite: () => boolean;
 }
 
 /** A pool's sizing with the ceiling resolved against what its instance type holds. */
@@ -153,7 +155,7 @@ export class PoolReconciler {
     const mayRelease = config.mode === 'normal';
     if (mayAllocate) {
       for (const e of cloud.ownedBy(name)) {
-        if (this.enis.tracking(e.id) || this.failed.blocked(name, 'AttachNetworkInterface', Date.now())) continue;
+        if (this.enis.tracking(e.id) || this.enis.isRemoving(e.id) || this.failed.blocked(name, 'AttachNetworkInterface', Date.now())) continue;
         if (e.status === 'Available' && !e.instanceId) this.enis.attach(pool, e);
         else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.enis.attach(pool, e, { alreadyAttaching: true });
       }
@@ -200,7 +202,9 @@ export class PoolReconciler {
         spec.zoneID,
       ).map((v) => ({ id: v.id, free: v.free, blocked: cloud.blocked.has(v.id) }));
       const now = Date.now();
-      const allow = { assign: !this.failed.blocked(name, 'AssignPrivateIpAddresses', now), create: !this.failed.blocked(name, 'CreateNetworkInterface', now) };
+      // While attaches fail on this node, new ENIs would only pile up unattached.
+      const createHeld = this.failed.blocked(name, 'CreateNetworkInterface', now) || this.failed.blocked(name, 'AttachNetworkInterface', now);
+      const allow = { assign: !this.failed.blocked(name, 'AssignPrivateIpAddresses', now), create: !createHeld };
       const plan = planAllocation({ want, enis: views, limits, vSwitches: candidates, selection: spec.vSwitchSelection ?? 'MostFreeIPs', creating: coming.enis, allow });
       this.d.logger.debug(
         { node: name, want, available, coming, ops: plan.ops.length, calls: callsOf(plan.ops), owned: cloud.ownedBy(name).map((e) => `${e.id}:${e.status}:${e.instanceId ?? '-'}`) },
@@ -313,6 +317,8 @@ export class PoolReconciler {
       this.published(pool.metadata.name);
       this.event(pool, 'Normal', 'AssignedIPs', `assigned ${ips.length} IPs to ${eniId} in ${vSwitchId}`);
     } catch (e) {
+      // No answer: the IPs may be on the ENI now; the next plan must start from what the cloud holds.
+      if (e instanceof CloudError && e.outcomeUnknown) await cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
       await this.onCloudError(pool, e, vSwitchId);
     }
   }
@@ -335,8 +341,10 @@ export class PoolReconciler {
       return;
     }
     if (e.kind === 'quota-exceeded') {
-      this.shortfall.set(name, { reason: 'QuotaExceeded', message: `${e.action}: ${e.code}: ${e.cloudMessage}` });
-      this.event(pool, 'Warning', 'QuotaExceeded', e.message);
+      // No retry frees a regional quota soon: the action is held back like a permanent failure.
+      const r = this.failed.record(name, e, Date.now());
+      this.shortfall.set(name, { reason: 'QuotaExceeded', message: r.message });
+      this.event(pool, 'Warning', 'QuotaExceeded', r.message);
       return;
     }
     throw e;
@@ -404,7 +412,8 @@ export class PoolReconciler {
       this.event(pool, 'Warning', 'ENIGone', `ENI ${old.id} is no longer on ${spec.instanceID} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`);
     }
     const patch = statusPatch(pool.status, desired);
-    if (!patch) return;
+    // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
+    if (!patch || !this.d.mayWrite()) return;
     // The resourceVersion read makes the write a precondition: planned on an older pool than the
     // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
     const body = { metadata: { resourceVersion: pool.metadata.resourceVersion }, status: patch };
@@ -424,13 +433,3 @@ function coolingIps(pool: ENIPool, now: number): Array<{ ip: string; until: numb
     .filter((c) => c.until > now);
 }
 
-let lastStamp = 0;
-/**
- * The name of a new release request: its time, to the millisecond, never the same twice in
- * this process, so that an ack to an earlier request for the same IP cannot pass for an
- * answer to this one.
- */
-function requestStamp(): string {
-  lastStamp = Math.max(Date.now(), lastStamp + 1);
-  return new Date(lastStamp).toISOString();
-}

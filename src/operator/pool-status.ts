@@ -47,3 +47,14 @@ export function statusPatch(current: ENIPoolStatus | undefined, desired: Operato
   if (Object.keys(rr).length) patch.releaseRequests = rr;
   return Object.keys(patch).length ? patch : undefined;
 }
+
+let lastStamp = 0;
+/**
+ * The name of a new release request: its time, to the millisecond, never the same twice in
+ * this process, so that an ack to an earlier request for the same IP cannot pass for an
+ * answer to this one.
+ */
+export function requestStamp(): string {
+  lastStamp = Math.max(Date.now(), lastStamp + 1);
+  return new Date(lastStamp).toISOString();
+}

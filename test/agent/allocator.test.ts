@@ -228,4 +228,22 @@ describe('agent state file', () => {
     expect(release(r.state, 'c1', 'eth0', 10, 1000).released).toEqual(['192.168.16.1']);
     expect(departedRecoveries(r.state, [{ pod: 'd/a' }]).map((a) => a.ip)).toEqual(['192.168.16.2']);
   });
+
+  it('recovers every address of one container, pod addresses whatever their ENI, cool-downs still running, and no host address', () => {
+    const p = pool(IPS.slice(0, 4));
+    p.status!.used = { '192.168.16.1': { pod: 'd/a', containerID: 'c1' }, '192.168.16.2': { pod: 'd/a', containerID: 'c1' } };
+    p.status!.cooling = { '192.168.16.3': new Date(60_000).toISOString(), '192.168.16.4': new Date(1000).toISOString() };
+    // 192.168.20.9: in the vSwitch of an ENI whose addresses are not published right now.
+    const pods = [{ pod: 'd/x', podIP: '192.168.20.9' }, { pod: 'kube-system/agent', podIP: '192.168.16.200', hostNetwork: true }, { pod: 'd/y', podIP: '10.9.9.9' }];
+    const r = recoverAllocations(emptyState(), p, pods, 5000);
+    expect(r.recovered.map((a) => a.ip)).toEqual(['192.168.16.1', '192.168.16.2', '192.168.20.9']);
+    expect(r.state.cooling).toEqual({ '192.168.16.3': 60_000 });
+    expect(freeAddresses(r.state, p, 5000)).toEqual(['192.168.16.4']);
+  });
+
+  it('hands out nothing from a pool that is being deleted', () => {
+    const p = pool(IPS.slice(0, 2));
+    p.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
+    expect(allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0)).toMatchObject({ error: 'pool-empty' });
+  });
 });

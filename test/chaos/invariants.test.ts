@@ -54,7 +54,7 @@ describe('the fault suite\u2019s invariant checks', () => {
     await pop(c.ecs.url).request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-0-pods', SecurityGroupIds: ['sg-bench-pods'], Tag: [{ Key: TAGS.cluster, Value: CLUSTER_ID }, { Key: TAGS.node, Value: 'node-x' }] });
     const v = await leakVerdict(c, 1000);
     expect(v.ok).toBe(false);
-    // Another ENI may be on its way into a pool meanwhile; the leaked one is named.
+    // Other ENIs may be on their way into a pool at that moment; the leaked one must be named.
     expect(v.detail).toMatch(/^after 1 s: \d+ ENIs in the cloud in no pool \(.*eni-\w+ of node-x Available/);
   });
 });

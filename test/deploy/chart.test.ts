@@ -69,6 +69,8 @@ describe('the Helm chart', () => {
     }
     // The Lease the Role names is the one the operator is told to use.
     expect(find(objs, 'Deployment').spec.template.spec.containers[0].args).toContain('--leader-elect-lease-name=eni-ipam-operator');
+    // It is a release object, so that helm uninstall removes it.
+    expect(find(objs, 'Lease', '-operator').metadata).toMatchObject({ name: 'eni-ipam-operator', namespace: 'kube-system' });
   });
 
   it('runs two operator replicas with leader election, probes, limits, topology spread and a locked-down container', async () => {

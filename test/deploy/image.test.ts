@@ -58,7 +58,8 @@ describe('the container image', () => {
   it('runs as a non-root user with eni-ipam as the entry point, and has eni-ipam-cni for the init container', () => {
     const user = runtime.lines.filter((l) => l.op === 'USER').at(-1)!.args;
     expect(user.split(':')[0]).toMatch(/^[1-9]\d*$/);
-    expect(runtime.lines.filter((l) => l.op === 'ENTRYPOINT').at(-1)!.args).toBe('["node", "/app/dist/cli/main.js"]');
+    // The launcher: dist/cli/main.js only exports run() and does nothing when executed.
+    expect(runtime.lines.filter((l) => l.op === 'ENTRYPOINT').at(-1)!.args).toBe('["node", "/app/bin/eni-ipam"]');
     expect(runtime.lines.some((l) => l.op === 'COPY' && l.args.startsWith('bin '))).toBe(true);
     expect(runtime.lines.some((l) => l.op === 'RUN' && l.args.includes('/usr/local/bin/eni-ipam-cni'))).toBe(true);
   });

@@ -45,6 +45,15 @@ describe('hardened informer', () => {
     expect(emu.requests()['list configmaps']).toBe(1);
   });
 
+  it('is not synced while its list fails (a 403, a 500), and is once a list succeeds', async () => {
+    emu.setFaults({ errors: { code: 500, rate: 1 } });
+    const { informer } = configMaps();
+    await informer.start();
+    expect(informer.synced).toBe(false);
+    emu.setFaults({});
+    await eventually(() => informer.synced, 10_000);
+  });
+
   it('restarts after errors that stop a plain client-node informer', async () => {
     const { informer, changes } = configMaps();
     await informer.start();

@@ -4,7 +4,7 @@ import { LeaderElector } from '../../src/kube/leader-election.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { eventually, sleep } from '../helpers/ecs.js';
-import { blackholeProxy } from '../helpers/blackhole.js';
+import { startFaultProxy } from '../../src/sim/netfault.js';
 import { http, kube } from '../helpers/kube.js';
 
 let emu: KubeEmulator;
@@ -106,7 +106,8 @@ describe('leader election on a Lease', () => {
   });
 
   it('steps down within the renew deadline when the API server stops answering, and never holds a stale lease', async () => {
-    const proxy = await blackholeProxy(emu.url);
+    const target = new URL(emu.url);
+    const proxy = await startFaultProxy({ host: target.hostname, port: Number(target.port) });
     const viaProxy = new KubeConfig();
     viaProxy.loadFromString(emu.kubeconfig.replace(emu.url, proxy.url));
     const events: string[] = [];
@@ -116,7 +117,7 @@ describe('leader election on a Lease', () => {
     const b = candidate('b', events);
     b.start();
     await sleep(500);
-    proxy.blackhole();
+    await proxy.setMode('blackhole');
     const cut = Date.now();
     // Every lease read and write now hangs: the leader must still step down on time (1 s).
     await eventually(() => !a.leader, 3000, 10);

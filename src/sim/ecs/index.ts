@@ -10,6 +10,7 @@ import { CallJournal, type CallRecord, type CallRecordQuery } from './journal.js
 import { metadataHandler } from './metadata.js';
 import { ActionQuotas } from './quotas.js';
 import { rpcHandler, type CallStats } from './server.js';
+import type { OidcVerifier } from './sts.js';
 import { World, type WorldSnapshot } from './world.js';
 
 export { defaultWorld } from './default-world.js';
@@ -27,6 +28,8 @@ export interface EcsEmulatorOptions {
   /** Overrides the fixture's time scale. */
   timeScale?: number;
   faults?: FaultSpec;
+  /** Takes an emulated cluster's service-account tokens for AssumeRoleWithOIDC (RRSA). */
+  oidcVerifier?: OidcVerifier;
 }
 
 /** The control handle of a running emulator, for tests, benchmarks and the demo. */
@@ -62,7 +65,7 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
   const stats: CallStats = { calls: {}, total: 0 };
   const held = new Set<ServerResponse>();
   const journal = new CallJournal();
-  const rpc = rpcHandler({ world, auth, quotas: new ActionQuotas(fixture.quotas?.api ?? {}), fixture, ownerId: OWNER_ID, stats, held, journal });
+  const rpc = rpcHandler({ oidcVerifier: opts.oidcVerifier, world, auth, quotas: new ActionQuotas(fixture.quotas?.api ?? {}), fixture, ownerId: OWNER_ID, stats, held, journal });
   const metadata = metadataHandler(auth, fixture.ramRoles ?? []);
 
   const handle: Omit<EcsEmulator, 'url' | 'metadataUrl' | 'close'> = {

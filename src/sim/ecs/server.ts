@@ -7,7 +7,7 @@ import { ApiError, apiError, invalid, missing } from './errors.js';
 import type { Fixture } from './fixture.js';
 import type { CallJournal, Touched } from './journal.js';
 import { Params } from './params.js';
-import { STS_VERSION, assumeRoleWithOidc } from './sts.js';
+import { STS_VERSION, assumeRoleWithOidc, type OidcVerifier } from './sts.js';
 import type { ActionQuotas } from './quotas.js';
 import type { World } from './world.js';
 
@@ -21,6 +21,8 @@ export interface CallStats {
 }
 
 export interface RpcDeps {
+  /** Takes service-account tokens of an emulated cluster for AssumeRoleWithOIDC. */
+  oidcVerifier?: OidcVerifier;
   world: World;
   auth: Authenticator;
   quotas: ActionQuotas;
@@ -97,7 +99,7 @@ export function rpcHandler(deps: RpcDeps) {
       if (!raw.Version) throw missing('Version');
       if (raw.Version === STS_VERSION && action === 'AssumeRoleWithOIDC') {
         hostId = 'sts.aliyuncs.com';
-        const answer = assumeRoleWithOidc(auth, fixture.oidcRoles ?? [], raw);
+        const answer = assumeRoleWithOidc(auth, fixture.oidcRoles ?? [], raw, Date.now(), deps.oidcVerifier);
         answered('OK');
         return send(res, 200, { RequestId: requestId, ...answer });
       }

@@ -5,6 +5,7 @@ import { recordUpdate, serverSideApply } from './apply.js';
 import { StatusError, alreadyExists, badRequest, conflict, invalid, notFound, unsupportedMediaType, type StatusCause } from './errors.js';
 import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
 import { acceptCrd, crdErrors, crdType } from './resources.js';
+import { applyBuiltinDefaults } from './defaults.js';
 import { applyDefaults, prune, validate } from './schema.js';
 import { parseFieldSelector, parseLabelSelector, matchesFields, matchesLabels } from './selectors.js';
 import type { Store } from './store.js';
@@ -138,6 +139,7 @@ export class Writer {
     if (req.name && req.name !== o.metadata.name) throw badRequest(`the name of the object (${o.metadata.name}) does not match the name on the URL (${req.name})`);
     if (this.store.get(t, o.metadata.namespace, o.metadata.name)) throw alreadyExists(t, o.metadata.name);
     if (!t.builtin && t.statusSubresource) delete o.status;
+    applyBuiltinDefaults(this.store, t, o);
     const warnings: string[] = [];
     const causes = [...checkMetadata(t, o), ...(t.builtin ? [] : admitCustom(t, req.version, o, this.fieldValidation(req), warnings))];
     if (causes.length) throw invalid(t, o.metadata.name, causes);
@@ -288,6 +290,20 @@ export class Writer {
       throw conflict(t, old.metadata.name!);
     }
     const dry = this.dryRun(req);
+    const grace = gracePeriod(this.store, t, old, opts);
+    if (grace > 0) {
+      // A pod on a node with a kubelet terminates first: the kubelet stops its containers and deletes it.
+      const shorter = !old.metadata.deletionTimestamp || grace < (old.metadata.deletionGracePeriodSeconds ?? Infinity);
+      if (!shorter) return { status: 200, body: served(old, t, req.version) };
+      const next = structuredClone(old);
+      next.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+      next.metadata.deletionGracePeriodSeconds = grace;
+      if (t.generation) next.metadata.generation = (old.metadata.generation ?? 1) + 1;
+      if (dry) return { status: 200, body: served(next, t, req.version) };
+      next.metadata.resourceVersion = this.store.nextRv();
+      this.store.put(t, next, old);
+      return { status: 200, body: served(next, t, req.version) };
+    }
     if (old.metadata.finalizers?.length) {
       if (old.metadata.deletionTimestamp) return { status: 200, body: served(old, t, req.version) };
       const next = structuredClone(old);
@@ -331,6 +347,14 @@ export class Writer {
       }
     }
   }
+}
+
+/** Seconds a deleted object has to terminate: only pods whose node runs a kubelet get one (DeleteOptions, else the pod's terminationGracePeriodSeconds, else 30). */
+function gracePeriod(store: Store, t: ResourceType, o: KubeObject, opts: any): number {
+  if (t.resource !== 'pods' || t.group || !o.spec?.nodeName || !store.hooks.kubeletRuns?.(o.spec.nodeName)) return 0;
+  if (['Succeeded', 'Failed'].includes(o.status?.phase)) return 0;
+  const g = opts.gracePeriodSeconds ?? o.spec.terminationGracePeriodSeconds ?? 30;
+  return Math.max(0, Number(g));
 }
 
 function withoutForce(q: URLSearchParams): URLSearchParams {

@@ -61,6 +61,8 @@ export interface KubeEmulator {
    * the bound object does not exist.
    */
   issueServiceAccountToken(input: TokenRequestInput): IssuedToken;
+  /** The user a service-account token of this cluster names (checked as the API server does), or undefined. */
+  verifyServiceAccountToken(token: string, audiences: string[]): string | undefined;
   /** The service-account issuer's public keys (what `/openid/v1/jwks` serves), to verify its tokens elsewhere. */
   serviceAccountJwks(): { keys: Array<Record<string, string>> };
   setFaults(f: KubeFaults): void;
@@ -195,6 +197,7 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
     caPath,
     adminToken,
     issueServiceAccountToken: (input) => tokens.issue(input),
+    verifyServiceAccountToken: (token, audiences) => tokens.verify(token, audiences)?.name,
     serviceAccountJwks: () => tokens.jwks(),
     setFaults: (f) => {
       state.faults = f;

@@ -22,7 +22,9 @@ function builtin(group: string, version: string, resource: string, kind: string,
   };
 }
 
-/** The built-in kinds the product needs; RBAC and workloads are stored, not run. */
+const REPLICAS = { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' };
+
+/** The built-in kinds the product needs; RBAC is stored, workloads run when a cluster's controllers do (src/sim/cluster). */
 export function builtinTypes(): ResourceType[] {
   const cluster = { namespaced: false };
   return [
@@ -51,7 +53,8 @@ export function builtinTypes(): ResourceType[] {
     builtin('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
     builtin('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', cluster),
     builtin('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', cluster),
-    builtin('apps', 'v1', 'deployments', 'Deployment', { shortNames: ['deploy'], categories: ['all'], statusSubresource: true, generation: true }),
+    builtin('apps', 'v1', 'deployments', 'Deployment', { shortNames: ['deploy'], categories: ['all'], statusSubresource: true, generation: true, scale: REPLICAS }),
+    builtin('apps', 'v1', 'replicasets', 'ReplicaSet', { shortNames: ['rs'], categories: ['all'], statusSubresource: true, generation: true, scale: REPLICAS }),
     builtin('apps', 'v1', 'daemonsets', 'DaemonSet', { shortNames: ['ds'], categories: ['all'], statusSubresource: true, generation: true }),
     builtin('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget', { shortNames: ['pdb'], statusSubresource: true, generation: true }),
   ];

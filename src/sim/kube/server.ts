@@ -71,6 +71,17 @@ function route(store: Store, group: string, version: string, segs: string[]): Ro
   return { t, version, namespace, name, subresource };
 }
 
+/** `pods/NAME/log`: the output the pod's kubelet captured, as text (followed when asked). */
+async function podLog(store: Store, namespace: string, name: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
+  const t = store.types.get('pods')!;
+  const pod = store.get(t, namespace, name);
+  if (!pod) throw new StatusError(404, 'NotFound', `pods "${name}" not found`, { name, kind: 'pods' });
+  if (!store.hooks.podLog || !pod.spec?.nodeName) {
+    throw new StatusError(400, 'BadRequest', `container "${query.get('container') ?? pod.spec?.containers?.[0]?.name ?? ''}" in pod "${name}" is waiting to start: no node runs this pod`);
+  }
+  await store.hooks.podLog(pod, query, res);
+}
+
 const notFoundPath = () => new StatusError(404, 'NotFound', 'the server could not find the requested resource');
 
 export function kubeHandler(s: ServerState) {
@@ -144,6 +155,10 @@ export function kubeHandler(s: ServerState) {
         const list = apiResourceList(store, group, version);
         if (!list) throw notFoundPath();
         return json(res, 200, list);
+      }
+      if (group === '' && method === 'GET' && rest.length === 5 && rest[0] === 'namespaces' && rest[2] === 'pods' && rest[4] === 'log') {
+        allow({ resourceRequest: true, verb: 'get', apiGroup: '', resource: 'pods', subresource: 'log', name: rest[3]!, namespace: rest[1]! });
+        return await podLog(store, rest[1]!, rest[3]!, url.searchParams, res);
       }
       const r = route(store, group, version, rest);
       if (!r) throw notFoundPath();

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { gone } from './errors.js';
 import { builtinTypes, crdType } from './resources.js';
@@ -22,6 +23,13 @@ export interface Watcher {
   send(type: EventType, object: KubeObject): void;
 }
 
+export interface StoreHooks {
+  /** Whether a node runs a kubelet: deleting a pod bound to it then terminates the pod gracefully. */
+  kubeletRuns?: (nodeName: string) => boolean;
+  /** Serves `pods/log` from the kubelet that runs the pod (throws a StatusError when it cannot). */
+  podLog?: (pod: KubeObject, query: URLSearchParams, res: ServerResponse) => Promise<void>;
+}
+
 const objectKey = (o: KubeObject): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 /**
@@ -30,6 +38,8 @@ const objectKey = (o: KubeObject): string => `${o.metadata.namespace ?? ''}/${o.
  * never mutated: every write stores a new object, so the history can share them.
  */
 export class Store {
+  /** What the emulated nodes tell the API server (set by their runtimes). */
+  readonly hooks: StoreHooks = {};
   readonly types = new Map<string, ResourceType>();
   private readonly objects = new Map<string, Map<string, KubeObject>>();
   private readonly history: StoredEvent[] = [];

@@ -66,6 +66,23 @@ function cell(col: PrinterColumn, v: unknown): unknown {
   }
 }
 
+/** The STATUS kubectl shows for a pod: Init:N/M, a container's waiting or terminated reason, Terminating, else the phase. */
+function podStatusText(o: KubeObject): string {
+  if (o.metadata.deletionTimestamp) return 'Terminating';
+  let reason: string = o.status?.reason ?? o.status?.phase ?? 'Pending';
+  const inits: any[] = o.status?.initContainerStatuses ?? [];
+  const initTotal = (o.spec?.initContainers ?? []).length;
+  const initDone = inits.filter((c) => c.state?.terminated?.exitCode === 0).length;
+  const initWaiting = inits.find((c) => c.state?.waiting && c.state.waiting.reason !== 'PodInitializing');
+  if (initWaiting) return `Init:${initWaiting.state.waiting.reason}`;
+  if (initTotal && initDone < initTotal) return `Init:${initDone}/${initTotal}`;
+  for (const c of o.status?.containerStatuses ?? []) {
+    if (c.state?.waiting?.reason) reason = c.state.waiting.reason;
+    else if (c.state?.terminated?.reason) reason = c.state.terminated.reason;
+  }
+  return reason;
+}
+
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' };
 
 /** Built-in kinds' usual columns (a subset of the API server's table convertors). */
@@ -86,6 +103,21 @@ const BUILTIN_COLUMNS: Record<string, Array<PrinterColumn & { value?: (o: KubeOb
     { name: 'Available', type: 'integer', jsonPath: '.status.availableReplicas' },
     AGE,
   ],
+  replicasets: [
+    { name: 'Desired', type: 'integer', jsonPath: '', value: (o) => o.spec?.replicas ?? 1 },
+    { name: 'Current', type: 'integer', jsonPath: '', value: (o) => o.status?.replicas ?? 0 },
+    { name: 'Ready', type: 'integer', jsonPath: '', value: (o) => o.status?.readyReplicas ?? 0 },
+    AGE,
+  ],
+  daemonsets: [
+    { name: 'Desired', type: 'integer', jsonPath: '', value: (o) => o.status?.desiredNumberScheduled ?? 0 },
+    { name: 'Current', type: 'integer', jsonPath: '', value: (o) => o.status?.currentNumberScheduled ?? 0 },
+    { name: 'Ready', type: 'integer', jsonPath: '', value: (o) => o.status?.numberReady ?? 0 },
+    { name: 'Up-to-date', type: 'integer', jsonPath: '', value: (o) => o.status?.updatedNumberScheduled ?? 0 },
+    { name: 'Available', type: 'integer', jsonPath: '', value: (o) => o.status?.numberAvailable ?? 0 },
+    { name: 'Node Selector', type: 'string', jsonPath: '', value: (o) => Object.entries(o.spec?.template?.spec?.nodeSelector ?? {}).map(([k, v]) => `${k}=${String(v)}`).join(',') || '<none>' },
+    AGE,
+  ],
   events: [
     { name: 'Last Seen', type: 'string', jsonPath: '', value: (o) => humanDuration(Date.now() - Date.parse(o.lastTimestamp ?? o.eventTime ?? o.metadata.creationTimestamp)) },
     { name: 'Type', type: 'string', jsonPath: '.type' },
@@ -95,11 +127,11 @@ const BUILTIN_COLUMNS: Record<string, Array<PrinterColumn & { value?: (o: KubeOb
   ],
   pods: [
     { name: 'Ready', type: 'string', jsonPath: '', value: (o) => `${(o.status?.containerStatuses ?? []).filter((c: any) => c.ready).length}/${(o.spec?.containers ?? []).length}` },
-    { name: 'Status', type: 'string', jsonPath: '', value: (o) => (o.metadata.deletionTimestamp ? 'Terminating' : (o.status?.phase ?? 'Pending')) },
+    { name: 'Status', type: 'string', jsonPath: '', value: podStatusText },
     { name: 'Restarts', type: 'integer', jsonPath: '', value: (o) => (o.status?.containerStatuses ?? []).reduce((n: number, c: any) => n + (c.restartCount ?? 0), 0) },
     AGE,
-    { name: 'IP', type: 'string', jsonPath: '.status.podIP', priority: 1 },
-    { name: 'Node', type: 'string', jsonPath: '.spec.nodeName', priority: 1 },
+    { name: 'IP', type: 'string', jsonPath: '', priority: 1, value: (o) => o.status?.podIP ?? '<none>' },
+    { name: 'Node', type: 'string', jsonPath: '', priority: 1, value: (o) => o.spec?.nodeName ?? '<none>' },
   ],
 };
 

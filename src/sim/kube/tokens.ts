@@ -140,7 +140,12 @@ export class ServiceAccountTokens {
     for (const [kind, resource] of [['pod', 'pods'], ['secret', 'secrets']] as const) {
       if (!k[kind]) continue;
       const bound = this.object(resource, k.namespace, k[kind].name);
-      if (!bound || bound.metadata.uid !== k[kind].uid || bound.metadata.deletionTimestamp) return undefined;
+      if (!bound || bound.metadata.uid !== k[kind].uid) return undefined;
+      // A terminating pod keeps its token through its grace period (its deletionTimestamp is when
+      // that ends) and a minute more, as the API server's validator allows: it must still release
+      // leases and write its last status.
+      const deleting = bound.metadata.deletionTimestamp;
+      if (deleting && Date.parse(deleting) / 1000 < nowS - 60) return undefined;
       if (kind === 'pod') Object.assign(extra, { 'authentication.kubernetes.io/pod-name': [k.pod.name], 'authentication.kubernetes.io/pod-uid': [k.pod.uid] });
     }
     if (k.node) Object.assign(extra, { 'authentication.kubernetes.io/node-name': [k.node.name], ...(k.node.uid ? { 'authentication.kubernetes.io/node-uid': [k.node.uid] } : {}) });
