@@ -234,8 +234,8 @@ export class BenchCluster {
   }
 }
 
-/** The first lines a command prints (once it serves); its exit before that is an error. */
-async function firstLines(child: ChildProcess, what: string, n: number): Promise<string[]> {
+/** The first lines a process prints (once it serves); its exit before that, or silence for 30 s, is an error. */
+export async function firstLines(child: ChildProcess, what: string, n: number): Promise<string[]> {
   const lines = createInterface({ input: child.stdout! });
   const got: string[] = [];
   return Promise.race([
@@ -243,6 +243,7 @@ async function firstLines(child: ChildProcess, what: string, n: number): Promise
     once(child, 'exit').then(([code]) => {
       throw new Error(`the ${what} exited with ${code} before it served`);
     }),
+    new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error(`the ${what} did not serve within 30 s`)), 30_000).unref()),
   ]);
 }
 

@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
 import { CRDS } from '../src/api/crds.js';
@@ -13,6 +12,7 @@ import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '..
 import { kubeconfigFor } from '../src/sim/kube/kubeconfig.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
+import { firstLines } from '../bench/harness.js';
 import { benchWorld } from '../bench/world.js';
 
 // From the sources (tests) or from dist-chaos/chaos (npm run chaos).
@@ -271,15 +271,3 @@ export class ChaosCluster {
   }
 }
 
-/** The first lines a process prints (once it serves); its exit before that is an error. */
-async function firstLines(child: ChildProcess, what: string, n: number): Promise<string[]> {
-  const lines = createInterface({ input: child.stdout! });
-  const got: string[] = [];
-  return Promise.race([
-    new Promise<string[]>((resolve) => lines.on('line', (l) => got.push(l) === n && resolve(got))),
-    once(child, 'exit').then(([code]) => {
-      throw new Error(`the ${what} exited with ${code} before it served`);
-    }),
-    new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error(`the ${what} did not serve within 30 s`)), 30_000).unref()),
-  ]);
-}
