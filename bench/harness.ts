@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
@@ -18,6 +17,7 @@ import { silentLogger } from '../src/observability/logger.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator } from '../src/sim/ecs/index.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import YAML from 'yaml';
+import { firstLines } from './process.js';
 import { BENCH_DIR } from './report.js';
 import { benchWorld, type BenchWorldOptions } from './world.js';
 
@@ -234,18 +234,6 @@ export class BenchCluster {
   }
 }
 
-/** The first lines a process prints (once it serves); its exit before that, or silence for 30 s, is an error. */
-export async function firstLines(child: ChildProcess, what: string, n: number): Promise<string[]> {
-  const lines = createInterface({ input: child.stdout! });
-  const got: string[] = [];
-  return Promise.race([
-    new Promise<string[]>((resolve) => lines.on('line', (l) => got.push(l) === n && resolve(got))),
-    once(child, 'exit').then(([code]) => {
-      throw new Error(`the ${what} exited with ${code} before it served`);
-    }),
-    new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error(`the ${what} did not serve within 30 s`)), 30_000).unref()),
-  ]);
-}
 
 /** A metric's value (summed over its series) in a Prometheus text scrape. */
 export function metric(text: string, name: string, labels = ''): number {

@@ -12,7 +12,7 @@ import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '..
 import { kubeconfigFor } from '../src/sim/kube/kubeconfig.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
-import { firstLines } from '../bench/harness.js';
+import { firstLines } from '../bench/process.js';
 import { benchWorld } from '../bench/world.js';
 
 // From the sources (tests) or from dist-chaos/chaos (npm run chaos).

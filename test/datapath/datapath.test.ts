@@ -136,6 +136,11 @@ afterAll(async () => {
 describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
   it('gives three pods on each node addresses from their own node’s pool and ENIs', async () => {
     for (const n of nodes) for (const k of [1, 2, 3]) await startPod(n, `${n.netns.slice(P.length)}-pod${k}`);
+    // The agents' status writes are coalesced: wait until each pool reports its pods.
+    await eventually(async () => {
+      for (const pod of pods) if (!(await c.pool(pod.node.name)).status?.used?.[pod.ip]) return false;
+      return true;
+    }, 10_000, 50);
     for (const pod of pods) {
       expect((await inNs(pod.netns, 'ip', '-4', '-o', 'addr', 'show', 'eth0')).split(/\s+/)).toContain(`${pod.ip}/20`);
       const pool = await c.pool(pod.node.name);
