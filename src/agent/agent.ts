@@ -7,7 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import { agentStatus, allocate, departedRecoveries, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState, type Lease, type NodePod } from './allocator.js';
 import { AgentMetrics } from './metrics.js';
 import { StateFile } from './state-file.js';
-import { apiErrorMessage } from '../kube/api-error.js';
+import { apiErrorMessage } from '../kube/errors.js';
 
 export interface AgentOptions {
   kc: KubeConfig;

@@ -1,7 +1,7 @@
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
 import { detachStrings } from './detach.js';
-import { apiErrorMessage } from './api-error.js';
+import { apiErrorMessage } from './errors.js';
 
 /** Any object with metadata: typed built-ins, or custom objects as plain JSON. */
 export type Watched = { metadata?: { name?: string; namespace?: string } };

@@ -1,7 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
-import { apiErrorMessage } from './api-error.js';
-import { isConflict, isNotFound } from './errors.js';
+import { apiErrorMessage, isConflict, isNotFound } from './errors.js';
 
 export interface LeaderElectionOptions {
   kc: KubeConfig;

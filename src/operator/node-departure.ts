@@ -37,6 +37,8 @@ const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 export class NodeDeparture {
   /** When each pool's Node was first confirmed gone while its instance still existed. */
   private readonly goneSince = new Map<string, number>();
+  /** Pools being torn down whose node's ENIs were read afresh. */
+  private readonly resynced = new Set<string>();
 
   constructor(private readonly d: DepartureDeps) {}
 
@@ -106,8 +108,12 @@ export class NodeDeparture {
       if (kept.length) this.d.event(pool, 'Warning', 'ENIsKept', `pool ${name} is deleted; mode ${config.mode} keeps its ${kept.length} ENIs`);
       return this.letGo(pool);
     }
-    // What the cloud holds for this node now (the cache may predate the instance's release).
-    await cloud.resyncInstance(pool.spec.instanceID, name);
+    // What the cloud holds for this node now (the cache may predate the instance's release);
+    // once per teardown: while the agent answers, the poller and resyncs keep the cache.
+    if (!this.resynced.has(name)) {
+      await cloud.resyncInstance(pool.spec.instanceID, name);
+      this.resynced.add(name);
+    }
     const ours = cloud.ownedBy(name);
     // On a node that still runs, pods may hold any published address: only the agent can say
     // which are free. Its ENIs go through the release handshake, whole, one confirmed ENI at a time.
@@ -153,6 +159,7 @@ export class NodeDeparture {
   }
 
   private async letGo(pool: ENIPool): Promise<Result> {
+    this.resynced.delete(pool.metadata.name);
     const finalizers = (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
     const body = { metadata: { finalizers } };
     await ignoreNotFound(this.d.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name: pool.metadata.name, body }, merge));

@@ -2,7 +2,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node, type V1Pod }
 import { Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
-import { ignoreNotFound } from '../kube/errors.js';
+import { apiErrorMessage, ignoreNotFound } from '../kube/errors.js';
 import { Informer } from '../kube/informer.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue, runWorkers } from '../kube/workqueue.js';
@@ -15,7 +15,6 @@ import { collectLeakedEnis } from './gc.js';
 import { OperatorMetrics, type FleetView } from './metrics.js';
 import { PoolReconciler } from './pool-reconciler.js';
 import { StatePoller } from './poller.js';
-import { apiErrorMessage } from '../kube/api-error.js';
 
 /** The work queue's keys: a pool (named after its node) or a class, as `kind/name`. */
 export type QueueKey = `pool/${string}` | `class/${string}`;

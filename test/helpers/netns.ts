@@ -1,27 +1,16 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { namespacesUnavailable } from '../../src/sim/cluster/runtime/network.js';
 
 /** Debian's containernetworking-plugins. */
 export const SYSTEM_CNI_DIR = '/usr/lib/cni';
 
 /** Why the datapath test cannot run here, or undefined when it can. */
 export function datapathUnavailable(): string | undefined {
-  if (process.getuid?.() !== 0) return 'network namespaces need root';
-  for (const bin of ['ip', 'tc', 'iperf3', 'tcpdump', 'unshare', 'ping']) {
-    try {
-      execFileSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' });
-    } catch {
-      return `${bin} is not installed (Debian packages iproute2, iperf3, tcpdump, iputils-ping, util-linux)`;
-    }
-  }
+  const why = namespacesUnavailable(['ip', 'tc', 'iperf3', 'tcpdump', 'unshare', 'ping'], 'iproute2, iperf3, tcpdump, iputils-ping, util-linux');
+  if (why) return why;
   for (const p of ['ptp', 'bandwidth']) if (!existsSync(join(SYSTEM_CNI_DIR, p))) return `${SYSTEM_CNI_DIR}/${p} is missing (Debian package containernetworking-plugins)`;
-  try {
-    execFileSync('ip', ['netns', 'add', 'eipam-probe']);
-    execFileSync('ip', ['netns', 'del', 'eipam-probe']);
-  } catch (e) {
-    return `cannot create a network namespace: ${(e as Error).message}`;
-  }
   return undefined;
 }
 

@@ -20,14 +20,17 @@ export const METADATA_ADDRESS = '100.100.100.200';
 const inNs = (ns: string, ...args: string[]) => run('ip', ['netns', 'exec', ns, ...args]);
 const shortHash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 8);
 
-/** Why this machine cannot run emulated nodes (root, namespaces, tools), or undefined when it can. */
-export function runtimeUnavailable(): string | undefined {
-  if (process.getuid?.() !== 0) return 'emulated nodes need root (network and mount namespaces)';
-  for (const bin of ['ip', 'unshare', 'nsenter', 'chroot', 'setpriv', 'mount', 'iptables']) {
+/**
+ * Why this machine cannot run programs in namespaces of their own, or undefined when it can: it
+ * needs root, each of `tools` (from the Debian `packages` named), and a network namespace.
+ */
+export function namespacesUnavailable(tools: string[], packages: string): string | undefined {
+  if (process.getuid?.() !== 0) return 'network and mount namespaces need root';
+  for (const bin of tools) {
     try {
       execFileSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' });
     } catch {
-      return `${bin} is not installed (Debian packages iproute2, util-linux, coreutils, mount, iptables)`;
+      return `${bin} is not installed (Debian packages ${packages})`;
     }
   }
   try {
@@ -37,6 +40,11 @@ export function runtimeUnavailable(): string | undefined {
     return `cannot create a network namespace: ${(e as Error).message}`;
   }
   return undefined;
+}
+
+/** Why this machine cannot run emulated nodes, or undefined when it can. */
+export function runtimeUnavailable(): string | undefined {
+  return namespacesUnavailable(['ip', 'unshare', 'nsenter', 'chroot', 'setpriv', 'mount', 'iptables'], 'iproute2, util-linux, coreutils, mount, iptables');
 }
 
 /** One emulated node's host network: a namespace on the cluster's bridge, with its pod range. */
