@@ -23,7 +23,11 @@ export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaB
   for (const i of world.instances) {
     const t = types.get(i.instanceType)!;
     const capacity = (t.eniQuantity - 1) * t.eniPrivateIpAddressQuantity;
-    const want = Math.min(capacity, spec.maxAllocate && spec.maxAllocate > 0 ? spec.maxAllocate : capacity, Math.max(spec.preAllocate ?? 8, spec.minAllocate ?? 0) + (spec.maxAboveWatermark ?? 0));
+    const want = Math.min(
+      capacity,
+      spec.maxAllocate && spec.maxAllocate > 0 ? spec.maxAllocate : capacity,
+      Math.max(spec.preAllocate ?? 8, spec.minAllocate ?? 0) + (spec.maxAboveWatermark ?? 0),
+    );
     enis += Math.ceil(want / Math.min(t.eniPrivateIpAddressQuantity, createMax));
   }
   const calls = { CreateNetworkInterface: enis, AttachNetworkInterface: enis };

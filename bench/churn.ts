@@ -20,7 +20,14 @@ export interface ChurnOptions {
 export async function churn(o: ChurnOptions): Promise<void> {
   const classSpec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: o.preAllocate };
   // Instance types with room for the pods, preAllocate and the IPs cooling down (30 s, the agent's default).
-  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: 1, classSpec, agents: true, agentCooldownSeconds: 30, typeOf: (n) => (n % 2 ? 'ecs.g7.xlarge' : 'ecs.c7.2xlarge') });
+  const c = await BenchCluster.start({
+    nodes: o.nodes,
+    timeScale: 1,
+    classSpec,
+    agents: true,
+    agentCooldownSeconds: 30,
+    typeOf: (n) => (n % 2 ? 'ecs.g7.xlarge' : 'ecs.c7.2xlarge'),
+  });
   try {
     await c.startOperator();
     await c.addNodes();
@@ -86,23 +93,44 @@ export async function churn(o: ChurnOptions): Promise<void> {
           'allocation wait p50 / p99 / max': `${percentile(sorted, 50).toFixed(2)} / ${p99.toFixed(2)} / ${sorted.at(-1)!.toFixed(2)} ms`,
           'starts that waited on an empty pool': String(emptyPoolWaits),
           'API calls per hour per node': perHourPerNode.toFixed(1),
-          'inside the agent: under 1 ms / 5 ms / 10 ms': agentSide.shares.map((x) => `${(x * 100).toFixed(1)}%`).join(' / '),
+          'inside the agent: under 1 ms / 5 ms / 10 ms': agentSide.shares
+            .map((x) => `${(x * 100).toFixed(1)}%`)
+            .join(' / '),
         },
         target: `no start waits on an empty pool when preAllocate (${o.preAllocate}) covers the per-node burst; p99 allocation wait under 10 ms`,
         met,
-        note:
-          'The 100 agents share the benchmark process (one event loop) with both emulators and the client; as 100 processes they overloaded this 2-core machine (p99 2.9 s). So a wait includes other agents\u2019 state-file fsyncs; the last column is the agents\u2019 own allocation histogram. Chart: results/churn.svg.',
+        note: 'The 100 agents share the benchmark process (one event loop) with both emulators and the client; as 100 processes they overloaded this 2-core machine (p99 2.9 s). So a wait includes other agents\u2019 state-file fsyncs; the last column is the agents\u2019 own allocation histogram. Chart: results/churn.svg.',
       },
-      { options: o, agentSide, waits: { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99, max: sorted.at(-1), count: sorted.length }, emptyPoolWaits, stops, callsByAction: calls, perHourPerNode },
+      {
+        options: o,
+        agentSide,
+        waits: {
+          p50: percentile(sorted, 50),
+          p90: percentile(sorted, 90),
+          p99,
+          max: sorted.at(-1),
+          count: sorted.length,
+        },
+        emptyPoolWaits,
+        stops,
+        callsByAction: calls,
+        perHourPerNode,
+      },
     );
-    console.log(`churn: ${waits.length} starts, wait p50 ${percentile(sorted, 50).toFixed(2)} ms p99 ${p99.toFixed(2)} ms max ${sorted.at(-1)!.toFixed(2)} ms; empty-pool waits ${emptyPoolWaits}; ${perHourPerNode.toFixed(1)} API calls/hour/node`);
+    console.log(
+      `churn: ${waits.length} starts, wait p50 ${percentile(sorted, 50).toFixed(2)} ms p99 ${p99.toFixed(2)} ms max ${sorted.at(-1)!.toFixed(2)} ms; empty-pool waits ${emptyPoolWaits}; ${perHourPerNode.toFixed(1)} API calls/hour/node`,
+    );
   } finally {
     await c.stop();
   }
 }
 
 /** Groups (t, value) points into windows of `seconds` and reduces each window's sorted values. */
-function bucketed(points: Array<[number, number]>, seconds: number, reduce: (sorted: number[]) => number): Array<[number, number]> {
+function bucketed(
+  points: Array<[number, number]>,
+  seconds: number,
+  reduce: (sorted: number[]) => number,
+): Array<[number, number]> {
   const windows = new Map<number, number[]>();
   for (const [t, v] of points) {
     const w = Math.floor(t / seconds) * seconds;
@@ -115,7 +143,8 @@ function bucketed(points: Array<[number, number]>, seconds: number, reduce: (sor
 async function agentSideLatency(scrapes: string[]): Promise<{ count: number; shares: number[] }> {
   const buckets = new Map<string, number>();
   for (const text of scrapes) {
-    for (const m of text.matchAll(/^eni_ipam_agent_allocation_duration_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) buckets.set(m[1]!, (buckets.get(m[1]!) ?? 0) + Number(m[2]));
+    for (const m of text.matchAll(/^eni_ipam_agent_allocation_duration_seconds_bucket\{le="([^"]+)"\} (\d+)/gm))
+      buckets.set(m[1]!, (buckets.get(m[1]!) ?? 0) + Number(m[2]));
   }
   const count = buckets.get('+Inf') ?? 0;
   return { count, shares: ['0.001', '0.005', '0.01'].map((le) => (count ? (buckets.get(le) ?? 0) / count : NaN)) };

@@ -42,12 +42,20 @@ function execStatsBinary(dir: string): string {
   return out;
 }
 
-async function execStats(helper: string, o: { count: number; parallel: number; stdin: string; env: Record<string, string>; indexVar?: string; argv: string[] }): Promise<Run[]> {
+async function execStats(
+  helper: string,
+  o: { count: number; parallel: number; stdin: string; env: Record<string, string>; indexVar?: string; argv: string[] },
+): Promise<Run[]> {
   const stdinFile = join(tmpdir(), `cni-bench-stdin-${process.pid}`);
   writeFileSync(stdinFile, o.stdin);
   // Asynchronous: the agent answering the plugins may share this process's event loop.
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(helper, [String(o.count), String(o.parallel), stdinFile, o.indexVar ?? '-', ...o.argv], { env: o.env, maxBuffer: 16 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`exec-stats failed: ${stderr}`)) : resolve(stdout))),
+    execFile(
+      helper,
+      [String(o.count), String(o.parallel), stdinFile, o.indexVar ?? '-', ...o.argv],
+      { env: o.env, maxBuffer: 16 << 20 },
+      (err, stdout, stderr) => (err ? reject(new Error(`exec-stats failed: ${stderr}`)) : resolve(stdout)),
+    ),
   );
   rmSync(stdinFile, { force: true });
   return out
@@ -65,9 +73,13 @@ function nodePlugin(dir: string): string {
     try {
       source = execFileSync('git', ['-C', ROOT, 'show', `${NODE_PLUGIN_COMMIT}:${f}`], { encoding: 'utf8' });
     } catch (e) {
-      throw new Error(`the Node.js plugin (for the "before" column) comes from git commit ${NODE_PLUGIN_COMMIT}, which this checkout lacks: ${(e as Error).message}`);
+      throw new Error(
+        `the Node.js plugin (for the "before" column) comes from git commit ${NODE_PLUGIN_COMMIT}, which this checkout lacks: ${(e as Error).message}`,
+      );
     }
-    const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 } }).outputText;
+    const js = ts.transpileModule(source, {
+      compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 },
+    }).outputText;
     const out = join(dir, 'node-plugin', f.replace(/^src\//, '').replace(/\.ts$/, '.js'));
     mkdirSync(join(out, '..'), { recursive: true });
     writeFileSync(out, js);
@@ -78,7 +90,13 @@ function nodePlugin(dir: string): string {
 
 const stats = (runs: Run[]) => {
   const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
-  return { p50Ms: percentile(ms, 50), p99Ms: percentile(ms, 99), maxMs: ms.at(-1)!, maxRssMiB: Math.max(...runs.map((r) => r.rssKiB)) / 1024, failed: runs.filter((r) => r.exit !== 0).length };
+  return {
+    p50Ms: percentile(ms, 50),
+    p99Ms: percentile(ms, 99),
+    maxMs: ms.at(-1)!,
+    maxRssMiB: Math.max(...runs.map((r) => r.rssKiB)) / 1024,
+    failed: runs.filter((r) => r.exit !== 0).length,
+  };
 };
 
 /** The plugin against a unix socket server that answers every request at once with a canned CNI answer. */
@@ -90,7 +108,14 @@ async function againstCannedServer(helper: string, dir: string, parallel: number
   await new Promise<void>((resolve) => server.listen(socket, resolve));
   try {
     const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'pods', ipam: { type: 'eni-ipam-cni', socket } });
-    return await execStats(helper, { count: parallel, parallel, stdin: conf, env: { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'pod', CNI_NETNS: '/x', CNI_IFNAME: 'eth0' }, indexVar: 'CNI_CONTAINERID', argv: [PLUGIN] });
+    return await execStats(helper, {
+      count: parallel,
+      parallel,
+      stdin: conf,
+      env: { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'pod', CNI_NETNS: '/x', CNI_IFNAME: 'eth0' },
+      indexVar: 'CNI_CONTAINERID',
+      argv: [PLUGIN],
+    });
   } finally {
     server.close();
   }
@@ -102,19 +127,72 @@ async function agentWithPool(dir: string, ips: number): Promise<{ socket: string
   const kc = new KubeConfig();
   kc.loadFromString(emu.kubeconfig);
   for (const crd of Object.values(CRDS)) {
-    const r = await fetch(`${emu.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(crd) });
+    const r = await fetch(`${emu.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(crd),
+    });
     if (r.status !== 201) throw new Error(`creating a CRD failed: HTTP ${r.status}`);
   }
   const custom = kc.makeApiClient(CustomObjectsApi);
-  await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: 'node-1' }, spec: { nodeName: 'node-1' } } });
+  await custom.createClusterCustomObject({
+    group: 'eniipam.io',
+    version: 'v1alpha1',
+    plural: 'enipools',
+    body: {
+      apiVersion: 'eniipam.io/v1alpha1',
+      kind: 'ENIPool',
+      metadata: { name: 'node-1' },
+      spec: { nodeName: 'node-1' },
+    },
+  });
   const addresses = Array.from({ length: ips }, (_, i) => `10.8.${Math.floor(i / 250)}.${(i % 250) + 1}`);
   await custom.patchClusterCustomObjectStatus(
-    { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: 'node-1', body: { status: { enis: [{ id: 'eni-bench', mac: '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: '10.8.0.0/16', gatewayIP: '10.8.255.253', ips: addresses }] } } },
+    {
+      group: 'eniipam.io',
+      version: 'v1alpha1',
+      plural: 'enipools',
+      name: 'node-1',
+      body: {
+        status: {
+          enis: [
+            {
+              id: 'eni-bench',
+              mac: '00:16:3e:00:00:01',
+              state: 'InUse',
+              vSwitchCIDR: '10.8.0.0/16',
+              gatewayIP: '10.8.255.253',
+              ips: addresses,
+            },
+          ],
+        },
+      },
+    },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
   writeFileSync(join(dir, 'kubeconfig'), emu.kubeconfig);
   const socket = join(dir, 'agent.sock');
-  const child = spawn(CLI, ['agent', '--node', 'node-1', '--kubeconfig', join(dir, 'kubeconfig'), '--state-dir', join(dir, 'state'), '--socket', socket, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    CLI,
+    [
+      'agent',
+      '--node',
+      'node-1',
+      '--kubeconfig',
+      join(dir, 'kubeconfig'),
+      '--state-dir',
+      join(dir, 'state'),
+      '--socket',
+      socket,
+      '--metrics-addr',
+      '127.0.0.1:0',
+      '--health-addr',
+      '127.0.0.1:0',
+      '--log-level',
+      'warn',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const lines = createInterface({ input: child.stdout! });
   let health = '';
   for await (const l of lines) {
@@ -124,7 +202,8 @@ async function agentWithPool(dir: string, ips: number): Promise<{ socket: string
     }
   }
   if (!health) throw new Error('the agent exited before serving');
-  for (let i = 0; i < 200 && (await fetch(health.replace('/healthz', '/readyz'))).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 200 && (await fetch(health.replace('/healthz', '/readyz'))).status !== 200; i++)
+    await new Promise((r) => setTimeout(r, 50));
   return {
     socket,
     stop: async () => {
@@ -159,20 +238,53 @@ export async function cniPlugin(o: CniPluginOptions): Promise<void> {
     const delRuns: Run[] = [];
     const rounds: Array<{ p99Ms: number; stateFileWrites: number; distinctIps: number; loadAverage: number }> = [];
     try {
-      const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'pods', type: 'ptp', ipam: { type: 'eni-ipam-cni', socket: agent.socket } });
+      const conf = JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'pods',
+        type: 'ptp',
+        ipam: { type: 'eni-ipam-cni', socket: agent.socket },
+      });
       const journal = StateFile.in(join(dir, 'state')).journalPath;
       const saves = () => (existsSync(journal) ? readFileSync(journal, 'utf8').split('\n').filter(Boolean).length : 0);
       for (let r = 0; r < o.rounds; r++) {
-        const env = { CNI_CONTAINERID: `round${r}`, CNI_NETNS: '/var/run/netns/pod', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin', CNI_ARGS: 'K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod' };
+        const env = {
+          CNI_CONTAINERID: `round${r}`,
+          CNI_NETNS: '/var/run/netns/pod',
+          CNI_IFNAME: 'eth0',
+          CNI_PATH: '/opt/cni/bin',
+          CNI_ARGS: 'K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod',
+        };
         const loadAverage = loadavg()[0]!;
         const savesBefore = saves();
-        const adds = await execStats(helper, { count: o.parallel, parallel: o.parallel, stdin: conf, env: { ...env, CNI_COMMAND: 'ADD' }, indexVar: 'CNI_CONTAINERID', argv: [PLUGIN] });
+        const adds = await execStats(helper, {
+          count: o.parallel,
+          parallel: o.parallel,
+          stdin: conf,
+          env: { ...env, CNI_COMMAND: 'ADD' },
+          indexVar: 'CNI_CONTAINERID',
+          argv: [PLUGIN],
+        });
         // A compaction may fold the journal meanwhile; then the count is a lower bound.
         const stateFileWrites = Math.max(0, saves() - savesBefore);
-        const held = JSON.parse((await agentRequest(agent.socket, 'GET', '/v1/allocations', undefined)).text).allocations as Array<{ ip: string }>;
-        rounds.push({ p99Ms: stats(adds).p99Ms, stateFileWrites, distinctIps: new Set(held.map((a) => a.ip)).size, loadAverage });
+        const held = JSON.parse((await agentRequest(agent.socket, 'GET', '/v1/allocations', undefined)).text)
+          .allocations as Array<{ ip: string }>;
+        rounds.push({
+          p99Ms: stats(adds).p99Ms,
+          stateFileWrites,
+          distinctIps: new Set(held.map((a) => a.ip)).size,
+          loadAverage,
+        });
         addRuns.push(...adds);
-        delRuns.push(...(await execStats(helper, { count: o.parallel, parallel: o.parallel, stdin: conf, env: { ...env, CNI_COMMAND: 'DEL' }, indexVar: 'CNI_CONTAINERID', argv: [PLUGIN] })));
+        delRuns.push(
+          ...(await execStats(helper, {
+            count: o.parallel,
+            parallel: o.parallel,
+            stdin: conf,
+            env: { ...env, CNI_COMMAND: 'DEL' },
+            indexVar: 'CNI_CONTAINERID',
+            argv: [PLUGIN],
+          })),
+        );
       }
     } finally {
       await agent.stop();

@@ -30,7 +30,15 @@ export async function footprint(o: FootprintOptions): Promise<void> {
     series: [
       { label: 'RSS', color: '#1f77b4', points: rows.map((r) => [r.nodes!, r.rssMiB!]) },
       { label: 'V8 heap used', color: '#2ca02c', points: rows.map((r) => [r.nodes!, r.heapMiB!]) },
-      { label: `RSS target (${RSS_TARGET_MIB} MiB)`, color: '#d62728', dashed: true, points: [[0, RSS_TARGET_MIB], [Math.max(...rows.map((r) => r.nodes!)), RSS_TARGET_MIB]] },
+      {
+        label: `RSS target (${RSS_TARGET_MIB} MiB)`,
+        color: '#d62728',
+        dashed: true,
+        points: [
+          [0, RSS_TARGET_MIB],
+          [Math.max(...rows.map((r) => r.nodes!)), RSS_TARGET_MIB],
+        ],
+      },
     ],
   });
   const met = Boolean(big.rssMiB! <= RSS_TARGET_MIB && big.pages! <= big.pagesBound!);
@@ -54,7 +62,14 @@ export async function footprint(o: FootprintOptions): Promise<void> {
 
 async function measure(nodes: number, o: FootprintOptions): Promise<Record<string, number>> {
   const classSpec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: o.ipsPerNode };
-  const c = await BenchCluster.start({ nodes, timeScale: o.timeScale, classSpec, agents: false, typeOf: () => 'ecs.g7.xlarge', operatorArgs: ['--resync-interval', String(RESYNC_SECONDS)] });
+  const c = await BenchCluster.start({
+    nodes,
+    timeScale: o.timeScale,
+    classSpec,
+    agents: false,
+    typeOf: () => 'ecs.g7.xlarge',
+    operatorArgs: ['--resync-interval', String(RESYNC_SECONDS)],
+  });
   try {
     await c.startOperator();
     await c.addNodes();

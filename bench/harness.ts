@@ -23,7 +23,11 @@ import { benchWorld, type BenchWorldOptions } from './world.js';
 
 const BIN = fileURLToPath(new URL('../../bin/eni-ipam', import.meta.url));
 /** The operator's V8 heap settings, as the chart's defaults set them. */
-const OPERATOR_HEAP = (YAML.parse(readFileSync(join(BENCH_DIR, '..', 'charts', 'eni-ipam', 'values.yaml'), 'utf8')) as { operator: { maxHeapMiB: number; semiSpaceMiB: number } }).operator;
+const OPERATOR_HEAP = (
+  YAML.parse(readFileSync(join(BENCH_DIR, '..', 'charts', 'eni-ipam', 'values.yaml'), 'utf8')) as {
+    operator: { maxHeapMiB: number; semiSpaceMiB: number };
+  }
+).operator;
 
 export interface BenchClusterOptions extends BenchWorldOptions {
   classSpec: ENIPoolClass['spec'];
@@ -71,14 +75,23 @@ export class BenchCluster {
     const custom = kc.makeApiClient(CustomObjectsApi);
     const ext = kc.makeApiClient(ApiextensionsV1Api);
     for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
-    await custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipoolclasses', body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'bench' }, spec: o.classSpec } });
+    await custom.createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'enipoolclasses',
+      body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'bench' }, spec: o.classSpec },
+    });
     c.pools = new Informer<ENIPool>({
       kc,
       path: `/apis/${GROUP}/${VERSION}/enipools`,
       list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' }),
       logger: silentLogger(),
       onChange: (_t, p) => {
-        if (!c.readyAt.has(p.metadata.name) && p.status?.conditions?.some((k) => k.type === 'Ready' && k.status === 'True')) c.readyAt.set(p.metadata.name, Date.now());
+        if (
+          !c.readyAt.has(p.metadata.name) &&
+          p.status?.conditions?.some((k) => k.type === 'Ready' && k.status === 'True')
+        )
+          c.readyAt.set(p.metadata.name, Date.now());
       },
     });
     await c.pools.start();
@@ -94,24 +107,41 @@ export class BenchCluster {
         // As the chart runs it (operator.maxHeapMiB, operator.semiSpaceMiB).
         `--max-old-space-size=${OPERATOR_HEAP.maxHeapMiB}`,
         `--max-semi-space-size=${OPERATOR_HEAP.semiSpaceMiB}`,
-        ...(process.env.BENCH_HEAPSNAPSHOT ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${process.env.BENCH_HEAPSNAPSHOT}`] : []),
+        ...(process.env.BENCH_HEAPSNAPSHOT
+          ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${process.env.BENCH_HEAPSNAPSHOT}`]
+          : []),
         BIN,
         'operator',
-        '--kubeconfig', kubeconfig,
-        '--region', 'cn-hangzhou',
-        '--vpc-id', 'vpc-bench',
-        '--cluster-id', 'bench',
-        '--ecs-endpoint', this.ecs.url,
-        '--vpc-endpoint', this.ecs.url,
+        '--kubeconfig',
+        kubeconfig,
+        '--region',
+        'cn-hangzhou',
+        '--vpc-id',
+        'vpc-bench',
+        '--cluster-id',
+        'bench',
+        '--ecs-endpoint',
+        this.ecs.url,
+        '--vpc-endpoint',
+        this.ecs.url,
         // Rates run k times faster with the emulator's clock; a burst is a count of calls, not a time, so it stays.
-        '--api-limits', Object.entries(this.o.quotas ?? DEFAULT_API_LIMITS).map(([a, perMinute]) => `${a}=${perMinute * this.o.timeScale}:${perMinute}`).join(','),
-        '--metrics-addr', '127.0.0.1:0',
-        '--health-addr', '127.0.0.1:0',
+        '--api-limits',
+        Object.entries(this.o.quotas ?? DEFAULT_API_LIMITS)
+          .map(([a, perMinute]) => `${a}=${perMinute * this.o.timeScale}:${perMinute}`)
+          .join(','),
+        '--metrics-addr',
+        '127.0.0.1:0',
+        '--health-addr',
+        '127.0.0.1:0',
         '--no-leader-elect',
-        '--log-level', 'warn',
+        '--log-level',
+        'warn',
         ...(this.o.operatorArgs ?? []),
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'demo-secret' } },
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'demo-secret' },
+      },
     );
     this.operator = { child, metricsUrl: (await firstLines(child, 'operator', 1))[0]!.replace(/^metrics /, '') };
   }
@@ -139,23 +169,63 @@ export class BenchCluster {
       const dir = join(this.dir, 'nodes', node);
       const socket = join(dir, 'agent.sock');
       if (this.o.agents === 'processes') {
-        const args = ['agent', '--kubeconfig', this.kubeconfigPath(), '--node', node, '--state-dir', dir, '--socket', socket, '--cooldown', String(cooldown), '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'];
-        const child = spawn(process.execPath, ['--max-old-space-size=128', BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const args = [
+          'agent',
+          '--kubeconfig',
+          this.kubeconfigPath(),
+          '--node',
+          node,
+          '--state-dir',
+          dir,
+          '--socket',
+          socket,
+          '--cooldown',
+          String(cooldown),
+          '--metrics-addr',
+          '127.0.0.1:0',
+          '--health-addr',
+          '127.0.0.1:0',
+          '--log-level',
+          'warn',
+        ];
+        const child = spawn(process.execPath, ['--max-old-space-size=128', BIN, ...args], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         const lines = await firstLines(child, 'agent', 2);
         const metricsUrl = lines[1]!.replace(/^metrics /, '');
-        return { node, socket, metrics: async () => (await fetch(metricsUrl)).text(), stop: async () => void (child.exitCode === null && (child.kill('SIGTERM'), await once(child, 'exit'))) };
+        return {
+          node,
+          socket,
+          metrics: async () => (await fetch(metricsUrl)).text(),
+          stop: async () => void (child.exitCode === null && (child.kill('SIGTERM'), await once(child, 'exit'))),
+        };
       }
       const registry = new Registry();
-      const agent = new Agent({ kc: this.kc, node, stateDir: dir, cooldownMs: cooldown * 1000, statusIntervalMs: 1000, logger: silentLogger(), registry });
+      const agent = new Agent({
+        kc: this.kc,
+        node,
+        stateDir: dir,
+        cooldownMs: cooldown * 1000,
+        statusIntervalMs: 1000,
+        logger: silentLogger(),
+        registry,
+      });
       await agent.start();
       const server = await serveAgentApi(agent, socket);
-      return { node, socket, metrics: () => registry.metrics(), stop: async () => (server.close(), await agent.stop()) };
+      return {
+        node,
+        socket,
+        metrics: () => registry.metrics(),
+        stop: async () => (server.close(), await agent.stop()),
+      };
     };
     // A few at a time: each agent process takes a moment of CPU to start.
     const queue = [...this.nodes];
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      for (let n = queue.shift(); n; n = queue.shift()) this.agents.push(await start(n));
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let n = queue.shift(); n; n = queue.shift()) this.agents.push(await start(n));
+      }),
+    );
   }
 
   /** The kubeconfig file the operator and agent processes read (written once). */
@@ -166,11 +236,15 @@ export class BenchCluster {
   }
 
   /** One allocation through the agent's socket, retried every 20 ms while the pool is empty. */
-  async allocate(a: BenchAgent, containerId: string): Promise<{ ip: string; waitMs: number; emptyPoolRetries: number }> {
+  async allocate(
+    a: BenchAgent,
+    containerId: string,
+  ): Promise<{ ip: string; waitMs: number; emptyPoolRetries: number }> {
     const started = performance.now();
     for (let retries = 0; ; retries++) {
       const lease = await agentClient.allocate(a.socket, { containerId, ifName: 'eth0', pod: `bench/${containerId}` });
-      if (lease !== 'pool-empty') return { ip: lease.ip, waitMs: performance.now() - started, emptyPoolRetries: retries };
+      if (lease !== 'pool-empty')
+        return { ip: lease.ip, waitMs: performance.now() - started, emptyPoolRetries: retries };
       await new Promise((res) => setTimeout(res, 20));
     }
   }
@@ -194,7 +268,10 @@ export class BenchCluster {
 
   /** Waits until the pools hold still (no pool changed for `quietMs`). */
   async waitQuiet(quietMs: number, timeoutMs: number): Promise<void> {
-    const sig = () => this.poolList().map((p) => `${p.metadata.name}:${p.status?.summary?.available}:${p.status?.summary?.releasing ?? 0}`).join();
+    const sig = () =>
+      this.poolList()
+        .map((p) => `${p.metadata.name}:${p.status?.summary?.available}:${p.status?.summary?.releasing ?? 0}`)
+        .join();
     const deadline = Date.now() + timeoutMs;
     let last = sig();
     let since = Date.now();
@@ -234,12 +311,12 @@ export class BenchCluster {
   }
 }
 
-
 /** A metric's value (summed over its series) in a Prometheus text scrape. */
 export function metric(text: string, name: string, labels = ''): number {
   let sum = 0;
   for (const line of text.split('\n')) {
-    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) if (line.includes(labels)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+      if (line.includes(labels)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
 }

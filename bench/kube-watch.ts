@@ -21,15 +21,25 @@ export interface KubeWatchOptions {
 const BIN = fileURLToPath(new URL('../../bin/eni-ipam', import.meta.url));
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-function request(base: string, method: string, path: string, body?: unknown, type = 'application/json'): Promise<{ status: number; body: string }> {
+function request(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  type = 'application/json',
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(`${base}${path}`, { method, agent, headers: data ? { 'content-type': type, 'content-length': Buffer.byteLength(data) } : {} }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-    });
+    const req = http.request(
+      `${base}${path}`,
+      { method, agent, headers: data ? { 'content-type': type, 'content-length': Buffer.byteLength(data) } : {} },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -43,21 +53,42 @@ const CRD = {
     group: 'bench.io',
     scope: 'Cluster',
     names: { plural: 'benchpools', singular: 'benchpool', kind: 'BenchPool' },
-    versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
   },
 };
 
 /** An ENIPool-sized object: a few KB of ENIs and IPs. */
 function pool(i: number) {
-  const ips = Object.fromEntries(Array.from({ length: 45 }, (_, k) => [`10.${(i >> 8) & 255}.${i & 255}.${k + 10}`, { owner: `workloads/pod-${k}-7d9f8b6c5-x2x4q`, containerID: `c${k}`.padEnd(20, "0"), eni: `eni-${i}-${k % 3}` }]));
-  return { apiVersion: 'bench.io/v1', kind: 'BenchPool', metadata: { name: `node-${i}` }, spec: { instanceType: 'ecs.g7.xlarge', sentAt: 0 }, status: { used: ips } };
+  const ips = Object.fromEntries(
+    Array.from({ length: 45 }, (_, k) => [
+      `10.${(i >> 8) & 255}.${i & 255}.${k + 10}`,
+      { owner: `workloads/pod-${k}-7d9f8b6c5-x2x4q`, containerID: `c${k}`.padEnd(20, '0'), eni: `eni-${i}-${k % 3}` },
+    ]),
+  );
+  return {
+    apiVersion: 'bench.io/v1',
+    kind: 'BenchPool',
+    metadata: { name: `node-${i}` },
+    spec: { instanceType: 'ecs.g7.xlarge', sentAt: 0 },
+    status: { used: ips },
+  };
 }
 
 async function run<T>(n: number, concurrency: number, fn: (i: number) => Promise<T>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
 }
 
 function rssOf(pid: number): number {
@@ -66,7 +97,11 @@ function rssOf(pid: number): number {
 }
 
 export async function kubeWatch(o: KubeWatchOptions): Promise<void> {
-  const child = spawn(BIN, ['emulate', 'kube', '--listen', '127.0.0.1:0', '--history', String(o.updates + o.objects + 100)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    BIN,
+    ['emulate', 'kube', '--listen', '127.0.0.1:0', '--history', String(o.updates + o.objects + 100)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const first = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
   const base = first.replace(/^listening /, '');
   try {
@@ -85,28 +120,39 @@ export async function kubeWatch(o: KubeWatchOptions): Promise<void> {
     const lags: number[] = [];
     let delivered = 0;
     const watches = await Promise.all(
-      Array.from({ length: o.watchers }, () =>
-        new Promise<http.ClientRequest>((resolve) => {
-          const req: http.ClientRequest = http.get(`${base}${path}?watch=true&resourceVersion=${list.metadata.resourceVersion}`, (res) => {
-            res.on('error', () => undefined); // the watch is cut when the run ends
-            const lines = createInterface({ input: res });
-            lines.on('error', () => undefined);
-            lines.on('line', (line) => {
-              const e = JSON.parse(line) as { object: { spec?: { sentAt?: number } } };
-              delivered++;
-              const sent = e.object.spec?.sentAt;
-              if (sent) lags.push(Date.now() - sent);
-            });
-            resolve(req);
-          });
-          req.on('error', () => undefined);
-        }),
+      Array.from(
+        { length: o.watchers },
+        () =>
+          new Promise<http.ClientRequest>((resolve) => {
+            const req: http.ClientRequest = http.get(
+              `${base}${path}?watch=true&resourceVersion=${list.metadata.resourceVersion}`,
+              (res) => {
+                res.on('error', () => undefined); // the watch is cut when the run ends
+                const lines = createInterface({ input: res });
+                lines.on('error', () => undefined);
+                lines.on('line', (line) => {
+                  const e = JSON.parse(line) as { object: { spec?: { sentAt?: number } } };
+                  delivered++;
+                  const sent = e.object.spec?.sentAt;
+                  if (sent) lags.push(Date.now() - sent);
+                });
+                resolve(req);
+              },
+            );
+            req.on('error', () => undefined);
+          }),
       ),
     );
 
     const t1 = Date.now();
     await run(o.updates, o.concurrency, async (i) => {
-      const r = await request(base, 'PATCH', `${path}/node-${i % o.objects}`, { spec: { sentAt: Date.now() } }, 'application/merge-patch+json');
+      const r = await request(
+        base,
+        'PATCH',
+        `${path}/node-${i % o.objects}`,
+        { spec: { sentAt: Date.now() } },
+        'application/merge-patch+json',
+      );
       if (r.status !== 200) throw new Error(`update failed: ${r.status} ${r.body}`);
     });
     const expected = o.updates * o.watchers;
@@ -147,8 +193,11 @@ export async function kubeWatch(o: KubeWatchOptions): Promise<void> {
           // The operator's writes follow its cloud calls, which the per-action quotas bound.
           'updates/s ÷ largest API quota rate': `${(result.updatesPerSecond / (Math.max(...Object.values(DEFAULT_API_LIMITS)) / 60)).toFixed(0)}×`,
         },
-        target: 'every event delivered to every watcher, and an update rate at least 10× the largest per-action OpenAPI quota, so that the emulator is never the bottleneck of the operator benchmarks',
-        met: delivered === expected && result.updatesPerSecond > (10 * Math.max(...Object.values(DEFAULT_API_LIMITS))) / 60,
+        target:
+          'every event delivered to every watcher, and an update rate at least 10× the largest per-action OpenAPI quota, so that the emulator is never the bottleneck of the operator benchmarks',
+        met:
+          delivered === expected &&
+          result.updatesPerSecond > (10 * Math.max(...Object.values(DEFAULT_API_LIMITS))) / 60,
       },
       result,
     );

@@ -11,6 +11,8 @@ export async function firstLines(child: ChildProcess, what: string, n: number): 
     once(child, 'exit').then(([code]) => {
       throw new Error(`the ${what} exited with ${code} before it served`);
     }),
-    new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error(`the ${what} did not serve within 30 s`)), 30_000).unref()),
+    new Promise<string[]>((_, reject) =>
+      setTimeout(() => reject(new Error(`the ${what} did not serve within 30 s`)), 30_000).unref(),
+    ),
   ]);
 }

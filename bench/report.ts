@@ -19,13 +19,17 @@ export interface BenchRow {
 /** Writes `results/<scenario>.json` and replaces the scenario's row in RESULTS.md. */
 export function writeResults(row: BenchRow, details: unknown): void {
   const json = join(BENCH_DIR, 'results', `${row.scenario}.json`);
-  writeFileSync(json, `${JSON.stringify({ ...row, at: new Date().toISOString(), machine: machine(), details }, null, 2)}\n`);
+  writeFileSync(
+    json,
+    `${JSON.stringify({ ...row, at: new Date().toISOString(), machine: machine(), details }, null, 2)}\n`,
+  );
   const md = join(BENCH_DIR, 'RESULTS.md');
   let text: string;
   try {
     text = readFileSync(md, 'utf8');
   } catch {
-    text = '# Benchmark results\n\nEach row is rewritten by the run that produced it; `results/<scenario>.json` has the details.\n';
+    text =
+      '# Benchmark results\n\nEach row is rewritten by the run that produced it; `results/<scenario>.json` has the details.\n';
   }
   const begin = `<!-- ${row.scenario}:begin -->`;
   const end = `<!-- ${row.scenario}:end -->`;

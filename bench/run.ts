@@ -23,22 +23,46 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
   'kube-watch': {
     help: 'watch fan-out and write throughput of the Kubernetes emulator [--objects 5000] [--watchers 50] [--updates 5000] [--concurrency 16]',
     flags: ['objects', 'watchers', 'updates', 'concurrency'],
-    run: (f) => kubeWatch({ objects: num(f, 'objects', 5000), watchers: num(f, 'watchers', 50), updates: num(f, 'updates', 5000), concurrency: num(f, 'concurrency', 16) }),
+    run: (f) =>
+      kubeWatch({
+        objects: num(f, 'objects', 5000),
+        watchers: num(f, 'watchers', 50),
+        updates: num(f, 'updates', 5000),
+        concurrency: num(f, 'concurrency', 16),
+      }),
   },
   'scale-up': {
     help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8]',
     flags: ['nodes', 'time-scale', 'pre-allocate'],
-    run: (f) => scaleUp({ nodes: num(f, 'nodes', 100), timeScale: num(f, 'time-scale', 5), preAllocate: num(f, 'pre-allocate', 8) }),
+    run: (f) =>
+      scaleUp({
+        nodes: num(f, 'nodes', 100),
+        timeScale: num(f, 'time-scale', 5),
+        preAllocate: num(f, 'pre-allocate', 8),
+      }),
   },
   churn: {
     help: 'steady pod starts and stops; CNI allocation wait and API calls [--nodes 100] [--seconds 180] [--rate 50] [--pods-per-node 10] [--pre-allocate 8]',
     flags: ['nodes', 'seconds', 'rate', 'pods-per-node', 'pre-allocate'],
-    run: (f) => churn({ nodes: num(f, 'nodes', 100), seconds: num(f, 'seconds', 180), rate: num(f, 'rate', 50), podsPerNode: num(f, 'pods-per-node', 10), preAllocate: num(f, 'pre-allocate', 8) }),
+    run: (f) =>
+      churn({
+        nodes: num(f, 'nodes', 100),
+        seconds: num(f, 'seconds', 180),
+        rate: num(f, 'rate', 50),
+        podsPerNode: num(f, 'pods-per-node', 10),
+        preAllocate: num(f, 'pre-allocate', 8),
+      }),
   },
   'scale-down': {
     help: 'most pods go away; what is released and that nothing in use is [--nodes 50] [--pods-per-node 20] [--keep 2] [--time-scale 10]',
     flags: ['nodes', 'pods-per-node', 'keep', 'time-scale'],
-    run: (f) => scaleDown({ nodes: num(f, 'nodes', 50), podsPerNode: num(f, 'pods-per-node', 20), keep: num(f, 'keep', 2), timeScale: num(f, 'time-scale', 10) }),
+    run: (f) =>
+      scaleDown({
+        nodes: num(f, 'nodes', 50),
+        podsPerNode: num(f, 'pods-per-node', 20),
+        keep: num(f, 'keep', 2),
+        timeScale: num(f, 'time-scale', 10),
+      }),
   },
   'cni-plugin': {
     help: 'the CNI plugin per call, Node.js before and static binary after; bursts of ADDs through it [--runs 50] [--parallel 50] [--rounds 5]',
@@ -48,11 +72,18 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
   footprint: {
     help: 'operator RSS, heap and full-resync cost at scale [--nodes 1000,5000] [--ips-per-node 20] [--time-scale 20]',
     flags: ['nodes', 'ips-per-node', 'time-scale'],
-    run: (f) => footprint({ nodes: (f.nodes ?? '1000,5000').split(',').map(Number), ipsPerNode: num(f, 'ips-per-node', 20), timeScale: num(f, 'time-scale', 20) }),
+    run: (f) =>
+      footprint({
+        nodes: (f.nodes ?? '1000,5000').split(',').map(Number),
+        ipsPerNode: num(f, 'ips-per-node', 20),
+        timeScale: num(f, 'time-scale', 20),
+      }),
   },
 };
 
-const usage = `usage: npm run bench -- <scenario> [options]\n${Object.entries(SCENARIOS).map(([n, s]) => `  ${n}: ${s.help}`).join('\n')}`;
+const usage = `usage: npm run bench -- <scenario> [options]\n${Object.entries(SCENARIOS)
+  .map(([n, s]) => `  ${n}: ${s.help}`)
+  .join('\n')}`;
 const [scenario, ...rest] = process.argv.slice(2);
 const entry = scenario ? SCENARIOS[scenario] : undefined;
 if (!entry) {
@@ -61,7 +92,11 @@ if (!entry) {
 }
 let values: Flags;
 try {
-  values = parseArgs({ args: rest, options: Object.fromEntries(entry.flags.map((k) => [k, { type: 'string' as const }])), strict: true }).values as Flags;
+  values = parseArgs({
+    args: rest,
+    options: Object.fromEntries(entry.flags.map((k) => [k, { type: 'string' as const }])),
+    strict: true,
+  }).values as Flags;
 } catch (e) {
   console.error(`${(e as Error).message}\n${usage}`);
   process.exit(2);

@@ -11,7 +11,8 @@ export interface ScaleDownOptions {
 }
 
 const RELEASE_DELAY_SECONDS = 10;
-const ours = (e: { tags: Array<{ key: string; value: string }> }) => e.tags.some((t) => t.key === 'eni-ipam.io/cluster' && t.value === 'bench');
+const ours = (e: { tags: Array<{ key: string; value: string }> }) =>
+  e.tags.some((t) => t.key === 'eni-ipam.io/cluster' && t.value === 'bench');
 const COOLDOWN_SECONDS = 5;
 
 /**
@@ -21,9 +22,22 @@ const COOLDOWN_SECONDS = 5;
  * emulated cloud: none may have been released.
  */
 export async function scaleDown(o: ScaleDownOptions): Promise<void> {
-  const classSpec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: 4, releaseDelaySeconds: RELEASE_DELAY_SECONDS, deleteEmptyENIs: true };
+  const classSpec = {
+    vSwitchTags: { role: 'pods' },
+    securityGroupTags: { role: 'pods' },
+    preAllocate: 4,
+    releaseDelaySeconds: RELEASE_DELAY_SECONDS,
+    deleteEmptyENIs: true,
+  };
   // Large instance types only, so that every node can hold the pods.
-  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: 'processes', agentCooldownSeconds: COOLDOWN_SECONDS, typeOf: (n) => (n % 2 ? 'ecs.g7.xlarge' : 'ecs.c7.2xlarge') });
+  const c = await BenchCluster.start({
+    nodes: o.nodes,
+    timeScale: o.timeScale,
+    classSpec,
+    agents: 'processes',
+    agentCooldownSeconds: COOLDOWN_SECONDS,
+    typeOf: (n) => (n % 2 ? 'ecs.g7.xlarge' : 'ecs.c7.2xlarge'),
+  });
   try {
     await c.startOperator();
     await c.addNodes();
@@ -48,7 +62,11 @@ export async function scaleDown(o: ScaleDownOptions): Promise<void> {
     const timeline: Array<[number, number, number]> = [];
     const sample = () => {
       const pools = c.poolList();
-      timeline.push([(Date.now() - startedAt) / 1000, pools.reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0), pools.reduce((n, p) => n + (p.status?.summary?.used ?? 0), 0)]);
+      timeline.push([
+        (Date.now() - startedAt) / 1000,
+        pools.reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0),
+        pools.reduce((n, p) => n + (p.status?.summary?.used ?? 0), 0),
+      ]);
     };
     sample();
     const sampler = setInterval(sample, 500);
@@ -68,7 +86,12 @@ export async function scaleDown(o: ScaleDownOptions): Promise<void> {
       xLabel: 'seconds since the pods went away',
       yLabel: 'IPs over all pools',
       series: [
-        { label: 'available (on attached ENIs)', color: '#1f77b4', step: true, points: timeline.map(([t, a]) => [t, a]) },
+        {
+          label: 'available (on attached ENIs)',
+          color: '#1f77b4',
+          step: true,
+          points: timeline.map(([t, a]) => [t, a]),
+        },
         { label: 'used by pods', color: '#ff7f0e', step: true, points: timeline.map(([t, , u]) => [t, u]) },
       ],
       markers: [{ x: RELEASE_DELAY_SECONDS, label: 'releaseDelaySeconds', color: '#888' }],
@@ -88,10 +111,13 @@ export async function scaleDown(o: ScaleDownOptions): Promise<void> {
         command: `npm run bench -- scale-down --nodes ${o.nodes} --pods-per-node ${o.podsPerNode} --keep ${o.keep} --time-scale ${o.timeScale}`,
         summary: {
           nodes: String(o.nodes),
-          'pods': `${o.podsPerNode} → ${o.keep} per node`,
+          pods: `${o.podsPerNode} → ${o.keep} per node`,
           'IPs released': `${ipsBefore - ipsAfter} (${ipsBefore} → ${ipsAfter})`,
           'ENIs deleted': `${enisBefore - enisAfter} (${enisBefore} → ${enisAfter})`,
-          'mutating calls': `${used} (${Object.entries(calls).filter(([, n]) => n).map(([a, n]) => `${a} ${n}`).join(', ')})`,
+          'mutating calls': `${used} (${Object.entries(calls)
+            .filter(([, n]) => n)
+            .map(([a, n]) => `${a} ${n}`)
+            .join(', ')})`,
           'IPs in use released': String(lostInUse.length),
         },
         target: 'no IP in use is released',
@@ -100,7 +126,9 @@ export async function scaleDown(o: ScaleDownOptions): Promise<void> {
       },
       { options: o, ipsBefore, ipsAfter, enisBefore, enisAfter, calls, lostInUse, settledAfterMs: doneMs },
     );
-    console.log(`scale-down: released ${ipsBefore - ipsAfter} IPs and ${enisBefore - enisAfter} ENIs with ${used} calls; IPs in use released: ${lostInUse.length}`);
+    console.log(
+      `scale-down: released ${ipsBefore - ipsAfter} IPs and ${enisBefore - enisAfter} ENIs with ${used} calls; IPs in use released: ${lostInUse.length}`,
+    );
   } finally {
     await c.stop();
   }

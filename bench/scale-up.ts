@@ -43,8 +43,17 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
       title: `scale-up: ${o.nodes} nodes join at once (time scale ${o.timeScale})`,
       xLabel: 'seconds (real) since the nodes joined',
       yLabel: 'pools Ready',
-      series: [{ label: 'pools Ready', color: '#1f77b4', step: true, points: [[0, 0], ...perNode.map((t, i) => [t / 1000, i + 1] as [number, number])] }],
-      markers: [{ x: bound.realMs / 1000, label: `quota bound ${(bound.realMs / 1000).toFixed(1)} s`, color: '#d62728' }],
+      series: [
+        {
+          label: 'pools Ready',
+          color: '#1f77b4',
+          step: true,
+          points: [[0, 0], ...perNode.map((t, i) => [t / 1000, i + 1] as [number, number])],
+        },
+      ],
+      markers: [
+        { x: bound.realMs / 1000, label: `quota bound ${(bound.realMs / 1000).toFixed(1)} s`, color: '#d62728' },
+      ],
     });
     writeResults(
       {
@@ -58,13 +67,26 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
           'reconcile failures': String(reconcileErrors),
           'time-to-ready p50 / p99 (x bound)': `${x(percentile(perNode, 50) / bound.realMs)} / ${x(percentile(perNode, 99) / bound.realMs)}`,
         },
-        target: big ? 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile' : undefined,
+        target: big
+          ? 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile'
+          : undefined,
         met: big ? met : undefined,
         note: `${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}Chart: results/scale-up-${o.nodes}.svg.`,
       },
-      { options: o, bound, allReadyMs, perNodeReadyMs: { p50: percentile(perNode, 50), p99: percentile(perNode, 99), max: perNode.at(-1) }, calls, throttled, reconcileErrors, chart: chart.replace(/.*\/bench\//, 'bench/') },
+      {
+        options: o,
+        bound,
+        allReadyMs,
+        perNodeReadyMs: { p50: percentile(perNode, 50), p99: percentile(perNode, 99), max: perNode.at(-1) },
+        calls,
+        throttled,
+        reconcileErrors,
+        chart: chart.replace(/.*\/bench\//, 'bench/'),
+      },
     );
-    console.log(`scale-up ${o.nodes}: all Ready after ${(allReadyMs / 1000).toFixed(1)} s = ${x(timeRatio)} the bound (${(bound.realMs / 1000).toFixed(1)} s); calls ${made} = ${x(callRatio)} the minimum; throttled ${throttled}; reconcile failures ${reconcileErrors}`);
+    console.log(
+      `scale-up ${o.nodes}: all Ready after ${(allReadyMs / 1000).toFixed(1)} s = ${x(timeRatio)} the bound (${(bound.realMs / 1000).toFixed(1)} s); calls ${made} = ${x(callRatio)} the minimum; throttled ${throttled}; reconcile failures ${reconcileErrors}`,
+    );
   } finally {
     await c.stop();
   }

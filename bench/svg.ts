@@ -51,15 +51,23 @@ export function writeChart(name: string, c: Chart): string {
     out.push(`<line x1="${M.left}" y1="${py(y)}" x2="${W - M.right}" y2="${py(y)}" stroke="#eee"/>`);
   }
   for (const m of c.markers ?? []) {
-    out.push(`<line x1="${px(m.x)}" y1="${M.top}" x2="${px(m.x)}" y2="${H - M.bottom}" stroke="${m.color}" stroke-dasharray="6 4"/>`);
+    out.push(
+      `<line x1="${px(m.x)}" y1="${M.top}" x2="${px(m.x)}" y2="${H - M.bottom}" stroke="${m.color}" stroke-dasharray="6 4"/>`,
+    );
     // A label near the right edge goes to the left of its line.
     const right = px(m.x) > W - 160;
-    out.push(`<text x="${px(m.x) + (right ? -4 : 4)}" y="${M.top + 12}" fill="${m.color}" text-anchor="${right ? 'end' : 'start'}">${esc(m.label)}</text>`);
+    out.push(
+      `<text x="${px(m.x) + (right ? -4 : 4)}" y="${M.top + 12}" fill="${m.color}" text-anchor="${right ? 'end' : 'start'}">${esc(m.label)}</text>`,
+    );
   }
   c.series.forEach((s, k) => {
-    const pts = s.step ? s.points.flatMap((p, i) => (i ? [[p[0], s.points[i - 1]![1]] as [number, number], p] : [p])) : s.points;
+    const pts = s.step
+      ? s.points.flatMap((p, i) => (i ? [[p[0], s.points[i - 1]![1]] as [number, number], p] : [p]))
+      : s.points;
     const d = pts.map((p, i) => `${i ? 'L' : 'M'}${px(p[0]).toFixed(1)},${py(p[1]).toFixed(1)}`).join(' ');
-    out.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="4 3"' : ''}/>`);
+    out.push(
+      `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="4 3"' : ''}/>`,
+    );
     out.push(`<rect x="${M.left + 12}" y="${M.top + 8 + k * 18}" width="14" height="3" fill="${s.color}"/>`);
     out.push(`<text x="${M.left + 32}" y="${M.top + 13 + k * 18}">${esc(s.label)}</text>`);
   });

@@ -43,7 +43,9 @@ export function benchWorld(o: BenchWorldOptions): Fixture {
     })),
     quotas: {
       enisPerRegion: 1_000_000,
-      api: Object.fromEntries(Object.entries(o.quotas ?? DEFAULT_API_LIMITS).map(([a, perMinute]) => [a, { perMinute }])),
+      api: Object.fromEntries(
+        Object.entries(o.quotas ?? DEFAULT_API_LIMITS).map(([a, perMinute]) => [a, { perMinute }]),
+      ),
     },
     timeScale: o.timeScale,
   };

@@ -92,7 +92,13 @@ export class ChaosCluster {
   static async start(o: ClusterOptions): Promise<ChaosCluster> {
     const limits = o.limits ?? CHAOS_LIMITS;
     const fixture = benchWorld({ nodes: o.nodes, timeScale: 1 });
-    fixture.credentials = [...fixture.credentials, ...Array.from({ length: 8 }, (_, i) => ({ accessKeyId: `operator-${i}`, accessKeySecret: `operator-${i}-secret` }))];
+    fixture.credentials = [
+      ...fixture.credentials,
+      ...Array.from({ length: 8 }, (_, i) => ({
+        accessKeyId: `operator-${i}`,
+        accessKeySecret: `operator-${i}-secret`,
+      })),
+    ];
     fixture.quotas = { ...fixture.quotas, api: { ...fixture.quotas!.api, ...limits } };
     fixture.delays = { attachMs: 1000, detachMs: 1000, deleteMs: 300 };
     o.world?.(fixture);
@@ -105,8 +111,22 @@ export class ChaosCluster {
     writeFileSync(join(c.dir, 'kubeconfig'), kube.kubeconfig);
     const ext = kc.makeApiClient(ApiextensionsV1Api);
     for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
-    const spec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: 4, releaseDelaySeconds: 3, deleteEmptyENIs: true, ...o.classSpec };
-    await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipoolclasses', body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'chaos' }, spec } });
+    const spec = {
+      vSwitchTags: { role: 'pods' },
+      securityGroupTags: { role: 'pods' },
+      preAllocate: 4,
+      releaseDelaySeconds: 3,
+      deleteEmptyENIs: true,
+      ...o.classSpec,
+    };
+    await kc
+      .makeApiClient(CustomObjectsApi)
+      .createClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: 'enipoolclasses',
+        body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'chaos' }, spec },
+      });
     c.waiting = [...ecs.world.instances.values()].filter((i) => i.hostName.startsWith('node-')).map((i) => i.id);
     await c.registerNodes(c.waiting.length - (o.heldBack ?? 0), o.start?.agents !== false);
     if (o.start?.operators !== false) for (let i = 0; i < o.replicas; i++) await c.startOperator();
@@ -127,7 +147,11 @@ export class ChaosCluster {
         await core.createNode({ body: nodeObject(this.ecs.world, id) });
         const node = this.ecs.world.instances.get(id)!.hostName;
         this.nodes.push(node);
-        added.push({ node, socket: join(this.dir, 'nodes', node, 'run', 'agent.sock'), stateDir: join(this.dir, 'nodes', node, 'state') });
+        added.push({
+          node,
+          socket: join(this.dir, 'nodes', node, 'run', 'agent.sock'),
+          stateDir: join(this.dir, 'nodes', node, 'state'),
+        });
       }),
     );
     this.agents.push(...added);
@@ -143,30 +167,58 @@ export class ChaosCluster {
     writeFileSync(kubeconfig, kubeconfigFor(proxy.url));
     const accessKeyId = `operator-${index % 8}`;
     const args = [
-      BIN, 'operator',
-      '--kubeconfig', kubeconfig,
-      '--region', 'cn-hangzhou',
-      '--vpc-id', 'vpc-bench',
-      '--cluster-id', CLUSTER_ID,
-      '--ecs-endpoint', this.ecs.url,
-      '--vpc-endpoint', this.ecs.url,
-      '--api-limits', Object.entries(this.limits).map(([a, l]) => `${a}=${l.perMinute}:${l.burst}`).join(','),
-      '--metrics-addr', '127.0.0.1:0',
-      '--health-addr', '127.0.0.1:0',
-      '--resync-interval', '30',
-      '--gc-interval', '10',
-      '--gc-min-age', '10',
-      '--log-level', process.env.CHAOS_LOG_LEVEL ?? 'warn',
+      BIN,
+      'operator',
+      '--kubeconfig',
+      kubeconfig,
+      '--region',
+      'cn-hangzhou',
+      '--vpc-id',
+      'vpc-bench',
+      '--cluster-id',
+      CLUSTER_ID,
+      '--ecs-endpoint',
+      this.ecs.url,
+      '--vpc-endpoint',
+      this.ecs.url,
+      '--api-limits',
+      Object.entries(this.limits)
+        .map(([a, l]) => `${a}=${l.perMinute}:${l.burst}`)
+        .join(','),
+      '--metrics-addr',
+      '127.0.0.1:0',
+      '--health-addr',
+      '127.0.0.1:0',
+      '--resync-interval',
+      '30',
+      '--gc-interval',
+      '10',
+      '--gc-min-age',
+      '10',
+      '--log-level',
+      process.env.CHAOS_LOG_LEVEL ?? 'warn',
       ...(this.o.replicas > 1 ? ['--leader-elect-namespace', 'kube-system'] : ['--no-leader-elect']),
       ...(this.o.operatorArgs ?? []),
       ...extraArgs,
     ];
     const child = spawn(process.execPath, ['--max-old-space-size=256', ...args], {
       stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'],
-      env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: `${accessKeyId}-secret` },
+      env: {
+        ...process.env,
+        ALIBABA_CLOUD_ACCESS_KEY_ID: accessKeyId,
+        ALIBABA_CLOUD_ACCESS_KEY_SECRET: `${accessKeyId}-secret`,
+      },
     });
     const lines = await firstLines(child, 'operator', 2);
-    const op: OperatorProcess = { index, accessKeyId, identity: `${hostname()}-${child.pid}`, child, proxy, healthUrl: lines.find((l) => l.startsWith('health '))!.slice(7), exited: false };
+    const op: OperatorProcess = {
+      index,
+      accessKeyId,
+      identity: `${hostname()}-${child.pid}`,
+      child,
+      proxy,
+      healthUrl: lines.find((l) => l.startsWith('health '))!.slice(7),
+      exited: false,
+    };
     child.on('exit', () => (op.exited = true));
     this.operators.push(op);
     return op;
@@ -178,8 +230,28 @@ export class ChaosCluster {
       Array.from({ length: 4 }, async () => {
         for (let a = queue.shift(); a; a = queue.shift()) {
           if (opts.wipeState) rmSync(a.stateDir, { recursive: true, force: true });
-          const args = ['agent', '--kubeconfig', join(this.dir, 'kubeconfig'), '--node', a.node, '--state-dir', a.stateDir, '--socket', a.socket, '--cooldown', '3', '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'];
-          a.child = spawn(process.execPath, ['--max-old-space-size=96', BIN, ...args], { stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'] });
+          const args = [
+            'agent',
+            '--kubeconfig',
+            join(this.dir, 'kubeconfig'),
+            '--node',
+            a.node,
+            '--state-dir',
+            a.stateDir,
+            '--socket',
+            a.socket,
+            '--cooldown',
+            '3',
+            '--metrics-addr',
+            '127.0.0.1:0',
+            '--health-addr',
+            '127.0.0.1:0',
+            '--log-level',
+            'warn',
+          ];
+          a.child = spawn(process.execPath, ['--max-old-space-size=96', BIN, ...args], {
+            stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'],
+          });
           await firstLines(a.child, 'agent', 2);
         }
       }),
@@ -209,19 +281,37 @@ export class ChaosCluster {
     const t = store.types.get('pods')!;
     const previous = store.get(t, 'default', name);
     if (ip === 'gone') {
-      if (previous) store.remove(t, { ...previous, metadata: { ...previous.metadata, resourceVersion: store.nextRv() } });
+      if (previous)
+        store.remove(t, { ...previous, metadata: { ...previous.metadata, resourceVersion: store.nextRv() } });
       return;
     }
-    const metadata = { name, namespace: 'default', uid: previous?.metadata.uid ?? crypto.randomUUID(), creationTimestamp: previous?.metadata.creationTimestamp ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), resourceVersion: store.nextRv() };
+    const metadata = {
+      name,
+      namespace: 'default',
+      uid: previous?.metadata.uid ?? crypto.randomUUID(),
+      creationTimestamp: previous?.metadata.creationTimestamp ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      resourceVersion: store.nextRv(),
+    };
     const status = ip ? { phase: 'Running', podIP: ip, podIPs: [{ ip }] } : { phase: 'Pending' };
-    store.put(t, { apiVersion: 'v1', kind: 'Pod', metadata, spec: { nodeName: node, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] }, status }, previous);
+    store.put(
+      t,
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata,
+        spec: { nodeName: node, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] },
+        status,
+      },
+      previous,
+    );
   }
 
   /** The identity on the operator's Lease, if it is current. */
   leaseHolder(): string | undefined {
     const t = this.kube.store.types.get('leases.coordination.k8s.io');
     const lease = t && this.kube.store.list(t, 'kube-system').find((l) => l.metadata.name === 'eni-ipam-operator');
-    const spec = lease?.spec as { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number } | undefined;
+    const spec = lease?.spec as
+      { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number } | undefined;
     if (!spec?.holderIdentity || !spec.renewTime) return undefined;
     const fresh = Date.now() - Date.parse(spec.renewTime) < (spec.leaseDurationSeconds ?? 15) * 1000;
     return fresh ? spec.holderIdentity : undefined;
@@ -251,14 +341,20 @@ export class ChaosCluster {
   }
 
   readyPools(): number {
-    return this.pools().filter((p) => p.status?.conditions?.some((k) => k.type === 'Ready' && k.status === 'True')).length;
+    return this.pools().filter((p) => p.status?.conditions?.some((k) => k.type === 'Ready' && k.status === 'True'))
+      .length;
   }
 
   /** Secondary ENIs in the cloud that carry this cluster's tag. */
   clusterEnis(): Array<{ id: string; node?: string; status: string; creationTime: number }> {
     return [...this.ecs.world.enis.values()]
       .filter((e) => e.type === 'Secondary' && e.tags.some((t) => t.key === TAGS.cluster && t.value === CLUSTER_ID))
-      .map((e) => ({ id: e.id, node: e.tags.find((t) => t.key === TAGS.node)?.value, status: e.status, creationTime: e.creationTime }));
+      .map((e) => ({
+        id: e.id,
+        node: e.tags.find((t) => t.key === TAGS.node)?.value,
+        status: e.status,
+        creationTime: e.creationTime,
+      }));
   }
 
   async stop(): Promise<void> {
@@ -270,4 +366,3 @@ export class ChaosCluster {
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
-

@@ -7,7 +7,7 @@ export const INVARIANTS = {
   'one-eni-per-ip': 'no IP on two ENIs',
   'no-release-in-use': 'no unassign or delete of an IP a pod holds',
   'no-leak': 'no ENI leaked; ENIs in the cloud = ENIs in pools',
-  'recovers': 'every pool Ready, the operator ready and leading, in time',
+  recovers: 'every pool Ready, the operator ready and leading, in time',
   'within-quota': 'calls during the fault within the quotas',
   'create-tokens': 'every create carries a ClientToken, none repeated without it',
 } as const;
@@ -29,7 +29,11 @@ type Holders = Map<string, string[]>;
  * is not blamed.
  */
 export class Checker {
-  readonly violations: Record<'one-pod-per-ip' | 'one-eni-per-ip' | 'no-release-in-use', string[]> = { 'one-pod-per-ip': [], 'one-eni-per-ip': [], 'no-release-in-use': [] };
+  readonly violations: Record<'one-pod-per-ip' | 'one-eni-per-ip' | 'no-release-in-use', string[]> = {
+    'one-pod-per-ip': [],
+    'one-eni-per-ip': [],
+    'no-release-in-use': [],
+  };
   polls = 0;
   private timer?: NodeJS.Timeout;
   private lastSeq = 0;
@@ -77,7 +81,11 @@ export class Checker {
         if (!a.child || a.child.exitCode !== null || a.child.signalCode) return;
         try {
           const r = await agentRequest(a.socket, 'GET', '/v1/allocations', undefined, 1000);
-          if (r.status === 200) this.agentHeld.set(a.node, (JSON.parse(r.text) as { allocations: Array<{ pod: string; ip: string }> }).allocations);
+          if (r.status === 200)
+            this.agentHeld.set(
+              a.node,
+              (JSON.parse(r.text) as { allocations: Array<{ pod: string; ip: string }> }).allocations,
+            );
         } catch {
           // Not answering now: its last answer stands.
         }
@@ -104,7 +112,8 @@ export class Checker {
       const before = this.previous;
       const now = await this.holders();
       this.polls++;
-      for (const [ip, who] of now) if (who.length > 1) this.note('one-pod-per-ip', `${ip} held by ${who.join(' and ')}`);
+      for (const [ip, who] of now)
+        if (who.length > 1) this.note('one-pod-per-ip', `${ip} held by ${who.join(' and ')}`);
       const onEni = new Map<string, string>();
       for (const e of this.c.ecs.world.enis.values()) {
         for (const ip of [e.primaryIp, ...e.secondaryIps]) {
@@ -114,10 +123,18 @@ export class Checker {
         }
       }
       for (const r of calls) {
-        if (!(r.action === 'UnassignPrivateIpAddresses' || r.action === 'DeleteNetworkInterface') || !['OK', 'DropAnswer'].includes(r.code)) continue;
+        if (
+          !(r.action === 'UnassignPrivateIpAddresses' || r.action === 'DeleteNetworkInterface') ||
+          !['OK', 'DropAnswer'].includes(r.code)
+        )
+          continue;
         for (const ip of r.ips ?? []) {
           const held = before.get(ip)?.filter((x) => now.get(ip)?.includes(x));
-          if (held?.length) this.note('no-release-in-use', `${r.action} of ${ip} (${r.eniId}) by ${r.accessKeyId} at ${new Date(r.at).toISOString()} while ${held.join(', ')} held it`);
+          if (held?.length)
+            this.note(
+              'no-release-in-use',
+              `${r.action} of ${ip} (${r.eniId}) by ${r.accessKeyId} at ${new Date(r.at).toISOString()} while ${held.join(', ')} held it`,
+            );
         }
       }
       this.previous = now;
@@ -147,7 +164,10 @@ export function quotaVerdict(c: ChaosCluster, from: number, to: number): Verdict
       if (!l) continue;
       // A bucket that starts full: the burst, plus the rate for the window (and one refill tick).
       const allowed = Math.floor(l.burst + (l.perMinute * (to - from)) / 60_000) + 1;
-      if (n > allowed) over.push(`${op.accessKeyId} ${action}: ${n} calls in ${((to - from) / 1000).toFixed(0)} s, quota allows ${allowed}`);
+      if (n > allowed)
+        over.push(
+          `${op.accessKeyId} ${action}: ${n} calls in ${((to - from) / 1000).toFixed(0)} s, quota allows ${allowed}`,
+        );
     }
   }
   return over.length ? { ok: false, detail: over.join('; ') } : { ok: true, detail: 'every action within its quota' };
@@ -158,9 +178,14 @@ export function tokenVerdict(c: ChaosCluster, since: number): Verdict {
   const creates = c.ecs.calls({ since, action: 'CreateNetworkInterface' });
   const missing = creates.filter((r) => !r.clientToken && r.accessKeyId?.startsWith('operator-'));
   const byToken = new Map<string, Set<string>>();
-  for (const r of creates) if (r.clientToken && r.eniId) byToken.set(r.clientToken, new Set([...(byToken.get(r.clientToken) ?? []), r.eniId]));
+  for (const r of creates)
+    if (r.clientToken && r.eniId) byToken.set(r.clientToken, new Set([...(byToken.get(r.clientToken) ?? []), r.eniId]));
   const split = [...byToken].filter(([, ids]) => ids.size > 1);
-  if (missing.length || split.length) return { ok: false, detail: `${missing.length} creates without a ClientToken; ${split.length} tokens that made several ENIs` };
+  if (missing.length || split.length)
+    return {
+      ok: false,
+      detail: `${missing.length} creates without a ClientToken; ${split.length} tokens that made several ENIs`,
+    };
   return { ok: true, detail: `${creates.length} creates, ${byToken.size} tokens` };
 }
 
@@ -177,8 +202,12 @@ export async function leakVerdict(c: ChaosCluster, withinMs: number): Promise<Ve
     const orphans = cloud.filter((e) => !inPools.has(e.id));
     const cloudIds = new Set(cloud.map((e) => e.id));
     const ghosts = [...inPools].filter((id) => !cloudIds.has(id));
-    if (!orphans.length && !ghosts.length) return { ok: true, detail: `${cloud.length} ENIs in the cloud, all in pools` };
-    detail = `${orphans.length} ENIs in the cloud in no pool (${orphans.slice(0, 5).map((e) => `${e.id} of ${e.node} ${e.status}`).join(', ')}); ${ghosts.length} ENIs in pools not in the cloud`;
+    if (!orphans.length && !ghosts.length)
+      return { ok: true, detail: `${cloud.length} ENIs in the cloud, all in pools` };
+    detail = `${orphans.length} ENIs in the cloud in no pool (${orphans
+      .slice(0, 5)
+      .map((e) => `${e.id} of ${e.node} ${e.status}`)
+      .join(', ')}); ${ghosts.length} ENIs in pools not in the cloud`;
     if (Date.now() > deadline) return { ok: false, detail: `after ${(withinMs / 1000).toFixed(0)} s: ${detail}` };
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -188,7 +217,8 @@ export async function leakVerdict(c: ChaosCluster, withinMs: number): Promise<Ve
 export async function waitRecovered(c: ChaosCluster, withinMs: number): Promise<number | undefined> {
   const t0 = Date.now();
   while (Date.now() - t0 < withinMs) {
-    if (c.pools().length === c.nodes.length && c.readyPools() === c.nodes.length && (await c.operatorReady(c.leader()))) return Date.now() - t0;
+    if (c.pools().length === c.nodes.length && c.readyPools() === c.nodes.length && (await c.operatorReady(c.leader())))
+      return Date.now() - t0;
     await new Promise((r) => setTimeout(r, 200));
   }
   return undefined;

@@ -55,14 +55,27 @@ export function writeReport(order: string[]): string {
     '',
     `| scenario | ${keys.join(' | ')} | scenario checks | recovery | calls during the fault |`,
     `|---|${keys.map(() => '---').join('|')}|---|---|---|`,
-    ...results.map((r) => `| [${r.scenario}](#${r.scenario}) | ${r.error ? keys.map(() => 'error').join(' | ') : keys.map((k) => cell(r, k)).join(' | ')} | ${own(r, keys)} | ${secs(r.recoveryMs)} | ${calls(r.callsDuringFault)} |`),
+    ...results.map(
+      (r) =>
+        `| [${r.scenario}](#${r.scenario}) | ${r.error ? keys.map(() => 'error').join(' | ') : keys.map((k) => cell(r, k)).join(' | ')} | ${own(r, keys)} | ${secs(r.recoveryMs)} | ${calls(r.callsDuringFault)} |`,
+    ),
     '',
   ];
   for (const r of results) {
-    lines.push(`## ${r.scenario}`, '', `${r.group}: ${r.summary}. Fault ${secs(r.faultMs)}; Ready again within ${secs(r.recoverWithinMs)} required. Run ${r.at}.`, '', `Reproduce: \`${r.command}\``, '');
+    lines.push(
+      `## ${r.scenario}`,
+      '',
+      `${r.group}: ${r.summary}. Fault ${secs(r.faultMs)}; Ready again within ${secs(r.recoverWithinMs)} required. Run ${r.at}.`,
+      '',
+      `Reproduce: \`${r.command}\``,
+      '',
+    );
     if (r.error) lines.push(`The run failed: ${r.error}`, '');
     for (const [k, v] of Object.entries(r.verdicts)) lines.push(`- ${v.ok ? 'pass' : '**FAIL**'} ${k}: ${v.detail}`);
-    if (r.workload) lines.push(`- workload: ${r.workload.allocations} allocations, ${r.workload.releases} releases, ${r.workload.failures} failed calls to agents`);
+    if (r.workload)
+      lines.push(
+        `- workload: ${r.workload.allocations} allocations, ${r.workload.releases} releases, ${r.workload.failures} failed calls to agents`,
+      );
     lines.push('');
   }
   mkdirSync(join(ROOT, 'docs'), { recursive: true });

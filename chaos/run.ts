@@ -7,7 +7,12 @@ import { SCENARIOS } from './scenarios.js';
 const usage = `usage: npm run chaos -- <scenario|all|report> [--quick]\n${SCENARIOS.map((s) => `  ${s.name}: ${s.summary}`).join('\n')}\n  all: every scenario above, in order\n  report: rewrite docs/RELIABILITY.md from chaos/results`;
 let parsed;
 try {
-  parsed = parseArgs({ args: process.argv.slice(2), options: { quick: { type: 'boolean' } }, allowPositionals: true, strict: true });
+  parsed = parseArgs({
+    args: process.argv.slice(2),
+    options: { quick: { type: 'boolean' } },
+    allowPositionals: true,
+    strict: true,
+  });
 } catch (e) {
   console.error(`${(e as Error).message}\n${usage}`);
   process.exit(2);
@@ -18,7 +23,11 @@ if (!names.length) {
   process.exit(2);
 }
 const order = SCENARIOS.map((s) => s.name);
-const chosen = names.includes('all') ? SCENARIOS : names.includes('report') ? [] : names.map((n) => SCENARIOS.find((s) => s.name === n));
+const chosen = names.includes('all')
+  ? SCENARIOS
+  : names.includes('report')
+    ? []
+    : names.map((n) => SCENARIOS.find((s) => s.name === n));
 const unknown = names.filter((n, i) => !['all', 'report'].includes(n) && !chosen[i]);
 if (unknown.length) {
   console.error(`unknown scenario ${unknown.join(', ')}\n${usage}`);
@@ -30,7 +39,9 @@ for (const s of chosen) {
   saveResult(r);
   failed += r.ok ? 0 : 1;
   const bad = Object.entries(r.verdicts).filter(([, v]) => !v.ok);
-  console.log(`${r.scenario}: ${r.ok ? 'PASS' : 'FAIL'}${r.error ? ` (${r.error})` : ''}${bad.map(([k, v]) => `\n  ${k}: ${v.detail}`).join('')}`);
+  console.log(
+    `${r.scenario}: ${r.ok ? 'PASS' : 'FAIL'}${r.error ? ` (${r.error})` : ''}${bad.map(([k, v]) => `\n  ${k}: ${v.detail}`).join('')}`,
+  );
 }
 console.log(`wrote ${writeReport(order)}`);
 process.exit(failed ? 1 : 0);

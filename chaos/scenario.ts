@@ -1,5 +1,15 @@
 import { ChaosCluster, type ClusterOptions } from './cluster.js';
-import { Checker, INVARIANTS, callsIn, leakVerdict, quotaVerdict, tokenVerdict, waitRecovered, type InvariantName, type Verdict } from './invariants.js';
+import {
+  Checker,
+  INVARIANTS,
+  callsIn,
+  leakVerdict,
+  quotaVerdict,
+  tokenVerdict,
+  waitRecovered,
+  type InvariantName,
+  type Verdict,
+} from './invariants.js';
 import { Workload } from './workload.js';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -49,7 +59,10 @@ const OK = (detail: string): Verdict => ({ ok: true, detail });
 const FAIL = (detail: string): Verdict => ({ ok: false, detail });
 
 /** Starts a cluster, warms it up, injects the scenario's fault and checks every invariant. */
-export async function runScenario(s: Scenario, o: { quick: boolean; log?: (m: string) => void }): Promise<ScenarioResult> {
+export async function runScenario(
+  s: Scenario,
+  o: { quick: boolean; log?: (m: string) => void },
+): Promise<ScenarioResult> {
   return (await runSeries([s], o))[0]!;
 }
 
@@ -57,7 +70,16 @@ export async function runScenario(s: Scenario, o: { quick: boolean; log?: (m: st
  * Runs scenarios one after another on one cluster (the first one's): each fault, then its
  * recovery and its checks. The short versions in `npm test` share a cluster this way.
  */
-export async function runSeries(list: Scenario[], o: { quick: boolean; faultMs?: number; warmMs?: number; cluster?: Partial<Scenario['cluster']>; log?: (m: string) => void }): Promise<ScenarioResult[]> {
+export async function runSeries(
+  list: Scenario[],
+  o: {
+    quick: boolean;
+    faultMs?: number;
+    warmMs?: number;
+    cluster?: Partial<Scenario['cluster']>;
+    log?: (m: string) => void;
+  },
+): Promise<ScenarioResult[]> {
   const log = o.log ?? (() => {});
   const first = { ...list[0]!, cluster: { ...list[0]!.cluster, ...o.cluster } };
   const heldBack = o.cluster?.heldBack ?? list.reduce((n, s) => n + (s.cluster.heldBack ?? 0), 0);
@@ -72,12 +94,16 @@ export async function runSeries(list: Scenario[], o: { quick: boolean; faultMs?:
     log(`${first.name}: ${c.nodes.length} nodes, ${c.operators.length} operators; warming up`);
     if (c.operators.length && c.agents.some((a) => a.child)) {
       const warm = await waitRecovered(c, 90_000);
-      if (warm === undefined) throw new Error(`the cluster was not Ready within 90 s before the fault (${c.readyPools()}/${c.nodes.length} pools Ready)`);
+      if (warm === undefined)
+        throw new Error(
+          `the cluster was not Ready within 90 s before the fault (${c.readyPools()}/${c.nodes.length} pools Ready)`,
+        );
     }
     checker.start();
     for (const s of list) results.push(await phase(c, w, checker, s, { ...o, log }));
   } catch (e) {
-    for (const s of list.slice(results.length)) results.push({ ...emptyResult(s, o.quick, o.faultMs ?? s.faultMs), error: (e as Error).message });
+    for (const s of list.slice(results.length))
+      results.push({ ...emptyResult(s, o.quick, o.faultMs ?? s.faultMs), error: (e as Error).message });
     await w?.stop();
   } finally {
     await checker?.stop();
@@ -102,7 +128,13 @@ function emptyResult(s: Scenario, quick: boolean, faultMs: number): ScenarioResu
   };
 }
 
-async function phase(c: ChaosCluster, w: Workload, checker: Checker, s: Scenario, o: { quick: boolean; faultMs?: number; warmMs?: number; log: (m: string) => void }): Promise<ScenarioResult> {
+async function phase(
+  c: ChaosCluster,
+  w: Workload,
+  checker: Checker,
+  s: Scenario,
+  o: { quick: boolean; faultMs?: number; warmMs?: number; log: (m: string) => void },
+): Promise<ScenarioResult> {
   const faultMs = o.faultMs ?? (o.quick ? (s.quickFaultMs ?? Math.min(s.faultMs, 10_000)) : s.faultMs);
   const result = emptyResult(s, o.quick, faultMs);
   checker.reset();
@@ -119,15 +151,27 @@ async function phase(c: ChaosCluster, w: Workload, checker: Checker, s: Scenario
   await w.stop();
   o.log(`${s.name}: fault over; waiting for recovery`);
   result.recoveryMs = await waitRecovered(c, s.recoverWithinMs);
-  result.callsDuringFault = callsIn(c, c.operators.map((op) => op.accessKeyId), t0, t1);
+  result.callsDuringFault = callsIn(
+    c,
+    c.operators.map((op) => op.accessKeyId),
+    t0,
+    t1,
+  );
   const v: Record<string, Verdict> = {};
-  v.recovers = result.recoveryMs !== undefined ? OK(`after ${(result.recoveryMs / 1000).toFixed(1)} s`) : FAIL(`not within ${(s.recoverWithinMs / 1000).toFixed(0)} s: ${c.readyPools()}/${c.nodes.length} pools Ready, leader ${c.leader()?.identity ?? 'none'}`);
+  v.recovers =
+    result.recoveryMs !== undefined
+      ? OK(`after ${(result.recoveryMs / 1000).toFixed(1)} s`)
+      : FAIL(
+          `not within ${(s.recoverWithinMs / 1000).toFixed(0)} s: ${c.readyPools()}/${c.nodes.length} pools Ready, leader ${c.leader()?.identity ?? 'none'}`,
+        );
   // GC deletes a leaked ENI once it is older than its minimum age (10 s), at its next pass (every 10 s).
   v['no-leak'] = await leakVerdict(c, 10_000 + 10_000 + 15_000);
   await checker.settle();
   for (const k of ['one-pod-per-ip', 'one-eni-per-ip', 'no-release-in-use'] as const) {
     const list = checker.violations[k];
-    v[k] = list.length ? FAIL(`${list.length} seen, first: ${list.slice(0, 3).join('; ')}`) : OK(`${checker.polls} polls`);
+    v[k] = list.length
+      ? FAIL(`${list.length} seen, first: ${list.slice(0, 3).join('; ')}`)
+      : OK(`${checker.polls} polls`);
   }
   v['within-quota'] = quotaVerdict(c, t0, t1);
   v['create-tokens'] = tokenVerdict(c, t0);

@@ -4,7 +4,14 @@ import type { ChaosCluster, OperatorProcess } from './cluster.js';
 import type { Verdict } from './invariants.js';
 import { sleep, type Scenario, type ScenarioContext } from './scenario.js';
 
-const MUTATING = ['CreateNetworkInterface', 'AttachNetworkInterface', 'DetachNetworkInterface', 'DeleteNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses'];
+const MUTATING = [
+  'CreateNetworkInterface',
+  'AttachNetworkInterface',
+  'DetachNetworkInterface',
+  'DeleteNetworkInterface',
+  'AssignPrivateIpAddresses',
+  'UnassignPrivateIpAddresses',
+];
 const small = { nodes: 4, replicas: 1, heldBack: 2 };
 
 /** ECS faults for the fault's length, with two nodes joining as it starts (so creates and attaches happen under it). */
@@ -31,7 +38,8 @@ function kubeFault(rules: KubeFaultRule[]) {
 /** Mutating cloud calls one operator made after `since`. */
 function mutatingAfter(c: ChaosCluster, op: OperatorProcess, since: number): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const r of c.ecs.calls({ since, accessKeyId: op.accessKeyId })) if (MUTATING.includes(r.action)) out[r.action] = (out[r.action] ?? 0) + 1;
+  for (const r of c.ecs.calls({ since, accessKeyId: op.accessKeyId }))
+    if (MUTATING.includes(r.action)) out[r.action] = (out[r.action] ?? 0) + 1;
   return out;
 }
 
@@ -39,7 +47,12 @@ function mutatingAfter(c: ChaosCluster, op: OperatorProcess, since: number): Rec
 function nothingDeleted(c: ChaosCluster, pools: number, since: number): Verdict {
   const deletes = c.ecs.calls({ since, action: 'DeleteNetworkInterface' }).length;
   const left = c.pools().length;
-  return deletes === 0 && left >= pools ? { ok: true, detail: `${left} pools kept, no ENI deleted` } : { ok: false, detail: `${pools - left} pools deleted, ${deletes} DeleteNetworkInterface calls while Nodes could not be listed` };
+  return deletes === 0 && left >= pools
+    ? { ok: true, detail: `${left} pools kept, no ENI deleted` }
+    : {
+        ok: false,
+        detail: `${pools - left} pools deleted, ${deletes} DeleteNetworkInterface calls while Nodes could not be listed`,
+      };
 }
 
 async function waitFor(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
@@ -60,7 +73,12 @@ export const SCENARIOS: Scenario[] = [
     cluster: small,
     faultMs: 30_000,
     recoverWithinMs: 60_000,
-    fault: ecsFault({ rules: [{ action: 'AssignPrivateIpAddresses', kind: 'error', code: 'Throttling.User', rate: 1 }, { action: 'CreateNetworkInterface', kind: 'error', code: 'Throttling.User', rate: 1 }] }),
+    fault: ecsFault({
+      rules: [
+        { action: 'AssignPrivateIpAddresses', kind: 'error', code: 'Throttling.User', rate: 1 },
+        { action: 'CreateNetworkInterface', kind: 'error', code: 'Throttling.User', rate: 1 },
+      ],
+    }),
   },
   {
     name: 'ecs-internal-errors',
@@ -69,7 +87,12 @@ export const SCENARIOS: Scenario[] = [
     cluster: small,
     faultMs: 30_000,
     recoverWithinMs: 60_000,
-    fault: ecsFault({ rules: [{ kind: 'error', code: 'InternalError', rate: 0.15 }, { kind: 'error', code: 'ServiceUnavailable', rate: 0.18 }] }),
+    fault: ecsFault({
+      rules: [
+        { kind: 'error', code: 'InternalError', rate: 0.15 },
+        { kind: 'error', code: 'ServiceUnavailable', rate: 0.18 },
+      ],
+    }),
   },
   {
     name: 'ecs-latency-spikes',
@@ -96,7 +119,14 @@ export const SCENARIOS: Scenario[] = [
     cluster: small,
     faultMs: 30_000,
     recoverWithinMs: 90_000,
-    fault: ecsFault({ rules: ['CreateNetworkInterface', 'AttachNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses'].map((action) => ({ action, kind: 'drop-answer' as const, rate: 0.3 })) }),
+    fault: ecsFault({
+      rules: [
+        'CreateNetworkInterface',
+        'AttachNetworkInterface',
+        'AssignPrivateIpAddresses',
+        'UnassignPrivateIpAddresses',
+      ].map((action) => ({ action, kind: 'drop-answer' as const, rate: 0.3 })),
+    }),
   },
   {
     name: 'ecs-non-json-502',
@@ -135,7 +165,12 @@ export const SCENARIOS: Scenario[] = [
       replicas: 1,
       start: { agents: false },
       // A small burst, so that the queue lasts about two minutes.
-      limits: { CreateNetworkInterface: { perMinute: 60, burst: 10 }, AttachNetworkInterface: { perMinute: 60, burst: 10 }, AssignPrivateIpAddresses: { perMinute: 400, burst: 400 }, DescribeNetworkInterfaces: { perMinute: 800, burst: 800 } },
+      limits: {
+        CreateNetworkInterface: { perMinute: 60, burst: 10 },
+        AttachNetworkInterface: { perMinute: 60, burst: 10 },
+        AssignPrivateIpAddresses: { perMinute: 400, burst: 400 },
+        DescribeNetworkInterfaces: { perMinute: 800, burst: 800 },
+      },
       world: (f) => {
         for (const i of f.instances) i.instanceType = 'ecs.g7.xlarge';
         f.faults = { actionLatencyMs: { CreateNetworkInterface: 300 } };
@@ -156,8 +191,20 @@ export const SCENARIOS: Scenario[] = [
       // 120 creates and 120 attaches at 60/min after a burst of 10: the queue bound.
       const boundMs = ((120 - 10) / 60) * 60_000;
       return {
-        'all-ready-in-bound': done && took <= boundMs * 1.3 + 20_000 ? { ok: true, detail: `all Ready after ${(took / 1000).toFixed(0)} s (queue bound ${(boundMs / 1000).toFixed(0)} s)` } : { ok: false, detail: `${ctx.c.readyPools()}/40 Ready after ${(took / 1000).toFixed(0)} s (queue bound ${(boundMs / 1000).toFixed(0)} s)` },
-        'enis-as-wanted': enis === 120 ? { ok: true, detail: '120 secondary ENIs for 120 wanted' } : { ok: false, detail: `${enis} secondary ENIs in the cloud for 120 wanted` },
+        'all-ready-in-bound':
+          done && took <= boundMs * 1.3 + 20_000
+            ? {
+                ok: true,
+                detail: `all Ready after ${(took / 1000).toFixed(0)} s (queue bound ${(boundMs / 1000).toFixed(0)} s)`,
+              }
+            : {
+                ok: false,
+                detail: `${ctx.c.readyPools()}/40 Ready after ${(took / 1000).toFixed(0)} s (queue bound ${(boundMs / 1000).toFixed(0)} s)`,
+              },
+        'enis-as-wanted':
+          enis === 120
+            ? { ok: true, detail: '120 secondary ENIs for 120 wanted' }
+            : { ok: false, detail: `${enis} secondary ENIs in the cloud for 120 wanted` },
       };
     },
   },
@@ -180,7 +227,12 @@ export const SCENARIOS: Scenario[] = [
       const verdict = nothingDeleted(c, pools, t0);
       const ready = await c.operatorReady(c.operators.at(-1));
       c.kube.clearFaultRules();
-      return { 'nothing-deleted-while-blind': verdict, 'not-ready-while-blind': ready ? { ok: false, detail: '/readyz answered 200 without a Node cache' } : { ok: true, detail: '/readyz answered 503 while Nodes could not be listed' } };
+      return {
+        'nothing-deleted-while-blind': verdict,
+        'not-ready-while-blind': ready
+          ? { ok: false, detail: '/readyz answered 200 without a Node cache' }
+          : { ok: true, detail: '/readyz answered 503 while Nodes could not be listed' },
+      };
     },
   },
   {
@@ -193,7 +245,10 @@ export const SCENARIOS: Scenario[] = [
     fault: async (ctx) => {
       const pools = ctx.c.pools().length;
       const t0 = Date.now();
-      ctx.c.kube.setFaultRules([{ verbs: ['list'], resource: 'nodes', action: 'respond', code: 403 }, { action: 'close-watches', everySeconds: 3 }]);
+      ctx.c.kube.setFaultRules([
+        { verbs: ['list'], resource: 'nodes', action: 'respond', code: 403 },
+        { action: 'close-watches', everySeconds: 3 },
+      ]);
       await sleep(ctx.faultMs);
       const verdict = nothingDeleted(ctx.c, pools, t0);
       ctx.c.kube.clearFaultRules();
@@ -216,7 +271,10 @@ export const SCENARIOS: Scenario[] = [
     cluster: small,
     faultMs: 30_000,
     recoverWithinMs: 60_000,
-    fault: kubeFault([{ verbs: ['watch'], action: 'respond', code: 410, rate: 0.7 }, { action: 'close-watches', everySeconds: 2 }]),
+    fault: kubeFault([
+      { verbs: ['watch'], action: 'respond', code: 410, rate: 0.7 },
+      { action: 'close-watches', everySeconds: 2 },
+    ]),
   },
   {
     name: 'kube-status-conflicts',
@@ -225,7 +283,9 @@ export const SCENARIOS: Scenario[] = [
     cluster: small,
     faultMs: 30_000,
     recoverWithinMs: 60_000,
-    fault: kubeFault([{ verbs: ['update', 'patch'], resource: 'enipools/status', action: 'respond', code: 409, rate: 0.5 }]),
+    fault: kubeFault([
+      { verbs: ['update', 'patch'], resource: 'enipools/status', action: 'respond', code: 409, rate: 0.5 },
+    ]),
   },
   {
     name: 'kube-429-retry-after',
@@ -234,7 +294,15 @@ export const SCENARIOS: Scenario[] = [
     cluster: small,
     faultMs: 30_000,
     recoverWithinMs: 60_000,
-    fault: kubeFault([{ verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'], action: 'respond', code: 429, retryAfterSeconds: 2, rate: 0.5 }]),
+    fault: kubeFault([
+      {
+        verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'],
+        action: 'respond',
+        code: 429,
+        retryAfterSeconds: 2,
+        rate: 0.5,
+      },
+    ]),
   },
   {
     name: 'kube-unreachable-30s',
@@ -254,7 +322,17 @@ export const SCENARIOS: Scenario[] = [
     group: 'Kubernetes',
     summary: 'two replicas; the leader\u2019s API connection black-holed mid scale-up while the follower takes over',
     // A slow create quota, so that the old leader still has creates queued when its connection goes.
-    cluster: { nodes: 3, heldBack: 6, replicas: 2, limits: { CreateNetworkInterface: { perMinute: 10, burst: 1 }, AttachNetworkInterface: { perMinute: 10, burst: 1 }, AssignPrivateIpAddresses: { perMinute: 60, burst: 5 }, UnassignPrivateIpAddresses: { perMinute: 60, burst: 5 } } },
+    cluster: {
+      nodes: 3,
+      heldBack: 6,
+      replicas: 2,
+      limits: {
+        CreateNetworkInterface: { perMinute: 10, burst: 1 },
+        AttachNetworkInterface: { perMinute: 10, burst: 1 },
+        AssignPrivateIpAddresses: { perMinute: 60, burst: 5 },
+        UnassignPrivateIpAddresses: { perMinute: 60, burst: 5 },
+      },
+    },
     faultMs: 60_000,
     quickFaultMs: 40_000,
     recoverWithinMs: 120_000,
@@ -273,8 +351,16 @@ export const SCENARIOS: Scenario[] = [
       const n = Object.values(after).reduce((a, b) => a + b, 0);
       await old.proxy.setMode('pass');
       return {
-        'follower-takes-over': took ? { ok: true, detail: `after ${((takeover - t0) / 1000).toFixed(1)} s` } : { ok: false, detail: 'no takeover' },
-        'old-leader-silent': n === 0 ? { ok: true, detail: `0 mutating calls in the ${((Date.now() - takeover) / 1000).toFixed(0)} s after the takeover` } : { ok: false, detail: `${n} mutating calls after the takeover: ${JSON.stringify(after)}` },
+        'follower-takes-over': took
+          ? { ok: true, detail: `after ${((takeover - t0) / 1000).toFixed(1)} s` }
+          : { ok: false, detail: 'no takeover' },
+        'old-leader-silent':
+          n === 0
+            ? {
+                ok: true,
+                detail: `0 mutating calls in the ${((Date.now() - takeover) / 1000).toFixed(0)} s after the takeover`,
+              }
+            : { ok: false, detail: `${n} mutating calls after the takeover: ${JSON.stringify(after)}` },
       };
     },
   },

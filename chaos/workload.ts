@@ -59,7 +59,8 @@ export class Workload {
   /** Addresses pods hold now (including those whose allocation is in flight), by IP. */
   holders(): Map<string, string[]> {
     const out = new Map<string, string[]>();
-    for (const h of this.held.values()) if (h.ip) out.set(h.ip, [...(out.get(h.ip) ?? []), `${h.node}/default/${h.containerId}`]);
+    for (const h of this.held.values())
+      if (h.ip) out.set(h.ip, [...(out.get(h.ip) ?? []), `${h.node}/default/${h.containerId}`]);
     return out;
   }
 
@@ -70,7 +71,11 @@ export class Workload {
     this.held.set(key, h);
     this.pods(a.node, containerId, undefined);
     try {
-      const lease = await agentClient.allocate(a.socket, { containerId, ifName: 'eth0', pod: `default/${containerId}` }, 5000);
+      const lease = await agentClient.allocate(
+        a.socket,
+        { containerId, ifName: 'eth0', pod: `default/${containerId}` },
+        5000,
+      );
       if (lease === 'pool-empty') {
         this.held.delete(key);
         this.pods(a.node, containerId, 'gone');

@@ -4,7 +4,18 @@ import { GROUP, VERSION, type ENIPool } from '../api/types.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
-import { agentStatus, allocate, departedRecoveries, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState, type Lease, type NodePod } from './allocator.js';
+import {
+  agentStatus,
+  allocate,
+  departedRecoveries,
+  freeAddresses,
+  recoverAllocations,
+  release,
+  strayAllocations,
+  type AgentState,
+  type Lease,
+  type NodePod,
+} from './allocator.js';
 import { AgentMetrics } from './metrics.js';
 import { StateFile } from './state-file.js';
 import { apiErrorMessage } from '../kube/errors.js';
@@ -59,7 +70,13 @@ export class Agent {
     this.pool = new Informer<ENIPool>({
       kc: o.kc,
       path: `/apis/${GROUP}/${VERSION}/enipools`,
-      list: () => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', fieldSelector: `metadata.name=${o.node}` }),
+      list: () =>
+        this.custom.listClusterCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural: 'enipools',
+          fieldSelector: `metadata.name=${o.node}`,
+        }),
       fieldSelector: `metadata.name=${o.node}`,
       logger: o.logger,
       onChange: () => this.onPoolChange(),
@@ -98,9 +115,16 @@ export class Agent {
   private async nodePods(): Promise<NodePod[] | undefined> {
     try {
       const list = await this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${this.o.node}` });
-      return list.items.map((p) => ({ pod: `${p.metadata?.namespace}/${p.metadata?.name}`, podIP: p.status?.podIP, hostNetwork: p.spec?.hostNetwork ?? false }));
+      return list.items.map((p) => ({
+        pod: `${p.metadata?.namespace}/${p.metadata?.name}`,
+        podIP: p.status?.podIP,
+        hostNetwork: p.spec?.hostNetwork ?? false,
+      }));
     } catch (e) {
-      this.o.logger.warn({ node: this.o.node, err: (e as Error).message }, 'cannot list the pods of this node; recovered allocations are kept until it can');
+      this.o.logger.warn(
+        { node: this.o.node, err: (e as Error).message },
+        'cannot list the pods of this node; recovered allocations are kept until it can',
+      );
       return undefined;
     }
   }
@@ -128,11 +152,24 @@ export class Agent {
     if (r.recovered.length) {
       this.metrics.recovered.inc(r.recovered.length);
       const ips = r.recovered.map((a) => a.ip);
-      this.o.logger.warn({ node: this.o.node, ips, pods: r.recovered.map((a) => a.pod) }, 'addresses in use that the state file did not hold were taken back in; they are kept until their pods are gone');
+      this.o.logger.warn(
+        { node: this.o.node, ips, pods: r.recovered.map((a) => a.pod) },
+        'addresses in use that the state file did not hold were taken back in; they are kept until their pods are gone',
+      );
       const pool = this.current();
       if (pool) {
-        const target = { apiVersion: pool.apiVersion, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid };
-        void this.events.record(target, 'Warning', 'RecoveredAllocations', `the agent's state lacked ${ips.length} addresses in use (${ips.join(', ')}); they are kept and not handed out until their pods are gone`);
+        const target = {
+          apiVersion: pool.apiVersion,
+          kind: 'ENIPool',
+          name: pool.metadata.name,
+          uid: pool.metadata.uid,
+        };
+        void this.events.record(
+          target,
+          'Warning',
+          'RecoveredAllocations',
+          `the agent's state lacked ${ips.length} addresses in use (${ips.join(', ')}); they are kept and not handed out until their pods are gone`,
+        );
       }
     }
     this.recovering = false;
@@ -153,7 +190,10 @@ export class Agent {
     for (const a of strayAllocations(this.state, this.current())) {
       if (this.flagged.has(a.ip) || !this.current()) continue;
       this.flagged.add(a.ip);
-      this.o.logger.warn({ node: this.o.node, ip: a.ip, pod: a.pod, eni: a.eniId }, 'an allocated IP is no longer in the pool; the allocation is kept until the pod releases it');
+      this.o.logger.warn(
+        { node: this.o.node, ip: a.ip, pod: a.pod, eni: a.eniId },
+        'an allocated IP is no longer in the pool; the allocation is kept until the pod releases it',
+      );
       const pool = this.current()!;
       void this.events.record(
         { apiVersion: pool.apiVersion, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid },
@@ -253,8 +293,17 @@ export class Agent {
     if (!pool || !this.dirty || this.recovering) return;
     this.dirty = false;
     const mine = agentStatus(this.state, pool, Date.now());
-    const old = { used: pool.status?.used ?? {}, releaseAcks: pool.status?.releaseAcks ?? {}, cooling: pool.status?.cooling ?? {} };
-    const nulls = (now: Record<string, unknown>, before: Record<string, unknown>) => Object.fromEntries(Object.keys(before).filter((k) => !(k in now)).map((k) => [k, null]));
+    const old = {
+      used: pool.status?.used ?? {},
+      releaseAcks: pool.status?.releaseAcks ?? {},
+      cooling: pool.status?.cooling ?? {},
+    };
+    const nulls = (now: Record<string, unknown>, before: Record<string, unknown>) =>
+      Object.fromEntries(
+        Object.keys(before)
+          .filter((k) => !(k in now))
+          .map((k) => [k, null]),
+      );
     const body = {
       status: {
         used: { ...nulls(mine.used, old.used), ...mine.used },
@@ -266,7 +315,10 @@ export class Agent {
     const text = JSON.stringify(body);
     if (text === this.lastWritten && JSON.stringify(mine) === JSON.stringify(old)) return;
     this.writing = this.custom
-      .patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name: this.o.node, body }, merge)
+      .patchClusterCustomObjectStatus(
+        { group: GROUP, version: VERSION, plural: 'enipools', name: this.o.node, body },
+        merge,
+      )
       .then(() => {
         this.lastWritten = text;
         this.metrics.statusWrites.inc();

@@ -56,7 +56,14 @@ function walkPool(pool: ENIPool): Map<string, Omit<Lease, 'ip'>> {
   for (const eni of pool?.status?.enis ?? []) {
     if (eni.state !== 'InUse' || !eni.vSwitchCIDR) continue;
     const prefixLength = Number(eni.vSwitchCIDR.split('/')[1]);
-    for (const ip of eni.ips ?? []) out.set(ip, { prefixLength, gateway: eni.gatewayIP ?? '', eniId: eni.id, mac: eni.mac ?? '', vSwitchCidr: eni.vSwitchCIDR });
+    for (const ip of eni.ips ?? [])
+      out.set(ip, {
+        prefixLength,
+        gateway: eni.gatewayIP ?? '',
+        eniId: eni.id,
+        mac: eni.mac ?? '',
+        vSwitchCidr: eni.vSwitchCIDR,
+      });
   }
   return out;
 }
@@ -70,30 +77,58 @@ export function freeAddresses(state: AgentState, pool: ENIPool | undefined, now:
   if (pool?.metadata.deletionTimestamp) return [];
   const requested = new Set(Object.keys(pool?.status?.releaseRequests ?? {}));
   const inUse = new Set(Object.values(state.allocations).map((a) => a.ip));
-  return [...poolAddresses(pool).keys()].filter((ip) => !requested.has(ip) && !inUse.has(ip) && !((state.cooling[ip] ?? 0) > now));
+  return [...poolAddresses(pool).keys()].filter(
+    (ip) => !requested.has(ip) && !inUse.has(ip) && !((state.cooling[ip] ?? 0) > now),
+  );
 }
 
-export type AllocateResult = { state: AgentState; lease: Lease; fresh: boolean } | { state: AgentState; error: 'pool-empty' };
+export type AllocateResult =
+  { state: AgentState; lease: Lease; fresh: boolean } | { state: AgentState; error: 'pool-empty' };
 
 /** Hands an address to a pod interface; the same container and interface get the same address again. */
-export function allocate(state: AgentState, pool: ENIPool | undefined, req: { containerId: string; ifName: string; pod: string; network?: string }, now: number): AllocateResult {
+export function allocate(
+  state: AgentState,
+  pool: ENIPool | undefined,
+  req: { containerId: string; ifName: string; pod: string; network?: string },
+  now: number,
+): AllocateResult {
   const key = allocationKey(req.containerId, req.ifName);
   const addresses = poolAddresses(pool);
   const existing = state.allocations[key];
   if (existing) {
     const where = addresses.get(existing.ip);
-    const lease: Lease = where ? { ip: existing.ip, ...where } : { ip: existing.ip, prefixLength: 32, gateway: '', eniId: existing.eniId, mac: '', vSwitchCidr: '' };
+    const lease: Lease = where
+      ? { ip: existing.ip, ...where }
+      : { ip: existing.ip, prefixLength: 32, gateway: '', eniId: existing.eniId, mac: '', vSwitchCidr: '' };
     return { state, lease, fresh: false };
   }
   const [ip] = freeAddresses(state, pool, now);
   if (!ip) return { state, error: 'pool-empty' };
   const where = addresses.get(ip)!;
-  const allocation: Allocation = { ip, pod: req.pod, containerId: req.containerId, ifName: req.ifName, eniId: where.eniId, allocatedAt: now, ...(req.network ? { network: req.network } : {}) };
-  return { state: { ...state, allocations: { ...state.allocations, [key]: allocation } }, lease: { ip, ...where }, fresh: true };
+  const allocation: Allocation = {
+    ip,
+    pod: req.pod,
+    containerId: req.containerId,
+    ifName: req.ifName,
+    eniId: where.eniId,
+    allocatedAt: now,
+    ...(req.network ? { network: req.network } : {}),
+  };
+  return {
+    state: { ...state, allocations: { ...state.allocations, [key]: allocation } },
+    lease: { ip, ...where },
+    fresh: true,
+  };
 }
 
 /** Takes an address back; it cools down before anyone gets it again. Unknown containers are fine (idempotent). */
-export function release(state: AgentState, containerId: string, ifName: string | undefined, now: number, cooldownMs: number): { state: AgentState; released: string[] } {
+export function release(
+  state: AgentState,
+  containerId: string,
+  ifName: string | undefined,
+  now: number,
+  cooldownMs: number,
+): { state: AgentState; released: string[] } {
   const allocations = { ...state.allocations };
   const cooling = { ...state.cooling };
   const released: string[] = [];
@@ -112,12 +147,17 @@ export function agentStatus(
   state: AgentState,
   pool: ENIPool | undefined,
   now: number,
-): { used: Record<string, { pod: string; containerID: string }>; releaseAcks: Record<string, ReleaseAck>; cooling: Record<string, string> } {
+): {
+  used: Record<string, { pod: string; containerID: string }>;
+  releaseAcks: Record<string, ReleaseAck>;
+  cooling: Record<string, string>;
+} {
   const used: Record<string, { pod: string; containerID: string }> = {};
   for (const a of Object.values(state.allocations)) used[a.ip] = { pod: a.pod, containerID: a.containerId };
   // Cooling IPs are not free, so the operator counts them as used until the time given.
   const cooling: Record<string, string> = {};
-  for (const [ip, until] of Object.entries(state.cooling)) if (until > now && !used[ip]) cooling[ip] = new Date(until).toISOString();
+  for (const [ip, until] of Object.entries(state.cooling))
+    if (until > now && !used[ip]) cooling[ip] = new Date(until).toISOString();
   // Each answer names the request it answers. Requested IPs are out of the free list
   // (freeAddresses), so an unused one can go at once; one still cooling down gets no answer
   // until its cool-down ends (the VPC could hand it to another node meanwhile).
@@ -149,7 +189,12 @@ export interface NodePod {
  * lost) and the pods the API server places on the node. Such an address is kept, never handed
  * out again, until its pod is gone. Returns the new state and what it had to take in.
  */
-export function recoverAllocations(state: AgentState, pool: ENIPool | undefined, pods: NodePod[] | undefined, now: number): { state: AgentState; recovered: Allocation[] } {
+export function recoverAllocations(
+  state: AgentState,
+  pool: ENIPool | undefined,
+  pods: NodePod[] | undefined,
+  now: number,
+): { state: AgentState; recovered: Allocation[] } {
   const addresses = poolAddresses(pool);
   const held = new Set(Object.values(state.allocations).map((a) => a.ip));
   const allocations = { ...state.allocations };
@@ -158,15 +203,26 @@ export function recoverAllocations(state: AgentState, pool: ENIPool | undefined,
   const take = (ip: string, pod: string, containerId: string) => {
     if (held.has(ip)) return;
     held.add(ip);
-    const a: Allocation = { ip, pod, containerId, ifName: '*', eniId: addresses.get(ip)?.eniId ?? '', allocatedAt: now, recovered: true };
+    const a: Allocation = {
+      ip,
+      pod,
+      containerId,
+      ifName: '*',
+      eniId: addresses.get(ip)?.eniId ?? '',
+      allocatedAt: now,
+      recovered: true,
+    };
     // Keyed by address: one container may have held several.
     allocations[allocationKey(containerId, `*${ip}`)] = a;
     recovered.push(a);
   };
-  for (const [ip, owner] of Object.entries(pool?.status?.used ?? {})) take(ip, owner.pod ?? 'unknown', owner.containerID || `pod:${owner.pod ?? ip}`);
+  for (const [ip, owner] of Object.entries(pool?.status?.used ?? {}))
+    take(ip, owner.pod ?? 'unknown', owner.containerID || `pod:${owner.pod ?? ip}`);
   // Any address a pod of the node holds in one of the pool's vSwitches, whatever its ENI's state now.
   const cidrs = (pool?.status?.enis ?? []).flatMap((e) => (e.vSwitchCIDR ? [ipaddr.parseCIDR(e.vSwitchCIDR)] : []));
-  const ours = (ip: string) => addresses.has(ip) || (ipaddr.isValid(ip) && cidrs.some((c) => ipaddr.parse(ip).kind() === c[0].kind() && ipaddr.parse(ip).match(c)));
+  const ours = (ip: string) =>
+    addresses.has(ip) ||
+    (ipaddr.isValid(ip) && cidrs.some((c) => ipaddr.parse(ip).kind() === c[0].kind() && ipaddr.parse(ip).match(c)));
   for (const p of pods ?? []) if (p.podIP && !p.hostNetwork && ours(p.podIP)) take(p.podIP, p.pod, `pod:${p.pod}`);
   // Cool-downs the agent reported still run: the VPC must not get those addresses back early.
   for (const [ip, until] of Object.entries(pool?.status?.cooling ?? {})) {

@@ -36,7 +36,8 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   } catch (e) {
     throw badRequest(`the body is not valid JSON: ${(e as Error).message}`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('the body must be a JSON object');
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw badRequest('the body must be a JSON object');
   return parsed as Record<string, unknown>;
 }
 
@@ -50,9 +51,11 @@ function str(o: Record<string, unknown>, k: string, required = true): string | u
 /** The body of POST /v1/cni: {env: {CNI_COMMAND, ...}, stdin: "<network configuration>"}. */
 function cniRequest(b: Record<string, unknown>): { env: Record<string, string>; stdin: string } {
   const env = b.env;
-  if (!env || typeof env !== 'object' || Array.isArray(env)) throw badRequest('"env" must be an object of the CNI_* variables');
+  if (!env || typeof env !== 'object' || Array.isArray(env))
+    throw badRequest('"env" must be an object of the CNI_* variables');
   for (const [k, v] of Object.entries(env)) if (typeof v !== 'string') throw badRequest(`"env.${k}" must be a string`);
-  if (typeof b.stdin !== 'string') throw badRequest('"stdin" must be a string: the network configuration the plugin read');
+  if (typeof b.stdin !== 'string')
+    throw badRequest('"stdin" must be a string: the network configuration the plugin read');
   return { env: env as Record<string, string>, stdin: b.stdin };
 }
 
@@ -70,7 +73,8 @@ function clearStaleSocket(socketPath: string): void {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw e;
   }
-  if (!isSocket) throw new Error(`${socketPath} exists and is not a socket; refusing to replace it (choose another --socket)`);
+  if (!isSocket)
+    throw new Error(`${socketPath} exists and is not a socket; refusing to replace it (choose another --socket)`);
   rmSync(socketPath);
 }
 
@@ -93,13 +97,27 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
         if (route === 'POST /v1/cni') {
           const answer = answerCni(agent, cniRequest(await body(req)));
           await agent.persisted();
-          res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer.stdout), 'x-cni-exit-code': String(answer.exitCode) }).end(answer.stdout);
+          res
+            .writeHead(200, {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(answer.stdout),
+              'x-cni-exit-code': String(answer.exitCode),
+            })
+            .end(answer.stdout);
           return;
         }
         if (route === 'POST /v1/allocate') {
           const b = await body(req);
-          const lease = agent.allocate({ containerId: str(b, 'containerId')!, ifName: str(b, 'ifName')!, pod: str(b, 'pod')! });
-          if (lease === 'pool-empty') return send(res, 503, { error: 'pool-empty', message: 'the node has no free pod IP right now; the operator is adding some, try again shortly' });
+          const lease = agent.allocate({
+            containerId: str(b, 'containerId')!,
+            ifName: str(b, 'ifName')!,
+            pod: str(b, 'pod')!,
+          });
+          if (lease === 'pool-empty')
+            return send(res, 503, {
+              error: 'pool-empty',
+              message: 'the node has no free pod IP right now; the operator is adding some, try again shortly',
+            });
           await agent.persisted();
           return send(res, 200, { lease });
         }
@@ -110,7 +128,10 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
           return send(res, 200, { released });
         }
         if (route === 'GET /v1/allocations') return send(res, 200, { allocations: agent.list() });
-        return send(res, 404, { error: 'not-found', message: `no route ${route}; the agent serves POST /v1/cni, POST /v1/allocate, POST /v1/release and GET /v1/allocations` });
+        return send(res, 404, {
+          error: 'not-found',
+          message: `no route ${route}; the agent serves POST /v1/cni, POST /v1/allocate, POST /v1/release and GET /v1/allocations`,
+        });
       } catch (e) {
         if (e instanceof HttpError) {
           // An unread body (413) is not drained: the connection closes after the answer.

@@ -1,7 +1,17 @@
 import type { Allocation, Lease } from './allocator.js';
 
 /** CNI error codes (spec 1.0.0, and 50 from 1.1.0 for STATUS). */
-export const CNI_ERRORS = { incompatibleVersion: 1, unsupportedField: 2, unknownContainer: 3, invalidEnv: 4, io: 5, decode: 6, invalidConfig: 7, tryAgainLater: 11, pluginNotAvailable: 50 } as const;
+export const CNI_ERRORS = {
+  incompatibleVersion: 1,
+  unsupportedField: 2,
+  unknownContainer: 3,
+  invalidEnv: 4,
+  io: 5,
+  decode: 6,
+  invalidConfig: 7,
+  tryAgainLater: 11,
+  pluginNotAvailable: 50,
+} as const;
 export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
 /** The spec version that introduced a command (the others are in every version we speak). */
 const SINCE: Record<string, string> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };
@@ -56,26 +66,42 @@ function parseConf(stdin: string): NetConf {
   } catch (e) {
     throw new CniError(CNI_ERRORS.decode, 'the network configuration on stdin is not valid JSON', (e as Error).message);
   }
-  if (!conf || typeof conf !== 'object' || Array.isArray(conf)) throw new CniError(CNI_ERRORS.decode, 'the network configuration on stdin is not a JSON object');
+  if (!conf || typeof conf !== 'object' || Array.isArray(conf))
+    throw new CniError(CNI_ERRORS.decode, 'the network configuration on stdin is not a JSON object');
   const c = conf as Record<string, unknown>;
-  if (typeof c.cniVersion !== 'string' || !c.cniVersion) throw new CniError(CNI_ERRORS.invalidConfig, 'the network configuration has no cniVersion');
+  if (typeof c.cniVersion !== 'string' || !c.cniVersion)
+    throw new CniError(CNI_ERRORS.invalidConfig, 'the network configuration has no cniVersion');
   if (!SUPPORTED_VERSIONS.includes(c.cniVersion)) {
-    throw new CniError(CNI_ERRORS.incompatibleVersion, `cniVersion ${c.cniVersion} is not supported (supported: ${SUPPORTED_VERSIONS.join(', ')})`);
+    throw new CniError(
+      CNI_ERRORS.incompatibleVersion,
+      `cniVersion ${c.cniVersion} is not supported (supported: ${SUPPORTED_VERSIONS.join(', ')})`,
+    );
   }
   const ipam = c.ipam as Record<string, unknown> | undefined;
-  if (ipam !== undefined && (!ipam || typeof ipam !== 'object' || Array.isArray(ipam))) throw new CniError(CNI_ERRORS.invalidConfig, 'ipam must be an object');
+  if (ipam !== undefined && (!ipam || typeof ipam !== 'object' || Array.isArray(ipam)))
+    throw new CniError(CNI_ERRORS.invalidConfig, 'ipam must be an object');
   if (ipam?.socket !== undefined && (typeof ipam.socket !== 'string' || !ipam.socket)) {
-    throw new CniError(CNI_ERRORS.invalidConfig, `ipam.socket must be the path of the eni-ipam agent socket, e.g. ${DEFAULT_SOCKET}`);
+    throw new CniError(
+      CNI_ERRORS.invalidConfig,
+      `ipam.socket must be the path of the eni-ipam agent socket, e.g. ${DEFAULT_SOCKET}`,
+    );
   }
-  if (ipam?.timeoutSeconds !== undefined && !(typeof ipam.timeoutSeconds === 'number' && ipam.timeoutSeconds > 0 && ipam.timeoutSeconds <= 600)) {
-    throw new CniError(CNI_ERRORS.invalidConfig, `ipam.timeoutSeconds must be a number of seconds above 0 and at most 600, got ${JSON.stringify(ipam.timeoutSeconds)}`);
+  if (
+    ipam?.timeoutSeconds !== undefined &&
+    !(typeof ipam.timeoutSeconds === 'number' && ipam.timeoutSeconds > 0 && ipam.timeoutSeconds <= 600)
+  ) {
+    throw new CniError(
+      CNI_ERRORS.invalidConfig,
+      `ipam.timeoutSeconds must be a number of seconds above 0 and at most 600, got ${JSON.stringify(ipam.timeoutSeconds)}`,
+    );
   }
   return c as unknown as NetConf;
 }
 
 function need(env: CniRequest['env'], name: string): string {
   const v = env[name];
-  if (!v) throw new CniError(CNI_ERRORS.invalidEnv, `${name} is not set; the container runtime sets it for every CNI call`);
+  if (!v)
+    throw new CniError(CNI_ERRORS.invalidEnv, `${name} is not set; the container runtime sets it for every CNI call`);
   return v;
 }
 
@@ -94,11 +120,18 @@ function podOf(env: CniRequest['env']): string {
 /** `cni.dev/valid-attachments` (libcni also sets the earlier name `cni.dev/attachments`). */
 function validAttachments(conf: NetConf): Set<string> {
   const list = conf['cni.dev/valid-attachments'] ?? conf['cni.dev/attachments'];
-  if (!Array.isArray(list)) throw new CniError(CNI_ERRORS.invalidConfig, 'GC needs cni.dev/valid-attachments, the list of attachments still in use; without it nothing is released');
+  if (!Array.isArray(list))
+    throw new CniError(
+      CNI_ERRORS.invalidConfig,
+      'GC needs cni.dev/valid-attachments, the list of attachments still in use; without it nothing is released',
+    );
   const keys = new Set<string>();
   for (const a of list as Array<Record<string, unknown>>) {
     if (!a || typeof a.containerID !== 'string' || typeof a.ifname !== 'string') {
-      throw new CniError(CNI_ERRORS.invalidConfig, `every entry of cni.dev/valid-attachments needs containerID and ifname strings, got ${JSON.stringify(a)}`);
+      throw new CniError(
+        CNI_ERRORS.invalidConfig,
+        `every entry of cni.dev/valid-attachments needs containerID and ifname strings, got ${JSON.stringify(a)}`,
+      );
     }
     keys.add(`${a.containerID}/${a.ifname}`);
   }
@@ -125,30 +158,50 @@ function run(agent: CniAgent, req: CniRequest, now: number): unknown {
   const network = typeof conf.name === 'string' ? conf.name : undefined;
   const since = SINCE[command];
   if (since && SUPPORTED_VERSIONS.indexOf(conf.cniVersion) < SUPPORTED_VERSIONS.indexOf(since)) {
-    throw new CniError(CNI_ERRORS.incompatibleVersion, `cniVersion ${conf.cniVersion} has no ${command}; it came with ${since}`);
+    throw new CniError(
+      CNI_ERRORS.incompatibleVersion,
+      `cniVersion ${conf.cniVersion} has no ${command}; it came with ${since}`,
+    );
   }
   if (command === 'STATUS') {
-    if (!agent.ready) throw new CniError(CNI_ERRORS.pluginNotAvailable, 'the eni-ipam agent has not seen this node’s ENIPool yet; is the operator running?');
+    if (!agent.ready)
+      throw new CniError(
+        CNI_ERRORS.pluginNotAvailable,
+        'the eni-ipam agent has not seen this node’s ENIPool yet; is the operator running?',
+      );
     return undefined;
   }
   if (command === 'GC') {
     const valid = validAttachments(conf);
     for (const a of agent.list()) {
       // Only what this network handed out, and not in the last minute; never what another client of the socket took.
-      if (!network || a.network !== network || valid.has(`${a.containerId}/${a.ifName}`) || now - a.allocatedAt < GC_GRACE_MS) continue;
+      if (
+        !network ||
+        a.network !== network ||
+        valid.has(`${a.containerId}/${a.ifName}`) ||
+        now - a.allocatedAt < GC_GRACE_MS
+      )
+        continue;
       agent.release(a.containerId, a.ifName);
     }
     return undefined;
   }
   if (command !== 'ADD' && command !== 'DEL' && command !== 'CHECK') {
-    throw new CniError(CNI_ERRORS.invalidEnv, `CNI_COMMAND ${command} is not one of ADD, DEL, CHECK, STATUS, GC, VERSION`);
+    throw new CniError(
+      CNI_ERRORS.invalidEnv,
+      `CNI_COMMAND ${command} is not one of ADD, DEL, CHECK, STATUS, GC, VERSION`,
+    );
   }
   const containerId = need(req.env, 'CNI_CONTAINERID');
   const ifName = need(req.env, 'CNI_IFNAME');
   if (command === 'ADD') {
     need(req.env, 'CNI_NETNS');
     const lease = agent.allocate({ containerId, ifName, pod: podOf(req.env), network });
-    if (lease === 'pool-empty') throw new CniError(CNI_ERRORS.tryAgainLater, 'no free pod IP on this node yet (the operator is adding some; try again shortly)');
+    if (lease === 'pool-empty')
+      throw new CniError(
+        CNI_ERRORS.tryAgainLater,
+        'no free pod IP on this node yet (the operator is adding some; try again shortly)',
+      );
     return addResult(conf, lease);
   }
   if (command === 'DEL') {
@@ -156,9 +209,17 @@ function run(agent: CniAgent, req: CniRequest, now: number): unknown {
     return undefined;
   }
   const mine = agent.list().find((a) => a.containerId === containerId && a.ifName === ifName);
-  if (!mine) throw new CniError(CNI_ERRORS.unknownContainer, `the eni-ipam agent has no address for container ${containerId} (${ifName})`);
+  if (!mine)
+    throw new CniError(
+      CNI_ERRORS.unknownContainer,
+      `the eni-ipam agent has no address for container ${containerId} (${ifName})`,
+    );
   const expected = conf.prevResult?.ips?.[0]?.address;
-  if (typeof expected === 'string' && expected.split('/')[0] !== mine.ip) throw new CniError(CNI_ERRORS.io, `container ${containerId} holds ${mine.ip}, but its previous result says ${expected}`);
+  if (typeof expected === 'string' && expected.split('/')[0] !== mine.ip)
+    throw new CniError(
+      CNI_ERRORS.io,
+      `container ${containerId} holds ${mine.ip}, but its previous result says ${expected}`,
+    );
   return undefined;
 }
 
@@ -186,8 +247,14 @@ export function answerCni(agent: CniAgent, req: CniRequest, now = Date.now()): C
     const result = run(agent, req, now);
     return { stdout: result === undefined ? '' : `${JSON.stringify(result)}\n`, exitCode: 0 };
   } catch (e) {
-    const err = e instanceof CniError ? e : new CniError(CNI_ERRORS.io, `the eni-ipam agent failed: ${(e as Error).message}`);
-    const out = { cniVersion: errorVersion(req.stdin), code: err.code, msg: err.message, ...(err.details ? { details: err.details } : {}) };
+    const err =
+      e instanceof CniError ? e : new CniError(CNI_ERRORS.io, `the eni-ipam agent failed: ${(e as Error).message}`);
+    const out = {
+      cniVersion: errorVersion(req.stdin),
+      code: err.code,
+      msg: err.message,
+      ...(err.details ? { details: err.details } : {}),
+    };
     return { stdout: `${JSON.stringify(out)}\n`, exitCode: 1 };
   }
 }

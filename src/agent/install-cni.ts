@@ -1,4 +1,13 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -43,7 +52,10 @@ export function installCni(o: InstallCniOptions): string[] {
     throw new Error(`the conflist ${o.conflist} has no plugin whose ipam.type is eni-ipam-cni`);
   }
   const source = o.pluginBinary ?? PLUGIN_BINARY;
-  if (!existsSync(source)) throw new Error(`the plugin binary ${source} is missing; build it with \`npm run build\` (it needs gcc and libc6-dev)`);
+  if (!existsSync(source))
+    throw new Error(
+      `the plugin binary ${source} is missing; build it with \`npm run build\` (it needs gcc and libc6-dev)`,
+    );
 
   mkdirSync(o.binDir, { recursive: true });
   const plugin = join(o.binDir, 'eni-ipam-cni');

@@ -33,10 +33,27 @@ export class AgentMetrics {
     this.free = gauge('eni_ipam_agent_ips_free', 'IPs the agent may hand out now.', read.free);
     this.inUse = gauge('eni_ipam_agent_ips_in_use', 'IPs handed to pods.', read.inUse);
     this.cooling = gauge('eni_ipam_agent_ips_cooling', 'Released IPs cooling down before reuse.', read.cooling);
-    this.stray = gauge('eni_ipam_agent_stray_allocations', 'Allocations whose IP is no longer in the pool.', read.stray);
-    this.latency = new Histogram({ name: 'eni_ipam_agent_allocation_duration_seconds', help: 'Time to answer an allocation.', buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1], registers });
-    this.emptyPool = new Counter({ name: 'eni_ipam_agent_allocations_pool_empty_total', help: 'Allocations refused because the pool had no free IP.', registers });
-    this.statusWrites = new Counter({ name: 'eni_ipam_agent_status_writes_total', help: 'Status patches the agent wrote.', registers });
+    this.stray = gauge(
+      'eni_ipam_agent_stray_allocations',
+      'Allocations whose IP is no longer in the pool.',
+      read.stray,
+    );
+    this.latency = new Histogram({
+      name: 'eni_ipam_agent_allocation_duration_seconds',
+      help: 'Time to answer an allocation.',
+      buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1],
+      registers,
+    });
+    this.emptyPool = new Counter({
+      name: 'eni_ipam_agent_allocations_pool_empty_total',
+      help: 'Allocations refused because the pool had no free IP.',
+      registers,
+    });
+    this.statusWrites = new Counter({
+      name: 'eni_ipam_agent_status_writes_total',
+      help: 'Status patches the agent wrote.',
+      registers,
+    });
     this.recovered = new Counter({
       name: 'eni_ipam_agent_recovered_allocations_total',
       help: 'Addresses in use that the state file lacked, taken back in from the pool status or the node\u2019s pods.',

@@ -1,4 +1,19 @@
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, fsync, fsyncSync, ftruncate, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, write, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  fsync,
+  fsyncSync,
+  ftruncate,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  write,
+  writeSync,
+} from 'node:fs';
 import fsp from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
@@ -56,7 +71,9 @@ export class StateFile {
     try {
       data = JSON.parse(text);
     } catch {
-      throw new StateFileError(`the agent state ${path} is not valid JSON; it was not written by this agent or was damaged outside it`);
+      throw new StateFileError(
+        `the agent state ${path} is not valid JSON; it was not written by this agent or was damaged outside it`,
+      );
     }
     const s = data as Partial<AgentState>;
     if (!s || typeof s !== 'object' || typeof s.allocations !== 'object' || typeof s.cooling !== 'object') {
@@ -90,7 +107,9 @@ export class StateFile {
     if (bytesWritten !== line.length) {
       // A torn line is cut away on the next load; later lines must not be glued to it.
       ftruncateSync(fd, this.size);
-      throw new StateFileError(`the agent state journal ${this.journalPath} took ${bytesWritten} of ${line.length} bytes (is the disk full?)`);
+      throw new StateFileError(
+        `the agent state journal ${this.journalPath} took ${bytesWritten} of ${line.length} bytes (is the disk full?)`,
+      );
     }
     await promisify(fdatasync)(fd);
     this.size += line.length;
@@ -173,7 +192,10 @@ export function writeFully(fd: number, data: Buffer, path: string, write: typeof
   let done = 0;
   while (done < data.length) {
     const n = write(fd, data, done, data.length - done);
-    if (n <= 0) throw new StateFileError(`the agent state ${path} took ${done} of ${data.length} bytes and no more; is the disk full?`);
+    if (n <= 0)
+      throw new StateFileError(
+        `the agent state ${path} took ${done} of ${data.length} bytes and no more; is the disk full?`,
+      );
     done += n;
   }
 }

@@ -19,7 +19,14 @@ function crd(i: CrdInput) {
     spec: {
       group: GROUP,
       scope: 'Cluster',
-      names: { kind: i.kind, listKind: `${i.kind}List`, plural: i.plural, singular: i.singular, shortNames: i.shortNames, categories: ['eni-ipam'] },
+      names: {
+        kind: i.kind,
+        listKind: `${i.kind}List`,
+        plural: i.plural,
+        singular: i.singular,
+        shortNames: i.shortNames,
+        categories: ['eni-ipam'],
+      },
       versions: [
         {
           name: VERSION,
@@ -73,7 +80,12 @@ export const CRDS = {
     columns: [
       { name: 'Instance-Type', type: 'string', jsonPath: '.spec.instanceType' },
       { name: 'ENIs', type: 'integer', jsonPath: '.status.summary.enis' },
-      { name: 'Available', type: 'integer', jsonPath: '.status.summary.available', description: 'IPs on attached ENIs.' },
+      {
+        name: 'Available',
+        type: 'integer',
+        jsonPath: '.status.summary.available',
+        description: 'IPs on attached ENIs.',
+      },
       { name: 'Used', type: 'integer', jsonPath: '.status.summary.used' },
       { name: 'Needed', type: 'integer', jsonPath: '.status.summary.needed' },
       { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },

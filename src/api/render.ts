@@ -5,5 +5,10 @@ const HEADER = '# Generated from src/api by `npm run gen:crds`; do not edit.\n';
 
 /** The checked-in CRD manifests, file name -> YAML. */
 export function renderCrds(): Record<string, string> {
-  return Object.fromEntries(Object.entries(CRDS).map(([plural, crd]) => [`eniipam.io_${plural}.yaml`, HEADER + YAML.stringify(crd, { lineWidth: 0 })]));
+  return Object.fromEntries(
+    Object.entries(CRDS).map(([plural, crd]) => [
+      `eniipam.io_${plural}.yaml`,
+      HEADER + YAML.stringify(crd, { lineWidth: 0 }),
+    ]),
+  );
 }

@@ -14,14 +14,23 @@ export interface Schema<T> {
 export type Infer<S> = S extends Schema<infer T> ? T : never;
 
 type Common = { description?: string };
-const make = <T>(schema: JsonSchema): Schema<T> => ({ schema: Object.fromEntries(Object.entries(schema).filter(([, v]) => v !== undefined)) });
+const make = <T>(schema: JsonSchema): Schema<T> => ({
+  schema: Object.fromEntries(Object.entries(schema).filter(([, v]) => v !== undefined)),
+});
 
 export const s = {
-  string: (o: Common & { default?: string; pattern?: string; minLength?: number; maxLength?: number; format?: string } = {}) => make<string>({ type: 'string', ...o }),
-  int: (o: Common & { default?: number; minimum?: number; maximum?: number } = {}) => make<number>({ type: 'integer', ...o }),
+  string: (
+    o: Common & { default?: string; pattern?: string; minLength?: number; maxLength?: number; format?: string } = {},
+  ) => make<string>({ type: 'string', ...o }),
+  int: (o: Common & { default?: number; minimum?: number; maximum?: number } = {}) =>
+    make<number>({ type: 'integer', ...o }),
   bool: (o: Common & { default?: boolean } = {}) => make<boolean>({ type: 'boolean', ...o }),
-  enum: <const V extends readonly string[]>(values: V, o: Common & { default?: V[number] } = {}) => make<V[number]>({ type: 'string', enum: [...values], ...o }),
-  array: <T>(items: Schema<T>, o: Common & { maxItems?: number; listType?: 'atomic' | 'set' | 'map'; listMapKeys?: string[] } = {}) =>
+  enum: <const V extends readonly string[]>(values: V, o: Common & { default?: V[number] } = {}) =>
+    make<V[number]>({ type: 'string', enum: [...values], ...o }),
+  array: <T>(
+    items: Schema<T>,
+    o: Common & { maxItems?: number; listType?: 'atomic' | 'set' | 'map'; listMapKeys?: string[] } = {},
+  ) =>
     make<T[]>({
       type: 'array',
       items: items.schema,

@@ -36,18 +36,45 @@ const condition = s.object(
 
 /** Where ENIs go and how big each node's pool is: shared by classes and (resolved) by pools. */
 const placementAndSizing = {
-  vSwitchIDs: s.array(s.string({ minLength: 1 }), { description: 'vSwitches for secondary ENIs; those in the node\u2019s zone are used.' }),
-  vSwitchTags: s.map(s.string(), { description: 'vSwitches with all of these tags are used (with vSwitchIDs, either may match).' }),
-  vSwitchSelection: s.enum(['MostFreeIPs', 'Ordered'] as const, { default: 'MostFreeIPs', description: 'MostFreeIPs picks the vSwitch with the most free addresses; Ordered the first listed with room.' }),
-  securityGroupIDs: s.array(s.string({ minLength: 1 }), { maxItems: 5, description: 'Security groups of created ENIs.' }),
-  securityGroupTags: s.map(s.string(), { description: 'Security groups of the VPC with all of these tags join created ENIs.' }),
+  vSwitchIDs: s.array(s.string({ minLength: 1 }), {
+    description: 'vSwitches for secondary ENIs; those in the node\u2019s zone are used.',
+  }),
+  vSwitchTags: s.map(s.string(), {
+    description: 'vSwitches with all of these tags are used (with vSwitchIDs, either may match).',
+  }),
+  vSwitchSelection: s.enum(['MostFreeIPs', 'Ordered'] as const, {
+    default: 'MostFreeIPs',
+    description: 'MostFreeIPs picks the vSwitch with the most free addresses; Ordered the first listed with room.',
+  }),
+  securityGroupIDs: s.array(s.string({ minLength: 1 }), {
+    maxItems: 5,
+    description: 'Security groups of created ENIs.',
+  }),
+  securityGroupTags: s.map(s.string(), {
+    description: 'Security groups of the VPC with all of these tags join created ENIs.',
+  }),
   eniTags: s.map(s.string(), { description: 'Extra tags on created ENIs (the ownership tags are always added).' }),
   minAllocate: s.int({ minimum: 0, default: 0, description: 'IPs a node keeps at least.' }),
   preAllocate: s.int({ minimum: 0, default: 8, description: 'Free IPs kept ready above use.' }),
-  maxAboveWatermark: s.int({ minimum: 0, default: 0, description: 'IPs that may be allocated beyond the need in one step, and kept.' }),
-  maxAllocate: s.int({ minimum: 0, default: 0, description: 'IPs a node has at most; 0 means the instance type\u2019s limit.' }),
-  releaseExcessIPs: s.bool({ default: true, description: 'Release IPs that stay above the need for releaseDelaySeconds.' }),
-  releaseDelaySeconds: s.int({ minimum: 0, default: 180, description: 'How long an IP must stay excess before its release is requested.' }),
+  maxAboveWatermark: s.int({
+    minimum: 0,
+    default: 0,
+    description: 'IPs that may be allocated beyond the need in one step, and kept.',
+  }),
+  maxAllocate: s.int({
+    minimum: 0,
+    default: 0,
+    description: 'IPs a node has at most; 0 means the instance type\u2019s limit.',
+  }),
+  releaseExcessIPs: s.bool({
+    default: true,
+    description: 'Release IPs that stay above the need for releaseDelaySeconds.',
+  }),
+  releaseDelaySeconds: s.int({
+    minimum: 0,
+    default: 180,
+    description: 'How long an IP must stay excess before its release is requested.',
+  }),
   deleteEmptyENIs: s.bool({ default: false, description: 'Detach and delete secondary ENIs left with no IP in use.' }),
 };
 
@@ -60,7 +87,10 @@ const SIZING_RULE = {
 export const eniPoolClassSpec = s.object(
   {
     nodeSelector: labelSelector,
-    priority: s.int({ default: 0, description: 'When several classes select a node, the highest priority wins (ties: the first name).' }),
+    priority: s.int({
+      default: 0,
+      description: 'When several classes select a node, the highest priority wins (ties: the first name).',
+    }),
     ...placementAndSizing,
   },
   { description: 'Pool policy for the nodes its selector matches.', validations: [SIZING_RULE] },
@@ -82,7 +112,11 @@ export const eniPoolSpec = s.object(
     className: s.string(),
     ...placementAndSizing,
   },
-  { required: ['nodeName'], description: 'One node\u2019s pool: its instance and the resolved policy of its class.', validations: [SIZING_RULE] },
+  {
+    required: ['nodeName'],
+    description: 'One node\u2019s pool: its instance and the resolved policy of its class.',
+    validations: [SIZING_RULE],
+  },
 );
 
 const eni = s.object(
@@ -96,7 +130,9 @@ const eni = s.object(
     securityGroupIDs: s.array(s.string()),
     state: s.enum(['Available', 'Attaching', 'InUse', 'Detaching', 'Deleting'] as const),
     deviceIndex: s.int({ minimum: 0 }),
-    ips: s.array(s.string(), { description: 'Every IPv4 address of the ENI usable by pods, its own primary included.' }),
+    ips: s.array(s.string(), {
+      description: 'Every IPv4 address of the ENI usable by pods, its own primary included.',
+    }),
   },
   { required: ['id', 'state'] },
 );
@@ -104,7 +140,10 @@ const eni = s.object(
 const releaseAck = s.object(
   {
     answer: s.enum(['ready', 'do-not-release'] as const),
-    requestedAt: s.string({ format: 'date-time', description: 'The releaseRequests time of the request this answers.' }),
+    requestedAt: s.string({
+      format: 'date-time',
+      description: 'The releaseRequests time of the request this answers.',
+    }),
   },
   { required: ['answer', 'requestedAt'] },
 );
@@ -120,14 +159,17 @@ export const eniPoolStatus = s.object({
     releasing: s.int({ minimum: 0 }),
   }),
   releaseRequests: s.map(s.string({ format: 'date-time' }), {
-    description: 'IP -> when its release was requested (operator); the time names the request, and an ack answers only the request it names.',
+    description:
+      'IP -> when its release was requested (operator); the time names the request, and an ack answers only the request it names.',
   }),
   conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),
   observedGeneration: s.int({ minimum: 0 }),
   // Written by the node agent.
   used: s.map(s.object({ pod: s.string(), containerID: s.string() }), { description: 'IP -> its owner (agent).' }),
   releaseAcks: s.map(releaseAck, { description: 'IP -> the agent\u2019s answer to one release request (agent).' }),
-  cooling: s.map(s.string({ format: 'date-time' }), { description: 'IP -> when its cool-down after a release ends; it is not free before (agent).' }),
+  cooling: s.map(s.string({ format: 'date-time' }), {
+    description: 'IP -> when its cool-down after a release ends; it is not free before (agent).',
+  }),
 });
 
 export interface ObjectMeta {

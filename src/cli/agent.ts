@@ -19,7 +19,10 @@ function groupId(group: string): number {
     // no group database: only ids work
   }
   const line = text.split('\n').find((l) => l.split(':')[0] === group);
-  if (!line) throw new UsageError(`--socket-group ${group}: no such group in /etc/group; give a group name of this host or a numeric id`);
+  if (!line)
+    throw new UsageError(
+      `--socket-group ${group}: no such group in /etc/group; give a group name of this host or a numeric id`,
+    );
   return Number(line.split(':')[2]);
 }
 
@@ -29,17 +32,78 @@ export const agentCommand: CommandSpec = {
   name: 'agent',
   summary: 'Run the node agent: hand the node’s ENIPool IPs to pods over a unix socket (for eni-ipam-cni).',
   flags: [
-    { name: 'node', type: 'string', value: 'NAME', default: process.env.NODE_NAME, help: 'this node’s name (default: $NODE_NAME)' },
-    { name: 'kubeconfig', type: 'string', value: 'FILE', help: 'kubeconfig to use (in-cluster configuration when absent)' },
-    { name: 'state-dir', type: 'string', value: 'DIR', default: '/var/lib/eni-ipam', help: 'where allocations are kept across restarts' },
-    { name: 'socket', type: 'string', value: 'PATH', default: DEFAULT_SOCKET, help: 'unix socket of the local API (mode 0600)' },
-    { name: 'socket-group', type: 'string', value: 'GROUP', help: 'also let this group (name or id) use the socket: mode 0660' },
-    { name: 'cooldown', type: 'number', value: 'SECONDS', default: 30, help: 'how long a released IP rests before reuse', check: nonNegative },
-    { name: 'status-interval', type: 'number', value: 'SECONDS', default: 1, help: 'status writes are coalesced to at most one per interval', check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0') },
+    {
+      name: 'node',
+      type: 'string',
+      value: 'NAME',
+      default: process.env.NODE_NAME,
+      help: 'this node’s name (default: $NODE_NAME)',
+    },
+    {
+      name: 'kubeconfig',
+      type: 'string',
+      value: 'FILE',
+      help: 'kubeconfig to use (in-cluster configuration when absent)',
+    },
+    {
+      name: 'state-dir',
+      type: 'string',
+      value: 'DIR',
+      default: '/var/lib/eni-ipam',
+      help: 'where allocations are kept across restarts',
+    },
+    {
+      name: 'socket',
+      type: 'string',
+      value: 'PATH',
+      default: DEFAULT_SOCKET,
+      help: 'unix socket of the local API (mode 0600)',
+    },
+    {
+      name: 'socket-group',
+      type: 'string',
+      value: 'GROUP',
+      help: 'also let this group (name or id) use the socket: mode 0660',
+    },
+    {
+      name: 'cooldown',
+      type: 'number',
+      value: 'SECONDS',
+      default: 30,
+      help: 'how long a released IP rests before reuse',
+      check: nonNegative,
+    },
+    {
+      name: 'status-interval',
+      type: 'number',
+      value: 'SECONDS',
+      default: 1,
+      help: 'status writes are coalesced to at most one per interval',
+      check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0'),
+    },
     { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9091', help: 'serve /metrics here' },
-    { name: 'health-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:8081', help: 'serve /healthz and /readyz (pool seen) here' },
-    { name: 'event-namespace', type: 'string', value: 'NS', default: process.env.POD_NAMESPACE ?? 'default', help: 'namespace of the Events about this node’s (cluster-scoped) pool' },
-    { name: 'log-level', type: 'string', value: 'LEVEL', default: 'info', choices: ['debug', 'info', 'warn', 'error'], help: 'log level' },
+    {
+      name: 'health-addr',
+      type: 'string',
+      value: 'HOST:PORT',
+      default: '0.0.0.0:8081',
+      help: 'serve /healthz and /readyz (pool seen) here',
+    },
+    {
+      name: 'event-namespace',
+      type: 'string',
+      value: 'NS',
+      default: process.env.POD_NAMESPACE ?? 'default',
+      help: 'namespace of the Events about this node’s (cluster-scoped) pool',
+    },
+    {
+      name: 'log-level',
+      type: 'string',
+      value: 'LEVEL',
+      default: 'info',
+      choices: ['debug', 'info', 'warn', 'error'],
+      help: 'log level',
+    },
   ],
   async run(f) {
     if (!f.node) throw new UsageError('--node is required (or set NODE_NAME)');
@@ -51,13 +115,27 @@ export const agentCommand: CommandSpec = {
     collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_agent_process_' });
     let agent: Agent;
     try {
-      agent = new Agent({ kc, node: String(f.node), stateDir: String(f['state-dir']), cooldownMs: (f.cooldown as number) * 1000, statusIntervalMs: (f['status-interval'] as number) * 1000, eventNamespace: String(f['event-namespace']), logger, registry });
+      agent = new Agent({
+        kc,
+        node: String(f.node),
+        stateDir: String(f['state-dir']),
+        cooldownMs: (f.cooldown as number) * 1000,
+        statusIntervalMs: (f['status-interval'] as number) * 1000,
+        eventNamespace: String(f['event-namespace']),
+        logger,
+        registry,
+      });
     } catch (e) {
       if (e instanceof StateFileError) throw new UsageError(e.message);
       throw e;
     }
     const checks = { live: () => true, ready: () => agent.ready };
-    const endpoints = await serveMetricsAndHealth(String(f['metrics-addr']), String(f['health-addr']), registry, checks);
+    const endpoints = await serveMetricsAndHealth(
+      String(f['metrics-addr']),
+      String(f['health-addr']),
+      registry,
+      checks,
+    );
     await agent.start();
     let api: Awaited<ReturnType<typeof serveAgentApi>>;
     try {

@@ -56,11 +56,13 @@ export function parseFlags(cmd: CommandSpec, argv: string[]): FlagValues {
     if (inline !== undefined) raw = inline;
     else {
       const next = argv[i + 1];
-      if (next === undefined || next.startsWith('--')) throw new UsageError(`--${name} needs a value ${flag.value ?? ''}`.trimEnd());
+      if (next === undefined || next.startsWith('--'))
+        throw new UsageError(`--${name} needs a value ${flag.value ?? ''}`.trimEnd());
       raw = next;
       i++;
     }
-    if (flag.choices && !flag.choices.includes(raw)) throw new UsageError(`--${name} must be one of ${flag.choices.join(', ')}, not "${raw}"`);
+    if (flag.choices && !flag.choices.includes(raw))
+      throw new UsageError(`--${name} must be one of ${flag.choices.join(', ')}, not "${raw}"`);
     let value: string | number = raw;
     if (flag.type === 'number') {
       value = Number(raw);
@@ -80,7 +82,17 @@ export function formatHelp(cmd: CommandSpec): string {
     const choices = f.choices ? ` [${f.choices.join('|')}]` : '';
     return `${left.padEnd(32)} ${f.help}${choices}${def}`;
   });
-  return [`Usage: eni-ipam ${cmd.name} [flags]`, '', cmd.summary, ...(cmd.description ? ['', cmd.description] : []), '', 'Flags:', ...rows, `${'  --help'.padEnd(32)} show this help`, ''].join('\n');
+  return [
+    `Usage: eni-ipam ${cmd.name} [flags]`,
+    '',
+    cmd.summary,
+    ...(cmd.description ? ['', cmd.description] : []),
+    '',
+    'Flags:',
+    ...rows,
+    `${'  --help'.padEnd(32)} show this help`,
+    '',
+  ].join('\n');
 }
 
 /** Checks a HOST:PORT value; port 0 picks a free port. */
@@ -112,6 +124,8 @@ export function loadKubeconfig(kc: KubeConfig, path: string | undefined): void {
   try {
     kc.loadFromFile(path);
   } catch (e) {
-    throw new UsageError(`--kubeconfig ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+    throw new UsageError(
+      `--kubeconfig ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`,
+    );
   }
 }

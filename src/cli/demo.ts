@@ -7,14 +7,49 @@ const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be g
 
 export const demoCommand: CommandSpec = {
   name: 'demo',
-  summary: 'Run the whole product on this machine: emulated ECS and Kubernetes, the operator, an agent per node, and pods coming and going.',
-  description: 'Runs until Ctrl-C or --duration, then prints a summary. In a terminal it shows a live view; otherwise one line per change. kubectl works against the emulated cluster (the command is printed).',
+  summary:
+    'Run the whole product on this machine: emulated ECS and Kubernetes, the operator, an agent per node, and pods coming and going.',
+  description:
+    'Runs until Ctrl-C or --duration, then prints a summary. In a terminal it shows a live view; otherwise one line per change. kubectl works against the emulated cluster (the command is printed).',
   flags: [
-    { name: 'nodes', type: 'number', value: 'N', default: 12, help: 'simulated nodes (the default world has 24 instances)', check: positive },
-    { name: 'pods-per-node', type: 'number', value: 'N', default: 6, help: 'pods kept on each node, roughly', check: positive },
-    { name: 'churn', type: 'number', value: 'PODS_PER_SECOND', default: 5, help: 'pod starts and stops per second across the cluster', check: positive },
-    { name: 'duration', type: 'number', value: 'SECONDS', help: 'stop after this long (default: run until Ctrl-C)', check: positive },
-    { name: 'work-dir', type: 'string', value: 'DIR', default: join(tmpdir(), 'eni-ipam-demo'), help: 'kubeconfig, agent state and summary go here' },
+    {
+      name: 'nodes',
+      type: 'number',
+      value: 'N',
+      default: 12,
+      help: 'simulated nodes (the default world has 24 instances)',
+      check: positive,
+    },
+    {
+      name: 'pods-per-node',
+      type: 'number',
+      value: 'N',
+      default: 6,
+      help: 'pods kept on each node, roughly',
+      check: positive,
+    },
+    {
+      name: 'churn',
+      type: 'number',
+      value: 'PODS_PER_SECOND',
+      default: 5,
+      help: 'pod starts and stops per second across the cluster',
+      check: positive,
+    },
+    {
+      name: 'duration',
+      type: 'number',
+      value: 'SECONDS',
+      help: 'stop after this long (default: run until Ctrl-C)',
+      check: positive,
+    },
+    {
+      name: 'work-dir',
+      type: 'string',
+      value: 'DIR',
+      default: join(tmpdir(), 'eni-ipam-demo'),
+      help: 'kubeconfig, agent state and summary go here',
+    },
     { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '127.0.0.1:9090', help: 'operator metrics' },
   ],
   async run(f) {
@@ -35,7 +70,9 @@ export const demoCommand: CommandSpec = {
         '',
         'summary',
         `  nodes: ${summary.nodes}; all pools ready after ${summary.readyAfterSeconds ?? 'never'} s`,
-        `  OpenAPI calls: ${Object.entries(summary.calls).map(([a, n]) => `${a} ${n}`).join(', ')}`,
+        `  OpenAPI calls: ${Object.entries(summary.calls)
+          .map(([a, n]) => `${a} ${n}`)
+          .join(', ')}`,
         `  pod IPs handed out: ${summary.allocations}; waits on an empty pool: ${summary.emptyPoolWaits}`,
         '',
       ].join('\n'),

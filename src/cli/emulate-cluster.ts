@@ -1,13 +1,20 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHECKOUT, chartValues, createAccessKeySecret, runtimeUnavailable, startCluster } from '../sim/cluster/index.js';
+import {
+  CHECKOUT,
+  chartValues,
+  createAccessKeySecret,
+  runtimeUnavailable,
+  startCluster,
+} from '../sim/cluster/index.js';
 import { loadFixtureFile } from '../sim/ecs/index.js';
 import { createLogger } from '../observability/logger.js';
 import { untilSignal, type CommandSpec } from './args.js';
 
 export const emulateCluster: CommandSpec = {
   name: 'emulate cluster',
-  summary: 'Run a local cluster to install the chart into: both emulators and N nodes that run eni-ipam’s pods (needs root).',
+  summary:
+    'Run a local cluster to install the chart into: both emulators and N nodes that run eni-ipam’s pods (needs root).',
   description: [
     'Starts the ECS emulator and the Kubernetes API (TLS, RBAC) on a bridge, the workload controllers',
     '(Deployments, DaemonSets, scheduling, garbage collection) and N nodes, one per emulated ECS instance.',
@@ -16,11 +23,36 @@ export const emulateCluster: CommandSpec = {
     'Prints the kubeconfig and the helm install line, then serves until SIGINT or SIGTERM.',
   ].join('\n'),
   flags: [
-    { name: 'nodes', type: 'number', value: 'N', default: 3, help: 'emulated nodes (at most the ECS world’s instances)', check: (v) => (Number.isInteger(v) && Number(v) >= 1 ? undefined : 'must be a whole number, 1 or more') },
-    { name: 'work-dir', type: 'string', value: 'DIR', default: join(tmpdir(), 'eni-ipam-cluster'), help: 'kubeconfig, ca.crt and the nodes’ files (hostPath volumes, pod volumes) go here' },
+    {
+      name: 'nodes',
+      type: 'number',
+      value: 'N',
+      default: 3,
+      help: 'emulated nodes (at most the ECS world’s instances)',
+      check: (v) => (Number.isInteger(v) && Number(v) >= 1 ? undefined : 'must be a whole number, 1 or more'),
+    },
+    {
+      name: 'work-dir',
+      type: 'string',
+      value: 'DIR',
+      default: join(tmpdir(), 'eni-ipam-cluster'),
+      help: 'kubeconfig, ca.crt and the nodes’ files (hostPath volumes, pod volumes) go here',
+    },
     { name: 'fixture', type: 'string', value: 'FILE', help: 'the ECS world (default: the one `emulate ecs` serves)' },
-    { name: 'auth', type: 'boolean', default: true, help: 'authenticate and authorize with RBAC (--no-auth: every request is the admin)' },
-    { name: 'log-level', type: 'string', value: 'LEVEL', default: 'warn', choices: ['debug', 'info', 'warn', 'error'], help: 'log level of the controllers and kubelets' },
+    {
+      name: 'auth',
+      type: 'boolean',
+      default: true,
+      help: 'authenticate and authorize with RBAC (--no-auth: every request is the admin)',
+    },
+    {
+      name: 'log-level',
+      type: 'string',
+      value: 'LEVEL',
+      default: 'warn',
+      choices: ['debug', 'info', 'warn', 'error'],
+      help: 'log level of the controllers and kubelets',
+    },
   ],
   async run(f) {
     const why = runtimeUnavailable();
@@ -46,7 +78,9 @@ export const emulateCluster: CommandSpec = {
       `Secret kube-system/eni-ipam-access-key holds the emulator's AccessKey.`,
       'Install the chart:',
       `  helm install eni-ipam ${chart} --kubeconfig ${kc} --namespace kube-system --wait \\`,
-      `    ${chartValues(cluster).map((v) => `--set ${v}`).join(' ')}`,
+      `    ${chartValues(cluster)
+        .map((v) => `--set ${v}`)
+        .join(' ')}`,
       `Then: kubectl --kubeconfig ${kc} get pods -n kube-system -o wide; kubectl --kubeconfig ${kc} get enipools`,
       '',
     ];

@@ -12,8 +12,21 @@ export const emulateEcs: CommandSpec = {
   ].join('\n'),
   flags: [
     { name: 'fixture', type: 'string', value: 'FILE', help: 'YAML or JSON world to serve' },
-    { name: 'listen', type: 'string', value: 'HOST:PORT', default: '127.0.0.1:9100', help: 'address to listen on (port 0: any free port)', check: hostPortCheck },
-    { name: 'time-scale', type: 'number', value: 'K', help: "run quotas and delays K times faster (overrides the fixture's timeScale)", check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0') },
+    {
+      name: 'listen',
+      type: 'string',
+      value: 'HOST:PORT',
+      default: '127.0.0.1:9100',
+      help: 'address to listen on (port 0: any free port)',
+      check: hostPortCheck,
+    },
+    {
+      name: 'time-scale',
+      type: 'number',
+      value: 'K',
+      help: "run quotas and delays K times faster (overrides the fixture's timeScale)",
+      check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0'),
+    },
   ],
   async run(flags) {
     let fixture;
@@ -26,7 +39,9 @@ export const emulateEcs: CommandSpec = {
     const { host, port } = parseHostPort(String(flags.listen))!;
     const emu = await startEcsEmulator({ fixture, host, port, timeScale: flags['time-scale'] as number | undefined });
     process.stdout.write(`listening ${emu.url}\n`);
-    process.stdout.write(`region ${emu.fixture.region}; admin ${emu.url}/_emulator/state; time scale ${emu.clock.scale}\n`);
+    process.stdout.write(
+      `region ${emu.fixture.region}; admin ${emu.url}/_emulator/state; time scale ${emu.clock.scale}\n`,
+    );
     await untilSignal();
     await emu.close();
     return 0;

@@ -13,29 +13,64 @@ export const emulateKube: CommandSpec = {
     'tokens from TokenRequest; anyone else is system:anonymous) and authorizes them with RBAC.',
   ].join('\n'),
   flags: [
-    { name: 'listen', type: 'string', value: 'HOST:PORT', default: '127.0.0.1:6443', help: 'address to listen on (port 0: any free port)', check: hostPortCheck },
+    {
+      name: 'listen',
+      type: 'string',
+      value: 'HOST:PORT',
+      default: '127.0.0.1:6443',
+      help: 'address to listen on (port 0: any free port)',
+      check: hostPortCheck,
+    },
     { name: 'kubeconfig-out', type: 'string', value: 'FILE', help: 'write a kubeconfig for this server to FILE' },
-    { name: 'state', type: 'string', value: 'FILE', help: 'keep the objects in FILE, loaded at start and saved on change' },
+    {
+      name: 'state',
+      type: 'string',
+      value: 'FILE',
+      help: 'keep the objects in FILE, loaded at start and saved on change',
+    },
     { name: 'tls', type: 'boolean', help: 'serve HTTPS with a CA made at start (ca.crt beside --kubeconfig-out)' },
     {
       name: 'tls-san',
       type: 'string',
       value: 'ADDR[,ADDR...]',
       help: 'more IP addresses or DNS names for the serving certificate (e.g. a bridge address pods reach)',
-      check: (v) => (String(v).split(',').every((a) => a.trim() !== '') ? undefined : 'must be a comma-separated list of addresses or names'),
+      check: (v) =>
+        String(v)
+          .split(',')
+          .every((a) => a.trim() !== '')
+          ? undefined
+          : 'must be a comma-separated list of addresses or names',
     },
-    { name: 'auth', type: 'boolean', help: 'require credentials and authorize every request with RBAC (the kubeconfig stays cluster-admin); needs --tls' },
-    { name: 'history', type: 'number', value: 'N', default: 10000, help: 'events kept for watches that resume; older resourceVersions get 410 Expired', check: (v) => (Number.isInteger(v) && Number(v) > 0 ? undefined : 'must be a positive integer') },
+    {
+      name: 'auth',
+      type: 'boolean',
+      help: 'require credentials and authorize every request with RBAC (the kubeconfig stays cluster-admin); needs --tls',
+    },
+    {
+      name: 'history',
+      type: 'number',
+      value: 'N',
+      default: 10000,
+      help: 'events kept for watches that resume; older resourceVersions get 410 Expired',
+      check: (v) => (Number.isInteger(v) && Number(v) > 0 ? undefined : 'must be a positive integer'),
+    },
   ],
   async run(flags) {
     const { host, port } = parseHostPort(String(flags.listen))!;
-    const sans = flags['tls-san'] === undefined ? [] : String(flags['tls-san']).split(',').map((a) => a.trim());
+    const sans =
+      flags['tls-san'] === undefined
+        ? []
+        : String(flags['tls-san'])
+            .split(',')
+            .map((a) => a.trim());
     if (sans.length && !flags.tls) {
       process.stderr.write('eni-ipam emulate kube: --tls-san needs --tls\n');
       return 2;
     }
     if (flags.auth && !flags.tls) {
-      process.stderr.write('eni-ipam emulate kube: --auth needs --tls (kubectl and client-go send credentials only over HTTPS)\n');
+      process.stderr.write(
+        'eni-ipam emulate kube: --auth needs --tls (kubectl and client-go send credentials only over HTTPS)\n',
+      );
       return 2;
     }
     const emu = await startKubeEmulator({
@@ -49,7 +84,10 @@ export const emulateKube: CommandSpec = {
     });
     process.stdout.write(`listening ${emu.url}\n`);
     if (emu.caPath) process.stdout.write(`CA certificate written to ${emu.caPath}\n`);
-    if (emu.kubeconfigPath) process.stdout.write(`kubeconfig written to ${emu.kubeconfigPath}: kubectl --kubeconfig ${emu.kubeconfigPath} get namespaces\n`);
+    if (emu.kubeconfigPath)
+      process.stdout.write(
+        `kubeconfig written to ${emu.kubeconfigPath}: kubectl --kubeconfig ${emu.kubeconfigPath} get namespaces\n`,
+      );
     await untilSignal();
     await emu.close();
     return 0;

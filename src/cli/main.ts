@@ -7,11 +7,29 @@ import { agentCommand } from './agent.js';
 import { demoCommand } from './demo.js';
 import { installCniCommand } from './install-cni.js';
 
-const COMMANDS: CommandSpec[] = [demoCommand, operatorCommand, agentCommand, installCniCommand, emulateEcs, emulateKube, emulateCluster];
+const COMMANDS: CommandSpec[] = [
+  demoCommand,
+  operatorCommand,
+  agentCommand,
+  installCniCommand,
+  emulateEcs,
+  emulateKube,
+  emulateCluster,
+];
 
 function topHelp(): string {
   const rows = COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`);
-  return ['Usage: eni-ipam <command> [flags]', '', 'ENI IPAM for Kubernetes on Alibaba Cloud.', '', 'Commands:', ...rows, '', 'Run eni-ipam <command> --help for its flags.', ''].join('\n');
+  return [
+    'Usage: eni-ipam <command> [flags]',
+    '',
+    'ENI IPAM for Kubernetes on Alibaba Cloud.',
+    '',
+    'Commands:',
+    ...rows,
+    '',
+    'Run eni-ipam <command> --help for its flags.',
+    '',
+  ].join('\n');
 }
 
 /** Runs the CLI and returns the process exit code (2 for a usage error). */
@@ -27,7 +45,9 @@ export async function run(argv: string[]): Promise<number> {
   if (!cmd) {
     const group = COMMANDS.filter((c) => c.name.startsWith(`${argv[0]} `));
     const known = group.length ? group.map((c) => c.name).join(', ') : COMMANDS.map((c) => c.name).join(', ');
-    process.stderr.write(`eni-ipam: unknown command "${argv.slice(0, group.length ? 2 : 1).join(' ')}" (commands: ${known})\n`);
+    process.stderr.write(
+      `eni-ipam: unknown command "${argv.slice(0, group.length ? 2 : 1).join(' ')}" (commands: ${known})\n`,
+    );
     return 2;
   }
   const rest = argv.slice(cmd.name.split(' ').length);

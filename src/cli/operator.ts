@@ -1,7 +1,19 @@
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { CredentialsError, DEFAULT_API_LIMITS, createCloudClient, defaultEndpoints, envCredentials, fileCredentials, oidcRoleCredentials, ramRoleCredentials, rrsaFromEnv, type ActionLimit, type CredentialsProvider } from '../cloud/index.js';
+import {
+  CredentialsError,
+  DEFAULT_API_LIMITS,
+  createCloudClient,
+  defaultEndpoints,
+  envCredentials,
+  fileCredentials,
+  oidcRoleCredentials,
+  ramRoleCredentials,
+  rrsaFromEnv,
+  type ActionLimit,
+  type CredentialsProvider,
+} from '../cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
@@ -27,22 +39,40 @@ export function parseApiLimits(text: string | undefined): Record<string, ActionL
   if (!text) return out;
   for (const part of text.split(',').filter(Boolean)) {
     const m = /^([A-Z][A-Za-z0-9]+)=(\d+(?:\.\d+)?)(?::(\d+))?$/.exec(part.trim());
-    if (!m) throw new UsageError(`--api-limits: "${part}" is not Action=perMinute[:burst] (e.g. CreateNetworkInterface=500:500)`);
+    if (!m)
+      throw new UsageError(
+        `--api-limits: "${part}" is not Action=perMinute[:burst] (e.g. CreateNetworkInterface=500:500)`,
+      );
     const [, action, perMinute, burst] = m as unknown as [string, string, string, string | undefined];
     // A misspelt action would silently get a bucket of its own that no call uses.
-    if (!(action in DEFAULT_API_LIMITS)) throw new UsageError(`--api-limits: unknown action "${action}" (known: ${Object.keys(DEFAULT_API_LIMITS).join(', ')})`);
-    if (!(Number(perMinute) > 0)) throw new UsageError(`--api-limits: ${action} must allow more than 0 calls per minute (a limit of 0 would hold its calls forever)`);
-    if (burst !== undefined && !(Number(burst) >= 1)) throw new UsageError(`--api-limits: the burst of ${action} must be at least 1`);
+    if (!(action in DEFAULT_API_LIMITS))
+      throw new UsageError(
+        `--api-limits: unknown action "${action}" (known: ${Object.keys(DEFAULT_API_LIMITS).join(', ')})`,
+      );
+    if (!(Number(perMinute) > 0))
+      throw new UsageError(
+        `--api-limits: ${action} must allow more than 0 calls per minute (a limit of 0 would hold its calls forever)`,
+      );
+    if (burst !== undefined && !(Number(burst) >= 1))
+      throw new UsageError(`--api-limits: the burst of ${action} must be at least 1`);
     out[action] = { perMinute: Number(perMinute), burst: burst ? Number(burst) : undefined };
   }
   return out;
 }
 
 function credentials(f: FlagValues): CredentialsProvider {
-  if (f['ram-role']) return ramRoleCredentials({ role: String(f['ram-role']), metadataEndpoint: f['metadata-endpoint'] as string | undefined });
+  if (f['ram-role'])
+    return ramRoleCredentials({
+      role: String(f['ram-role']),
+      metadataEndpoint: f['metadata-endpoint'] as string | undefined,
+    });
   if (f['credentials-dir']) return fileCredentials(String(f['credentials-dir']));
   const rrsa = rrsaFromEnv();
-  if (rrsa) return oidcRoleCredentials({ ...rrsa, stsEndpoint: (f['sts-endpoint'] as string | undefined) ?? `https://sts-vpc.${String(f.region)}.aliyuncs.com` });
+  if (rrsa)
+    return oidcRoleCredentials({
+      ...rrsa,
+      stsEndpoint: (f['sts-endpoint'] as string | undefined) ?? `https://sts-vpc.${String(f.region)}.aliyuncs.com`,
+    });
   try {
     return envCredentials();
   } catch (e) {
@@ -57,34 +87,190 @@ export const operatorCommand: CommandSpec = {
   description:
     'Credentials, first found wins: --ram-role; --credentials-dir; RRSA (ALIBABA_CLOUD_ROLE_ARN, ALIBABA_CLOUD_OIDC_PROVIDER_ARN and ALIBABA_CLOUD_OIDC_TOKEN_FILE, as ACK injects them); ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (and optional ALIBABA_CLOUD_SECURITY_TOKEN).',
   flags: [
-    { name: 'kubeconfig', type: 'string', value: 'FILE', help: 'kubeconfig to use (in-cluster configuration when absent)' },
+    {
+      name: 'kubeconfig',
+      type: 'string',
+      value: 'FILE',
+      help: 'kubeconfig to use (in-cluster configuration when absent)',
+    },
     { name: 'region', type: 'string', value: 'REGION', help: 'Alibaba Cloud region, e.g. cn-hangzhou (required)' },
     { name: 'vpc-id', type: 'string', value: 'ID', help: 'the cluster’s VPC (required)' },
-    { name: 'cluster-id', type: 'string', value: 'ID', help: 'tags the ENIs this cluster creates, for ownership and garbage collection (required)' },
-    { name: 'ecs-endpoint', type: 'string', value: 'URL', help: 'ECS OpenAPI endpoint (default: the region’s VPC-internal endpoint)', check: url },
-    { name: 'vpc-endpoint', type: 'string', value: 'URL', help: 'VPC OpenAPI endpoint (default: the region’s VPC-internal endpoint)', check: url },
-    { name: 'credentials-dir', type: 'string', value: 'DIR', help: 'read access-key-id, access-key-secret and security-token from files in DIR (a mounted Secret)' },
-    { name: 'ram-role', type: 'string', value: 'ROLE', help: 'use the ECS RAM role ROLE through the instance metadata service' },
-    { name: 'sts-endpoint', type: 'string', value: 'URL', help: 'STS endpoint for RRSA (default: the region’s VPC-internal sts-vpc endpoint)', check: url },
-    { name: 'metadata-endpoint', type: 'string', value: 'URL', default: 'http://100.100.100.200', help: 'instance metadata service (for --ram-role)', check: url },
-    { name: 'mode', type: 'string', value: 'MODE', default: 'normal', choices: ['normal', 'no-release', 'read-only'], help: 'no-release never unassigns or deletes; read-only makes no mutating cloud call' },
-    { name: 'api-limits', type: 'string', value: 'LIST', help: 'per-action limits, Action=perMinute[:burst],... (defaults: Terway’s)' },
-    { name: 'api-limit-scale', type: 'number', value: 'K', default: 1, help: 'multiply every per-action limit by K', check: positive },
-    { name: 'workers', type: 'number', value: 'N', default: DEFAULT_OPERATOR_CONFIG.workers, help: 'concurrent reconciles', check: positive },
-    { name: 'resync-interval', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.resyncIntervalMs / 1000, help: 'full ENI resync period', check: positive },
-    { name: 'gc-interval', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.gcIntervalMs / 1000, help: 'leaked-ENI garbage collection period', check: positive },
-    { name: 'gc-min-age', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.gcMinAgeMs / 1000, help: 'a leaked ENI must be this old to be deleted', check: nonNegativeNumber },
-    { name: 'node-gone-grace', type: 'number', value: 'SECONDS', default: DEFAULT_OPERATOR_CONFIG.nodeGoneGraceMs / 1000, help: 'a Node deleted while its instance still exists keeps its ENIs this long', check: nonNegativeNumber },
-    { name: 'event-namespace', type: 'string', value: 'NS', default: 'default', help: 'namespace of the Events about (cluster-scoped) pools and classes' },
+    {
+      name: 'cluster-id',
+      type: 'string',
+      value: 'ID',
+      help: 'tags the ENIs this cluster creates, for ownership and garbage collection (required)',
+    },
+    {
+      name: 'ecs-endpoint',
+      type: 'string',
+      value: 'URL',
+      help: 'ECS OpenAPI endpoint (default: the region’s VPC-internal endpoint)',
+      check: url,
+    },
+    {
+      name: 'vpc-endpoint',
+      type: 'string',
+      value: 'URL',
+      help: 'VPC OpenAPI endpoint (default: the region’s VPC-internal endpoint)',
+      check: url,
+    },
+    {
+      name: 'credentials-dir',
+      type: 'string',
+      value: 'DIR',
+      help: 'read access-key-id, access-key-secret and security-token from files in DIR (a mounted Secret)',
+    },
+    {
+      name: 'ram-role',
+      type: 'string',
+      value: 'ROLE',
+      help: 'use the ECS RAM role ROLE through the instance metadata service',
+    },
+    {
+      name: 'sts-endpoint',
+      type: 'string',
+      value: 'URL',
+      help: 'STS endpoint for RRSA (default: the region’s VPC-internal sts-vpc endpoint)',
+      check: url,
+    },
+    {
+      name: 'metadata-endpoint',
+      type: 'string',
+      value: 'URL',
+      default: 'http://100.100.100.200',
+      help: 'instance metadata service (for --ram-role)',
+      check: url,
+    },
+    {
+      name: 'mode',
+      type: 'string',
+      value: 'MODE',
+      default: 'normal',
+      choices: ['normal', 'no-release', 'read-only'],
+      help: 'no-release never unassigns or deletes; read-only makes no mutating cloud call',
+    },
+    {
+      name: 'api-limits',
+      type: 'string',
+      value: 'LIST',
+      help: 'per-action limits, Action=perMinute[:burst],... (defaults: Terway’s)',
+    },
+    {
+      name: 'api-limit-scale',
+      type: 'number',
+      value: 'K',
+      default: 1,
+      help: 'multiply every per-action limit by K',
+      check: positive,
+    },
+    {
+      name: 'workers',
+      type: 'number',
+      value: 'N',
+      default: DEFAULT_OPERATOR_CONFIG.workers,
+      help: 'concurrent reconciles',
+      check: positive,
+    },
+    {
+      name: 'resync-interval',
+      type: 'number',
+      value: 'SECONDS',
+      default: DEFAULT_OPERATOR_CONFIG.resyncIntervalMs / 1000,
+      help: 'full ENI resync period',
+      check: positive,
+    },
+    {
+      name: 'gc-interval',
+      type: 'number',
+      value: 'SECONDS',
+      default: DEFAULT_OPERATOR_CONFIG.gcIntervalMs / 1000,
+      help: 'leaked-ENI garbage collection period',
+      check: positive,
+    },
+    {
+      name: 'gc-min-age',
+      type: 'number',
+      value: 'SECONDS',
+      default: DEFAULT_OPERATOR_CONFIG.gcMinAgeMs / 1000,
+      help: 'a leaked ENI must be this old to be deleted',
+      check: nonNegativeNumber,
+    },
+    {
+      name: 'node-gone-grace',
+      type: 'number',
+      value: 'SECONDS',
+      default: DEFAULT_OPERATOR_CONFIG.nodeGoneGraceMs / 1000,
+      help: 'a Node deleted while its instance still exists keeps its ENIs this long',
+      check: nonNegativeNumber,
+    },
+    {
+      name: 'event-namespace',
+      type: 'string',
+      value: 'NS',
+      default: 'default',
+      help: 'namespace of the Events about (cluster-scoped) pools and classes',
+    },
     { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9090', help: 'serve /metrics here' },
-    { name: 'health-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:8080', help: 'serve /healthz and /readyz here' },
-    { name: 'leader-elect', type: 'boolean', default: true, help: 'elect a leader on a Lease (--no-leader-elect for a single replica)' },
-    { name: 'leader-elect-lease-name', type: 'string', value: 'NAME', default: 'eni-ipam-operator', help: 'Lease name' },
-    { name: 'leader-elect-namespace', type: 'string', value: 'NS', default: process.env.POD_NAMESPACE ?? 'kube-system', help: 'Lease namespace' },
-    { name: 'leader-elect-lease-duration', type: 'number', value: 'SECONDS', default: 15, help: 'lease duration', check: positive },
-    { name: 'leader-elect-renew-deadline', type: 'number', value: 'SECONDS', default: 10, help: 'renew deadline', check: positive },
-    { name: 'leader-elect-retry-period', type: 'number', value: 'SECONDS', default: 2, help: 'retry period', check: positive },
-    { name: 'log-level', type: 'string', value: 'LEVEL', default: 'info', choices: ['debug', 'info', 'warn', 'error'], help: 'log level' },
+    {
+      name: 'health-addr',
+      type: 'string',
+      value: 'HOST:PORT',
+      default: '0.0.0.0:8080',
+      help: 'serve /healthz and /readyz here',
+    },
+    {
+      name: 'leader-elect',
+      type: 'boolean',
+      default: true,
+      help: 'elect a leader on a Lease (--no-leader-elect for a single replica)',
+    },
+    {
+      name: 'leader-elect-lease-name',
+      type: 'string',
+      value: 'NAME',
+      default: 'eni-ipam-operator',
+      help: 'Lease name',
+    },
+    {
+      name: 'leader-elect-namespace',
+      type: 'string',
+      value: 'NS',
+      default: process.env.POD_NAMESPACE ?? 'kube-system',
+      help: 'Lease namespace',
+    },
+    {
+      name: 'leader-elect-lease-duration',
+      type: 'number',
+      value: 'SECONDS',
+      default: 15,
+      help: 'lease duration',
+      check: positive,
+    },
+    {
+      name: 'leader-elect-renew-deadline',
+      type: 'number',
+      value: 'SECONDS',
+      default: 10,
+      help: 'renew deadline',
+      check: positive,
+    },
+    {
+      name: 'leader-elect-retry-period',
+      type: 'number',
+      value: 'SECONDS',
+      default: 2,
+      help: 'retry period',
+      check: positive,
+    },
+    {
+      name: 'log-level',
+      type: 'string',
+      value: 'LEVEL',
+      default: 'info',
+      choices: ['debug', 'info', 'warn', 'error'],
+      help: 'log level',
+    },
   ],
   async run(f) {
     for (const req of ['region', 'vpc-id', 'cluster-id']) if (!f[req]) throw new UsageError(`--${req} is required`);
@@ -138,8 +324,25 @@ export const operatorCommand: CommandSpec = {
         : undefined,
     });
     const checks = { live: () => true, ready: () => operator.synced };
-    const endpoints = await serveMetricsAndHealth(String(f['metrics-addr']), String(f['health-addr']), registry, checks);
-    logger.info({ identity, region, vpc: f['vpc-id'], cluster: f['cluster-id'], mode: f.mode, credentials: creds.source, metrics: endpoints.metricsUrl, health: endpoints.healthUrl }, 'operator starting');
+    const endpoints = await serveMetricsAndHealth(
+      String(f['metrics-addr']),
+      String(f['health-addr']),
+      registry,
+      checks,
+    );
+    logger.info(
+      {
+        identity,
+        region,
+        vpc: f['vpc-id'],
+        cluster: f['cluster-id'],
+        mode: f.mode,
+        credentials: creds.source,
+        metrics: endpoints.metricsUrl,
+        health: endpoints.healthUrl,
+      },
+      'operator starting',
+    );
     process.stdout.write(`metrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
     // Signals are heard while the caches list (which may take long when the API server refuses).
     const signal = untilSignal().then((s) => `signal ${s}`);
@@ -147,7 +350,10 @@ export const operatorCommand: CommandSpec = {
     const reason = await Promise.race([signal, operator.lostLeadership.then(() => 'lost leadership')]);
     logger.info({ reason }, 'operator stopping');
     // A drain may wait on calls to an API server that does not answer: it is bounded.
-    const drained = await Promise.race([operator.stop().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), reason === 'lost leadership' ? 5_000 : 30_000).unref())]);
+    const drained = await Promise.race([
+      operator.stop().then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), reason === 'lost leadership' ? 5_000 : 30_000).unref()),
+    ]);
     if (!drained) logger.warn({ reason }, 'stopping took too long; exiting without a full drain');
     await client.close();
     endpoints.close();

@@ -29,7 +29,10 @@ export function envCredentials(env: NodeJS.ProcessEnv = process.env): Credential
       'no cloud credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, mount them as files (--credentials-dir), or use an ECS RAM role (--ram-role)',
     );
   }
-  return staticCredentials({ accessKeyId: id, accessKeySecret: secret, securityToken: env.ALIBABA_CLOUD_SECURITY_TOKEN || undefined }, 'environment');
+  return staticCredentials(
+    { accessKeyId: id, accessKeySecret: secret, securityToken: env.ALIBABA_CLOUD_SECURITY_TOKEN || undefined },
+    'environment',
+  );
 }
 
 /**
@@ -101,7 +104,14 @@ export function ramRoleCredentials(o: RamRoleOptions): CredentialsProvider {
     if (body.Code !== 'Success' || !body.AccessKeyId || !body.AccessKeySecret) {
       throw new CredentialsError(`RAM role ${o.role}: metadata service answered Code ${body.Code ?? '(none)'}`);
     }
-    return { creds: { accessKeyId: body.AccessKeyId, accessKeySecret: body.AccessKeySecret, securityToken: body.SecurityToken }, expiresAt: Date.parse(body.Expiration ?? '') || now() + 15 * 60_000 };
+    return {
+      creds: {
+        accessKeyId: body.AccessKeyId,
+        accessKeySecret: body.AccessKeySecret,
+        securityToken: body.SecurityToken,
+      },
+      expiresAt: Date.parse(body.Expiration ?? '') || now() + 15 * 60_000,
+    };
   };
 
   return refreshing(`ECS RAM role ${o.role}`, margin, now, fetchOnce);
@@ -116,7 +126,12 @@ interface Expiring {
  * Temporary credentials kept until `margin` before they expire, fetched once for all callers
  * at a time; a failed early refresh keeps the old ones while they are still valid.
  */
-function refreshing(source: string, margin: number, now: () => number, fetchOnce: () => Promise<Expiring>): CredentialsProvider {
+function refreshing(
+  source: string,
+  margin: number,
+  now: () => number,
+  fetchOnce: () => Promise<Expiring>,
+): CredentialsProvider {
   let cached: Expiring | undefined;
   let inflight: Promise<Expiring> | undefined;
   return {
@@ -160,7 +175,9 @@ export function oidcRoleCredentials(o: OidcRoleOptions): CredentialsProvider {
     try {
       token = (await readFile(o.tokenFile, 'utf8')).trim();
     } catch (e) {
-      throw new CredentialsError(`RRSA role ${o.roleArn}: cannot read the service-account token ${o.tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new CredentialsError(
+        `RRSA role ${o.roleArn}: cannot read the service-account token ${o.tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     const form = new URLSearchParams({
       Action: 'AssumeRoleWithOIDC',
@@ -178,18 +195,29 @@ export function oidcRoleCredentials(o: OidcRoleOptions): CredentialsProvider {
     } catch (e) {
       throw new CredentialsError(`RRSA role ${o.roleArn}: STS ${o.stsEndpoint} unreachable: ${(e as Error).message}`);
     }
-    const body = (await res.json().catch(() => ({}))) as { Code?: string; Message?: string; Credentials?: Record<string, string> };
+    const body = (await res.json().catch(() => ({}))) as {
+      Code?: string;
+      Message?: string;
+      Credentials?: Record<string, string>;
+    };
     const c = body.Credentials;
     if (!res.ok || !c?.AccessKeyId || !c.AccessKeySecret) {
-      throw new CredentialsError(`RRSA role ${o.roleArn}: AssumeRoleWithOIDC answered HTTP ${res.status} ${body.Code ?? ''}: ${body.Message ?? 'no credentials'}`);
+      throw new CredentialsError(
+        `RRSA role ${o.roleArn}: AssumeRoleWithOIDC answered HTTP ${res.status} ${body.Code ?? ''}: ${body.Message ?? 'no credentials'}`,
+      );
     }
-    return { creds: { accessKeyId: c.AccessKeyId, accessKeySecret: c.AccessKeySecret, securityToken: c.SecurityToken }, expiresAt: Date.parse(c.Expiration ?? '') || now() + 15 * 60_000 };
+    return {
+      creds: { accessKeyId: c.AccessKeyId, accessKeySecret: c.AccessKeySecret, securityToken: c.SecurityToken },
+      expiresAt: Date.parse(c.Expiration ?? '') || now() + 15 * 60_000,
+    };
   };
   return refreshing(`RRSA role ${o.roleArn}`, o.refreshBeforeMs ?? 5 * 60_000, now, fetchOnce);
 }
 
 /** RRSA's settings as ACK's pod-identity webhook (or the Helm chart) injects them, if all are set. */
-export function rrsaFromEnv(env: NodeJS.ProcessEnv = process.env): { roleArn: string; oidcProviderArn: string; tokenFile: string } | undefined {
+export function rrsaFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): { roleArn: string; oidcProviderArn: string; tokenFile: string } | undefined {
   const roleArn = env.ALIBABA_CLOUD_ROLE_ARN;
   const oidcProviderArn = env.ALIBABA_CLOUD_OIDC_PROVIDER_ARN;
   const tokenFile = env.ALIBABA_CLOUD_OIDC_TOKEN_FILE;

@@ -111,7 +111,10 @@ export class EcsApi {
   }
 
   /** Adds `count` secondary IPv4 addresses (or the named ones) and returns those assigned. */
-  async assignPrivateIpAddresses(eniId: string, req: { count?: number; ips?: string[]; clientToken?: string }): Promise<string[]> {
+  async assignPrivateIpAddresses(
+    eniId: string,
+    req: { count?: number; ips?: string[]; clientToken?: string },
+  ): Promise<string[]> {
     const res = await this.call(
       'AssignPrivateIpAddresses',
       {
@@ -129,10 +132,17 @@ export class EcsApi {
     await this.call('UnassignPrivateIpAddresses', { NetworkInterfaceId: eniId, PrivateIpAddress: ips });
   }
 
-  async assignIpv6Addresses(eniId: string, req: { count?: number; ips?: string[]; clientToken?: string }): Promise<string[]> {
+  async assignIpv6Addresses(
+    eniId: string,
+    req: { count?: number; ips?: string[]; clientToken?: string },
+  ): Promise<string[]> {
     const res = await this.call(
       'AssignIpv6Addresses',
-      { NetworkInterfaceId: eniId, Ipv6AddressCount: req.ips?.length ? undefined : req.count, Ipv6Address: req.ips?.length ? req.ips : undefined },
+      {
+        NetworkInterfaceId: eniId,
+        Ipv6AddressCount: req.ips?.length ? undefined : req.count,
+        Ipv6Address: req.ips?.length ? req.ips : undefined,
+      },
       true,
       req.clientToken,
     );
@@ -145,21 +155,26 @@ export class EcsApi {
 
   /** One page of ENIs (NextToken paging, up to 500 per page). */
   async describeNetworkInterfacesPage(f: EniFilter, page: { nextToken?: string; maxResults?: number } = {}) {
-    if (f.ids && f.ids.length > 100) throw new RangeError(`at most 100 ENI ids per DescribeNetworkInterfaces call, got ${f.ids.length}`);
+    if (f.ids && f.ids.length > 100)
+      throw new RangeError(`at most 100 ENI ids per DescribeNetworkInterfaces call, got ${f.ids.length}`);
     const res = await this.call('DescribeNetworkInterfaces', {
       ...filterParams(f),
       NetworkInterfaceId: f.ids?.length ? f.ids : undefined,
       MaxResults: page.maxResults ?? 500,
       NextToken: page.nextToken || undefined,
     });
-    return { items: list(res.NetworkInterfaceSets, 'NetworkInterfaceSet').map(toNetworkInterface), nextToken: String(res.NextToken ?? '') };
+    return {
+      items: list(res.NetworkInterfaceSets, 'NetworkInterfaceSet').map(toNetworkInterface),
+      nextToken: String(res.NextToken ?? ''),
+    };
   }
 
   /** Every ENI matching the filter, across pages; ids are asked for in batches of 100. */
   async describeNetworkInterfaces(f: EniFilter = {}): Promise<NetworkInterface[]> {
     if (f.ids && f.ids.length > 100) {
       const out: NetworkInterface[] = [];
-      for (let i = 0; i < f.ids.length; i += 100) out.push(...(await this.describeNetworkInterfaces({ ...f, ids: f.ids.slice(i, i + 100) })));
+      for (let i = 0; i < f.ids.length; i += 100)
+        out.push(...(await this.describeNetworkInterfaces({ ...f, ids: f.ids.slice(i, i + 100) })));
       return out;
     }
     const out: NetworkInterface[] = [];
@@ -178,12 +193,16 @@ export class EcsApi {
   }
 
   async describeNetworkInterfaceAttribute(eniId: string): Promise<NetworkInterface> {
-    return toNetworkInterface(await this.call('DescribeNetworkInterfaceAttribute', { NetworkInterfaceId: eniId, Attribute: 'basic' }));
+    return toNetworkInterface(
+      await this.call('DescribeNetworkInterfaceAttribute', { NetworkInterfaceId: eniId, Attribute: 'basic' }),
+    );
   }
 
   async describeInstanceTypes(ids: string[] = []): Promise<InstanceTypeLimits[]> {
     const out: InstanceTypeLimits[] = [];
-    const batches = ids.length ? Array.from({ length: Math.ceil(ids.length / 10) }, (_, i) => ids.slice(i * 10, i * 10 + 10)) : [[]];
+    const batches = ids.length
+      ? Array.from({ length: Math.ceil(ids.length / 10) }, (_, i) => ids.slice(i * 10, i * 10 + 10))
+      : [[]];
     for (const batch of batches) {
       let nextToken: string | undefined;
       do {
@@ -192,7 +211,12 @@ export class EcsApi {
           defined({ InstanceTypes: batch.length ? batch : undefined, MaxResults: 100, NextToken: nextToken }),
         );
         for (const t of list(res.InstanceTypes, 'InstanceType')) {
-          out.push({ id: t.InstanceTypeId, eniQuantity: num(t.EniQuantity), ipv4PerEni: num(t.EniPrivateIpAddressQuantity), ipv6PerEni: num(t.EniIpv6AddressQuantity) });
+          out.push({
+            id: t.InstanceTypeId,
+            eniQuantity: num(t.EniQuantity),
+            ipv4PerEni: num(t.EniPrivateIpAddressQuantity),
+            ipv6PerEni: num(t.EniIpv6AddressQuantity),
+          });
         }
         nextToken = res.NextToken || undefined;
       } while (nextToken);
@@ -228,7 +252,9 @@ export class EcsApi {
     return out;
   }
 
-  async describeSecurityGroups(f: { vpcId?: string; ids?: string[]; tags?: Record<string, string> } = {}): Promise<SecurityGroup[]> {
+  async describeSecurityGroups(
+    f: { vpcId?: string; ids?: string[]; tags?: Record<string, string> } = {},
+  ): Promise<SecurityGroup[]> {
     const out: SecurityGroup[] = [];
     let nextToken: string | undefined;
     do {
@@ -240,14 +266,21 @@ export class EcsApi {
         NextToken: nextToken,
       });
       for (const g of list(res.SecurityGroups, 'SecurityGroup')) {
-        out.push({ id: g.SecurityGroupId, vpcId: g.VpcId, name: g.SecurityGroupName ?? '', tags: tagMap(g.Tags, 'TagKey', 'TagValue') });
+        out.push({
+          id: g.SecurityGroupId,
+          vpcId: g.VpcId,
+          name: g.SecurityGroupName ?? '',
+          tags: tagMap(g.Tags, 'TagKey', 'TagValue'),
+        });
       }
       nextToken = res.NextToken || undefined;
     } while (nextToken);
     return out;
   }
 
-  async describeVSwitches(f: { vpcId?: string; id?: string; zoneId?: string; tags?: Record<string, string> } = {}): Promise<VSwitch[]> {
+  async describeVSwitches(
+    f: { vpcId?: string; id?: string; zoneId?: string; tags?: Record<string, string> } = {},
+  ): Promise<VSwitch[]> {
     const out: VSwitch[] = [];
     for (let page = 1; ; page++) {
       const res = await this.vpc.call<any>(
@@ -282,9 +315,18 @@ export class EcsApi {
   async describeVpcs(id?: string): Promise<Vpc[]> {
     const out: Vpc[] = [];
     for (let page = 1; ; page++) {
-      const res = await this.vpc.call<any>('DescribeVpcs', defined({ RegionId: this.region, VpcId: id, PageNumber: page, PageSize: 50 }));
+      const res = await this.vpc.call<any>(
+        'DescribeVpcs',
+        defined({ RegionId: this.region, VpcId: id, PageNumber: page, PageSize: 50 }),
+      );
       const items = list(res.Vpcs, 'Vpc');
-      for (const v of items) out.push({ id: v.VpcId, cidr: v.CidrBlock, name: v.VpcName ?? '', vSwitchIds: list(v.VSwitchIds, 'VSwitchId') });
+      for (const v of items)
+        out.push({
+          id: v.VpcId,
+          cidr: v.CidrBlock,
+          name: v.VpcName ?? '',
+          vSwitchIds: list(v.VSwitchIds, 'VSwitchId'),
+        });
       if (items.length < 50 || page * 50 >= num(res.TotalCount)) return out;
     }
   }

@@ -11,10 +11,22 @@ export type CloudErrorKind =
   | 'transient'
   | 'unknown';
 
-const RETRYABLE_CODES = new Set(['Throttling', 'Throttling.User', 'Throttling.Api', 'ServiceUnavailable', 'InternalError', 'Operation.Conflict']);
+const RETRYABLE_CODES = new Set([
+  'Throttling',
+  'Throttling.User',
+  'Throttling.Api',
+  'ServiceUnavailable',
+  'InternalError',
+  'Operation.Conflict',
+]);
 
 /** Codes for calls that never got an answer from the API (ours, not the cloud's). */
-export const TRANSPORT_CODES = { timeout: 'Transport.Timeout', connection: 'Transport.Connection', nonJson: 'Transport.NonJsonBody', closed: 'Transport.Closed' } as const;
+export const TRANSPORT_CODES = {
+  timeout: 'Transport.Timeout',
+  connection: 'Transport.Connection',
+  nonJson: 'Transport.NonJsonBody',
+  closed: 'Transport.Closed',
+} as const;
 
 /** Codes for calls this client decided not to send (never retried: their outcome is known). */
 export const CLIENT_CODES = { notLeading: 'Client.NotLeading', queueTimeout: 'Client.QueueTimeout' } as const;
@@ -36,8 +48,13 @@ export function classify(code: string): CloudErrorKind {
     return 'instance-limit';
   }
   if (code === 'MaxEniCountExceeded' || code.startsWith('QuotaExceed')) return 'quota-exceeded';
-  if (code.endsWith('.NotFound') && !code.startsWith('InvalidAccessKeyId') && !code.startsWith('InvalidAction')) return 'not-found';
-  if (code === 'InvalidOperation.InvalidEniState' || code === 'InvalidOperation.InvalidEcsState' || code === 'IncorrectInstanceStatus') {
+  if (code.endsWith('.NotFound') && !code.startsWith('InvalidAccessKeyId') && !code.startsWith('InvalidAction'))
+    return 'not-found';
+  if (
+    code === 'InvalidOperation.InvalidEniState' ||
+    code === 'InvalidOperation.InvalidEcsState' ||
+    code === 'IncorrectInstanceStatus'
+  ) {
     return 'invalid-state';
   }
   if (
@@ -50,8 +67,15 @@ export function classify(code: string): CloudErrorKind {
   ) {
     return 'permission';
   }
-  if (RETRYABLE_CODES.has(code) || code.startsWith('Transport.') || code.startsWith('ServiceUnavailable') || code.startsWith('Client.')) return 'transient';
-  if (/^(Invalid|Missing|Duplicate|Unsupported|Idempotent|IllegalTimestamp|SignatureNonceUsed)/.test(code)) return 'invalid-request';
+  if (
+    RETRYABLE_CODES.has(code) ||
+    code.startsWith('Transport.') ||
+    code.startsWith('ServiceUnavailable') ||
+    code.startsWith('Client.')
+  )
+    return 'transient';
+  if (/^(Invalid|Missing|Duplicate|Unsupported|Idempotent|IllegalTimestamp|SignatureNonceUsed)/.test(code))
+    return 'invalid-request';
   return 'unknown';
 }
 
@@ -70,7 +94,9 @@ export class CloudError extends Error {
     readonly requestId: string | undefined,
     readonly attempts = 1,
   ) {
-    super(`${action}: ${code}: ${cloudMessage}${requestId ? ` (RequestId ${requestId})` : ''}${attempts > 1 ? ` after ${attempts} attempts` : ''}`);
+    super(
+      `${action}: ${code}: ${cloudMessage}${requestId ? ` (RequestId ${requestId})` : ''}${attempts > 1 ? ` after ${attempts} attempts` : ''}`,
+    );
     this.name = 'CloudError';
     this.kind = classify(code);
     this.retryable = isRetryableCode(code);

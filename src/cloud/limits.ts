@@ -49,12 +49,18 @@ export const FALLBACK_API_LIMIT = 500;
 const TICK_MS = 200;
 
 /** Resolves the limit of every action from the defaults, per-action overrides and one scale factor. */
-export function resolveLimits(overrides: Record<string, ActionLimit> = {}, scale = 1): Record<string, Required<ActionLimit>> {
+export function resolveLimits(
+  overrides: Record<string, ActionLimit> = {},
+  scale = 1,
+): Record<string, Required<ActionLimit>> {
   const out: Record<string, Required<ActionLimit>> = {};
   for (const action of new Set([...Object.keys(DEFAULT_API_LIMITS), ...Object.keys(overrides)])) {
     const o = overrides[action];
     const perMinute = (o?.perMinute ?? DEFAULT_API_LIMITS[action] ?? FALLBACK_API_LIMIT) * scale;
-    const burst = Math.max(1, Math.floor((o?.burst ?? o?.perMinute ?? DEFAULT_API_LIMITS[action] ?? FALLBACK_API_LIMIT) * scale));
+    const burst = Math.max(
+      1,
+      Math.floor((o?.burst ?? o?.perMinute ?? DEFAULT_API_LIMITS[action] ?? FALLBACK_API_LIMIT) * scale),
+    );
     out[action] = { perMinute, burst };
   }
   return out;
@@ -65,7 +71,10 @@ export class ActionLimiters {
   private readonly limiters = new Map<string, Bottleneck>();
   readonly limits: Record<string, Required<ActionLimit>>;
 
-  constructor(overrides: Record<string, ActionLimit> = {}, private readonly scale = 1) {
+  constructor(
+    overrides: Record<string, ActionLimit> = {},
+    private readonly scale = 1,
+  ) {
     this.limits = resolveLimits(overrides, scale);
   }
 

@@ -28,7 +28,9 @@ export const DEFAULT_RETRY: RetryPolicy = {
 export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number, hintMs?: number): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
   const jittered = random() * ceiling;
-  return hintMs === undefined ? jittered : Math.max(hintMs, jittered) + random() * Math.min(ceiling, hintMs + policy.baseDelayMs);
+  return hintMs === undefined
+    ? jittered
+    : Math.max(hintMs, jittered) + random() * Math.min(ceiling, hintMs + policy.baseDelayMs);
 }
 
 /** Reads `TimeLeft` (milliseconds) from `x-ratelimit-user-api` or `x-ratelimit-user` (`Key:Value,...`). */

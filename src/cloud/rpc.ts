@@ -7,7 +7,10 @@ import { MUTATING_ACTIONS, type ActionLimiters } from './limits.js';
 import type { OpenApiMetrics } from './metrics.js';
 import { backoffDelay, timeLeftHint, type RetryPolicy } from './retry.js';
 
-export type RpcParams = Record<string, string | number | boolean | undefined | string[] | Array<Record<string, string>>>;
+export type RpcParams = Record<
+  string,
+  string | number | boolean | undefined | string[] | Array<Record<string, string>>
+>;
 
 export interface CallOptions {
   /** The call creates something: it carries a ClientToken, the same on every retry. */
@@ -38,22 +41,45 @@ interface PopError extends Error {
   entry?: { response?: { statusCode?: number; headers?: Record<string, unknown> } };
 }
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ECONNABORTED']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'ECONNABORTED',
+]);
 
 /** Turns whatever pop-core threw into a CloudError, dropping its URL (which carries the signature). */
 function toCloudError(action: string, err: PopError, timeoutMs: number): CloudError {
   if (err.data?.Code) return new CloudError(action, err.data.Code, scrub(err.data.Message ?? ''), err.data.RequestId);
-  if (err.name === 'RequestTimeoutError') return new CloudError(action, TRANSPORT_CODES.timeout, `no answer within ${timeoutMs} ms`, undefined);
-  if (err.name === 'SyntaxError') return new CloudError(action, TRANSPORT_CODES.nonJson, 'the endpoint answered with a body that is not JSON (a proxy or gateway error page?)', undefined);
-  if (err.code && CONNECTION_CODES.has(err.code)) return new CloudError(action, TRANSPORT_CODES.connection, `connection failed: ${err.code}`, undefined);
-  if (/socket hang up/i.test(err.message)) return new CloudError(action, TRANSPORT_CODES.connection, 'connection closed by the endpoint', undefined);
+  if (err.name === 'RequestTimeoutError')
+    return new CloudError(action, TRANSPORT_CODES.timeout, `no answer within ${timeoutMs} ms`, undefined);
+  if (err.name === 'SyntaxError')
+    return new CloudError(
+      action,
+      TRANSPORT_CODES.nonJson,
+      'the endpoint answered with a body that is not JSON (a proxy or gateway error page?)',
+      undefined,
+    );
+  if (err.code && CONNECTION_CODES.has(err.code))
+    return new CloudError(action, TRANSPORT_CODES.connection, `connection failed: ${err.code}`, undefined);
+  if (/socket hang up/i.test(err.message))
+    return new CloudError(action, TRANSPORT_CODES.connection, 'connection closed by the endpoint', undefined);
   return new CloudError(action, 'Unknown', scrub(err.message), undefined);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const LONG_WAIT_MS = 30_000;
-const NO_ANSWER: ReadonlySet<string> = new Set([TRANSPORT_CODES.timeout, TRANSPORT_CODES.connection, TRANSPORT_CODES.nonJson]);
+const NO_ANSWER: ReadonlySet<string> = new Set([
+  TRANSPORT_CODES.timeout,
+  TRANSPORT_CODES.connection,
+  TRANSPORT_CODES.nonJson,
+]);
 
 /**
  * Calls one OpenAPI product (ECS or VPC) through pop-core: each attempt takes a token from
@@ -72,16 +98,30 @@ export class RpcCaller {
 
   /** Throws for a call that must not go out now: the client is closed, the caller no longer leads, or it waited too long. */
   private checkSendable(action: string, waitedMs: number): void {
-    if (this.closed) throw new CloudError(action, TRANSPORT_CODES.closed, 'the client was closed before the call was sent', undefined);
+    if (this.closed)
+      throw new CloudError(action, TRANSPORT_CODES.closed, 'the client was closed before the call was sent', undefined);
     if (MUTATING_ACTIONS.has(action) && this.o.mayMutate && !this.o.mayMutate()) {
-      throw new CloudError(action, CLIENT_CODES.notLeading, 'not sent: this operator no longer holds a fresh leader lease', undefined);
+      throw new CloudError(
+        action,
+        CLIENT_CODES.notLeading,
+        'not sent: this operator no longer holds a fresh leader lease',
+        undefined,
+      );
     }
     if (waitedMs > LONG_WAIT_MS && Date.now() - (this.longWaitLogged.get(action) ?? 0) > 10_000) {
       this.longWaitLogged.set(action, Date.now());
-      this.o.logger.warn({ action, waitedMs, limit: this.o.limiters.limitOf(action) }, 'OpenAPI call waited long in its rate limiter');
+      this.o.logger.warn(
+        { action, waitedMs, limit: this.o.limiters.limitOf(action) },
+        'OpenAPI call waited long in its rate limiter',
+      );
     }
     if (waitedMs > this.o.retry.maxQueueMs) {
-      throw new CloudError(action, CLIENT_CODES.queueTimeout, `not sent: it waited ${(waitedMs / 1000).toFixed(1)} s in the ${action} rate limiter, more than ${(this.o.retry.maxQueueMs / 1000).toFixed(1)} s`, undefined);
+      throw new CloudError(
+        action,
+        CLIENT_CODES.queueTimeout,
+        `not sent: it waited ${(waitedMs / 1000).toFixed(1)} s in the ${action} rate limiter, more than ${(this.o.retry.maxQueueMs / 1000).toFixed(1)} s`,
+        undefined,
+      );
     }
   }
 
@@ -113,11 +153,18 @@ export class RpcCaller {
           sentAt ??= Date.now();
           const mutating = MUTATING_ACTIONS.has(action);
           if (mutating) this.mutationsInFlight++;
-          const timeoutMs = Math.max(1000, Math.min(retry.attemptTimeoutMs, sentAt + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()));
+          const timeoutMs = Math.max(
+            1000,
+            Math.min(retry.attemptTimeoutMs, sentAt + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()),
+          );
           const endTimer = metrics.duration.startTimer({ action });
           metrics.inFlight.inc({ action });
           try {
-            const out = (await this.client.request(action, body, { method: 'POST', timeout: timeoutMs, formatParams: false })) as T;
+            const out = (await this.client.request(action, body, {
+              method: 'POST',
+              timeout: timeoutMs,
+              formatParams: false,
+            })) as T;
             metrics.requests.inc({ action, code: 'OK' });
             return out;
           } catch (e) {
@@ -146,7 +193,10 @@ export class RpcCaller {
         throw error.withAttempts(attempt, outcomeUnknown);
       }
       metrics.retries.inc({ action, code: error.code });
-      this.o.logger.warn({ action, code: error.code, requestId: error.requestId, attempt, delayMs: Math.round(delay) }, 'OpenAPI call failed; retrying');
+      this.o.logger.warn(
+        { action, code: error.code, requestId: error.requestId, attempt, delayMs: Math.round(delay) },
+        'OpenAPI call failed; retrying',
+      );
       await sleep(delay);
     }
   }

@@ -32,7 +32,9 @@ export interface AllocationInput {
   allow?: { assign: boolean; create: boolean };
 }
 
-export type AllocationOp = { kind: 'assign'; eniId: string; vSwitchId: string; count: number } | { kind: 'create'; vSwitchId: string; ips: number };
+export type AllocationOp =
+  | { kind: 'assign'; eniId: string; vSwitchId: string; count: number }
+  | { kind: 'create'; vSwitchId: string; ips: number };
 
 export interface AllocationPlan {
   ops: AllocationOp[];
@@ -46,7 +48,14 @@ export interface AllocationPlan {
 export const callsOf = (ops: AllocationOp[]): number => ops.reduce((n, op) => n + (op.kind === 'assign' ? 1 : 2), 0);
 
 /** Creates ENIs for `remaining` IPs in free slots, each carrying as many IPs as it may. */
-function planCreates(remaining: number, slots: number, perEni: number, free: Map<string, number>, order: string[], selection: AllocationInput['selection']) {
+function planCreates(
+  remaining: number,
+  slots: number,
+  perEni: number,
+  free: Map<string, number>,
+  order: string[],
+  selection: AllocationInput['selection'],
+) {
   const ops: AllocationOp[] = [];
   let added = 0;
   while (remaining - added > 0 && ops.length < slots) {
@@ -104,14 +113,18 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
       !best ||
       plan.planned > best.planned ||
       (plan.planned === best.planned && callsOf(plan.ops) < callsOf(best.ops)) ||
-      (plan.planned === best.planned && callsOf(plan.ops) === callsOf(best.ops) && creates.ops.length < best.ops.filter((o) => o.kind === 'create').length)
+      (plan.planned === best.planned &&
+        callsOf(plan.ops) === callsOf(best.ops) &&
+        creates.ops.length < best.ops.filter((o) => o.kind === 'create').length)
     ) {
       best = plan;
     }
   }
   const plan = best!;
   if (plan.planned < input.want) {
-    const roomLeft = input.enis.some((e) => e.attached && e.ips < limits.ipv4PerEni) || slots > plan.ops.filter((o) => o.kind === 'create').length;
+    const roomLeft =
+      input.enis.some((e) => e.attached && e.ips < limits.ipv4PerEni) ||
+      slots > plan.ops.filter((o) => o.kind === 'create').length;
     plan.shortfall = roomLeft ? 'vswitch-exhausted' : 'instance-limit';
   }
   return plan;

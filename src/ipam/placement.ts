@@ -12,7 +12,8 @@ export interface Placement {
   vSwitchTags?: Record<string, string>;
 }
 
-const hasTags = (have: Record<string, string>, want: Record<string, string>): boolean => Object.entries(want).every(([k, v]) => have[k] === v);
+const hasTags = (have: Record<string, string>, want: Record<string, string>): boolean =>
+  Object.entries(want).every(([k, v]) => have[k] === v);
 
 /**
  * The vSwitches a pool may use in its zone: those named (in their order), then those whose
@@ -20,8 +21,13 @@ const hasTags = (have: Record<string, string>, want: Record<string, string>): bo
  */
 export function candidateVSwitches(p: Placement, all: VSwitchInfo[], vpcId: string, zoneId: string): VSwitchInfo[] {
   const inZone = all.filter((v) => v.vpcId === vpcId && v.zoneId === zoneId);
-  const named = (p.vSwitchIDs ?? []).map((id) => inZone.find((v) => v.id === id)).filter((v): v is VSwitchInfo => Boolean(v));
-  const tagged = p.vSwitchTags && Object.keys(p.vSwitchTags).length ? inZone.filter((v) => hasTags(v.tags, p.vSwitchTags!)).sort((a, b) => (a.id < b.id ? -1 : 1)) : [];
+  const named = (p.vSwitchIDs ?? [])
+    .map((id) => inZone.find((v) => v.id === id))
+    .filter((v): v is VSwitchInfo => Boolean(v));
+  const tagged =
+    p.vSwitchTags && Object.keys(p.vSwitchTags).length
+      ? inZone.filter((v) => hasTags(v.tags, p.vSwitchTags!)).sort((a, b) => (a.id < b.id ? -1 : 1))
+      : [];
   const seen = new Set<string>();
   return [...named, ...tagged].filter((v) => (seen.has(v.id) ? false : (seen.add(v.id), true)));
 }
@@ -36,7 +42,11 @@ export interface SecurityGroupInfo {
 export const MAX_SECURITY_GROUPS_PER_ENI = 5;
 
 /** The security groups of created ENIs: all those named and all those tagged (not one per VPC); more than five is the caller's error to report. */
-export function securityGroupsFor(p: { securityGroupIDs?: string[]; securityGroupTags?: Record<string, string> }, all: SecurityGroupInfo[], vpcId: string): string[] {
+export function securityGroupsFor(
+  p: { securityGroupIDs?: string[]; securityGroupTags?: Record<string, string> },
+  all: SecurityGroupInfo[],
+  vpcId: string,
+): string[] {
   const ids = new Set(p.securityGroupIDs ?? []);
   if (p.securityGroupTags && Object.keys(p.securityGroupTags).length) {
     for (const g of all) if (g.vpcId === vpcId && hasTags(g.tags, p.securityGroupTags)) ids.add(g.id);

@@ -43,7 +43,11 @@ export interface ReleasePlan {
 }
 
 /** The agent's answer to the request outstanding for `ip`; an answer to any other request is stale and ignored. */
-export function answerTo(ip: string, requests: ReadonlyMap<string, string>, acks: ReadonlyMap<string, Ack>): Ack['answer'] | undefined {
+export function answerTo(
+  ip: string,
+  requests: ReadonlyMap<string, string>,
+  acks: ReadonlyMap<string, Ack>,
+): Ack['answer'] | undefined {
   const ack = acks.get(ip);
   const request = requests.get(ip);
   return ack && request !== undefined && ack.requestedAt === request ? ack.answer : undefined;
@@ -72,7 +76,8 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
   }
   // A confirmed primary whose ENI still has IPs in use cannot go with its ENI: give it back.
   for (const eni of i.enis) {
-    if (confirmed(eni.primaryIp) && [eni.primaryIp, ...eni.secondaryIps].some((ip) => i.used.has(ip))) withdraw(eni.primaryIp);
+    if (confirmed(eni.primaryIp) && [eni.primaryIp, ...eni.secondaryIps].some((ip) => i.used.has(ip)))
+      withdraw(eni.primaryIp);
   }
   // Too many outstanding for today's excess: withdraw unconfirmed requests (confirmed ones are released).
   const over = outstanding.size - i.excess;

@@ -37,12 +37,25 @@ export class EventRecorder {
       if (prev && now.getTime() - prev.at < 10 * 60_000) {
         prev.count++;
         prev.at = now.getTime();
-        await this.api.patchNamespacedEvent({ name: prev.name, namespace, body: [{ op: 'replace', path: '/count', value: prev.count }, { op: 'replace', path: '/lastTimestamp', value: stamp }] });
+        await this.api.patchNamespacedEvent({
+          name: prev.name,
+          namespace,
+          body: [
+            { op: 'replace', path: '/count', value: prev.count },
+            { op: 'replace', path: '/lastTimestamp', value: stamp },
+          ],
+        });
         return;
       }
       const body: CoreV1Event = {
         metadata: { generateName: `${target.name}.`, namespace },
-        involvedObject: { apiVersion: target.apiVersion, kind: target.kind, name: target.name, uid: target.uid, namespace: target.namespace },
+        involvedObject: {
+          apiVersion: target.apiVersion,
+          kind: target.kind,
+          name: target.name,
+          uid: target.uid,
+          namespace: target.namespace,
+        },
         type,
         reason,
         message,

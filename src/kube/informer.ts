@@ -37,18 +37,29 @@ class TimedWatch extends Watch {
   /** Called for every event a watch delivers (a working watch ends a run of failures). */
   onEvent?: () => void;
 
-  override watch(path: string, queryParams: Record<string, unknown>, callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void, done: (err: unknown) => void): Promise<AbortController> {
+  override watch(
+    path: string,
+    queryParams: Record<string, unknown>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
     this.lastEvent = Date.now();
     const jitter = Math.floor(Math.random() * this.timeoutSeconds * 0.2);
-    return super.watch(path, { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds + jitter }, (phase, obj, raw) => {
-      this.lastEvent = Date.now();
-      this.onEvent?.();
-      callback(phase, obj, raw);
-    }, done);
+    return super.watch(
+      path,
+      { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds + jitter },
+      (phase, obj, raw) => {
+        this.lastEvent = Date.now();
+        this.onEvent?.();
+        callback(phase, obj, raw);
+      },
+      done,
+    );
   }
 }
 
-export const objectKey = (o: Watched): string => (o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? ''));
+export const objectKey = (o: Watched): string =>
+  o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? '');
 
 /**
  * A client-node ListWatch hardened as kube-api.md §1.5 says: server-side timeouts and
@@ -83,7 +94,14 @@ export class Informer<T extends Watched> {
       setImmediate(() => this.markSynced());
       return r;
     };
-    this.lw = new ListWatch<KubernetesObject>(o.path, this.watch, list as never, false, o.labelSelector, o.fieldSelector);
+    this.lw = new ListWatch<KubernetesObject>(
+      o.path,
+      this.watch,
+      list as never,
+      false,
+      o.labelSelector,
+      o.fieldSelector,
+    );
     // The cached object is detached from the list or event it was parsed from (see detach.ts).
     this.lw.on('add', (obj) => o.onChange?.('add', detachStrings(obj) as T));
     this.lw.on('update', (obj) => o.onChange?.('update', detachStrings(obj) as T));
@@ -126,7 +144,10 @@ export class Informer<T extends Watched> {
     if (this.stopped) return;
     this.failures++;
     const delay = Math.min(60_000, 1000 * 2 ** Math.min(this.failures - 1, 10)) * (0.5 + Math.random() / 2);
-    this.o.logger.warn({ path: this.o.path, err: apiErrorMessage(err), retryInMs: Math.round(delay) }, 'watch failed; restarting');
+    this.o.logger.warn(
+      { path: this.o.path, err: apiErrorMessage(err), retryInMs: Math.round(delay) },
+      'watch failed; restarting',
+    );
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => void this.startOnce(), delay);
     this.restartTimer.unref();

@@ -15,7 +15,6 @@ export interface LeaderElectionOptions {
   onStoppedLeading: () => void;
 }
 
-
 /**
  * Lease-based leader election after client-go's tools/leaderelection: acquire or renew every
  * retry period; another holder's lease counts as valid until leaseDuration has passed on
@@ -41,7 +40,8 @@ export class LeaderElector {
     this.lease = (o.leaseDurationSeconds ?? 15) * 1000;
     this.renewDeadline = (o.renewDeadlineSeconds ?? 10) * 1000;
     this.retry = (o.retryPeriodSeconds ?? 2) * 1000;
-    if (this.renewDeadline <= this.retry * 1.2) throw new Error('the renew deadline must be longer than 1.2 retry periods');
+    if (this.renewDeadline <= this.retry * 1.2)
+      throw new Error('the renew deadline must be longer than 1.2 retry periods');
     if (this.lease <= this.renewDeadline) throw new Error('the lease duration must be longer than the renew deadline');
   }
 
@@ -65,7 +65,10 @@ export class LeaderElector {
   private checkDeadline(): void {
     if (this.leader && !this.holdsFreshLease()) {
       this.leader = false;
-      this.o.logger.warn({ lease: this.o.name, identity: this.o.identity, sinceRenewMs: Math.round(monotonic() - this.lastRenew) }, 'lost leadership: could not renew the lease in time');
+      this.o.logger.warn(
+        { lease: this.o.name, identity: this.o.identity, sinceRenewMs: Math.round(monotonic() - this.lastRenew) },
+        'lost leadership: could not renew the lease in time',
+      );
       this.o.onStoppedLeading();
     }
   }
@@ -75,7 +78,9 @@ export class LeaderElector {
     let ok = false;
     const sentAt = monotonic();
     // Every attempt has a deadline: the time left to renew, or one retry period for a candidate.
-    const deadline = this.leader ? Math.max(1, this.lastRenew + this.renewDeadline - sentAt) : Math.max(this.retry, 1000);
+    const deadline = this.leader
+      ? Math.max(1, this.lastRenew + this.renewDeadline - sentAt)
+      : Math.max(this.retry, 1000);
     try {
       ok = await withDeadline(this.tryAcquireOrRenew(), deadline, 'lease update');
     } catch (e) {
@@ -106,7 +111,13 @@ export class LeaderElector {
       if (!isNotFound(e)) throw e;
       const body: V1Lease = {
         metadata: { name, namespace },
-        spec: { holderIdentity: identity, leaseDurationSeconds: this.lease / 1000, acquireTime: new V1MicroTime(now), renewTime: new V1MicroTime(now), leaseTransitions: 0 },
+        spec: {
+          holderIdentity: identity,
+          leaseDurationSeconds: this.lease / 1000,
+          acquireTime: new V1MicroTime(now),
+          renewTime: new V1MicroTime(now),
+          leaseTransitions: 0,
+        },
       };
       try {
         await this.api.createNamespacedLease({ namespace, body });
@@ -132,7 +143,8 @@ export class LeaderElector {
         holderIdentity: identity,
         leaseDurationSeconds: this.lease / 1000,
         renewTime: new V1MicroTime(now),
-        acquireTime: mine && spec.acquireTime ? new V1MicroTime(Date.parse(String(spec.acquireTime))) : new V1MicroTime(now),
+        acquireTime:
+          mine && spec.acquireTime ? new V1MicroTime(Date.parse(String(spec.acquireTime))) : new V1MicroTime(now),
         leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
       },
     };
@@ -165,11 +177,22 @@ export class LeaderElector {
   private async giveUp(): Promise<void> {
     const current = await this.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });
     if (current.spec?.holderIdentity !== this.o.identity) return;
-    const acquireTime = current.spec.acquireTime ? new V1MicroTime(Date.parse(String(current.spec.acquireTime))) : undefined;
+    const acquireTime = current.spec.acquireTime
+      ? new V1MicroTime(Date.parse(String(current.spec.acquireTime)))
+      : undefined;
     await this.api.replaceNamespacedLease({
       name: this.o.name,
       namespace: this.o.namespace,
-      body: { ...current, spec: { ...current.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(Date.now()), acquireTime } },
+      body: {
+        ...current,
+        spec: {
+          ...current.spec,
+          holderIdentity: '',
+          leaseDurationSeconds: 1,
+          renewTime: new V1MicroTime(Date.now()),
+          acquireTime,
+        },
+      },
     });
   }
 }

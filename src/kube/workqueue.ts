@@ -170,7 +170,12 @@ export class WorkQueue {
 }
 
 /** Runs `workers` loops that take keys and reconcile them: success forgets, failure backs off, a requeue schedules. */
-export async function runWorkers(queue: WorkQueue, workers: number, reconcile: (key: string) => Promise<{ requeueAfterMs?: number } | void>, onError: (key: string, err: unknown) => void): Promise<void> {
+export async function runWorkers(
+  queue: WorkQueue,
+  workers: number,
+  reconcile: (key: string) => Promise<{ requeueAfterMs?: number } | void>,
+  onError: (key: string, err: unknown) => void,
+): Promise<void> {
   await Promise.all(
     Array.from({ length: workers }, async () => {
       for (;;) {

@@ -10,8 +10,14 @@ export interface HealthChecks {
 }
 
 /** Serves /metrics from a registry and /healthz, /readyz from checks; returns the bound address. */
-export async function serveObservability(addr: string, registry: Registry | undefined, checks: HealthChecks): Promise<{ server: Server; url: string }> {
-  const [host, port] = addr.includes(':') ? [addr.slice(0, addr.lastIndexOf(':')) || '0.0.0.0', Number(addr.slice(addr.lastIndexOf(':') + 1))] : ['0.0.0.0', Number(addr)];
+export async function serveObservability(
+  addr: string,
+  registry: Registry | undefined,
+  checks: HealthChecks,
+): Promise<{ server: Server; url: string }> {
+  const [host, port] = addr.includes(':')
+    ? [addr.slice(0, addr.lastIndexOf(':')) || '0.0.0.0', Number(addr.slice(addr.lastIndexOf(':') + 1))]
+    : ['0.0.0.0', Number(addr)];
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics' && registry) {
@@ -21,8 +27,14 @@ export async function serveObservability(addr: string, registry: Registry | unde
         .catch((e) => res.writeHead(500).end(String(e)));
       return;
     }
-    if (path === '/healthz' || path === '/livez') return void res.writeHead(checks.live() ? 200 : 503, { 'content-type': 'text/plain' }).end(checks.live() ? 'ok' : 'not live');
-    if (path === '/readyz') return void res.writeHead(checks.ready() ? 200 : 503, { 'content-type': 'text/plain' }).end(checks.ready() ? 'ok' : 'not ready');
+    if (path === '/healthz' || path === '/livez')
+      return void res
+        .writeHead(checks.live() ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(checks.live() ? 'ok' : 'not live');
+    if (path === '/readyz')
+      return void res
+        .writeHead(checks.ready() ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(checks.ready() ? 'ok' : 'not ready');
     res.writeHead(404).end('not found');
   });
   await new Promise<void>((resolve, reject) => {
@@ -34,7 +46,12 @@ export async function serveObservability(addr: string, registry: Registry | unde
 }
 
 /** Metrics and health on their two addresses (one server when they are the same). */
-export async function serveMetricsAndHealth(metricsAddr: string, healthAddr: string, registry: Registry, checks: HealthChecks) {
+export async function serveMetricsAndHealth(
+  metricsAddr: string,
+  healthAddr: string,
+  registry: Registry,
+  checks: HealthChecks,
+) {
   const metrics = await serveObservability(metricsAddr, registry, checks);
   const health = healthAddr === metricsAddr ? metrics : await serveObservability(healthAddr, undefined, checks);
   return {

@@ -1,4 +1,10 @@
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import {
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Node,
+} from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass, type ENIPoolSpec } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
 import { isConflict } from '../kube/errors.js';
@@ -35,12 +41,27 @@ export const MISMATCH_ANNOTATION = 'eniipam.io/class-mismatch';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const POLICY_FIELDS = [
-  'vSwitchIDs', 'vSwitchTags', 'vSwitchSelection', 'securityGroupIDs', 'securityGroupTags', 'eniTags',
-  'minAllocate', 'preAllocate', 'maxAboveWatermark', 'maxAllocate', 'releaseExcessIPs', 'releaseDelaySeconds', 'deleteEmptyENIs',
+  'vSwitchIDs',
+  'vSwitchTags',
+  'vSwitchSelection',
+  'securityGroupIDs',
+  'securityGroupTags',
+  'eniTags',
+  'minAllocate',
+  'preAllocate',
+  'maxAboveWatermark',
+  'maxAllocate',
+  'releaseExcessIPs',
+  'releaseDelaySeconds',
+  'deleteEmptyENIs',
 ] as const;
 
 /** Why a class cannot work in this VPC, or undefined; and the zones its vSwitches cover. */
-export async function validateClass(c: ENIPoolClass, cloud: CloudState, vpcId: string): Promise<{ reason?: string; message: string; zones: string[] }> {
+export async function validateClass(
+  c: ENIPoolClass,
+  cloud: CloudState,
+  vpcId: string,
+): Promise<{ reason?: string; message: string; zones: string[] }> {
   const spec = c.spec;
   const vSwitches = await cloud.vSwitches();
   const sgs = await cloud.securityGroups();
@@ -48,36 +69,83 @@ export async function validateClass(c: ENIPoolClass, cloud: CloudState, vpcId: s
   const missing = (spec.vSwitchIDs ?? []).filter((id) => !inVpc.some((v) => v.id === id));
   if (missing.length) {
     const elsewhere = missing.filter((id) => vSwitches.some((v) => v.id === id));
-    return { reason: 'VSwitchNotFound', message: `vSwitch ${missing.join(', ')} ${elsewhere.length ? 'is not in' : 'does not exist in'} VPC ${vpcId}`, zones: [] };
+    return {
+      reason: 'VSwitchNotFound',
+      message: `vSwitch ${missing.join(', ')} ${elsewhere.length ? 'is not in' : 'does not exist in'} VPC ${vpcId}`,
+      zones: [],
+    };
   }
   const tags = spec.vSwitchTags ?? {};
-  const tagged = Object.keys(tags).length ? inVpc.filter((v) => Object.entries(tags).every(([k, val]) => v.tags[k] === val)) : [];
+  const tagged = Object.keys(tags).length
+    ? inVpc.filter((v) => Object.entries(tags).every(([k, val]) => v.tags[k] === val))
+    : [];
   const chosen = [...inVpc.filter((v) => spec.vSwitchIDs?.includes(v.id)), ...tagged];
   if (!chosen.length) {
-    return { reason: 'NoVSwitch', message: Object.keys(tags).length ? `no vSwitch of VPC ${vpcId} has the tags ${JSON.stringify(tags)}` : 'set vSwitchIDs or vSwitchTags', zones: [] };
+    return {
+      reason: 'NoVSwitch',
+      message: Object.keys(tags).length
+        ? `no vSwitch of VPC ${vpcId} has the tags ${JSON.stringify(tags)}`
+        : 'set vSwitchIDs or vSwitchTags',
+      zones: [],
+    };
   }
   const missingSg = (spec.securityGroupIDs ?? []).filter((id) => !sgs.some((g) => g.id === id && g.vpcId === vpcId));
-  if (missingSg.length) return { reason: 'SecurityGroupNotFound', message: `security group ${missingSg.join(', ')} does not exist in VPC ${vpcId}`, zones: [] };
+  if (missingSg.length)
+    return {
+      reason: 'SecurityGroupNotFound',
+      message: `security group ${missingSg.join(', ')} does not exist in VPC ${vpcId}`,
+      zones: [],
+    };
   const sgTags = spec.securityGroupTags ?? {};
-  if (Object.keys(sgTags).length && !sgs.some((g) => g.vpcId === vpcId && Object.entries(sgTags).every(([k, v]) => g.tags[k] === v))) {
-    return { reason: 'SecurityGroupNotFound', message: `no security group of VPC ${vpcId} has the tags ${JSON.stringify(sgTags)}`, zones: [] };
+  if (
+    Object.keys(sgTags).length &&
+    !sgs.some((g) => g.vpcId === vpcId && Object.entries(sgTags).every(([k, v]) => g.tags[k] === v))
+  ) {
+    return {
+      reason: 'SecurityGroupNotFound',
+      message: `no security group of VPC ${vpcId} has the tags ${JSON.stringify(sgTags)}`,
+      zones: [],
+    };
   }
-  if (!(spec.securityGroupIDs ?? []).length && !Object.keys(sgTags).length) return { reason: 'NoSecurityGroup', message: 'set securityGroupIDs or securityGroupTags', zones: [] };
+  if (!(spec.securityGroupIDs ?? []).length && !Object.keys(sgTags).length)
+    return { reason: 'NoSecurityGroup', message: 'set securityGroupIDs or securityGroupTags', zones: [] };
   const groups = securityGroupsFor(spec, sgs, vpcId);
   if (groups.length > MAX_SECURITY_GROUPS_PER_ENI) {
-    return { reason: 'TooManySecurityGroups', message: `${groups.length} security groups match (${groups.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}: narrow securityGroupTags or list fewer securityGroupIDs`, zones: [] };
+    return {
+      reason: 'TooManySecurityGroups',
+      message: `${groups.length} security groups match (${groups.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}: narrow securityGroupTags or list fewer securityGroupIDs`,
+      zones: [],
+    };
   }
   const tagCount = Object.keys({ ...spec.eniTags, ...OWNERSHIP_TAG_KEYS }).length;
   if (tagCount > MAX_TAGS_PER_ENI) {
-    return { reason: 'TooManyTags', message: `eniTags has ${Object.keys(spec.eniTags ?? {}).length} tags; with the ${Object.keys(OWNERSHIP_TAG_KEYS).length} ownership tags an ENI would carry ${tagCount}, more than the ${MAX_TAGS_PER_ENI} ECS allows`, zones: [] };
+    return {
+      reason: 'TooManyTags',
+      message: `eniTags has ${Object.keys(spec.eniTags ?? {}).length} tags; with the ${Object.keys(OWNERSHIP_TAG_KEYS).length} ownership tags an ENI would carry ${tagCount}, more than the ${MAX_TAGS_PER_ENI} ECS allows`,
+      zones: [],
+    };
   }
-  const reserved = Object.keys(spec.eniTags ?? {}).filter((k) => k.startsWith('eni-ipam.io/') || /^(aliyun|acs:)/i.test(k));
-  if (reserved.length) return { reason: 'ReservedTag', message: `eniTags may not use the reserved keys ${reserved.join(', ')} (eni-ipam.io/ is the operator's; aliyun and acs: are the cloud's)`, zones: [] };
+  const reserved = Object.keys(spec.eniTags ?? {}).filter(
+    (k) => k.startsWith('eni-ipam.io/') || /^(aliyun|acs:)/i.test(k),
+  );
+  if (reserved.length)
+    return {
+      reason: 'ReservedTag',
+      message: `eniTags may not use the reserved keys ${reserved.join(', ')} (eni-ipam.io/ is the operator's; aliyun and acs: are the cloud's)`,
+      zones: [],
+    };
   if ((spec.maxAllocate ?? 0) > 0 && (spec.minAllocate ?? 0) > spec.maxAllocate!) {
-    return { reason: 'InvalidSizing', message: `minAllocate ${spec.minAllocate} exceeds maxAllocate ${spec.maxAllocate}`, zones: [] };
+    return {
+      reason: 'InvalidSizing',
+      message: `minAllocate ${spec.minAllocate} exceeds maxAllocate ${spec.maxAllocate}`,
+      zones: [],
+    };
   }
   const zones = [...new Set(chosen.map((v) => v.zoneId))].sort();
-  return { message: `vSwitches ${[...new Set(chosen.map((v) => v.id))].join(', ')} cover zones ${zones.join(', ')}`, zones };
+  return {
+    message: `vSwitches ${[...new Set(chosen.map((v) => v.id))].join(', ')} cover zones ${zones.join(', ')}`,
+    zones,
+  };
 }
 
 /**
@@ -100,13 +168,37 @@ export class ClassReconciler {
     const nodes = this.d.nodes.list().map(nodeInfo);
     const governed = nodes.filter((n) => winningClass(classes, n.labels)?.metadata.name === name);
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const conditions = setCondition(cls.status?.conditions ?? [], { type: 'Valid', status: verdict.reason ? 'False' : 'True', reason: verdict.reason ?? 'Valid', message: verdict.message }, now);
+    const conditions = setCondition(
+      cls.status?.conditions ?? [],
+      {
+        type: 'Valid',
+        status: verdict.reason ? 'False' : 'True',
+        reason: verdict.reason ?? 'Valid',
+        message: verdict.message,
+      },
+      now,
+    );
     const status = { matchedNodes: governed.length, conditions, observedGeneration: cls.metadata.generation };
-    if (JSON.stringify(status) !== JSON.stringify({ matchedNodes: cls.status?.matchedNodes, conditions: cls.status?.conditions, observedGeneration: cls.status?.observedGeneration })) {
+    if (
+      JSON.stringify(status) !==
+      JSON.stringify({
+        matchedNodes: cls.status?.matchedNodes,
+        conditions: cls.status?.conditions,
+        observedGeneration: cls.status?.observedGeneration,
+      })
+    ) {
       if (verdict.reason && cls.status?.conditions?.find((c) => c.type === 'Valid')?.reason !== verdict.reason) {
-        void this.d.events.record({ apiVersion: API_VERSION, kind: 'ENIPoolClass', name, uid: cls.metadata.uid }, 'Warning', verdict.reason, verdict.message);
+        void this.d.events.record(
+          { apiVersion: API_VERSION, kind: 'ENIPoolClass', name, uid: cls.metadata.uid },
+          'Warning',
+          verdict.reason,
+          verdict.message,
+        );
       }
-      await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipoolclasses', name, body: { status } }, merge);
+      await this.custom.patchClusterCustomObjectStatus(
+        { group: GROUP, version: VERSION, plural: 'enipoolclasses', name, body: { status } },
+        merge,
+      );
     }
     if (verdict.reason) return;
     for (const node of governed) await this.ensurePool(cls, node);
@@ -114,9 +206,20 @@ export class ClassReconciler {
     for (const pool of this.d.pools.list()) {
       if (pool.spec.className !== name || governed.some((n) => n.name === pool.spec.nodeName)) continue;
       const winner = nodes.find((n) => n.name === pool.spec.nodeName);
-      const why = winner ? `class ${name} no longer selects node ${pool.spec.nodeName} (${winningClass(classes, winner.labels)?.metadata.name ?? 'no class'} does)` : '';
+      const why = winner
+        ? `class ${name} no longer selects node ${pool.spec.nodeName} (${winningClass(classes, winner.labels)?.metadata.name ?? 'no class'} does)`
+        : '';
       if (why && pool.metadata.annotations?.[MISMATCH_ANNOTATION] !== why) {
-        await this.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name: pool.metadata.name, body: { metadata: { annotations: { [MISMATCH_ANNOTATION]: why } } } }, merge);
+        await this.custom.patchClusterCustomObject(
+          {
+            group: GROUP,
+            version: VERSION,
+            plural: 'enipools',
+            name: pool.metadata.name,
+            body: { metadata: { annotations: { [MISMATCH_ANNOTATION]: why } } },
+          },
+          merge,
+        );
       }
     }
   }
@@ -147,18 +250,41 @@ export class ClassReconciler {
     // A field the class drops is dropped from the pool too (null in the merge patch).
     for (const f of POLICY_FIELDS) (spec as Record<string, unknown>)[f] = cls.spec[f] ?? null;
     if (!existing) {
-      const clean = Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== null && v !== undefined)) as ENIPoolSpec;
-      const body: ENIPool = { apiVersion: API_VERSION, kind: 'ENIPool', metadata: { name: node.name, labels: { 'eniipam.io/class': cls.metadata.name } }, spec: clean };
-      await this.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', body }).catch((e) => {
-        if (!isConflict(e)) throw e;
-      });
+      const clean = Object.fromEntries(
+        Object.entries(spec).filter(([, v]) => v !== null && v !== undefined),
+      ) as ENIPoolSpec;
+      const body: ENIPool = {
+        apiVersion: API_VERSION,
+        kind: 'ENIPool',
+        metadata: { name: node.name, labels: { 'eniipam.io/class': cls.metadata.name } },
+        spec: clean,
+      };
+      await this.custom
+        .createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', body })
+        .catch((e) => {
+          if (!isConflict(e)) throw e;
+        });
       this.d.logger.info({ node: node.name, class: cls.metadata.name }, 'created ENIPool');
       return;
     }
-    const differs = Object.entries(spec).some(([k, v]) => v !== null && JSON.stringify(v) !== JSON.stringify((existing.spec as Record<string, unknown>)[k]));
+    const differs = Object.entries(spec).some(
+      ([k, v]) => v !== null && JSON.stringify(v) !== JSON.stringify((existing.spec as Record<string, unknown>)[k]),
+    );
     if (differs || existing.metadata.annotations?.[MISMATCH_ANNOTATION]) {
       await this.custom.patchClusterCustomObject(
-        { group: GROUP, version: VERSION, plural: 'enipools', name: node.name, body: { metadata: { labels: { 'eniipam.io/class': cls.metadata.name }, annotations: { [MISMATCH_ANNOTATION]: null } }, spec } },
+        {
+          group: GROUP,
+          version: VERSION,
+          plural: 'enipools',
+          name: node.name,
+          body: {
+            metadata: {
+              labels: { 'eniipam.io/class': cls.metadata.name },
+              annotations: { [MISMATCH_ANNOTATION]: null },
+            },
+            spec,
+          },
+        },
         merge,
       );
     }

@@ -3,7 +3,12 @@ import { detachStrings } from '../kube/detach.js';
 import type { Logger } from '../observability/logger.js';
 
 /** The tag keys every ENI the operator creates carries. */
-export const TAGS = { cluster: 'eni-ipam.io/cluster', node: 'eni-ipam.io/node', creator: 'eni-ipam.io/creator', createToken: 'eni-ipam.io/create-token' } as const;
+export const TAGS = {
+  cluster: 'eni-ipam.io/cluster',
+  node: 'eni-ipam.io/node',
+  creator: 'eni-ipam.io/creator',
+  createToken: 'eni-ipam.io/create-token',
+} as const;
 export const CREATOR = 'eni-ipam-operator';
 
 /**
@@ -65,10 +70,14 @@ export class CloudState {
     const newer = (id: string) => (this.changed.get(id) ?? -1) > started;
     const [attached, ours] = await Promise.all([
       instanceId ? this.api.describeNetworkInterfaces({ instanceId }) : [],
-      this.api.describeNetworkInterfaces({ vpcId: this.vpcId, tags: { [TAGS.cluster]: this.clusterId, [TAGS.node]: node } }),
+      this.api.describeNetworkInterfaces({
+        vpcId: this.vpcId,
+        tags: { [TAGS.cluster]: this.clusterId, [TAGS.node]: node },
+      }),
     ]);
     const seen = new Set([...attached, ...ours].map((e) => e.id));
-    for (const e of [...(instanceId ? this.enisOfInstance(instanceId) : []), ...this.ownedBy(node)]) if (!seen.has(e.id) && !newer(e.id)) this.forget(e.id);
+    for (const e of [...(instanceId ? this.enisOfInstance(instanceId) : []), ...this.ownedBy(node)])
+      if (!seen.has(e.id) && !newer(e.id)) this.forget(e.id);
     for (const e of [...attached, ...ours]) if (!newer(e.id)) this.upsert(e);
   }
 
@@ -85,7 +94,8 @@ export class CloudState {
     this.forget(e.id);
     this.byId.set(e.id, e);
     this.changed.set(e.id, ++this.seq);
-    const add = (m: Map<string, Set<string>>, k: string | undefined) => k && (m.get(k) ?? m.set(k, new Set()).get(k)!).add(e.id);
+    const add = (m: Map<string, Set<string>>, k: string | undefined) =>
+      k && (m.get(k) ?? m.set(k, new Set()).get(k)!).add(e.id);
     add(this.byInstance, e.instanceId);
     add(this.byNode, this.nodeOf(e));
   }

@@ -81,12 +81,25 @@ export class EniLifecycle {
     const name = pool.metadata.name;
     this.addIncoming(name, 1, ips);
     const clientToken = randomUUID();
-    const tags = { ...(pool.spec.eniTags ?? {}), [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.creator]: CREATOR, [TAGS.createToken]: clientToken };
+    const tags = {
+      ...(pool.spec.eniTags ?? {}),
+      [TAGS.cluster]: this.d.config.clusterId,
+      [TAGS.node]: name,
+      [TAGS.creator]: CREATOR,
+      [TAGS.createToken]: clientToken,
+    };
     void (async () => {
       let eni: NetworkInterface | undefined;
       try {
         if (this.stopped) return;
-        eni = await this.createResolved(name, { vSwitchId, securityGroupIds, secondaryIpCount: ips - 1, tags, clientToken, description: `eni-ipam pool ENI of node ${name}` });
+        eni = await this.createResolved(name, {
+          vSwitchId,
+          securityGroupIds,
+          secondaryIpCount: ips - 1,
+          tags,
+          clientToken,
+          description: `eni-ipam pool ENI of node ${name}`,
+        });
         this.d.failures.succeeded(name, 'CreateNetworkInterface');
         this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
         this.d.cloud.took(vSwitchId, ips);
@@ -94,7 +107,9 @@ export class EniLifecycle {
         this.d.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
       } catch (e) {
         this.addIncoming(name, -1, -ips);
-        await this.d.onCloudError(pool, e, vSwitchId).catch((err) => this.failedInBackground(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, err));
+        await this.d
+          .onCloudError(pool, e, vSwitchId)
+          .catch((err) => this.failedInBackground(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, err));
         return;
       }
       this.attach(pool, eni, { counted: ips });
@@ -106,13 +121,19 @@ export class EniLifecycle {
    * happened instead of creating another: the ENI is looked for by its token tag, and the
    * create is repeated with the same ClientToken, which the cloud answers with the same ENI.
    */
-  private async createResolved(name: string, req: CreateEniRequest & { clientToken: string }): Promise<NetworkInterface> {
+  private async createResolved(
+    name: string,
+    req: CreateEniRequest & { clientToken: string },
+  ): Promise<NetworkInterface> {
     let last: unknown;
     for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
       if (attempt > 0) {
         await sleep(1000 * 2 ** (attempt - 1));
         const [found] = await this.d.api
-          .describeNetworkInterfaces({ vpcId: this.d.config.vpcId, tags: { [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.createToken]: req.clientToken } })
+          .describeNetworkInterfaces({
+            vpcId: this.d.config.vpcId,
+            tags: { [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.createToken]: req.clientToken },
+          })
           .catch(() => []);
         if (found) return found;
       }
@@ -121,7 +142,10 @@ export class EniLifecycle {
       } catch (e) {
         if (!outcomeUnknown(e)) throw e;
         last = e;
-        this.d.logger.warn({ node: name, clientToken: req.clientToken, err: (e as Error).message }, 'no answer to CreateNetworkInterface; resolving it by its ClientToken');
+        this.d.logger.warn(
+          { node: name, clientToken: req.clientToken, err: (e as Error).message },
+          'no answer to CreateNetworkInterface; resolving it by its ClientToken',
+        );
       }
     }
     throw last;
@@ -137,7 +161,10 @@ export class EniLifecycle {
     }
     if (err.code === 'Client.NotLeading' || err.code === 'Transport.Closed') return;
     const r = this.d.failures.record(name, err, Date.now());
-    this.d.logger.warn({ node: name, action: err.action, code: err.code, requestId: err.requestId, retryInMs: r.until - Date.now() }, `${what} failed`);
+    this.d.logger.warn(
+      { node: name, action: err.action, code: err.code, requestId: err.requestId, retryInMs: r.until - Date.now() },
+      `${what} failed`,
+    );
     this.d.event(pool, 'Warning', reason, `${what}: ${r.message}`);
     this.d.enqueue(name, r.until - Date.now() + 50);
   }
@@ -171,25 +198,63 @@ export class EniLifecycle {
         if (attached) {
           this.d.cloud.upsert(attached);
           this.d.published(name);
-          this.d.event(pool, 'Normal', 'AttachedENI', `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`);
+          this.d.event(
+            pool,
+            'Normal',
+            'AttachedENI',
+            `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`,
+          );
           return;
         }
         if (this.stopped) return;
         const why = failure instanceof Error ? failure.message : 'the ENI fell back to Available';
         // Refused for a passing reason (throttled, no answer, not leading): the ENI is fine; attach it later.
-        if (failure instanceof CloudError && (failure.retryable || failure.code.startsWith('Client.') || failure.code === 'Transport.Closed')) {
-          this.failedInBackground(pool, 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID} (kept for a later attach)`, failure);
+        if (
+          failure instanceof CloudError &&
+          (failure.retryable || failure.code.startsWith('Client.') || failure.code === 'Transport.Closed')
+        ) {
+          this.failedInBackground(
+            pool,
+            'AttachFailed',
+            `attaching ${eni.id} to ${pool.spec.instanceID} (kept for a later attach)`,
+            failure,
+          );
           return;
         }
         if (this.d.config.mode !== 'normal') {
-          this.d.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; mode ${this.d.config.mode} keeps it for a later attach`);
+          this.d.event(
+            pool,
+            'Warning',
+            'AttachFailed',
+            `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; mode ${this.d.config.mode} keeps it for a later attach`,
+          );
           return;
         }
-        this.d.event(pool, 'Warning', 'AttachFailed', `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`);
-        await this.deleteEni(eni.id).catch((err) => this.d.logger.warn({ node: name, eni: eni.id, err: (err as Error).message }, 'could not delete an ENI whose attach failed; GC will'));
+        this.d.event(
+          pool,
+          'Warning',
+          'AttachFailed',
+          `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`,
+        );
+        await this.deleteEni(eni.id).catch((err) =>
+          this.d.logger.warn(
+            { node: name, eni: eni.id, err: (err as Error).message },
+            'could not delete an ENI whose attach failed; GC will',
+          ),
+        );
         // Held back, so that a node whose attaches keep failing does not create, fail and delete in a loop.
-        const cause = failure instanceof CloudError ? failure : new CloudError('AttachNetworkInterface', 'OperationFailed.AttachFellBack', `${eni.id} fell back to Available instead of reaching InUse`, undefined);
-        await this.d.onCloudError(pool, cause).catch((err) => this.failedInBackground(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, err));
+        const cause =
+          failure instanceof CloudError
+            ? failure
+            : new CloudError(
+                'AttachNetworkInterface',
+                'OperationFailed.AttachFellBack',
+                `${eni.id} fell back to Available instead of reaching InUse`,
+                undefined,
+              );
+        await this.d
+          .onCloudError(pool, cause)
+          .catch((err) => this.failedInBackground(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, err));
       } finally {
         this.addIncoming(name, -1, -carried);
         this.attaching.delete(eni.id);

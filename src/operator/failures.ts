@@ -13,7 +13,14 @@ export interface FailureRecord {
 }
 
 /** Kinds that no retry fixes: a missing permission, a bad request, an error nobody classified. */
-const PERMANENT: ReadonlySet<CloudErrorKind> = new Set(['permission', 'invalid-request', 'unknown', 'quota-exceeded', 'invalid-state', 'not-found']);
+const PERMANENT: ReadonlySet<CloudErrorKind> = new Set([
+  'permission',
+  'invalid-request',
+  'unknown',
+  'quota-exceeded',
+  'invalid-state',
+  'not-found',
+]);
 
 /** What a user can do about a failure the cloud reported. */
 export function hintFor(e: CloudError): string {
@@ -21,7 +28,8 @@ export function hintFor(e: CloudError): string {
     return `grant the RAM action ecs:${e.action} to the operator's identity (see the README's RAM policy)`;
   }
   if (e.kind === 'permission') return "check the operator's credentials (AccessKey, RAM role or RRSA)";
-  if (e.kind === 'throttled') return `the account's ${e.action} quota is used up; lower --api-limits or --api-limit-scale if another tool shares it`;
+  if (e.kind === 'throttled')
+    return `the account's ${e.action} quota is used up; lower --api-limits or --api-limit-scale if another tool shares it`;
   if (e.kind === 'transient') return 'the cloud or the network failed; the operator retries with a growing delay';
   return 'the operator retries with a growing delay';
 }
@@ -45,7 +53,14 @@ export class FailureMemory {
     const permanent = PERMANENT.has(e.kind);
     const count = (mine.get(e.action)?.count ?? 0) + 1;
     const [base, cap] = permanent ? [5_000, 600_000] : [1_000, 60_000];
-    const r: FailureRecord = { action: e.action, code: e.code, message: describeFailure(e), permanent, count, until: now + Math.min(cap, base * 2 ** (count - 1)) };
+    const r: FailureRecord = {
+      action: e.action,
+      code: e.code,
+      message: describeFailure(e),
+      permanent,
+      count,
+      until: now + Math.min(cap, base * 2 ** (count - 1)),
+    };
     mine.set(e.action, r);
     return r;
   }

@@ -26,7 +26,13 @@ export async function collectLeakedEnis(d: {
   const pools = new Set(d.pools.list().map((p) => p.metadata.name));
   const leaked = d.cloud
     .owned()
-    .filter((e) => e.status === 'Available' && !e.instanceId && !pools.has(e.tags[TAGS.node] ?? '') && now - Date.parse(e.creationTime) >= d.minAgeMs);
+    .filter(
+      (e) =>
+        e.status === 'Available' &&
+        !e.instanceId &&
+        !pools.has(e.tags[TAGS.node] ?? '') &&
+        now - Date.parse(e.creationTime) >= d.minAgeMs,
+    );
   const deleted: string[] = [];
   for (const e of leaked) {
     try {
@@ -36,7 +42,10 @@ export async function collectLeakedEnis(d: {
       d.cloud.forget(e.id);
       d.metrics.gcEnis.inc();
       deleted.push(e.id);
-      d.logger.info({ eni: e.id, node: e.tags[TAGS.node], vswitch: e.vSwitchId, created: e.creationTime }, 'deleted a leaked ENI');
+      d.logger.info(
+        { eni: e.id, node: e.tags[TAGS.node], vswitch: e.vSwitchId, created: e.creationTime },
+        'deleted a leaked ENI',
+      );
     } catch (err) {
       d.logger.warn({ eni: e.id, err: (err as Error).message }, 'could not delete a leaked ENI');
     }

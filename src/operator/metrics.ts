@@ -32,7 +32,12 @@ export class OperatorMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.poolIps = new Gauge({ name: 'eni_ipam_pool_ips', help: 'IPs of a node pool by kind: available, used, needed, releasing.', labelNames: ['node', 'kind'], registers });
+    this.poolIps = new Gauge({
+      name: 'eni_ipam_pool_ips',
+      help: 'IPs of a node pool by kind: available, used, needed, releasing.',
+      labelNames: ['node', 'kind'],
+      registers,
+    });
     const fleet = () => this.fleet?.();
     this.nodes = new Gauge({
       name: 'eni_ipam_nodes',
@@ -72,17 +77,66 @@ export class OperatorMetrics {
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
       registers,
     });
-    this.reconcileDuration = new Histogram({ name: 'eni_ipam_reconcile_duration_seconds', help: 'Reconcile duration by kind (pool, class).', labelNames: ['kind'], buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30], registers });
-    this.reconcileErrors = new Counter({ name: 'eni_ipam_reconcile_errors_total', help: 'Reconciles that failed, by kind.', labelNames: ['kind'], registers });
-    this.queueDepth = new Gauge({ name: 'eni_ipam_workqueue_depth', help: 'Keys waiting in the work queue.', registers });
-    this.queueWait = new Histogram({ name: 'eni_ipam_workqueue_wait_seconds', help: 'Time a key waited in the queue before work started.', buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 60], registers });
-    this.gcEnis = new Counter({ name: 'eni_ipam_gc_enis_deleted_total', help: 'Leaked ENIs the garbage collector deleted.', registers });
-    this.leader = new Gauge({ name: 'eni_ipam_leader', help: '1 while this operator instance is the leader.', registers });
-    this.cloudChanges = new Counter({ name: 'eni_ipam_cloud_changes_total', help: 'Cloud changes the operator made, by action.', labelNames: ['action'], registers });
+    this.reconcileDuration = new Histogram({
+      name: 'eni_ipam_reconcile_duration_seconds',
+      help: 'Reconcile duration by kind (pool, class).',
+      labelNames: ['kind'],
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30],
+      registers,
+    });
+    this.reconcileErrors = new Counter({
+      name: 'eni_ipam_reconcile_errors_total',
+      help: 'Reconciles that failed, by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.queueDepth = new Gauge({
+      name: 'eni_ipam_workqueue_depth',
+      help: 'Keys waiting in the work queue.',
+      registers,
+    });
+    this.queueWait = new Histogram({
+      name: 'eni_ipam_workqueue_wait_seconds',
+      help: 'Time a key waited in the queue before work started.',
+      buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 60],
+      registers,
+    });
+    this.gcEnis = new Counter({
+      name: 'eni_ipam_gc_enis_deleted_total',
+      help: 'Leaked ENIs the garbage collector deleted.',
+      registers,
+    });
+    this.leader = new Gauge({
+      name: 'eni_ipam_leader',
+      help: '1 while this operator instance is the leader.',
+      registers,
+    });
+    this.cloudChanges = new Counter({
+      name: 'eni_ipam_cloud_changes_total',
+      help: 'Cloud changes the operator made, by action.',
+      labelNames: ['action'],
+      registers,
+    });
     this.resyncs = new Counter({ name: 'eni_ipam_resyncs_total', help: 'Full ENI resyncs completed.', registers });
-    this.resyncPages = new Gauge({ name: 'eni_ipam_resync_pages', help: 'DescribeNetworkInterfaces pages the last full resync read.', registers });
-    this.resyncEnis = new Gauge({ name: 'eni_ipam_resync_enis', help: 'ENIs of the VPC the last full resync found.', registers });
-    this.resyncCpu = new Gauge({ name: 'eni_ipam_resync_cpu_seconds', help: 'CPU time (user and system) the process spent during the last full resync.', registers });
-    this.resyncDuration = new Gauge({ name: 'eni_ipam_resync_duration_seconds', help: 'Wall time of the last full resync.', registers });
+    this.resyncPages = new Gauge({
+      name: 'eni_ipam_resync_pages',
+      help: 'DescribeNetworkInterfaces pages the last full resync read.',
+      registers,
+    });
+    this.resyncEnis = new Gauge({
+      name: 'eni_ipam_resync_enis',
+      help: 'ENIs of the VPC the last full resync found.',
+      registers,
+    });
+    this.resyncCpu = new Gauge({
+      name: 'eni_ipam_resync_cpu_seconds',
+      help: 'CPU time (user and system) the process spent during the last full resync.',
+      registers,
+    });
+    this.resyncDuration = new Gauge({
+      name: 'eni_ipam_resync_duration_seconds',
+      help: 'Wall time of the last full resync.',
+      registers,
+    });
   }
 }

@@ -1,4 +1,10 @@
-import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Api,
+  type CustomObjectsApi,
+  type V1Node,
+} from '@kubernetes/client-node';
 import { GROUP, VERSION, type ENIPool } from '../api/types.js';
 import type { EcsApi, NetworkInterface } from '../cloud/index.js';
 import { answerTo } from '../ipam/release.js';
@@ -54,7 +60,10 @@ export class NodeDeparture {
       await this.d.core.readNode({ name: nodeName });
       return { requeueAfterMs: 1000 }; // the cache lags: the Node is there
     } catch (e) {
-      if (!isNotFound(e)) throw new Error(`node ${nodeName} is not in the cache and cannot be read (${(e as Error).message}); keeping its pool`);
+      if (!isNotFound(e))
+        throw new Error(
+          `node ${nodeName} is not in the cache and cannot be read (${(e as Error).message}); keeping its pool`,
+        );
     }
     const instanceId = pool.spec.instanceID;
     const instance = instanceId ? (await this.d.api.describeInstances({ ids: [instanceId] }))[0] : undefined;
@@ -77,7 +86,10 @@ export class NodeDeparture {
     this.goneSince.set(name, since);
     const graceMs = this.d.config.nodeGoneGraceMs;
     if (now - since >= graceMs) {
-      this.d.logger.info({ node: nodeName, instance: instanceId, status: instance.status }, 'node has been gone for the grace period; deleting its pool');
+      this.d.logger.info(
+        { node: nodeName, instance: instanceId, status: instance.status },
+        'node has been gone for the grace period; deleting its pool',
+      );
       await this.deletePool(name);
       return {};
     }
@@ -89,7 +101,9 @@ export class NodeDeparture {
 
   private async deletePool(name: string): Promise<void> {
     this.goneSince.delete(name);
-    await ignoreNotFound(this.d.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }));
+    await ignoreNotFound(
+      this.d.custom.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }),
+    );
   }
 
   /** The pool is being deleted: detach and delete the ENIs we created for it, then let it go. */
@@ -100,12 +114,21 @@ export class NodeDeparture {
     // ENIs still being created would end attached to no pool: let them land first.
     const coming = enis.coming(name);
     if (coming.enis > 0) {
-      this.d.logger.info({ node: name, inFlight: coming.enis }, 'pool is being deleted; waiting for ENI creations in flight');
+      this.d.logger.info(
+        { node: name, inFlight: coming.enis },
+        'pool is being deleted; waiting for ENI creations in flight',
+      );
       return { requeueAfterMs: 1000 };
     }
     if (config.mode !== 'normal') {
       const kept = cloud.ownedBy(name);
-      if (kept.length) this.d.event(pool, 'Warning', 'ENIsKept', `pool ${name} is deleted; mode ${config.mode} keeps its ${kept.length} ENIs`);
+      if (kept.length)
+        this.d.event(
+          pool,
+          'Warning',
+          'ENIsKept',
+          `pool ${name} is deleted; mode ${config.mode} keeps its ${kept.length} ENIs`,
+        );
       return this.letGo(pool);
     }
     // What the cloud holds for this node now (the cache may predate the instance's release);
@@ -118,10 +141,21 @@ export class NodeDeparture {
     // On a node that still runs, pods may hold any published address: only the agent can say
     // which are free. Its ENIs go through the release handshake, whole, one confirmed ENI at a time.
     const handshake = ours.some((e) => e.status === 'InUse') && (await this.nodeExists(pool.spec.nodeName));
-    const confirmed = handshake ? await this.confirmRelease(pool, ours.filter((e) => e.status === 'InUse')) : undefined;
+    const confirmed = handshake
+      ? await this.confirmRelease(
+          pool,
+          ours.filter((e) => e.status === 'InUse'),
+        )
+      : undefined;
     const deletable = confirmed ? ours.filter((e) => e.status !== 'InUse' || confirmed.has(e.id)) : ours;
     await Promise.all(deletable.map((e) => enis.deleteEni(e.id)));
-    if (deletable.length) this.d.event(pool, 'Normal', 'ReleasedENIs', `pool ${name} is deleted: deleted its ${deletable.length} ENIs (${deletable.map((e) => e.id).join(', ')})`);
+    if (deletable.length)
+      this.d.event(
+        pool,
+        'Normal',
+        'ReleasedENIs',
+        `pool ${name} is deleted: deleted its ${deletable.length} ENIs (${deletable.map((e) => e.id).join(', ')})`,
+      );
     const kept = ours.filter((e) => !deletable.includes(e));
     if (kept.length) {
       const message = `pool ${name} is deleted while node ${pool.spec.nodeName} runs; ${kept.map((e) => e.id).join(', ')} go once the agent confirms their addresses are free`;
@@ -142,17 +176,30 @@ export class NodeDeparture {
    */
   private async confirmRelease(pool: ENIPool, enis: NetworkInterface[]): Promise<Set<string>> {
     const name = pool.metadata.name;
-    const live = (await this.d.custom.getClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name })) as ENIPool;
+    const live = (await this.d.custom.getClusterCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      plural: 'enipools',
+      name,
+    })) as ENIPool;
     const requests = { ...(live.status?.releaseRequests ?? {}) };
     const missing = enis.flatMap((e) => [e.primaryIp, ...e.secondaryIps]).filter((ip) => !(ip in requests));
     if (missing.length) {
       for (const ip of missing) requests[ip] = requestStamp();
-      const body = { metadata: { resourceVersion: live.metadata.resourceVersion }, status: { releaseRequests: requests } };
-      await this.d.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body }, merge);
+      const body = {
+        metadata: { resourceVersion: live.metadata.resourceVersion },
+        status: { releaseRequests: requests },
+      };
+      await this.d.custom.patchClusterCustomObjectStatus(
+        { group: GROUP, version: VERSION, plural: 'enipools', name, body },
+        merge,
+      );
       return new Set();
     }
     const asked = new Map(Object.entries(requests));
-    const acks = new Map(Object.entries(live.status?.releaseAcks ?? {}).filter(([, a]) => typeof a === 'object' && a !== null));
+    const acks = new Map(
+      Object.entries(live.status?.releaseAcks ?? {}).filter(([, a]) => typeof a === 'object' && a !== null),
+    );
     const used = live.status?.used ?? {};
     const free = (ip: string) => !(ip in used) && answerTo(ip, asked, acks) === 'ready';
     return new Set(enis.filter((e) => [e.primaryIp, ...e.secondaryIps].every(free)).map((e) => e.id));
@@ -162,7 +209,12 @@ export class NodeDeparture {
     this.resynced.delete(pool.metadata.name);
     const finalizers = (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
     const body = { metadata: { finalizers } };
-    await ignoreNotFound(this.d.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name: pool.metadata.name, body }, merge));
+    await ignoreNotFound(
+      this.d.custom.patchClusterCustomObject(
+        { group: GROUP, version: VERSION, plural: 'enipools', name: pool.metadata.name, body },
+        merge,
+      ),
+    );
     return {};
   }
 }

@@ -32,14 +32,23 @@ export function selectorMatches(sel: LabelSelector | undefined, labels: Record<s
   for (const e of sel.matchExpressions ?? []) {
     const has = Object.prototype.hasOwnProperty.call(labels, e.key);
     const values = e.values ?? [];
-    const ok = e.operator === 'In' ? has && values.includes(labels[e.key]!) : e.operator === 'NotIn' ? !has || !values.includes(labels[e.key]!) : e.operator === 'Exists' ? has : !has;
+    const ok =
+      e.operator === 'In'
+        ? has && values.includes(labels[e.key]!)
+        : e.operator === 'NotIn'
+          ? !has || !values.includes(labels[e.key]!)
+          : e.operator === 'Exists'
+            ? has
+            : !has;
     if (!ok) return false;
   }
   return true;
 }
 
 /** The class that governs a node: the highest priority among those that select it, ties to the first name. */
-export function winningClass<C extends { metadata: { name: string }; spec: { priority?: number; nodeSelector?: LabelSelector } }>(classes: readonly C[], labels: Record<string, string>): C | undefined {
+export function winningClass<
+  C extends { metadata: { name: string }; spec: { priority?: number; nodeSelector?: LabelSelector } },
+>(classes: readonly C[], labels: Record<string, string>): C | undefined {
   return classes
     .filter((c) => selectorMatches(c.spec.nodeSelector, labels))
     .sort((a, b) => (b.spec.priority ?? 0) - (a.spec.priority ?? 0) || (a.metadata.name < b.metadata.name ? -1 : 1))[0];

@@ -90,7 +90,8 @@ export class Operator {
     this.poller = new StatePoller(api, logger, config.pollMinIntervalMs, config.pollMaxIntervalMs);
     const custom = kc.makeApiClient(CustomObjectsApi);
     const core = kc.makeApiClient(CoreV1Api);
-    const enqueuePool = (name: string, afterMs?: number) => (afterMs ? this.queue.addAfter(poolKey(name), afterMs) : this.queue.add(poolKey(name)));
+    const enqueuePool = (name: string, afterMs?: number) =>
+      afterMs ? this.queue.addAfter(poolKey(name), afterMs) : this.queue.add(poolKey(name));
     const enqueueClasses = () => this.classes.list().forEach((c) => this.queue.add(classKey(c.metadata.name)));
     this.pools = new Informer<ENIPool>({
       kc,
@@ -126,9 +127,33 @@ export class Operator {
       onChange: (_, p) => p.spec?.nodeName && enqueuePool(p.spec.nodeName),
     });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
-    this.poolReconciler = new PoolReconciler({ kc, pools: this.pools, nodes: this.nodes, pendingPods: this.pendingPods, api, cloud: this.cloud, poller: this.poller, events, metrics: this.metrics, config, logger, enqueue: enqueuePool, mayWrite: () => this.mayMutate() });
+    this.poolReconciler = new PoolReconciler({
+      kc,
+      pools: this.pools,
+      nodes: this.nodes,
+      pendingPods: this.pendingPods,
+      api,
+      cloud: this.cloud,
+      poller: this.poller,
+      events,
+      metrics: this.metrics,
+      config,
+      logger,
+      enqueue: enqueuePool,
+      mayWrite: () => this.mayMutate(),
+    });
     this.metrics.fleet = () => this.fleet();
-    this.classReconciler = new ClassReconciler({ kc, classes: this.classes, pools: this.pools, nodes: this.nodes, api, cloud: this.cloud, events, config, logger });
+    this.classReconciler = new ClassReconciler({
+      kc,
+      classes: this.classes,
+      pools: this.pools,
+      nodes: this.nodes,
+      api,
+      cloud: this.cloud,
+      events,
+      config,
+      logger,
+    });
   }
 
   /** What a pool lacks, from its last published status (a new pool: its preAllocate). */
@@ -149,7 +174,11 @@ export class Operator {
     }
     const enis: Record<string, number> = {};
     for (const e of this.cloud.owned()) enis[e.status] = (enis[e.status] ?? 0) + 1;
-    return { nodes, enis, vSwitches: this.cloud.knownVSwitches.map((v) => ({ id: v.id, zone: v.zoneId, free: v.availableIpCount })) };
+    return {
+      nodes,
+      enis,
+      vSwitches: this.cloud.knownVSwitches.map((v) => ({ id: v.id, zone: v.zoneId, free: v.availableIpCount })),
+    };
   }
 
   get synced(): boolean {
@@ -180,7 +209,9 @@ export class Operator {
   async start(): Promise<void> {
     await Promise.all(Object.values(this.informers).map((i) => i.start()));
     const waiting = setInterval(() => {
-      const unsynced = Object.entries(this.informers).filter(([, i]) => !i.synced).map(([k]) => k);
+      const unsynced = Object.entries(this.informers)
+        .filter(([, i]) => !i.synced)
+        .map(([k]) => k);
       this.o.logger.warn({ unsynced }, 'waiting for caches to list before leading or reporting ready');
     }, 10_000);
     waiting.unref();
@@ -232,12 +263,20 @@ export class Operator {
       }
     }
     this.enqueueAll();
-    this.workers = runWorkers(this.queue, this.o.config.workers, (key) => this.reconcile(key), (key, err) => {
-      this.metrics.reconcileErrors.inc({ kind: key.split('/')[0] });
-      this.o.logger.warn({ key, err: apiErrorMessage(err) }, 'reconcile failed');
-    });
+    this.workers = runWorkers(
+      this.queue,
+      this.o.config.workers,
+      (key) => this.reconcile(key),
+      (key, err) => {
+        this.metrics.reconcileErrors.inc({ kind: key.split('/')[0] });
+        this.o.logger.warn({ key, err: apiErrorMessage(err) }, 'reconcile failed');
+      },
+    );
     const every = (ms: number, fn: () => Promise<void>) => {
-      const t = setInterval(() => void fn().catch((e) => this.o.logger.warn({ err: (e as Error).message }, 'periodic task failed')), ms);
+      const t = setInterval(
+        () => void fn().catch((e) => this.o.logger.warn({ err: (e as Error).message }, 'periodic task failed')),
+        ms,
+      );
       t.unref();
       this.timers.push(t);
     };
@@ -268,8 +307,21 @@ export class Operator {
     if (this.o.config.mode !== 'normal') return [];
     await this.fullResync();
     const custom = this.o.kc.makeApiClient(CustomObjectsApi);
-    const poolExists = async (name: string) => Boolean(name) && (await ignoreNotFound(custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }))) !== undefined;
-    return collectLeakedEnis({ api: this.o.api, cloud: this.cloud, pools: this.pools, poolExists, poller: this.poller, metrics: this.metrics, logger: this.o.logger, minAgeMs: this.o.config.gcMinAgeMs });
+    const poolExists = async (name: string) =>
+      Boolean(name) &&
+      (await ignoreNotFound(
+        custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }),
+      )) !== undefined;
+    return collectLeakedEnis({
+      api: this.o.api,
+      cloud: this.cloud,
+      pools: this.pools,
+      poolExists,
+      poller: this.poller,
+      metrics: this.metrics,
+      logger: this.o.logger,
+      minAgeMs: this.o.config.gcMinAgeMs,
+    });
   }
 
   private enqueueAll(): void {

@@ -55,7 +55,11 @@ export class StatePoller {
     try {
       for (let i = 0; i < ids.length; i += 100) {
         const batch = ids.slice(i, i + 100);
-        const found = new Map((await this.api.describeNetworkInterfacesPage({ ids: batch }, { maxResults: 100 })).items.map((e) => [e.id, e] as const));
+        const found = new Map(
+          (await this.api.describeNetworkInterfacesPage({ ids: batch }, { maxResults: 100 })).items.map(
+            (e) => [e.id, e] as const,
+          ),
+        );
         for (const id of batch) {
           const w = this.waiting.get(id);
           if (!w) continue;
@@ -72,7 +76,11 @@ export class StatePoller {
             w.reject(new Error(`attaching ENI ${id} failed: it is Available again`));
           } else if (Date.now() > w.timeoutAt) {
             this.waiting.delete(id);
-            w.reject(new Error(`ENI ${id} did not become ${w.until} within ${this.timeoutMs / 1000} s (it is ${e?.status ?? 'gone'})`));
+            w.reject(
+              new Error(
+                `ENI ${id} did not become ${w.until} within ${this.timeoutMs / 1000} s (it is ${e?.status ?? 'gone'})`,
+              ),
+            );
           }
         }
       }

@@ -1,4 +1,12 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type Condition, type ENIPool } from '../api/types.js';
 import { CloudError, type EcsApi, type InstanceTypeLimits } from '../cloud/index.js';
 import { callsOf, planAllocation, type EniView } from '../ipam/allocate.js';
@@ -114,21 +122,32 @@ export class PoolReconciler {
     this.departure.nodeSeen(name);
     if (!pool.metadata.finalizers?.includes(FINALIZER)) {
       await this.custom.patchClusterCustomObject(
-        { group: GROUP, version: VERSION, plural: 'enipools', name, body: { metadata: { finalizers: [...(pool.metadata.finalizers ?? []), FINALIZER] } } },
+        {
+          group: GROUP,
+          version: VERSION,
+          plural: 'enipools',
+          name,
+          body: { metadata: { finalizers: [...(pool.metadata.finalizers ?? []), FINALIZER] } },
+        },
         merge,
       );
     }
     try {
       const r = await this.fill(pool);
       const next = this.failed.nextAttempt(name, Date.now());
-      return next === undefined ? r : { requeueAfterMs: Math.min(r.requeueAfterMs ?? Infinity, next - Date.now() + 50) };
+      return next === undefined
+        ? r
+        : { requeueAfterMs: Math.min(r.requeueAfterMs ?? Infinity, next - Date.now() + 50) };
     } catch (e) {
       // The pool changed since the cache showed it: plan again on the newer pool, soon.
       if (isConflict(e)) return { requeueAfterMs: 100 };
       if (!(e instanceof CloudError) || e.code === 'Client.NotLeading') throw e;
       // The action is held back on this node for its back-off (a permanent error for minutes).
       const r = this.failed.record(name, e, Date.now());
-      this.d.logger.warn({ node: name, action: e.action, code: e.code, requestId: e.requestId, retryInMs: r.until - Date.now() }, 'cloud call failed');
+      this.d.logger.warn(
+        { node: name, action: e.action, code: e.code, requestId: e.requestId, retryInMs: r.until - Date.now() },
+        'cloud call failed',
+      );
       this.event(pool, 'Warning', 'CloudCallFailed', r.message);
       await this.publish(pool).catch(() => undefined);
       return { requeueAfterMs: r.until - Date.now() + 50 };
@@ -141,13 +160,25 @@ export class PoolReconciler {
     const name = pool.metadata.name;
     const spec = pool.spec;
     if (!spec.instanceID || !spec.instanceType || !spec.zoneID) {
-      await this.publish(pool, { notReady: { reason: 'NoInstance', message: 'the pool names no ECS instance, instance type or zone; the node lacks its providerID or labels' } });
+      await this.publish(pool, {
+        notReady: {
+          reason: 'NoInstance',
+          message: 'the pool names no ECS instance, instance type or zone; the node lacks its providerID or labels',
+        },
+      });
       return {};
     }
     const limits = await cloud.instanceType(spec.instanceType);
     if (!limits) {
-      this.event(pool, 'Warning', 'UnknownInstanceType', `instance type ${spec.instanceType} is not known to DescribeInstanceTypes`);
-      await this.publish(pool, { notReady: { reason: 'UnknownInstanceType', message: `instance type ${spec.instanceType} is unknown` } });
+      this.event(
+        pool,
+        'Warning',
+        'UnknownInstanceType',
+        `instance type ${spec.instanceType} is not known to DescribeInstanceTypes`,
+      );
+      await this.publish(pool, {
+        notReady: { reason: 'UnknownInstanceType', message: `instance type ${spec.instanceType} is unknown` },
+      });
       return { requeueAfterMs: 60_000 };
     }
     // Our ENIs that another operator instance left half-done (created, or attaching) are finished, not replaced.
@@ -155,9 +186,15 @@ export class PoolReconciler {
     const mayRelease = config.mode === 'normal';
     if (mayAllocate) {
       for (const e of cloud.ownedBy(name)) {
-        if (this.enis.tracking(e.id) || this.enis.isRemoving(e.id) || this.failed.blocked(name, 'AttachNetworkInterface', Date.now())) continue;
+        if (
+          this.enis.tracking(e.id) ||
+          this.enis.isRemoving(e.id) ||
+          this.failed.blocked(name, 'AttachNetworkInterface', Date.now())
+        )
+          continue;
         if (e.status === 'Available' && !e.instanceId) this.enis.attach(pool, e);
-        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID) this.enis.attach(pool, e, { alreadyAttaching: true });
+        else if (e.status === 'Attaching' && e.instanceId === spec.instanceID)
+          this.enis.attach(pool, e, { alreadyAttaching: true });
       }
     }
     const onInstance = cloud.enisOfInstance(spec.instanceID).filter((e) => e.type !== 'Primary');
@@ -175,15 +212,24 @@ export class PoolReconciler {
     const cooling = coolingIps(pool, Date.now());
     const usage = { available, used: usedIps.size + cooling.length, pending };
     // Our ENIs parked Available (an attach held back after a failure) come back: they are not replaced.
-    const parked = cloud.ownedBy(name).filter((e) => e.status === 'Available' && !e.instanceId && !this.enis.tracking(e.id) && !this.enis.isRemoving(e.id));
+    const parked = cloud
+      .ownedBy(name)
+      .filter(
+        (e) => e.status === 'Available' && !e.instanceId && !this.enis.tracking(e.id) && !this.enis.isRemoving(e.id),
+      );
     const inFlight = this.enis.coming(name);
-    const coming = { enis: inFlight.enis + parked.length, ips: inFlight.ips + parked.reduce((n, e) => n + 1 + e.secondaryIps.length, 0) };
+    const coming = {
+      enis: inFlight.enis + parked.length,
+      ips: inFlight.ips + parked.reduce((n, e) => n + 1 + e.secondaryIps.length, 0),
+    };
     const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
     const need = needed(sizing, usage);
     if (need > 0 && !this.deficitSince.has(name)) this.deficitSince.set(name, Date.now());
 
     // Wanting more than the ceiling allows is a shortfall too, though nothing is left to plan.
-    const beyondCeiling = needed({ ...sizing, maxAllocate: Number.MAX_SAFE_INTEGER }, usage) > 0 && available + coming.ips >= sizing.maxAllocate;
+    const beyondCeiling =
+      needed({ ...sizing, maxAllocate: Number.MAX_SAFE_INTEGER }, usage) > 0 &&
+      available + coming.ips >= sizing.maxAllocate;
     if (beyondCeiling) {
       const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < podIpCapacity(limits);
       this.shortfall.set(name, {
@@ -203,11 +249,29 @@ export class PoolReconciler {
       ).map((v) => ({ id: v.id, free: v.free, blocked: cloud.blocked.has(v.id) }));
       const now = Date.now();
       // While attaches fail on this node, new ENIs would only pile up unattached.
-      const createHeld = this.failed.blocked(name, 'CreateNetworkInterface', now) || this.failed.blocked(name, 'AttachNetworkInterface', now);
+      const createHeld =
+        this.failed.blocked(name, 'CreateNetworkInterface', now) ||
+        this.failed.blocked(name, 'AttachNetworkInterface', now);
       const allow = { assign: !this.failed.blocked(name, 'AssignPrivateIpAddresses', now), create: !createHeld };
-      const plan = planAllocation({ want, enis: views, limits, vSwitches: candidates, selection: spec.vSwitchSelection ?? 'MostFreeIPs', creating: coming.enis, allow });
+      const plan = planAllocation({
+        want,
+        enis: views,
+        limits,
+        vSwitches: candidates,
+        selection: spec.vSwitchSelection ?? 'MostFreeIPs',
+        creating: coming.enis,
+        allow,
+      });
       this.d.logger.debug(
-        { node: name, want, available, coming, ops: plan.ops.length, calls: callsOf(plan.ops), owned: cloud.ownedBy(name).map((e) => `${e.id}:${e.status}:${e.instanceId ?? '-'}`) },
+        {
+          node: name,
+          want,
+          available,
+          coming,
+          ops: plan.ops.length,
+          calls: callsOf(plan.ops),
+          owned: cloud.ownedBy(name).map((e) => `${e.id}:${e.status}:${e.instanceId ?? '-'}`),
+        },
         'allocation planned',
       );
       if (plan.shortfall && plan.planned === 0 && coming.enis === 0 && allow.assign && allow.create) {
@@ -219,7 +283,13 @@ export class PoolReconciler {
               : `no vSwitch of the class in ${spec.zoneID} has free addresses (${candidates.map((c) => `${c.id}: ${c.blocked ? 'blocked' : c.free}`).join(', ') || 'none match'})`,
         });
       } else if (plan.planned > 0) this.shortfall.delete(name);
-      const sgs = plan.ops.some((o) => o.kind === 'create') ? securityGroupsFor(spec, (await cloud.securityGroups()).map((g) => ({ id: g.id, vpcId: g.vpcId, tags: g.tags })), config.vpcId) : [];
+      const sgs = plan.ops.some((o) => o.kind === 'create')
+        ? securityGroupsFor(
+            spec,
+            (await cloud.securityGroups()).map((g) => ({ id: g.id, vpcId: g.vpcId, tags: g.tags })),
+            config.vpcId,
+          )
+        : [];
       if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
         const message = `${sgs.length} security groups match the pool (${sgs.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
         this.event(pool, 'Warning', 'TooManySecurityGroups', message);
@@ -259,11 +329,23 @@ export class PoolReconciler {
         // our own last write): release only what a fresh read of the pool confirms too.
         const fresh = planRelease(releaseInput(await this.readStatus(name)));
         const ok = new Set(fresh.unassign.flatMap((u) => u.ips));
-        plan.unassign = plan.unassign.map((u) => ({ ...u, ips: u.ips.filter((ip) => ok.has(ip)) })).filter((u) => u.ips.length);
+        plan.unassign = plan.unassign
+          .map((u) => ({ ...u, ips: u.ips.filter((ip) => ok.has(ip)) }))
+          .filter((u) => u.ips.length);
         plan.deleteEnis = plan.deleteEnis.filter((id) => fresh.deleteEnis.includes(id));
       }
       if (plan.request.length || plan.withdraw.length || plan.unassign.length || plan.deleteEnis.length) {
-        this.d.logger.debug({ node: name, excess: ex, request: plan.request.length, withdraw: plan.withdraw.length, unassign: plan.unassign.length, deleteEnis: plan.deleteEnis }, 'release planned');
+        this.d.logger.debug(
+          {
+            node: name,
+            excess: ex,
+            request: plan.request.length,
+            withdraw: plan.withdraw.length,
+            unassign: plan.unassign.length,
+            deleteEnis: plan.deleteEnis,
+          },
+          'release planned',
+        );
       }
       for (const ip of plan.withdraw) delete releaseRequests[ip];
       for (const ip of plan.request) releaseRequests[ip] = requestStamp();
@@ -279,7 +361,12 @@ export class PoolReconciler {
           const eni = cloud.get(u.eniId);
           if (eni) cloud.upsert({ ...eni, secondaryIps: eni.secondaryIps.filter((ip) => !batch.includes(ip)) });
           batch.forEach((ip) => delete releaseRequests[ip]);
-          this.event(pool, 'Normal', 'ReleasedIPs', `unassigned ${batch.length} excess IPs from ${u.eniId} (${batch.join(', ')})`);
+          this.event(
+            pool,
+            'Normal',
+            'ReleasedIPs',
+            `unassigned ${batch.length} excess IPs from ${u.eniId} (${batch.join(', ')})`,
+          );
         }
       }
       for (const id of plan.deleteEnis) {
@@ -290,10 +377,12 @@ export class PoolReconciler {
         }
       }
       const since = this.excessSince.get(name);
-      if (ex > 0 && since !== undefined && Date.now() - since < delayMs) requeueAfterMs = delayMs - (Date.now() - since) + 50;
+      if (ex > 0 && since !== undefined && Date.now() - since < delayMs)
+        requeueAfterMs = delayMs - (Date.now() - since) + 50;
     } else releaseRequests = {};
     // When the last cool-down ends the need drops: look again then, whatever the agent writes.
-    if (cooling.length) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, Math.max(...cooling.map((c) => c.until)) - Date.now() + 50);
+    if (cooling.length)
+      requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, Math.max(...cooling.map((c) => c.until)) - Date.now() + 50);
 
     await this.publish(pool, { releaseRequests });
     return { requeueAfterMs };
@@ -301,7 +390,12 @@ export class PoolReconciler {
 
   /** The pool's status as the API server has it now (not the cache). */
   private async readStatus(name: string): Promise<ENIPool['status']> {
-    const live = (await this.custom.getClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name })) as ENIPool;
+    const live = (await this.custom.getClusterCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      plural: 'enipools',
+      name,
+    })) as ENIPool;
     return live.status;
   }
 
@@ -318,7 +412,8 @@ export class PoolReconciler {
       this.event(pool, 'Normal', 'AssignedIPs', `assigned ${ips.length} IPs to ${eniId} in ${vSwitchId}`);
     } catch (e) {
       // No answer: the IPs may be on the ENI now; the next plan must start from what the cloud holds.
-      if (e instanceof CloudError && e.outcomeUnknown) await cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
+      if (e instanceof CloudError && e.outcomeUnknown)
+        await cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
       await this.onCloudError(pool, e, vSwitchId);
     }
   }
@@ -329,12 +424,22 @@ export class PoolReconciler {
     const name = pool.metadata.name;
     if (e.kind === 'vswitch-exhausted' && vSwitchId) {
       this.d.cloud.block(vSwitchId);
-      this.event(pool, 'Warning', 'VSwitchExhausted', `vSwitch ${vSwitchId} has no free addresses (${e.code}); trying the zone's other vSwitches`);
+      this.event(
+        pool,
+        'Warning',
+        'VSwitchExhausted',
+        `vSwitch ${vSwitchId} has no free addresses (${e.code}); trying the zone's other vSwitches`,
+      );
       this.d.enqueue(name, 100);
       return;
     }
     if (e.kind === 'instance-limit') {
-      this.event(pool, 'Warning', 'InstanceLimit', `${e.action} on ${pool.spec.instanceID}: ${e.code}; resyncing the instance`);
+      this.event(
+        pool,
+        'Warning',
+        'InstanceLimit',
+        `${e.action} on ${pool.spec.instanceID}: ${e.code}; resyncing the instance`,
+      );
       await this.d.cloud.resyncInstance(pool.spec.instanceID!, name);
       await this.d.cloud.instanceType(pool.spec.instanceType!, true);
       this.d.enqueue(name, 1000);
@@ -360,15 +465,24 @@ export class PoolReconciler {
 
   /** Pods scheduled to the node that still wait for an IP from the pool (host-network pods need none). */
   private pendingOn(node: string): number {
-    return this.d.pendingPods.list().filter((p) => p.spec?.nodeName === node && !p.status?.podIP && !p.spec?.hostNetwork).length;
+    return this.d.pendingPods
+      .list()
+      .filter((p) => p.spec?.nodeName === node && !p.status?.podIP && !p.spec?.hostNetwork).length;
   }
 
   /** Publishes the operator's part of the status, if it changed. */
-  private async publish(pool: ENIPool, o: { releaseRequests?: Record<string, string>; notReady?: { reason: string; message: string } } = {}): Promise<void> {
+  private async publish(
+    pool: ENIPool,
+    o: { releaseRequests?: Record<string, string>; notReady?: { reason: string; message: string } } = {},
+  ): Promise<void> {
     const { cloud } = this.d;
     const name = pool.metadata.name;
     const spec = pool.spec;
-    const ours = spec.instanceID ? cloud.ownedBy(name).filter((e) => (e.instanceId === spec.instanceID || e.status === 'Available') && !this.enis.isRemoving(e.id)) : [];
+    const ours = spec.instanceID
+      ? cloud
+          .ownedBy(name)
+          .filter((e) => (e.instanceId === spec.instanceID || e.status === 'Available') && !this.enis.isRemoving(e.id))
+      : [];
     const enis = publishedEnis(ours, await cloud.vSwitches());
     const available = enis.reduce((n, e) => n + (e.ips?.length ?? 0), 0);
     const used = Object.keys(pool.status?.used ?? {}).length;
@@ -384,14 +498,35 @@ export class PoolReconciler {
     const ready = o.notReady
       ? { status: 'False' as const, ...o.notReady }
       : need === 0
-        ? { status: 'True' as const, reason: available >= maxAllocate && maxAllocate > 0 ? 'AtCapacity' : 'PoolFilled', message: `${available - busy} of ${available} IPs free` }
-        : { status: 'False' as const, reason: short ? short.reason : 'Allocating', message: short ? short.message : `${need} more IPs are being allocated` };
+        ? {
+            status: 'True' as const,
+            reason: available >= maxAllocate && maxAllocate > 0 ? 'AtCapacity' : 'PoolFilled',
+            message: `${available - busy} of ${available} IPs free`,
+          }
+        : {
+            status: 'False' as const,
+            reason: short ? short.reason : 'Allocating',
+            message: short ? short.message : `${need} more IPs are being allocated`,
+          };
     conditions = setCondition(conditions, { type: 'Ready', ...ready }, now);
-    conditions = setCondition(conditions, short ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message } : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' }, now);
+    conditions = setCondition(
+      conditions,
+      short
+        ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message }
+        : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' },
+      now,
+    );
     const failing = this.failed.degraded(name);
     conditions = setCondition(
       conditions,
-      failing ? { type: 'Degraded', status: 'True', reason: failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing', message: failing.message } : { type: 'Degraded', status: 'False', reason: 'Healthy', message: '' },
+      failing
+        ? {
+            type: 'Degraded',
+            status: 'True',
+            reason: failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing',
+            message: failing.message,
+          }
+        : { type: 'Degraded', status: 'False', reason: 'Healthy', message: '' },
       now,
     );
     const desired = {
@@ -409,7 +544,12 @@ export class PoolReconciler {
     // What the pool said that the cloud now contradicts (an ENI detached or deleted behind our back).
     for (const old of pool.status?.enis ?? []) {
       if (enis.some((e) => e.id === old.id) || this.enis.removedItself(old.id)) continue;
-      this.event(pool, 'Warning', 'ENIGone', `ENI ${old.id} is no longer on ${spec.instanceID} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`);
+      this.event(
+        pool,
+        'Warning',
+        'ENIGone',
+        `ENI ${old.id} is no longer on ${spec.instanceID} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`,
+      );
     }
     const patch = statusPatch(pool.status, desired);
     // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
@@ -417,7 +557,10 @@ export class PoolReconciler {
     // The resourceVersion read makes the write a precondition: planned on an older pool than the
     // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
     const body = { metadata: { resourceVersion: pool.metadata.resourceVersion }, status: patch };
-    await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'enipools', name, body }, merge);
+    await this.custom.patchClusterCustomObjectStatus(
+      { group: GROUP, version: VERSION, plural: 'enipools', name, body },
+      merge,
+    );
   }
 }
 
@@ -432,4 +575,3 @@ function coolingIps(pool: ENIPool, now: number): Array<{ ip: string; until: numb
     .map(([ip, until]) => ({ ip, until: Date.parse(until) }))
     .filter((c) => c.until > now);
 }
-

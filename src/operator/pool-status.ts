@@ -31,10 +31,16 @@ export function setCondition(list: Condition[], c: Omit<Condition, 'lastTransiti
 }
 
 /** The operator's part of a pool's status, for a merge patch (the agent's fields are left alone). */
-export type OperatorStatus = Pick<ENIPoolStatus, 'enis' | 'summary' | 'releaseRequests' | 'conditions' | 'observedGeneration'>;
+export type OperatorStatus = Pick<
+  ENIPoolStatus,
+  'enis' | 'summary' | 'releaseRequests' | 'conditions' | 'observedGeneration'
+>;
 
 /** A merge patch from the current status to the desired one; null removes a release request. */
-export function statusPatch(current: ENIPoolStatus | undefined, desired: OperatorStatus): Record<string, unknown> | undefined {
+export function statusPatch(
+  current: ENIPoolStatus | undefined,
+  desired: OperatorStatus,
+): Record<string, unknown> | undefined {
   const patch: Record<string, unknown> = {};
   for (const k of ['enis', 'summary', 'conditions', 'observedGeneration'] as const) {
     if (JSON.stringify(current?.[k]) !== JSON.stringify(desired[k])) patch[k] = desired[k];

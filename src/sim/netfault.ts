@@ -26,7 +26,10 @@ interface Link {
 }
 
 /** A TCP proxy for one process's connection to a server, with a switch for the path's faults. */
-export async function startFaultProxy(target: { host: string; port: number }, opts: { host?: string; mode?: NetMode } = {}): Promise<FaultProxy> {
+export async function startFaultProxy(
+  target: { host: string; port: number },
+  opts: { host?: string; mode?: NetMode } = {},
+): Promise<FaultProxy> {
   let mode: NetMode = opts.mode ?? 'pass';
   const links = new Set<Link>();
   const host = opts.host ?? '127.0.0.1';

@@ -4,7 +4,17 @@ import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { ENIPool } from '../../src/api/types.js';
-import { agentStatus, allocate, departedRecoveries, emptyState, freeAddresses, recoverAllocations, release, strayAllocations, type AgentState } from '../../src/agent/allocator.js';
+import {
+  agentStatus,
+  allocate,
+  departedRecoveries,
+  emptyState,
+  freeAddresses,
+  recoverAllocations,
+  release,
+  strayAllocations,
+  type AgentState,
+} from '../../src/agent/allocator.js';
 import { StateFile, StateFileError, writeFully } from '../../src/agent/state-file.js';
 
 function pool(ips: string[], opts: { attaching?: string[]; requested?: string[] } = {}): ENIPool {
@@ -15,8 +25,22 @@ function pool(ips: string[], opts: { attaching?: string[]; requested?: string[] 
     spec: { nodeName: 'n1' },
     status: {
       enis: [
-        { id: 'eni-a', mac: '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: '192.168.16.0/20', gatewayIP: '192.168.31.253', ips },
-        { id: 'eni-b', mac: '00:16:3e:00:00:02', state: 'Attaching', vSwitchCIDR: '192.168.16.0/20', gatewayIP: '192.168.31.253', ips: opts.attaching ?? [] },
+        {
+          id: 'eni-a',
+          mac: '00:16:3e:00:00:01',
+          state: 'InUse',
+          vSwitchCIDR: '192.168.16.0/20',
+          gatewayIP: '192.168.31.253',
+          ips,
+        },
+        {
+          id: 'eni-b',
+          mac: '00:16:3e:00:00:02',
+          state: 'Attaching',
+          vSwitchCIDR: '192.168.16.0/20',
+          gatewayIP: '192.168.31.253',
+          ips: opts.attaching ?? [],
+        },
       ],
       releaseRequests: Object.fromEntries((opts.requested ?? []).map((ip) => [ip, '2026-01-01T00:00:00Z'])),
     },
@@ -30,13 +54,22 @@ describe('agent allocation', () => {
     const p = pool(IPS.slice(0, 2), { attaching: ['192.168.16.99'] });
     const a = allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'default/web' }, 0);
     if ('error' in a) throw new Error('no lease');
-    expect(a.lease).toEqual({ ip: '192.168.16.1', prefixLength: 20, gateway: '192.168.31.253', eniId: 'eni-a', mac: '00:16:3e:00:00:01', vSwitchCidr: '192.168.16.0/20' });
+    expect(a.lease).toEqual({
+      ip: '192.168.16.1',
+      prefixLength: 20,
+      gateway: '192.168.31.253',
+      eniId: 'eni-a',
+      mac: '00:16:3e:00:00:01',
+      vSwitchCidr: '192.168.16.0/20',
+    });
     const again = allocate(a.state, p, { containerId: 'c1', ifName: 'eth0', pod: 'default/web' }, 1);
     expect(again).toMatchObject({ lease: { ip: '192.168.16.1' }, fresh: false });
     const b = allocate(a.state, p, { containerId: 'c2', ifName: 'eth0', pod: 'default/api' }, 1);
     if ('error' in b) throw new Error('no lease');
     expect(b.lease.ip).toBe('192.168.16.2');
-    expect(allocate(b.state, p, { containerId: 'c3', ifName: 'eth0', pod: 'default/x' }, 1)).toMatchObject({ error: 'pool-empty' });
+    expect(allocate(b.state, p, { containerId: 'c3', ifName: 'eth0', pod: 'default/x' }, 1)).toMatchObject({
+      error: 'pool-empty',
+    });
   });
 
   it('cools a released address down before reuse, and releases idempotently', () => {
@@ -70,7 +103,9 @@ describe('agent allocation', () => {
     if ('error' in a) throw new Error('no lease');
     const r = release(a.state, 'c1', 'eth0', 1000, 30_000);
     const p = pool(IPS.slice(0, 2), { requested: ['192.168.16.1', '192.168.16.2'] });
-    expect(agentStatus(r.state, p, 2000).releaseAcks).toEqual({ '192.168.16.2': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' } });
+    expect(agentStatus(r.state, p, 2000).releaseAcks).toEqual({
+      '192.168.16.2': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
+    });
     expect(agentStatus(r.state, p, 31_000).releaseAcks).toEqual({
       '192.168.16.1': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
       '192.168.16.2': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
@@ -96,7 +131,9 @@ describe('agent allocation', () => {
     type Op = { kind: 'add' | 'del'; c: number; at: number };
     fc.assert(
       fc.property(
-        fc.array(fc.record({ kind: fc.constantFrom('add' as const, 'del' as const), c: fc.nat(12), at: fc.nat(100) }), { maxLength: 80 }),
+        fc.array(fc.record({ kind: fc.constantFrom('add' as const, 'del' as const), c: fc.nat(12), at: fc.nat(100) }), {
+          maxLength: 80,
+        }),
         fc.subarray(IPS),
         (ops: Op[], requested) => {
           const p = pool(IPS, { requested });
@@ -186,7 +223,8 @@ describe('agent state file', () => {
     rmSync(g.journalPath);
     // Many changes: the journal is folded into the snapshot and stays small.
     const h = StateFile.in(dir);
-    for (let i = 0; i < 1200; i++) h.save({ ...r.state, cooling: { ...r.state.cooling, [`10.0.${i >> 8}.${i & 255}`]: i } });
+    for (let i = 0; i < 1200; i++)
+      h.save({ ...r.state, cooling: { ...r.state.cooling, [`10.0.${i >> 8}.${i & 255}`]: i } });
     h.close();
     const lastLine = JSON.stringify({ ...r.state, cooling: { ...r.state.cooling, '10.0.4.175': 1199 } }).length + 1;
     expect(statSync(h.journalPath).size).toBeLessThanOrEqual(Math.max(256 * 1024, 17 * lastLine));
@@ -194,7 +232,10 @@ describe('agent state file', () => {
     expect(StateFile.in(dir).load().cooling['10.0.4.175']).toBe(1199);
     // A large state (100 KiB a line) is not folded every few saves (three fsyncs each time): the journal keeps 16 lines.
     const big = StateFile.in(mkdtempSync(join(tmpdir(), 'state-big-')));
-    const large = { ...r.state, cooling: Object.fromEntries(Array.from({ length: 4000 }, (_, i) => [`10.1.${i >> 8}.${i & 255}`, i])) };
+    const large = {
+      ...r.state,
+      cooling: Object.fromEntries(Array.from({ length: 4000 }, (_, i) => [`10.1.${i >> 8}.${i & 255}`, i])),
+    };
     for (let i = 0; i < 10; i++) big.save({ ...large, cooling: { ...large.cooling, last: i } });
     big.close();
     expect(readFileSync(big.journalPath, 'utf8').split('\n').filter(Boolean)).toHaveLength(10);
@@ -204,12 +245,17 @@ describe('agent state file', () => {
   it('saves off the event loop the same way: journal lines, folded into the snapshot now and then', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'state-async-'));
     const f = StateFile.in(dir);
-    const base = { allocations: {}, cooling: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`10.2.${i >> 8}.${i & 255}`, i])) };
+    const base = {
+      allocations: {},
+      cooling: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`10.2.${i >> 8}.${i & 255}`, i])),
+    };
     for (let i = 0; i < 100; i++) await f.saveAsync({ ...base, cooling: { ...base.cooling, last: i } });
     f.close();
     // Folded once past 256 KiB: the journal holds at most that many lines, the snapshot the rest.
     const lineBytes = JSON.stringify({ ...base, cooling: { ...base.cooling, last: 99 } }).length + 1;
-    expect(readFileSync(f.journalPath, 'utf8').split('\n').filter(Boolean).length).toBeLessThanOrEqual(Math.ceil((256 * 1024) / lineBytes));
+    expect(readFileSync(f.journalPath, 'utf8').split('\n').filter(Boolean).length).toBeLessThanOrEqual(
+      Math.ceil((256 * 1024) / lineBytes),
+    );
     expect(JSON.parse(readFileSync(f.path, 'utf8')).cooling.last).toBeGreaterThan(70);
     expect(StateFile.in(dir).load().cooling.last).toBe(99);
   });
@@ -217,7 +263,15 @@ describe('agent state file', () => {
   it('takes back in what a lost state file held: status.used and the pods of the node, until their pods are gone', () => {
     const p = pool(IPS.slice(0, 4));
     p.status!.used = { '192.168.16.1': { pod: 'd/a', containerID: 'c1' } };
-    const r = recoverAllocations(emptyState(), p, [{ pod: 'd/b', podIP: '192.168.16.2' }, { pod: 'd/elsewhere', podIP: '10.9.9.9' }], 5);
+    const r = recoverAllocations(
+      emptyState(),
+      p,
+      [
+        { pod: 'd/b', podIP: '192.168.16.2' },
+        { pod: 'd/elsewhere', podIP: '10.9.9.9' },
+      ],
+      5,
+    );
     expect(r.recovered.map((a) => [a.ip, a.pod, a.containerId, a.ifName])).toEqual([
       ['192.168.16.1', 'd/a', 'c1', '*'],
       ['192.168.16.2', 'd/b', 'pod:d/b', '*'],
@@ -231,10 +285,20 @@ describe('agent state file', () => {
 
   it('recovers every address of one container, pod addresses whatever their ENI, cool-downs still running, and no host address', () => {
     const p = pool(IPS.slice(0, 4));
-    p.status!.used = { '192.168.16.1': { pod: 'd/a', containerID: 'c1' }, '192.168.16.2': { pod: 'd/a', containerID: 'c1' } };
-    p.status!.cooling = { '192.168.16.3': new Date(60_000).toISOString(), '192.168.16.4': new Date(1000).toISOString() };
+    p.status!.used = {
+      '192.168.16.1': { pod: 'd/a', containerID: 'c1' },
+      '192.168.16.2': { pod: 'd/a', containerID: 'c1' },
+    };
+    p.status!.cooling = {
+      '192.168.16.3': new Date(60_000).toISOString(),
+      '192.168.16.4': new Date(1000).toISOString(),
+    };
     // 192.168.20.9: in the vSwitch of an ENI whose addresses are not published right now.
-    const pods = [{ pod: 'd/x', podIP: '192.168.20.9' }, { pod: 'kube-system/agent', podIP: '192.168.16.200', hostNetwork: true }, { pod: 'd/y', podIP: '10.9.9.9' }];
+    const pods = [
+      { pod: 'd/x', podIP: '192.168.20.9' },
+      { pod: 'kube-system/agent', podIP: '192.168.16.200', hostNetwork: true },
+      { pod: 'd/y', podIP: '10.9.9.9' },
+    ];
     const r = recoverAllocations(emptyState(), p, pods, 5000);
     expect(r.recovered.map((a) => a.ip)).toEqual(['192.168.16.1', '192.168.16.2', '192.168.20.9']);
     expect(r.state.cooling).toEqual({ '192.168.16.3': 60_000 });
@@ -244,6 +308,8 @@ describe('agent state file', () => {
   it('hands out nothing from a pool that is being deleted', () => {
     const p = pool(IPS.slice(0, 2));
     p.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
-    expect(allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0)).toMatchObject({ error: 'pool-empty' });
+    expect(allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0)).toMatchObject({
+      error: 'pool-empty',
+    });
   });
 });

@@ -21,7 +21,15 @@ const servers: HttpServer[] = [];
 
 async function agentOn(node: string): Promise<{ agent: Agent; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'api-'));
-  const agent = new Agent({ kc, node, stateDir: dir, cooldownMs: 100, statusIntervalMs: 200, logger: silentLogger(), registry: new Registry() });
+  const agent = new Agent({
+    kc,
+    node,
+    stateDir: dir,
+    cooldownMs: 100,
+    statusIntervalMs: 200,
+    logger: silentLogger(),
+    registry: new Registry(),
+  });
   await agent.start();
   agents.push(agent);
   return { agent, dir };
@@ -66,13 +74,22 @@ describe('the agent’s socket', () => {
     const { agent, dir } = await agentOn('n');
     const stale = join(dir, 'stale.sock');
     // A socket file that a killed agent left behind.
-    spawnSync(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`], { stdio: 'ignore' });
+    spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `require('node:net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`,
+      ],
+      { stdio: 'ignore' },
+    );
     expect(statSync(stale).isSocket()).toBe(true);
     await serve(agent, stale);
     expect((await agentRequest(stale, 'GET', '/v1/allocations', undefined)).status).toBe(200);
     const precious = join(dir, 'precious');
     writeFileSync(precious, 'keep me');
-    await expect(serveAgentApi(agent, precious)).rejects.toThrow(`${precious} exists and is not a socket; refusing to replace it (choose another --socket)`);
+    await expect(serveAgentApi(agent, precious)).rejects.toThrow(
+      `${precious} exists and is not a socket; refusing to replace it (choose another --socket)`,
+    );
     expect(readFileSync(precious, 'utf8')).toBe('keep me');
   });
 });
@@ -90,7 +107,10 @@ describe('the agent’s API, on bad requests', () => {
     const big = JSON.stringify({ env: { CNI_COMMAND: 'ADD' }, stdin: 'x'.repeat(MAX_BODY_BYTES) });
     const r = await agentRequest(socket, 'POST', '/v1/cni', big);
     expect(r.status).toBe(413);
-    expect(JSON.parse(r.text)).toEqual({ error: 'too-large', message: `the request body exceeds ${MAX_BODY_BYTES} bytes` });
+    expect(JSON.parse(r.text)).toEqual({
+      error: 'too-large',
+      message: `the request body exceeds ${MAX_BODY_BYTES} bytes`,
+    });
     expect((await agentRequest(socket, 'GET', '/v1/allocations', undefined)).status).toBe(200);
   });
 
@@ -99,13 +119,32 @@ describe('the agent’s API, on bad requests', () => {
       const r = await agentRequest(socket, 'POST', path, body);
       return { status: r.status, ...JSON.parse(r.text) };
     };
-    expect(await bad('/v1/cni', '{"env":')).toMatchObject({ status: 400, error: 'bad-request', message: expect.stringContaining('the body is not valid JSON') });
+    expect(await bad('/v1/cni', '{"env":')).toMatchObject({
+      status: 400,
+      error: 'bad-request',
+      message: expect.stringContaining('the body is not valid JSON'),
+    });
     expect(await bad('/v1/cni', '[]')).toMatchObject({ status: 400, message: 'the body must be a JSON object' });
-    expect(await bad('/v1/cni', JSON.stringify({ env: 'ADD', stdin: '{}' }))).toMatchObject({ status: 400, message: '"env" must be an object of the CNI_* variables' });
-    expect(await bad('/v1/cni', JSON.stringify({ env: { CNI_COMMAND: 1 }, stdin: '{}' }))).toMatchObject({ status: 400, message: '"env.CNI_COMMAND" must be a string' });
-    expect(await bad('/v1/cni', JSON.stringify({ env: {} }))).toMatchObject({ status: 400, message: expect.stringContaining('"stdin" must be a string') });
-    expect(await bad('/v1/allocate', JSON.stringify({ containerId: 5, ifName: 'eth0', pod: 'a/b' }))).toMatchObject({ status: 400, message: '"containerId" must be a non-empty string' });
-    expect(await bad('/v1/release', JSON.stringify({ containerId: 'c', ifName: [] }))).toMatchObject({ status: 400, message: '"ifName" must be a non-empty string' });
+    expect(await bad('/v1/cni', JSON.stringify({ env: 'ADD', stdin: '{}' }))).toMatchObject({
+      status: 400,
+      message: '"env" must be an object of the CNI_* variables',
+    });
+    expect(await bad('/v1/cni', JSON.stringify({ env: { CNI_COMMAND: 1 }, stdin: '{}' }))).toMatchObject({
+      status: 400,
+      message: '"env.CNI_COMMAND" must be a string',
+    });
+    expect(await bad('/v1/cni', JSON.stringify({ env: {} }))).toMatchObject({
+      status: 400,
+      message: expect.stringContaining('"stdin" must be a string'),
+    });
+    expect(await bad('/v1/allocate', JSON.stringify({ containerId: 5, ifName: 'eth0', pod: 'a/b' }))).toMatchObject({
+      status: 400,
+      message: '"containerId" must be a non-empty string',
+    });
+    expect(await bad('/v1/release', JSON.stringify({ containerId: 'c', ifName: [] }))).toMatchObject({
+      status: 400,
+      message: '"ifName" must be a non-empty string',
+    });
     expect((await agentRequest(socket, 'GET', '/v1/nothing', undefined)).status).toBe(404);
   });
 });
@@ -115,8 +154,15 @@ describe('STATUS', () => {
     const { agent, dir } = await agentOn('no-pool-yet');
     const socket = join(dir, 'agent.sock');
     await serve(agent, socket);
-    const a = await agentClient.cni(socket, { env: { CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' }, stdin: JSON.stringify({ cniVersion: '1.1.0', name: 'pods', ipam: { type: 'eni-ipam-cni' } }) });
+    const a = await agentClient.cni(socket, {
+      env: { CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' },
+      stdin: JSON.stringify({ cniVersion: '1.1.0', name: 'pods', ipam: { type: 'eni-ipam-cni' } }),
+    });
     expect(a.exitCode).toBe(1);
-    expect(JSON.parse(a.stdout)).toEqual({ cniVersion: '1.1.0', code: 50, msg: 'the eni-ipam agent has not seen this node’s ENIPool yet; is the operator running?' });
+    expect(JSON.parse(a.stdout)).toEqual({
+      cniVersion: '1.1.0',
+      code: 50,
+      msg: 'the eni-ipam agent has not seen this node’s ENIPool yet; is the operator running?',
+    });
   });
 });

@@ -34,7 +34,27 @@ afterAll(async () => {
 });
 
 async function agent(stateDir: string, socket: string): Promise<ChildProcess> {
-  const child = spawn(BIN, ['agent', '--node', NODE, '--kubeconfig', join(dir, 'kubeconfig'), '--state-dir', stateDir, '--socket', socket, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--status-interval', '0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    BIN,
+    [
+      'agent',
+      '--node',
+      NODE,
+      '--kubeconfig',
+      join(dir, 'kubeconfig'),
+      '--state-dir',
+      stateDir,
+      '--socket',
+      socket,
+      '--metrics-addr',
+      '127.0.0.1:0',
+      '--health-addr',
+      '127.0.0.1:0',
+      '--status-interval',
+      '0.1',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   children.push(child);
   const lines: string[] = [];
   createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
@@ -49,14 +69,24 @@ const allocate = (socket: string, containerId: string) =>
     const req = http.request({ socketPath: socket, path: '/v1/allocate', method: 'POST' }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text).lease.ip) : reject(new Error(`HTTP ${res.statusCode} ${text}`))));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve(JSON.parse(text).lease.ip)
+          : reject(new Error(`HTTP ${res.statusCode} ${text}`)),
+      );
     });
     req.on('error', reject);
     req.end(JSON.stringify({ containerId, ifName: 'eth0', pod: `default/${containerId}` }));
   });
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const pool = async () => (await custom.getClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: NODE })) as ENIPool;
+const pool = async () =>
+  (await custom.getClusterCustomObject({
+    group: 'eniipam.io',
+    version: 'v1alpha1',
+    plural: 'enipools',
+    name: NODE,
+  })) as ENIPool;
 
 describe('an agent restarted without its state file', () => {
   it('hands none of the addresses in use to new containers, keeps them in status.used, and says so', async () => {
@@ -66,8 +96,14 @@ describe('an agent restarted without its state file', () => {
     for (let i = 0; i < 4; i++) before.push(await allocate(socket, `old${i}`));
     await eventually(async () => Object.keys((await pool()).status?.used ?? {}).length === 4);
     // A pod running on the node with an address of the pool that neither record names.
-    await core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'elder' }, spec: { nodeName: NODE, containers: [{ name: 'c', image: 'x' }] } } });
-    await core.patchNamespacedPodStatus({ namespace: 'default', name: 'elder', body: { status: { phase: 'Running', podIP: IPS[11] } } }, merge);
+    await core.createNamespacedPod({
+      namespace: 'default',
+      body: { metadata: { name: 'elder' }, spec: { nodeName: NODE, containers: [{ name: 'c', image: 'x' }] } },
+    });
+    await core.patchNamespacedPodStatus(
+      { namespace: 'default', name: 'elder', body: { status: { phase: 'Running', podIP: IPS[11] } } },
+      merge,
+    );
     first.kill('SIGKILL');
     await once(first, 'exit');
 
@@ -78,8 +114,13 @@ describe('an agent restarted without its state file', () => {
     await eventually(async () => Object.keys((await pool()).status?.used ?? {}).length === 9); // 4 old, the elder pod's, 4 new
     const used = (await pool()).status!.used!;
     for (const ip of before) expect(used[ip]).toBeDefined();
-    const events = await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${NODE}` });
-    expect(events.items.find((e) => e.reason === 'RecoveredAllocations')?.message).toMatch(/^the agent's state lacked 5 addresses in use/);
+    const events = await core.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: `involvedObject.name=${NODE}`,
+    });
+    expect(events.items.find((e) => e.reason === 'RecoveredAllocations')?.message).toMatch(
+      /^the agent's state lacked 5 addresses in use/,
+    );
     second.kill('SIGTERM');
     await once(second, 'exit');
   }, 60_000);

@@ -23,19 +23,28 @@ const SHORT = [
   'leader-sigkill',
 ];
 
-const failures = (r: ScenarioResult) => [r.error ?? '', ...Object.entries(r.verdicts).filter(([, v]) => !v.ok).map(([k, v]) => `${k}: ${v.detail}`)].filter(Boolean);
+const failures = (r: ScenarioResult) =>
+  [
+    r.error ?? '',
+    ...Object.entries(r.verdicts)
+      .filter(([, v]) => !v.ok)
+      .map(([k, v]) => `${k}: ${v.detail}`),
+  ].filter(Boolean);
 
 describe('fault suite, short versions', () => {
-  it(
-    'keeps every invariant through ECS, Kubernetes and process faults',
-    async () => {
-      const list = SHORT.map((n) => SCENARIOS.find((s) => s.name === n)!);
-      const results = await runSeries(list, { quick: true, faultMs: 4000, warmMs: 1500, cluster: { nodes: 3, heldBack: 2, replicas: 1 } });
-      expect(results.map((r) => ({ scenario: r.scenario, failures: failures(r) }))).toEqual(SHORT.map((scenario) => ({ scenario, failures: [] })));
-      // The checks ran: pods came and went, and the invariants were polled in each phase.
-      for (const r of results) expect(r.verdicts['no-release-in-use']!.detail).toMatch(/^\d+ polls$/);
-      expect(results.reduce((n, r) => n + (r.workload?.allocations ?? 0), 0)).toBeGreaterThan(20);
-    },
-    170_000,
-  );
+  it('keeps every invariant through ECS, Kubernetes and process faults', async () => {
+    const list = SHORT.map((n) => SCENARIOS.find((s) => s.name === n)!);
+    const results = await runSeries(list, {
+      quick: true,
+      faultMs: 4000,
+      warmMs: 1500,
+      cluster: { nodes: 3, heldBack: 2, replicas: 1 },
+    });
+    expect(results.map((r) => ({ scenario: r.scenario, failures: failures(r) }))).toEqual(
+      SHORT.map((scenario) => ({ scenario, failures: [] })),
+    );
+    // The checks ran: pods came and went, and the invariants were polled in each phase.
+    for (const r of results) expect(r.verdicts['no-release-in-use']!.detail).toMatch(/^\d+ polls$/);
+    expect(results.reduce((n, r) => n + (r.workload?.allocations ?? 0), 0)).toBeGreaterThan(20);
+  }, 170_000);
 });

@@ -11,7 +11,12 @@ let checker: Checker;
 beforeAll(async () => {
   c = await ChaosCluster.start({ nodes: 2, replicas: 1 });
   expect(await waitRecovered(c, 60_000)).toBeDefined();
-  w = new Workload(c.agents, (node, name, ip) => c.recordPod(node, name, ip), { low: 3, high: 3, periodMs: 10_000, stepMs: 100 });
+  w = new Workload(c.agents, (node, name, ip) => c.recordPod(node, name, ip), {
+    low: 3,
+    high: 3,
+    periodMs: 10_000,
+    stepMs: 100,
+  });
   checker = new Checker(c, w);
   checker.start();
   w.start();
@@ -27,23 +32,38 @@ describe('the fault suite\u2019s invariant checks', () => {
   it('catch an unassign of an IP a pod holds, with who did it', async () => {
     // Three pods a node, steady: nothing is released meanwhile.
     await eventually(() => w.holders().size === 6, 20_000);
-    const ip = [...w.holders().keys()].find((a) => [...c.ecs.world.enis.values()].some((e) => e.secondaryIps.includes(a)))!;
+    const ip = [...w.holders().keys()].find((a) =>
+      [...c.ecs.world.enis.values()].some((e) => e.secondaryIps.includes(a)),
+    )!;
     const eni = [...c.ecs.world.enis.values()].find((e) => e.secondaryIps.includes(ip))!;
     await checker.settle();
     expect(checker.violations['no-release-in-use']).toEqual([]);
-    await pop(c.ecs.url).request('UnassignPrivateIpAddresses', { RegionId: REGION, NetworkInterfaceId: eni.id, PrivateIpAddress: [ip] });
+    await pop(c.ecs.url).request('UnassignPrivateIpAddresses', {
+      RegionId: REGION,
+      NetworkInterfaceId: eni.id,
+      PrivateIpAddress: [ip],
+    });
     await new Promise((r) => setTimeout(r, 400));
     await checker.settle();
     expect(w.holders().has(ip)).toBe(true);
-    expect(checker.violations['no-release-in-use'].join()).toContain(`UnassignPrivateIpAddresses of ${ip} (${eni.id}) by demo`);
+    expect(checker.violations['no-release-in-use'].join()).toContain(
+      `UnassignPrivateIpAddresses of ${ip} (${eni.id}) by demo`,
+    );
   });
 
   it('catch a burst of calls beyond an action\u2019s quota', async () => {
     const t0 = Date.now();
     expect(quotaVerdict(c, t0, Date.now() + 1).ok).toBe(true);
-    const op = pop(c.ecs.url, 'ecs', { accessKeyId: c.operators[0]!.accessKeyId, accessKeySecret: `${c.operators[0]!.accessKeyId}-secret` });
+    const op = pop(c.ecs.url, 'ecs', {
+      accessKeyId: c.operators[0]!.accessKeyId,
+      accessKeySecret: `${c.operators[0]!.accessKeyId}-secret`,
+    });
     // The quota is 60 a burst; throttled calls count too: they were sent.
-    await Promise.allSettled(Array.from({ length: 70 }, () => op.request('DescribeNetworkInterfaces', { RegionId: REGION, VpcId: 'vpc-bench' })));
+    await Promise.allSettled(
+      Array.from({ length: 70 }, () =>
+        op.request('DescribeNetworkInterfaces', { RegionId: REGION, VpcId: 'vpc-bench' }),
+      ),
+    );
     const v = quotaVerdict(c, t0, Date.now() + 1);
     expect(v.ok).toBe(false);
     expect(v.detail).toMatch(/operator-0 DescribeNetworkInterfaces: \d+ calls in \d+ s, quota allows 6\d/);
@@ -51,7 +71,15 @@ describe('the fault suite\u2019s invariant checks', () => {
 
   it('catch an ENI tagged for the cluster that no pool holds', async () => {
     expect((await leakVerdict(c, 5000)).ok).toBe(true);
-    await pop(c.ecs.url).request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-0-pods', SecurityGroupIds: ['sg-bench-pods'], Tag: [{ Key: TAGS.cluster, Value: CLUSTER_ID }, { Key: TAGS.node, Value: 'node-x' }] });
+    await pop(c.ecs.url).request('CreateNetworkInterface', {
+      RegionId: REGION,
+      VSwitchId: 'vsw-0-pods',
+      SecurityGroupIds: ['sg-bench-pods'],
+      Tag: [
+        { Key: TAGS.cluster, Value: CLUSTER_ID },
+        { Key: TAGS.node, Value: 'node-x' },
+      ],
+    });
     const v = await leakVerdict(c, 1000);
     expect(v.ok).toBe(false);
     // Other ENIs may be on their way into a pool at that moment; the leaked one must be named.

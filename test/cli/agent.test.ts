@@ -15,7 +15,11 @@ import { kubeWithPool } from '../helpers/kube.js';
 let emu: KubeEmulator;
 let dir: string;
 beforeAll(async () => {
-  const k = await kubeWithPool('node-9', { cidr: '10.1.0.0/24', gateway: '10.1.0.253', ips: ['10.1.0.7', ...Array.from({ length: 80 }, (_, i) => `10.1.0.${i + 100}`)] });
+  const k = await kubeWithPool('node-9', {
+    cidr: '10.1.0.0/24',
+    gateway: '10.1.0.253',
+    ips: ['10.1.0.7', ...Array.from({ length: 80 }, (_, i) => `10.1.0.${i + 100}`)],
+  });
   emu = k.emu;
   dir = mkdtempSync(join(tmpdir(), 'agent-cli-'));
   writeFileSync(join(dir, 'kubeconfig'), emu.kubeconfig);
@@ -25,7 +29,25 @@ afterAll(() => emu.close());
 describe('eni-ipam agent', () => {
   it('serves its socket, is ready once it sees its pool, and stops on SIGTERM', async () => {
     const socket = join(dir, 'run', 'agent.sock');
-    const child = spawn(BIN, ['agent', '--node', 'node-9', '--kubeconfig', join(dir, 'kubeconfig'), '--state-dir', join(dir, 'state'), '--socket', socket, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      BIN,
+      [
+        'agent',
+        '--node',
+        'node-9',
+        '--kubeconfig',
+        join(dir, 'kubeconfig'),
+        '--state-dir',
+        join(dir, 'state'),
+        '--socket',
+        socket,
+        '--metrics-addr',
+        '127.0.0.1:0',
+        '--health-addr',
+        '127.0.0.1:0',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const lines: string[] = [];
     createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
     child.stderr!.resume();
@@ -47,7 +69,21 @@ describe('eni-ipam agent', () => {
 
   it('killed with SIGKILL in the middle of a burst, restarts with every completed allocation and gives no IP twice', async () => {
     const socket = join(dir, 'run2', 'agent.sock');
-    const args = ['agent', '--node', 'node-9', '--kubeconfig', join(dir, 'kubeconfig'), '--state-dir', join(dir, 'state2'), '--socket', socket, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0'];
+    const args = [
+      'agent',
+      '--node',
+      'node-9',
+      '--kubeconfig',
+      join(dir, 'kubeconfig'),
+      '--state-dir',
+      join(dir, 'state2'),
+      '--socket',
+      socket,
+      '--metrics-addr',
+      '127.0.0.1:0',
+      '--health-addr',
+      '127.0.0.1:0',
+    ];
     const start = async () => {
       const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
       const lines: string[] = [];
@@ -80,9 +116,17 @@ describe('eni-ipam agent', () => {
     await once(first, 'exit');
     const second = await start();
     try {
-      const kept = new Map(((await call('GET', '/v1/allocations')).body.allocations as Array<{ containerId: string; ip: string }>).map((a) => [a.containerId, a.ip]));
+      const kept = new Map(
+        ((await call('GET', '/v1/allocations')).body.allocations as Array<{ containerId: string; ip: string }>).map(
+          (a) => [a.containerId, a.ip],
+        ),
+      );
       for (const [container, ip] of answered) expect(kept.get(container)).toBe(ip);
-      const more = await Promise.all(Array.from({ length: 15 }, (_, i) => call('POST', '/v1/allocate', { containerId: `n${i}`, ifName: 'eth0', pod: `default/n${i}` })));
+      const more = await Promise.all(
+        Array.from({ length: 15 }, (_, i) =>
+          call('POST', '/v1/allocate', { containerId: `n${i}`, ifName: 'eth0', pod: `default/n${i}` }),
+        ),
+      );
       const all = [...kept.values(), ...more.filter((r) => r.status === 200).map((r) => r.body.lease.ip as string)];
       expect(new Set(all).size).toBe(all.length);
     } finally {
@@ -92,9 +136,34 @@ describe('eni-ipam agent', () => {
   }, 60_000);
 
   it('creates its socket 0600 under umask 000, 0660 for --socket-group, and refuses bad socket settings', async () => {
-    const base = ['agent', '--node', 'node-9', '--kubeconfig', join(dir, 'kubeconfig'), '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0'];
+    const base = [
+      'agent',
+      '--node',
+      'node-9',
+      '--kubeconfig',
+      join(dir, 'kubeconfig'),
+      '--metrics-addr',
+      '127.0.0.1:0',
+      '--health-addr',
+      '127.0.0.1:0',
+    ];
     const serveUnderUmask000 = async (extra: string[], socket: string) => {
-      const child = spawn('sh', ['-c', 'umask 000 && exec "$@"', 'sh', BIN, ...base, '--state-dir', join(dir, `state-${extra.length}`), '--socket', socket, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        'sh',
+        [
+          '-c',
+          'umask 000 && exec "$@"',
+          'sh',
+          BIN,
+          ...base,
+          '--state-dir',
+          join(dir, `state-${extra.length}`),
+          '--socket',
+          socket,
+          ...extra,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       const lines: string[] = [];
       createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
       child.stderr!.resume();
@@ -108,11 +177,27 @@ describe('eni-ipam agent', () => {
     const grouped = await serveUnderUmask000(['--socket-group', '4321'], join(dir, 'm2', 'agent.sock'));
     expect(grouped.mode & 0o777).toBe(0o660);
     if (process.getuid?.() === 0) expect(grouped.gid).toBe(4321);
-    const noGroup = await runCli([...base, '--state-dir', join(dir, 'state-x'), '--socket', join(dir, 'm3', 'agent.sock'), '--socket-group', 'no-such-group']);
-    expect(noGroup).toMatchObject({ code: 2, stderr: expect.stringContaining('--socket-group no-such-group: no such group in /etc/group') });
+    const noGroup = await runCli([
+      ...base,
+      '--state-dir',
+      join(dir, 'state-x'),
+      '--socket',
+      join(dir, 'm3', 'agent.sock'),
+      '--socket-group',
+      'no-such-group',
+    ]);
+    expect(noGroup).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--socket-group no-such-group: no such group in /etc/group'),
+    });
     writeFileSync(join(dir, 'not-a-socket'), 'data');
     const taken = await runCli([...base, '--state-dir', join(dir, 'state-y'), '--socket', join(dir, 'not-a-socket')]);
-    expect(taken).toMatchObject({ code: 2, stderr: expect.stringContaining(`${join(dir, 'not-a-socket')} exists and is not a socket; refusing to replace it`) });
+    expect(taken).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(
+        `${join(dir, 'not-a-socket')} exists and is not a socket; refusing to replace it`,
+      ),
+    });
     expect(readFileSync(join(dir, 'not-a-socket'), 'utf8')).toBe('data');
   }, 60_000);
 });

@@ -16,7 +16,10 @@ const view: DemoView = {
   throttled: 2,
   allocations: 40,
   emptyPoolWaits: 1,
-  events: ['  CreatedENI ENIPool/node-01: created eni-1 in vsw-h-pods with 5 IPs', '! VSwitchExhausted ENIPool/node-07: vsw-i-small has no free address'],
+  events: [
+    '  CreatedENI ENIPool/node-01: created eni-1 in vsw-h-pods with 5 IPs',
+    '! VSwitchExhausted ENIPool/node-07: vsw-i-small has no free address',
+  ],
   elapsedSeconds: 12.7,
   metricsUrl: 'http://127.0.0.1:9090/metrics',
   kubectl: 'kubectl --kubeconfig /tmp/eni-ipam-demo/kubeconfig get enipools',
@@ -31,7 +34,9 @@ describe('the demo view', () => {
   });
 
   it('prints one plain line with readiness, IPs, mutating calls and throttling', () => {
-    expect(renderLine(view)).toBe('nodes ready 9/12 | IPs available 120 used 30 | CreateENI 14, AttachENI 14, AssignIPs 0, UnassignIPs 0 | throttled 2');
+    expect(renderLine(view)).toBe(
+      'nodes ready 9/12 | IPs available 120 used 30 | CreateENI 14, AttachENI 14, AssignIPs 0, UnassignIPs 0 | throttled 2',
+    );
   });
 
   it('shows every part the live view promises, within the terminal width', () => {

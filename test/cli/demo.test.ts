@@ -10,7 +10,10 @@ import { eventually } from '../helpers/ecs.js';
 describe('eni-ipam demo', () => {
   it('runs the whole system for a few seconds, prints its progress and summary, and leaves nothing running', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'demo-'));
-    const r = await runCli(['demo', '--duration', '8', '--nodes', '6', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'], 60_000);
+    const r = await runCli(
+      ['demo', '--duration', '8', '--nodes', '6', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'],
+      60_000,
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`try: kubectl --kubeconfig ${join(dir, 'kubeconfig')} get enipools`);
     expect(r.stdout).toMatch(/^nodes ready 6\/6 \| IPs available \d+ used \d+ \| CreateENI \d+/m);
@@ -43,7 +46,9 @@ describe('eni-ipam demo', () => {
 
   it('stops cleanly on Ctrl-C with its summary', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'demo-int-'));
-    const child = spawn(BIN, ['demo', '--nodes', '3', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(BIN, ['demo', '--nodes', '3', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     await eventually(() => /^nodes ready 3\/3 /m.test(out), 40_000);

@@ -18,7 +18,9 @@ const maybe = why ? describe.skip : describe;
 maybe('eni-ipam emulate cluster (root)', () => {
   test('prints the kubeconfig and a helm install line that installs the chart, Ready; Ctrl-C removes the cluster', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'emulate-cluster-'));
-    const child = spawn(BIN, ['emulate', 'cluster', '--nodes', '1', '--work-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(BIN, ['emulate', 'cluster', '--nodes', '1', '--work-dir', dir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const lines: string[] = [];
@@ -33,7 +35,9 @@ maybe('eni-ipam emulate cluster (root)', () => {
       });
       const kubeconfig = join(dir, 'kubeconfig');
       expect(lines).toContain(`kubeconfig written to ${kubeconfig}`);
-      const api = /^Kubernetes API (https:\/\/(\S+):\d+) \(TLS, RBAC\); nodes: node-01$/.exec(lines.find((l) => l.startsWith('Kubernetes API'))!)!;
+      const api = /^Kubernetes API (https:\/\/(\S+):\d+) \(TLS, RBAC\); nodes: node-01$/.exec(
+        lines.find((l) => l.startsWith('Kubernetes API'))!,
+      )!;
       expect(api).not.toBeNull();
       // The printed command, as a user pastes it.
       const start = lines.findIndex((l) => l.trim().startsWith('helm install'));
@@ -44,13 +48,30 @@ maybe('eni-ipam emulate cluster (root)', () => {
       const installed = await run(tool('helm'), [...argv.slice(1), '--timeout', '90s']);
       expect(installed.stderr).toBe('');
       expect(installed.code).toBe(0);
-      const kubectl = (args: string[]) => execFileSync('kubectl', ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', env: { ...process.env, HOME: dir } });
+      const kubectl = (args: string[]) =>
+        execFileSync('kubectl', ['--kubeconfig', kubeconfig, ...args], {
+          encoding: 'utf8',
+          env: { ...process.env, HOME: dir },
+        });
       // helm --wait lets a DaemonSet be short of maxUnavailable (10%, at least one) agents; rollout status waits for all.
       kubectl(['rollout', 'status', '-n', 'kube-system', 'daemonset/eni-ipam-agent', '--timeout=60s']);
       const pods = JSON.parse(kubectl(['get', 'pods', '-n', 'kube-system', '-o', 'json'])).items as any[];
-      expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual(['agent', 'operator', 'operator']);
-      expect(pods.every((p) => p.status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'))).toBe(true);
-      await eventually(() => JSON.parse(kubectl(['get', 'enipools', '-o', 'json'])).items[0]?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'), 30_000, 200);
+      expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual([
+        'agent',
+        'operator',
+        'operator',
+      ]);
+      expect(pods.every((p) => p.status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'))).toBe(
+        true,
+      );
+      await eventually(
+        () =>
+          JSON.parse(kubectl(['get', 'enipools', '-o', 'json'])).items[0]?.status?.conditions?.some(
+            (c: any) => c.type === 'Ready' && c.status === 'True',
+          ),
+        30_000,
+        200,
+      );
 
       child.kill('SIGINT');
       const [code] = await once(child, 'exit');

@@ -14,7 +14,8 @@ describe('eni-ipam CLI', () => {
     expect(top.stdout).toContain('emulate ecs');
     const help = await runCli(['emulate', 'ecs', '--help']);
     expect(help.code).toBe(0);
-    for (const flag of ['--fixture FILE', '--listen HOST:PORT', '--time-scale K', '--help']) expect(help.stdout).toContain(flag);
+    for (const flag of ['--fixture FILE', '--listen HOST:PORT', '--time-scale K', '--help'])
+      expect(help.stdout).toContain(flag);
     const none = await runCli([]);
     expect(none.code).toBe(2);
   });
@@ -45,7 +46,9 @@ describe('eni-ipam CLI', () => {
   it('serves the default world until SIGTERM', async () => {
     const { child, url } = await startCli(['emulate', 'ecs', '--listen', '127.0.0.1:0']);
     try {
-      const r = (await pop(url).request('DescribeInstances', { RegionId: REGION, MaxResults: 100 })) as { Instances: { Instance: unknown[] } };
+      const r = (await pop(url).request('DescribeInstances', { RegionId: REGION, MaxResults: 100 })) as {
+        Instances: { Instance: unknown[] };
+      };
       expect(r.Instances.Instance.length).toBeGreaterThanOrEqual(12);
     } finally {
       child.kill('SIGTERM');
@@ -59,7 +62,14 @@ describe('eni-ipam CLI', () => {
     const world = defaultWorld();
     world.region = 'cn-shanghai';
     writeFileSync(join(dir, 'world.json'), JSON.stringify(world));
-    const { child, url } = await startCli(['emulate', 'ecs', '--fixture', join(dir, 'world.json'), '--listen', '127.0.0.1:0']);
+    const { child, url } = await startCli([
+      'emulate',
+      'ecs',
+      '--fixture',
+      join(dir, 'world.json'),
+      '--listen',
+      '127.0.0.1:0',
+    ]);
     try {
       await expect(pop(url).request('DescribeInstances', { RegionId: 'cn-shanghai' })).resolves.toBeDefined();
     } finally {

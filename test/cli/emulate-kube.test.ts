@@ -27,7 +27,11 @@ describe('eni-ipam emulate kube', () => {
     expect((await once(first.child, 'exit'))[0]).toBe(0);
     const second = await startCli(args);
     try {
-      const { stdout } = await run('kubectl', ['--kubeconfig', kubeconfig, 'get', 'configmap', 'survivor', '-o', 'jsonpath={.data.k}'], { env });
+      const { stdout } = await run(
+        'kubectl',
+        ['--kubeconfig', kubeconfig, 'get', 'configmap', 'survivor', '-o', 'jsonpath={.data.k}'],
+        { env },
+      );
       expect(stdout).toBe('v');
     } finally {
       second.child.kill('SIGINT');
@@ -39,12 +43,34 @@ describe('eni-ipam emulate kube', () => {
     const dir = mkdtempSync(join(tmpdir(), 'emulate-kube-tls-'));
     const kubeconfig = join(dir, 'kubeconfig');
     const env = { ...process.env, HOME: dir, KUBECACHEDIR: join(dir, 'cache') };
-    const cli = await startCli(['emulate', 'kube', '--listen', '127.0.0.1:0', '--kubeconfig-out', kubeconfig, '--tls', '--tls-san', '10.99.0.1', '--auth'], { until: /^listening (https:\/\/\S+)$/ });
+    const cli = await startCli(
+      [
+        'emulate',
+        'kube',
+        '--listen',
+        '127.0.0.1:0',
+        '--kubeconfig-out',
+        kubeconfig,
+        '--tls',
+        '--tls-san',
+        '10.99.0.1',
+        '--auth',
+      ],
+      { until: /^listening (https:\/\/\S+)$/ },
+    );
     try {
       expect(existsSync(join(dir, 'ca.crt'))).toBe(true);
-      const { stdout } = await run('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'], { env });
+      const { stdout } = await run(
+        'kubectl',
+        ['--kubeconfig', kubeconfig, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'],
+        { env },
+      );
       expect(stdout).toBe('kubernetes-admin');
-      const denied = await run('kubectl', ['--kubeconfig', kubeconfig, 'auth', 'can-i', 'list', 'pods', '--as=system:serviceaccount:default:default'], { env }).catch((e: { stdout: string }) => e);
+      const denied = await run(
+        'kubectl',
+        ['--kubeconfig', kubeconfig, 'auth', 'can-i', 'list', 'pods', '--as=system:serviceaccount:default:default'],
+        { env },
+      ).catch((e: { stdout: string }) => e);
       expect(denied.stdout).toBe('no\n');
     } finally {
       cli.child.kill('SIGTERM');
@@ -54,9 +80,21 @@ describe('eni-ipam emulate kube', () => {
 
   it('describes its flags and refuses wrong ones', async () => {
     const help = await runCli(['emulate', 'kube', '--help']);
-    for (const flag of ['--listen HOST:PORT', '--kubeconfig-out FILE', '--state FILE', '--history N', '--tls', '--tls-san ADDR[,ADDR...]', '--auth']) expect(help.stdout).toContain(flag);
+    for (const flag of [
+      '--listen HOST:PORT',
+      '--kubeconfig-out FILE',
+      '--state FILE',
+      '--history N',
+      '--tls',
+      '--tls-san ADDR[,ADDR...]',
+      '--auth',
+    ])
+      expect(help.stdout).toContain(flag);
     const noTls = await runCli(['emulate', 'kube', '--auth']);
-    expect(noTls).toMatchObject({ code: 2, stderr: 'eni-ipam emulate kube: --auth needs --tls (kubectl and client-go send credentials only over HTTPS)\n' });
+    expect(noTls).toMatchObject({
+      code: 2,
+      stderr: 'eni-ipam emulate kube: --auth needs --tls (kubectl and client-go send credentials only over HTTPS)\n',
+    });
     const bad = await runCli(['emulate', 'kube', '--history', '0']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('eni-ipam emulate kube: --history must be a positive integer\n');

@@ -26,18 +26,30 @@ describe('eni-ipam operator', () => {
     });
     expect(() => parseApiLimits('Create=fast')).toThrow(UsageError);
     expect(() => parseApiLimits('Create=fast')).toThrow(/"Create=fast" is not Action=perMinute\[:burst\]/);
-    expect(() => parseApiLimits('CreateNetworkInterface=0')).toThrow(/CreateNetworkInterface must allow more than 0 calls per minute/);
-    expect(() => parseApiLimits('CreateNetworkInterface=10:0')).toThrow(/the burst of CreateNetworkInterface must be at least 1/);
-    expect(() => parseApiLimits('CreateNetworkInterfaces=10')).toThrow(/unknown action "CreateNetworkInterfaces" \(known: CreateNetworkInterface,/);
+    expect(() => parseApiLimits('CreateNetworkInterface=0')).toThrow(
+      /CreateNetworkInterface must allow more than 0 calls per minute/,
+    );
+    expect(() => parseApiLimits('CreateNetworkInterface=10:0')).toThrow(
+      /the burst of CreateNetworkInterface must be at least 1/,
+    );
+    expect(() => parseApiLimits('CreateNetworkInterfaces=10')).toThrow(
+      /unknown action "CreateNetworkInterfaces" \(known: CreateNetworkInterface,/,
+    );
   });
 
   it('refuses an endpoint that is not a URL and a limit of 0 with exit 2, not a stack trace', async () => {
     const base = ['operator', '--region', 'cn-hangzhou', '--vpc-id', 'v', '--cluster-id', 'c'];
     const e = await runCli([...base, '--vpc-endpoint', 'x']);
-    expect(e).toMatchObject({ code: 2, stderr: 'eni-ipam operator: --vpc-endpoint takes an http:// or https:// URL (e.g. https://ecs-vpc.cn-hangzhou.aliyuncs.com), not "x"\n' });
+    expect(e).toMatchObject({
+      code: 2,
+      stderr:
+        'eni-ipam operator: --vpc-endpoint takes an http:// or https:// URL (e.g. https://ecs-vpc.cn-hangzhou.aliyuncs.com), not "x"\n',
+    });
     const z = await runCli([...base, '--api-limits', 'AttachNetworkInterface=0']);
     expect(z.code).toBe(2);
-    expect(z.stderr).toMatch(/^eni-ipam operator: --api-limits: AttachNetworkInterface must allow more than 0 calls per minute/);
+    expect(z.stderr).toMatch(
+      /^eni-ipam operator: --api-limits: AttachNetworkInterface must allow more than 0 calls per minute/,
+    );
   });
 
   it('refuses a missing setting or wrong mode with exit 2 and a one-line message', async () => {
@@ -52,8 +64,35 @@ describe('eni-ipam operator', () => {
     writeFileSync(join(dir, 'kubeconfig'), c.kube.kubeconfig);
     const child = spawn(
       BIN,
-      ['operator', '--kubeconfig', join(dir, 'kubeconfig'), '--region', 'cn-hangzhou', '--vpc-id', 'vpc-demo', '--cluster-id', 'c-test', '--ecs-endpoint', c.ecs.url, '--vpc-endpoint', c.ecs.url, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--leader-elect-namespace', 'default'],
-      { env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: DEMO_KEY.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: DEMO_KEY.accessKeySecret }, stdio: ['ignore', 'pipe', 'pipe'] },
+      [
+        'operator',
+        '--kubeconfig',
+        join(dir, 'kubeconfig'),
+        '--region',
+        'cn-hangzhou',
+        '--vpc-id',
+        'vpc-demo',
+        '--cluster-id',
+        'c-test',
+        '--ecs-endpoint',
+        c.ecs.url,
+        '--vpc-endpoint',
+        c.ecs.url,
+        '--metrics-addr',
+        '127.0.0.1:0',
+        '--health-addr',
+        '127.0.0.1:0',
+        '--leader-elect-namespace',
+        'default',
+      ],
+      {
+        env: {
+          ...process.env,
+          ALIBABA_CLOUD_ACCESS_KEY_ID: DEMO_KEY.accessKeyId,
+          ALIBABA_CLOUD_ACCESS_KEY_SECRET: DEMO_KEY.accessKeySecret,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     const lines: string[] = [];
     createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
@@ -63,7 +102,10 @@ describe('eni-ipam operator', () => {
     expect((await fetch(healthUrl)).status).toBe(200);
     await eventually(async () => (await fetch(healthUrl.replace('/healthz', '/readyz'))).status === 200);
     const leases = c.kc.makeApiClient(CoordinationV1Api);
-    await eventually(async () => (await leases.readNamespacedLease({ name: 'eni-ipam-operator', namespace: 'default' })).spec?.holderIdentity);
+    await eventually(
+      async () =>
+        (await leases.readNamespacedLease({ name: 'eni-ipam-operator', namespace: 'default' })).spec?.holderIdentity,
+    );
     const metrics = await (await fetch(metricsUrl)).text();
     expect(metrics).toMatch(/^eni_ipam_leader 1$/m);
     expect(metrics).toMatch(/^eni_ipam_openapi_quota_per_minute\{action="CreateNetworkInterface"\} 500$/m);
@@ -71,6 +113,8 @@ describe('eni-ipam operator', () => {
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
-    expect((await leases.readNamespacedLease({ name: 'eni-ipam-operator', namespace: 'default' })).spec?.holderIdentity).toBe('');
+    expect(
+      (await leases.readNamespacedLease({ name: 'eni-ipam-operator', namespace: 'default' })).spec?.holderIdentity,
+    ).toBe('');
   });
 });

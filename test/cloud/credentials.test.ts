@@ -2,7 +2,14 @@ import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CredentialsError, envCredentials, fileCredentials, oidcRoleCredentials, ramRoleCredentials, rrsaFromEnv } from '../../src/cloud/index.js';
+import {
+  CredentialsError,
+  envCredentials,
+  fileCredentials,
+  oidcRoleCredentials,
+  ramRoleCredentials,
+  rrsaFromEnv,
+} from '../../src/cloud/index.js';
 import type { EcsEmulator } from '../../src/sim/ecs/index.js';
 import { clientFor } from '../helpers/cloud.js';
 import { emulator } from '../helpers/ecs.js';
@@ -17,8 +24,16 @@ afterAll(() => emu.close());
 
 describe('credentials', () => {
   it('reads an AccessKey from the environment and says what is missing', async () => {
-    const p = envCredentials({ ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'demo-secret', ALIBABA_CLOUD_SECURITY_TOKEN: 'tok' });
-    expect(await p.getCredentials()).toEqual({ accessKeyId: 'demo', accessKeySecret: 'demo-secret', securityToken: 'tok' });
+    const p = envCredentials({
+      ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo',
+      ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'demo-secret',
+      ALIBABA_CLOUD_SECURITY_TOKEN: 'tok',
+    });
+    expect(await p.getCredentials()).toEqual({
+      accessKeyId: 'demo',
+      accessKeySecret: 'demo-secret',
+      securityToken: 'tok',
+    });
     expect(p.source).toBe('environment');
     expect(() => envCredentials({ ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo' })).toThrow(/ALIBABA_CLOUD_ACCESS_KEY_SECRET/);
   });
@@ -46,7 +61,9 @@ describe('credentials', () => {
     expect((await client.api.describeInstances({ ids: ['i-demo-01'] }))[0]!.id).toBe('i-demo-01');
     await client.close();
     // The same key without its token is refused.
-    const bare = clientFor(emu, { credentials: { source: 'test', getCredentials: async () => ({ ...creds, securityToken: undefined }) } });
+    const bare = clientFor(emu, {
+      credentials: { source: 'test', getCredentials: async () => ({ ...creds, securityToken: undefined }) },
+    });
     expect(await bare.api.describeVpcs().catch((e) => e.code)).toBe('InvalidSecurityToken.MismatchWithAccessKey');
     await bare.close();
   });
@@ -55,7 +72,11 @@ describe('credentials', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rrsa-'));
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'demo-service-account-token\n');
-    const env = { ALIBABA_CLOUD_ROLE_ARN: 'acs:ram::1234567890123456:role/eni-ipam-demo-rrsa', ALIBABA_CLOUD_OIDC_PROVIDER_ARN: 'acs:ram::1234567890123456:oidc-provider/ack-rrsa-demo', ALIBABA_CLOUD_OIDC_TOKEN_FILE: tokenFile };
+    const env = {
+      ALIBABA_CLOUD_ROLE_ARN: 'acs:ram::1234567890123456:role/eni-ipam-demo-rrsa',
+      ALIBABA_CLOUD_OIDC_PROVIDER_ARN: 'acs:ram::1234567890123456:oidc-provider/ack-rrsa-demo',
+      ALIBABA_CLOUD_OIDC_TOKEN_FILE: tokenFile,
+    };
     expect(rrsaFromEnv({ ...env, ALIBABA_CLOUD_OIDC_TOKEN_FILE: '' })).toBeUndefined();
     let now = Date.now();
     const rrsa = oidcRoleCredentials({ ...rrsaFromEnv(env)!, stsEndpoint: emu.url, now: () => now });
@@ -71,16 +92,31 @@ describe('credentials', () => {
     now += 56 * 60_000;
     await expect(rrsa.getCredentials()).resolves.toBe(creds); // still valid: kept while the refresh fails
     now += 5 * 60_000;
-    await expect(rrsa.getCredentials()).rejects.toThrow(/AssumeRoleWithOIDC answered HTTP 400 AuthenticationFail.OIDCToken.Invalid/);
-    const wrongRole = oidcRoleCredentials({ ...rrsaFromEnv(env)!, roleArn: 'acs:ram::1:role/nope', stsEndpoint: emu.url });
+    await expect(rrsa.getCredentials()).rejects.toThrow(
+      /AssumeRoleWithOIDC answered HTTP 400 AuthenticationFail.OIDCToken.Invalid/,
+    );
+    const wrongRole = oidcRoleCredentials({
+      ...rrsaFromEnv(env)!,
+      roleArn: 'acs:ram::1:role/nope',
+      stsEndpoint: emu.url,
+    });
     await expect(wrongRole.getCredentials()).rejects.toThrow(/EntityNotExist.Role/);
-    const noToken = oidcRoleCredentials({ ...rrsaFromEnv(env)!, tokenFile: join(dir, 'missing'), stsEndpoint: emu.url });
+    const noToken = oidcRoleCredentials({
+      ...rrsaFromEnv(env)!,
+      tokenFile: join(dir, 'missing'),
+      stsEndpoint: emu.url,
+    });
     await expect(noToken.getCredentials()).rejects.toThrow(/cannot read the service-account token .*missing: ENOENT/);
   });
 
   it('refreshes role credentials before they expire, and keeps valid ones when a refresh fails', async () => {
     let now = Date.now();
-    const role = ramRoleCredentials({ role: 'node-role', metadataEndpoint: emu.metadataUrl, refreshBeforeMs: 5 * 60_000, now: () => now });
+    const role = ramRoleCredentials({
+      role: 'node-role',
+      metadataEndpoint: emu.metadataUrl,
+      refreshBeforeMs: 5 * 60_000,
+      now: () => now,
+    });
     const first = await role.getCredentials();
     expect(await role.getCredentials()).toBe(first); // cached
     now += 11 * 60_000; // 4 minutes before expiry: inside the refresh margin

@@ -46,7 +46,12 @@ describe('calls under injected faults', () => {
       expect(f.error).toMatchObject({ code: 'InternalError', kind: 'transient', attempts: RETRY.maxAttempts });
     }
     expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(DEADLINE_MS);
-    expect(await metricValue(client.registry, 'eni_ipam_openapi_retries_total', { action: 'DescribeInstances', code: 'InternalError' })).toBeGreaterThan(10);
+    expect(
+      await metricValue(client.registry, 'eni_ipam_openapi_retries_total', {
+        action: 'DescribeInstances',
+        code: 'InternalError',
+      }),
+    ).toBeGreaterThan(10);
   });
 
   it('turn timeouts and non-JSON gateway pages into retries, and never hang past the deadline', async () => {
@@ -66,8 +71,18 @@ describe('calls under injected faults', () => {
       expect((f.error as CloudError).kind).toBe('transient');
       expect(['Transport.Timeout', 'Transport.NonJsonBody']).toContain((f.error as CloudError).code);
     }
-    expect(await metricValue(client.registry, 'eni_ipam_openapi_retries_total', { action: 'DescribeSecurityGroups', code: 'Transport.Timeout' })).toBeGreaterThan(0);
-    expect(await metricValue(client.registry, 'eni_ipam_openapi_retries_total', { action: 'DescribeSecurityGroups', code: 'Transport.NonJsonBody' })).toBeGreaterThan(0);
+    expect(
+      await metricValue(client.registry, 'eni_ipam_openapi_retries_total', {
+        action: 'DescribeSecurityGroups',
+        code: 'Transport.Timeout',
+      }),
+    ).toBeGreaterThan(0);
+    expect(
+      await metricValue(client.registry, 'eni_ipam_openapi_retries_total', {
+        action: 'DescribeSecurityGroups',
+        code: 'Transport.NonJsonBody',
+      }),
+    ).toBeGreaterThan(0);
   });
 
   it('gives up at once on errors a retry cannot fix', async () => {

@@ -16,9 +16,14 @@ describe('backoff', () => {
 
   it('never retries before a TimeLeft hint', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 60_000 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), (attempt, hint, r) => {
-        return backoffDelay(attempt, DEFAULT_RETRY, () => r, hint) >= hint;
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 0, max: 60_000 }),
+        fc.double({ min: 0, max: 0.999999, noNaN: true }),
+        (attempt, hint, r) => {
+          return backoffDelay(attempt, DEFAULT_RETRY, () => r, hint) >= hint;
+        },
+      ),
     );
   });
 
@@ -61,7 +66,8 @@ describe('error classification', () => {
   });
 
   it('scrubs URLs, signatures and strings to sign from foreign text', () => {
-    const text = 'bad, URL: http://ecs/?AccessKeyId=demo&Signature=abc%3D and server string to sign is:GET&%2F&AccessKeyId%3Ddemo';
+    const text =
+      'bad, URL: http://ecs/?AccessKeyId=demo&Signature=abc%3D and server string to sign is:GET&%2F&AccessKeyId%3Ddemo';
     const s = scrub(text);
     expect(s).not.toMatch(/Signature=abc|http:|AccessKeyId%3Ddemo/);
   });
@@ -69,7 +75,10 @@ describe('error classification', () => {
 
 describe('limits', () => {
   it('defaults to Terway figures, with overrides and one scale for all', () => {
-    const l = resolveLimits({ AttachNetworkInterface: { perMinute: 100, burst: 5 }, NewAction: { perMinute: 10 } }, 0.5);
+    const l = resolveLimits(
+      { AttachNetworkInterface: { perMinute: 100, burst: 5 }, NewAction: { perMinute: 10 } },
+      0.5,
+    );
     expect(l.CreateNetworkInterface).toEqual({ perMinute: 250, burst: 250 });
     expect(l.DescribeNetworkInterfaces).toEqual({ perMinute: 400, burst: 400 });
     expect(l.AttachNetworkInterface).toEqual({ perMinute: 50, burst: 2 });

@@ -23,9 +23,19 @@ describe('no secret leaves the client', () => {
     const token = (await role.getCredentials()).securityToken!;
     const roleSecret = (await role.getCredentials()).accessKeySecret;
     const clients = [
-      clientFor(emu, { credentials: staticCredentials({ accessKeyId: 'svc-key', accessKeySecret: SECRET }), logger, registry, retry }),
+      clientFor(emu, {
+        credentials: staticCredentials({ accessKeyId: 'svc-key', accessKeySecret: SECRET }),
+        logger,
+        registry,
+        retry,
+      }),
       clientFor(emu, { credentials: role, logger, registry: new Registry(), retry }),
-      clientFor(emu, { credentials: staticCredentials({ accessKeyId: 'svc-key', accessKeySecret: 'wrong-secret' }), logger, registry: new Registry(), retry }),
+      clientFor(emu, {
+        credentials: staticCredentials({ accessKeyId: 'svc-key', accessKeySecret: 'wrong-secret' }),
+        logger,
+        registry: new Registry(),
+        retry,
+      }),
     ];
     emu.setFaults({
       rules: [

@@ -11,7 +11,8 @@ afterEach(async () => {
   await emu?.close();
 });
 
-const create = (c: NonNullable<typeof client>) => c.api.createNetworkInterface({ vSwitchId: 'vsw-h-pods', securityGroupIds: ['sg-demo-pods'] });
+const create = (c: NonNullable<typeof client>) =>
+  c.api.createNetworkInterface({ vSwitchId: 'vsw-h-pods', securityGroupIds: ['sg-demo-pods'] });
 const secondaryEnis = () => emu!.state().enis.filter((e) => e.type === 'Secondary').length;
 
 describe('what the client sends, and when', () => {
@@ -29,19 +30,29 @@ describe('what the client sends, and when', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
     expect(secondaryEnis()).toBe(4);
     expect(emu.stats().calls.CreateNetworkInterface).toEqual({ OK: 4 });
-    expect(await metricValue(client.registry, 'eni_ipam_openapi_limiter_wait_seconds_sum', { action: 'CreateNetworkInterface' })).toBeGreaterThan(5);
+    expect(
+      await metricValue(client.registry, 'eni_ipam_openapi_limiter_wait_seconds_sum', {
+        action: 'CreateNetworkInterface',
+      }),
+    ).toBeGreaterThan(5);
   });
 
   it('does not send a call that waited longer than the queue bound, and says so', async () => {
     emu = await emulator();
     const { logger, lines } = capturingLogger();
-    client = clientFor(emu, { logger, limits: { CreateNetworkInterface: { perMinute: 60, burst: 1 } }, retry: { maxQueueMs: 1500 } });
+    client = clientFor(emu, {
+      logger,
+      limits: { CreateNetworkInterface: { perMinute: 60, burst: 1 } },
+      retry: { maxQueueMs: 1500 },
+    });
     const results = await Promise.allSettled(Array.from({ length: 3 }, () => create(client!)));
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
     const err = (results[2] as PromiseRejectedResult).reason as CloudError;
     expect(err).toBeInstanceOf(CloudError);
     expect(err.code).toBe('Client.QueueTimeout');
-    expect(err.message).toMatch(/^CreateNetworkInterface: Client.QueueTimeout: not sent: it waited \d\.\d s in the CreateNetworkInterface rate limiter, more than 1\.5 s$/);
+    expect(err.message).toMatch(
+      /^CreateNetworkInterface: Client.QueueTimeout: not sent: it waited \d\.\d s in the CreateNetworkInterface rate limiter, more than 1\.5 s$/,
+    );
     expect(err.retryable).toBe(false);
     expect(emu.stats().calls.CreateNetworkInterface).toEqual({ OK: 2 });
     expect(lines.some((l) => l.includes('"waitedMs"'))).toBe(false); // below the 30 s mark, no warning yet
@@ -55,7 +66,9 @@ describe('what the client sends, and when', () => {
     leading = false;
     const err = (await create(client).catch((e: unknown) => e)) as CloudError;
     expect(err.code).toBe('Client.NotLeading');
-    expect(err.message).toBe('CreateNetworkInterface: Client.NotLeading: not sent: this operator no longer holds a fresh leader lease');
+    expect(err.message).toBe(
+      'CreateNetworkInterface: Client.NotLeading: not sent: this operator no longer holds a fresh leader lease',
+    );
     expect((await client.api.describeNetworkInterfaces({ type: 'Secondary' })).length).toBe(1);
     expect(emu.stats().calls.CreateNetworkInterface).toEqual({ OK: 1 });
   });
@@ -63,8 +76,16 @@ describe('what the client sends, and when', () => {
   it('checks leadership when a queued call is sent, not when it was queued', async () => {
     emu = await emulator();
     let leading = true;
-    client = clientFor(emu, { mayMutate: () => leading, limits: { CreateNetworkInterface: { perMinute: 60, burst: 1 } } });
-    const calls = Array.from({ length: 3 }, () => create(client!).then(() => 'sent', (e: CloudError) => e.code));
+    client = clientFor(emu, {
+      mayMutate: () => leading,
+      limits: { CreateNetworkInterface: { perMinute: 60, burst: 1 } },
+    });
+    const calls = Array.from({ length: 3 }, () =>
+      create(client!).then(
+        () => 'sent',
+        (e: CloudError) => e.code,
+      ),
+    );
     setTimeout(() => (leading = false), 500);
     expect(await Promise.all(calls)).toEqual(['sent', 'Client.NotLeading', 'Client.NotLeading']);
     expect(secondaryEnis()).toBe(1);

@@ -20,12 +20,21 @@ async function burst(limit: { perMinute: number; burst: number }) {
   });
   const eni = emu.state().enis[0]!.id;
   client = clientFor(emu, { limits: { DescribeNetworkInterfaceAttribute: limit } });
-  const results = await Promise.allSettled(Array.from({ length: CALLS }, () => client!.api.describeNetworkInterfaceAttribute(eni)));
+  const results = await Promise.allSettled(
+    Array.from({ length: CALLS }, () => client!.api.describeNetworkInterfaceAttribute(eni)),
+  );
   const failed = results.filter((r) => r.status === 'rejected');
   const metrics = {
-    ok: await metricValue(client.registry, 'eni_ipam_openapi_requests_total', { action: 'DescribeNetworkInterfaceAttribute', code: 'OK' }),
-    throttled: await metricValue(client.registry, 'eni_ipam_openapi_throttled_total', { action: 'DescribeNetworkInterfaceAttribute' }),
-    waited: await metricValue(client.registry, 'eni_ipam_openapi_limiter_wait_seconds_sum', { action: 'DescribeNetworkInterfaceAttribute' }),
+    ok: await metricValue(client.registry, 'eni_ipam_openapi_requests_total', {
+      action: 'DescribeNetworkInterfaceAttribute',
+      code: 'OK',
+    }),
+    throttled: await metricValue(client.registry, 'eni_ipam_openapi_throttled_total', {
+      action: 'DescribeNetworkInterfaceAttribute',
+    }),
+    waited: await metricValue(client.registry, 'eni_ipam_openapi_limiter_wait_seconds_sum', {
+      action: 'DescribeNetworkInterfaceAttribute',
+    }),
   };
   return { failed, metrics, server: emu.stats().calls.DescribeNetworkInterfaceAttribute ?? {} };
 }

@@ -52,7 +52,8 @@ function plugin(env: Record<string, string>, stdin: string, bin = PLUGIN, args: 
   });
 }
 
-const conf = (extra: Record<string, unknown> = {}, ipam: Record<string, unknown> = { socket }) => JSON.stringify({ cniVersion: '1.0.0', name: 'pods', type: 'ptp', ipam: { type: 'eni-ipam-cni', ...ipam }, ...extra });
+const conf = (extra: Record<string, unknown> = {}, ipam: Record<string, unknown> = { socket }) =>
+  JSON.stringify({ cniVersion: '1.0.0', name: 'pods', type: 'ptp', ipam: { type: 'eni-ipam-cni', ...ipam }, ...extra });
 const vars = (command: string, container = 'c', extra: Record<string, string> = {}) => ({
   CNI_COMMAND: command,
   CNI_CONTAINERID: container,
@@ -68,7 +69,15 @@ beforeAll(async () => {
   emu = k.emu;
   dir = mkdtempSync(join(tmpdir(), 'plugin-'));
   socket = join(dir, 'agent.sock');
-  agent = new Agent({ kc: k.kc, node: 'n', stateDir: dir, cooldownMs: 100, statusIntervalMs: 200, logger: silentLogger(), registry: new Registry() });
+  agent = new Agent({
+    kc: k.kc,
+    node: 'n',
+    stateDir: dir,
+    cooldownMs: 100,
+    statusIntervalMs: 200,
+    logger: silentLogger(),
+    registry: new Registry(),
+  });
   await agent.start();
   server = await serveAgentApi(agent, socket);
   await eventually(() => agent.ready);
@@ -90,7 +99,10 @@ describe('eni-ipam-cni, the static binary', () => {
   it('answers VERSION itself, with no agent and no configuration, as the agent would', async () => {
     const r = await plugin({ CNI_COMMAND: 'VERSION' }, '');
     expect(r).toMatchObject({ code: 0, out: { cniVersion: '1.0.0', supportedVersions: SUPPORTED_VERSIONS } });
-    const fromAgent = await agentClient.cni(socket, { env: { CNI_COMMAND: 'VERSION' }, stdin: '{"cniVersion":"1.0.0"}' });
+    const fromAgent = await agentClient.cni(socket, {
+      env: { CNI_COMMAND: 'VERSION' },
+      stdin: '{"cniVersion":"1.0.0"}',
+    });
     expect(r.stdout).toBe(fromAgent.stdout);
     expect((await plugin({ CNI_COMMAND: 'VERSION' }, '{"cniVersion":"0.4.0"}')).stdout).toBe(fromAgent.stdout);
   });
@@ -109,18 +121,31 @@ describe('eni-ipam-cni, the static binary', () => {
     expect(add.stdout).toBe((await agentClient.cni(socket, { env: vars('ADD', 'pod-1'), stdin: conf() })).stdout);
     expect(await plugin(vars('CHECK', 'pod-1'), conf({ prevResult: add.out }))).toMatchObject({ code: 0, stdout: '' });
     expect(await plugin(vars('CHECK', 'pod-2'), conf())).toMatchObject({ code: 1, out: { code: 3 } });
-    expect(await plugin({ CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' }, conf({ cniVersion: '1.1.0' }))).toMatchObject({ code: 0, stdout: '' });
+    expect(
+      await plugin({ CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' }, conf({ cniVersion: '1.1.0' })),
+    ).toMatchObject({ code: 0, stdout: '' });
     expect(await plugin(vars('DEL', 'pod-1'), conf({ prevResult: add.out }))).toMatchObject({ code: 0, stdout: '' });
     expect(agent.list()).toEqual([]);
     expect(await plugin(vars('DEL', 'pod-1'), conf())).toMatchObject({ code: 0, stdout: '' });
-    expect(await plugin({ CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' }, conf({ cniVersion: '1.1.0', 'cni.dev/valid-attachments': [] }))).toMatchObject({ code: 0, stdout: '' });
+    expect(
+      await plugin(
+        { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' },
+        conf({ cniVersion: '1.1.0', 'cni.dev/valid-attachments': [] }),
+      ),
+    ).toMatchObject({ code: 0, stdout: '' });
     // The agent's errors come through with their codes.
-    expect(await plugin(vars('ADD', 'x', { CNI_NETNS: '' }), conf())).toMatchObject({ code: 1, out: { code: 4, msg: expect.stringContaining('CNI_NETNS is not set') } });
+    expect(await plugin(vars('ADD', 'x', { CNI_NETNS: '' }), conf())).toMatchObject({
+      code: 1,
+      out: { code: 4, msg: expect.stringContaining('CNI_NETNS is not set') },
+    });
   });
 
   it('sends the variables and the configuration intact, whatever they hold', async () => {
     const name = 'we"ird\\name\twith\nnewline-é';
-    const add = await plugin(vars('ADD', 'pod-odd', { CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${name}` }), conf({ note: 'quotes " and \\ and \u0001 control' }));
+    const add = await plugin(
+      vars('ADD', 'pod-odd', { CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${name}` }),
+      conf({ note: 'quotes " and \\ and \u0001 control' }),
+    );
     expect(add.code).toBe(0);
     expect(agent.list().find((a) => a.containerId === 'pod-odd')?.pod).toBe(`default/${name}`);
     // The socket found through whitespace, escapes (\/ and \u) and a duplicate key (the last wins, as in JSON.parse).
@@ -137,7 +162,11 @@ describe('eni-ipam-cni, the static binary', () => {
         fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
         fc.constantFrom(undefined, 0, 1, 2, '\t', ' \r\n '),
         async (top, ipamExtra, indent) => {
-          const text = JSON.stringify({ ...top, cniVersion: '1.1.0', ipam: { ...ipamExtra, type: 'eni-ipam-cni', socket } }, null, indent as string | number | undefined);
+          const text = JSON.stringify(
+            { ...top, cniVersion: '1.1.0', ipam: { ...ipamExtra, type: 'eni-ipam-cni', socket } },
+            null,
+            indent as string | number | undefined,
+          );
           const r = await plugin({ CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' }, text);
           expect(r).toMatchObject({ code: 0, stdout: '' });
         },
@@ -147,10 +176,22 @@ describe('eni-ipam-cni, the static binary', () => {
   }, 60_000);
 
   it('rejects what it cannot carry, saying why', async () => {
-    expect(await plugin(vars('ADD'), conf({}, { socket: 42 }))).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('ipam.socket must be the path') } });
-    expect(await plugin(vars('ADD'), conf({}, { socket: `/${'x'.repeat(120)}` }))).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('at most 107 bytes') } });
-    expect(await plugin(vars('ADD'), conf({}, { socket, timeoutSeconds: 0 }))).toMatchObject({ code: 1, out: { code: 7, msg: expect.stringContaining('ipam.timeoutSeconds') } });
-    expect(await plugin(vars('ADD'), conf({ big: 'x'.repeat(130 * 1024) }))).toMatchObject({ code: 1, out: { code: 5, msg: 'the network configuration on stdin exceeds 128 KiB' } });
+    expect(await plugin(vars('ADD'), conf({}, { socket: 42 }))).toMatchObject({
+      code: 1,
+      out: { code: 7, msg: expect.stringContaining('ipam.socket must be the path') },
+    });
+    expect(await plugin(vars('ADD'), conf({}, { socket: `/${'x'.repeat(120)}` }))).toMatchObject({
+      code: 1,
+      out: { code: 7, msg: expect.stringContaining('at most 107 bytes') },
+    });
+    expect(await plugin(vars('ADD'), conf({}, { socket, timeoutSeconds: 0 }))).toMatchObject({
+      code: 1,
+      out: { code: 7, msg: expect.stringContaining('ipam.timeoutSeconds') },
+    });
+    expect(await plugin(vars('ADD'), conf({ big: 'x'.repeat(130 * 1024) }))).toMatchObject({
+      code: 1,
+      out: { code: 5, msg: 'the network configuration on stdin exceeds 128 KiB' },
+    });
     // Without CNI_COMMAND (someone running it by hand) it answers at once, as the agent would.
     const bare = await plugin({}, '');
     expect(bare).toMatchObject({ code: 1, out: { code: 4 } });
@@ -162,14 +203,39 @@ describe('eni-ipam-cni without a working agent', () => {
   it('says try again later (11), naming the socket, when nothing listens there', async () => {
     const missing = join(dir, 'missing.sock');
     const r = await plugin(vars('ADD'), conf({ cniVersion: '0.4.0' }, { socket: missing }));
-    expect(r).toMatchObject({ code: 1, out: { cniVersion: '0.4.0', code: 11, msg: `cannot reach the eni-ipam agent at ${missing} (No such file or directory); try again later: is the agent running on this node?` } });
+    expect(r).toMatchObject({
+      code: 1,
+      out: {
+        cniVersion: '0.4.0',
+        code: 11,
+        msg: `cannot reach the eni-ipam agent at ${missing} (No such file or directory); try again later: is the agent running on this node?`,
+      },
+    });
     expect(r.ms).toBeLessThan(2000);
     // A socket file a killed agent left behind: connection refused.
     const stale = join(dir, 'stale.sock');
-    spawnSync(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`], { stdio: 'ignore' });
-    expect(await plugin(vars('DEL'), conf({}, { socket: stale }))).toMatchObject({ code: 1, out: { code: 11, msg: expect.stringContaining(`cannot reach the eni-ipam agent at ${stale} (Connection refused)`) } });
+    spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `require('node:net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`,
+      ],
+      { stdio: 'ignore' },
+    );
+    expect(await plugin(vars('DEL'), conf({}, { socket: stale }))).toMatchObject({
+      code: 1,
+      out: {
+        code: 11,
+        msg: expect.stringContaining(`cannot reach the eni-ipam agent at ${stale} (Connection refused)`),
+      },
+    });
     // STATUS reports the plugin not available (50) instead.
-    expect(await plugin({ CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' }, conf({ cniVersion: '1.1.0' }, { socket: missing }))).toMatchObject({ code: 1, out: { code: 50, msg: expect.stringContaining(missing) } });
+    expect(
+      await plugin(
+        { CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' },
+        conf({ cniVersion: '1.1.0' }, { socket: missing }),
+      ),
+    ).toMatchObject({ code: 1, out: { code: 50, msg: expect.stringContaining(missing) } });
   });
 
   it('says try again later (11) when the agent closes the connection without answering', async () => {
@@ -177,7 +243,13 @@ describe('eni-ipam-cni without a working agent', () => {
     const rude: Server = createServer((s) => s.once('data', () => s.destroy()));
     await new Promise<void>((r) => rude.listen(closing, r));
     try {
-      expect(await plugin(vars('ADD'), conf({}, { socket: closing }))).toMatchObject({ code: 1, out: { code: 11, msg: `cannot reach the eni-ipam agent at ${closing} (it closed the connection without answering); try again later: is the agent running on this node?` } });
+      expect(await plugin(vars('ADD'), conf({}, { socket: closing }))).toMatchObject({
+        code: 1,
+        out: {
+          code: 11,
+          msg: `cannot reach the eni-ipam agent at ${closing} (it closed the connection without answering); try again later: is the agent running on this node?`,
+        },
+      });
     } finally {
       rude.close();
     }
@@ -191,11 +263,20 @@ describe('eni-ipam-cni without a working agent', () => {
     try {
       const body = '{"message":"no \\"x\\""}';
       answer = `HTTP/1.1 400 Bad Request\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
-      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({ code: 1, out: { code: 5, msg: `the eni-ipam agent at ${odd} refused the request: HTTP 400 {"message":"no \\"x\\""}` } });
+      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({
+        code: 1,
+        out: { code: 5, msg: `the eni-ipam agent at ${odd} refused the request: HTTP 400 {"message":"no \\"x\\""}` },
+      });
       answer = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}';
-      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({ code: 1, out: { code: 5, msg: expect.stringContaining('refused the request: HTTP 200') } });
+      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({
+        code: 1,
+        out: { code: 5, msg: expect.stringContaining('refused the request: HTTP 200') },
+      });
       answer = 'SSH-2.0-OpenSSH\r\n';
-      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({ code: 1, out: { code: 5, msg: `the eni-ipam agent at ${odd} answered something unreadable: the answer is not HTTP` } });
+      expect(await plugin(vars('ADD'), conf({}, { socket: odd }))).toMatchObject({
+        code: 1,
+        out: { code: 5, msg: `the eni-ipam agent at ${odd} answered something unreadable: the answer is not HTTP` },
+      });
     } finally {
       server2.close();
     }
@@ -208,11 +289,23 @@ describe('eni-ipam-cni without a working agent', () => {
     await new Promise<void>((r) => silent.listen(hung, r));
     try {
       const r = await plugin(vars('ADD'), conf({}, { socket: hung, timeoutSeconds: 0.8 }));
-      expect(r).toMatchObject({ code: 1, out: { code: 11, msg: `the eni-ipam agent at ${hung} did not answer within 0.8 s (ipam.timeoutSeconds); try again later` } });
+      expect(r).toMatchObject({
+        code: 1,
+        out: {
+          code: 11,
+          msg: `the eni-ipam agent at ${hung} did not answer within 0.8 s (ipam.timeoutSeconds); try again later`,
+        },
+      });
       expect(r.ms).toBeGreaterThanOrEqual(800);
       expect(r.ms).toBeLessThan(2500);
-      const status = await plugin({ CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' }, conf({ cniVersion: '1.1.0' }, { socket: hung, timeoutSeconds: 0.3 }));
-      expect(status).toMatchObject({ code: 1, out: { code: 50, msg: expect.stringContaining('did not answer within 0.3 s') } });
+      const status = await plugin(
+        { CNI_COMMAND: 'STATUS', CNI_PATH: '/opt/cni/bin' },
+        conf({ cniVersion: '1.1.0' }, { socket: hung, timeoutSeconds: 0.3 }),
+      );
+      expect(status).toMatchObject({
+        code: 1,
+        out: { code: 50, msg: expect.stringContaining('did not answer within 0.3 s') },
+      });
     } finally {
       for (const s of held) s.destroy();
       silent.close();
@@ -222,11 +315,15 @@ describe('eni-ipam-cni without a working agent', () => {
 
 // The default socket is a fixed host path: reached in a private mount namespace (root only).
 const canMount = process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v unshare']).status === 0;
-if (!canMount) console.warn('default-socket test skipped: it needs root and unshare (util-linux) to mount over /run/eni-ipam privately');
+if (!canMount)
+  console.warn(
+    'default-socket test skipped: it needs root and unshare (util-linux) to mount over /run/eni-ipam privately',
+  );
 (canMount ? describe : describe.skip)('eni-ipam-cni with no ipam.socket', () => {
   it('goes to /run/eni-ipam/agent.sock', async () => {
     // A fresh /run in a private mount namespace: nothing on the host changes.
-    const script = 'mount -t tmpfs tmpfs /run && mkdir /run/eni-ipam && mount --bind "$SOCKET_DIR" /run/eni-ipam && exec env -i CNI_COMMAND=ADD CNI_CONTAINERID=pod-default CNI_NETNS=/x CNI_IFNAME=eth0 "$PLUGIN"';
+    const script =
+      'mount -t tmpfs tmpfs /run && mkdir /run/eni-ipam && mount --bind "$SOCKET_DIR" /run/eni-ipam && exec env -i CNI_COMMAND=ADD CNI_CONTAINERID=pod-default CNI_NETNS=/x CNI_IFNAME=eth0 "$PLUGIN"';
     const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', SOCKET_DIR: dir, PLUGIN };
     try {
       // The agent runs in this process: the plugin must run asynchronously for it to answer.
@@ -234,8 +331,16 @@ if (!canMount) console.warn('default-socket test skipped: it needs root and unsh
       expect(run).toMatchObject({ code: 0, out: { ips: [{ address: expect.stringMatching(/^10\.4\.0\.\d+\/24$/) }] } });
       expect(agent.list().map((a) => a.containerId)).toContain('pod-default');
       // A configuration it cannot read goes there too, and the agent names the error.
-      const bad = await plugin(env, `{"cniVersion": "1.0.0", "ipam": {"socket": ${JSON.stringify(socket)}}, oops}`, 'unshare', ['--mount', 'sh', '-c', script]);
-      expect(bad).toMatchObject({ code: 1, out: { cniVersion: '1.0.0', code: 6, msg: 'the network configuration on stdin is not valid JSON' } });
+      const bad = await plugin(
+        env,
+        `{"cniVersion": "1.0.0", "ipam": {"socket": ${JSON.stringify(socket)}}, oops}`,
+        'unshare',
+        ['--mount', 'sh', '-c', script],
+      );
+      expect(bad).toMatchObject({
+        code: 1,
+        out: { cniVersion: '1.0.0', code: 6, msg: 'the network configuration on stdin is not valid JSON' },
+      });
     } finally {
       agent.release('pod-default', 'eth0');
     }

@@ -13,7 +13,17 @@ import { runCli } from '../helpers/cli.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 import { ROOT } from '../helpers/helm.js';
-import { MiniRuntime, SYSTEM_CNI_DIR, datapathUnavailable, deleteNamespaces, inNs, ip, sh, startInNs, type PodSpec } from '../helpers/netns.js';
+import {
+  MiniRuntime,
+  SYSTEM_CNI_DIR,
+  datapathUnavailable,
+  deleteNamespaces,
+  inNs,
+  ip,
+  sh,
+  startInNs,
+  type PodSpec,
+} from '../helpers/netns.js';
 
 /*
  * Two "nodes" (network namespaces) on a "VPC" (a namespace with a bridge for the node vSwitch and
@@ -64,7 +74,8 @@ async function routeEniAddresses(): Promise<void> {
   for (const e of c.ecs.state().enis) {
     const node = nodes.find((n) => n.instance === e.instanceId);
     if (!node || e.type === 'Primary') continue;
-    for (const addr of [e.primaryIp, ...e.secondaryIps]) await inNs(VPC, 'ip', 'route', 'replace', `${addr}/32`, 'via', node.ip);
+    for (const addr of [e.primaryIp, ...e.secondaryIps])
+      await inNs(VPC, 'ip', 'route', 'replace', `${addr}/32`, 'via', node.ip);
   }
 }
 
@@ -93,7 +104,15 @@ beforeAll(async () => {
 
   const bin = mkdtempSync(join(tmpdir(), 'cni-bin-'));
   // Installed as the agent DaemonSet's init container does it.
-  const installed = await runCli(['install-cni', '--bin-dir', bin, '--conf-dir', mkdtempSync(join(tmpdir(), 'cni-conf-')), '--conflist', CONFLIST]);
+  const installed = await runCli([
+    'install-cni',
+    '--bin-dir',
+    bin,
+    '--conf-dir',
+    mkdtempSync(join(tmpdir(), 'cni-conf-')),
+    '--conflist',
+    CONFLIST,
+  ]);
   if (installed.code !== 0) throw new Error(`install-cni failed: ${installed.stderr}`);
 
   await ip('netns', 'add', VPC);
@@ -113,11 +132,27 @@ beforeAll(async () => {
     await inNs(netns, 'ip', 'link', 'set', 'eth0', 'up');
     await inNs(netns, 'ip', 'route', 'add', 'default', 'via', '192.168.0.253');
     const dir = mkdtempSync(join(tmpdir(), `agent-${k}-`));
-    const agent = new Agent({ kc: c.kc, node: names[k]!, stateDir: dir, cooldownMs: COOLDOWN_MS, statusIntervalMs: 100, logger: silentLogger(), registry: new Registry() });
+    const agent = new Agent({
+      kc: c.kc,
+      node: names[k]!,
+      stateDir: dir,
+      cooldownMs: COOLDOWN_MS,
+      statusIntervalMs: 100,
+      logger: silentLogger(),
+      registry: new Registry(),
+    });
     await agent.start();
     const server = await serveAgentApi(agent, join(dir, 'agent.sock'));
     await eventually(() => agent.ready);
-    nodes.push({ name: names[k]!, instance, netns, ip: primary, agent, server, runtime: new MiniRuntime(CONFLIST, [bin, SYSTEM_CNI_DIR], { netns, socketDir: dir }) });
+    nodes.push({
+      name: names[k]!,
+      instance,
+      netns,
+      ip: primary,
+      agent,
+      server,
+      runtime: new MiniRuntime(CONFLIST, [bin, SYSTEM_CNI_DIR], { netns, socketDir: dir }),
+    });
   }
   await routeEniAddresses();
 }, 90_000);
@@ -137,10 +172,14 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
   it('gives three pods on each node addresses from their own node’s pool and ENIs', async () => {
     for (const n of nodes) for (const k of [1, 2, 3]) await startPod(n, `${n.netns.slice(P.length)}-pod${k}`);
     // The agents' status writes are coalesced: wait until each pool reports its pods.
-    await eventually(async () => {
-      for (const pod of pods) if (!(await c.pool(pod.node.name)).status?.used?.[pod.ip]) return false;
-      return true;
-    }, 10_000, 50);
+    await eventually(
+      async () => {
+        for (const pod of pods) if (!(await c.pool(pod.node.name)).status?.used?.[pod.ip]) return false;
+        return true;
+      },
+      10_000,
+      50,
+    );
     for (const pod of pods) {
       expect((await inNs(pod.netns, 'ip', '-4', '-o', 'addr', 'show', 'eth0')).split(/\s+/)).toContain(`${pod.ip}/20`);
       const pool = await c.pool(pod.node.name);
@@ -153,9 +192,17 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
   }, 60_000);
 
   it('connects every pod to every other pod, by ping and by TCP', async () => {
-    for (const p of pods) servers.push(startInNs(p.netns, ['node', '-e', `require('net').createServer((s) => s.end('hello from ${p.name}\\n')).listen(7000)`]));
+    for (const p of pods)
+      servers.push(
+        startInNs(p.netns, [
+          'node',
+          '-e',
+          `require('net').createServer((s) => s.end('hello from ${p.name}\\n')).listen(7000)`,
+        ]),
+      );
     for (const p of pods) await eventually(async () => (await inNs(p.netns, 'ss', '-ltn')).includes(':7000'), 5000, 50);
-    const client = "const s=require('net').connect(7000,process.argv[1]);s.setEncoding('utf8');s.on('data',(d)=>process.stdout.write(d));s.on('error',(e)=>{console.error(e.message);process.exit(1)})";
+    const client =
+      "const s=require('net').connect(7000,process.argv[1]);s.setEncoding('utf8');s.on('data',(d)=>process.stdout.write(d));s.on('error',(e)=>{console.error(e.message);process.exit(1)})";
     for (const a of pods) {
       for (const b of pods) {
         if (a === b) continue;
@@ -168,21 +215,52 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
   it('carries traffic between nodes as plain IP: a full 1500-byte path and no encapsulation on the wire', async () => {
     const [a, b] = [pods.find((p) => p.node === nodes[0])!, pods.find((p) => p.node === nodes[1])!];
     for (const ns of [a.netns, a.node.netns, VPC, b.node.netns, b.netns]) {
-      for (const line of (await inNs(ns, 'ip', '-o', 'link', 'show')).split('\n').filter((l) => l && !l.includes(' lo:'))) expect(line).toMatch(/ mtu 1500 /);
+      for (const line of (await inNs(ns, 'ip', '-o', 'link', 'show'))
+        .split('\n')
+        .filter((l) => l && !l.includes(' lo:')))
+        expect(line).toMatch(/ mtu 1500 /);
     }
     await inNs(a.netns, 'ping', '-c', '1', '-W', '2', '-M', 'do', '-s', '1472', b.ip);
-    const tooBig = await sh('ip', ['netns', 'exec', a.netns, 'ping', '-c', '1', '-W', '2', '-M', 'do', '-s', '1473', b.ip]);
+    const tooBig = await sh('ip', [
+      'netns',
+      'exec',
+      a.netns,
+      'ping',
+      '-c',
+      '1',
+      '-W',
+      '2',
+      '-M',
+      'do',
+      '-s',
+      '1473',
+      b.ip,
+    ]);
     expect(tooBig.code).not.toBe(0);
     expect(tooBig.stdout + tooBig.stderr).toMatch(/message too long|mtu=1500/i);
     // On the VPC's wire the packet is the pod's own: pod address to pod address, ICMP, 1500 bytes.
-    const capture = startInNs(VPC, ['tcpdump', '-i', 'br0', '-n', '-c', '1', '-l', '-v', `icmp and src host ${a.ip} and dst host ${b.ip}`]);
+    const capture = startInNs(VPC, [
+      'tcpdump',
+      '-i',
+      'br0',
+      '-n',
+      '-c',
+      '1',
+      '-l',
+      '-v',
+      `icmp and src host ${a.ip} and dst host ${b.ip}`,
+    ]);
     servers.push(capture);
     let seen = '';
     capture.stdout!.on('data', (d) => (seen += d));
     await new Promise((r) => setTimeout(r, 1000));
     await inNs(a.netns, 'ping', '-c', '2', '-W', '2', '-M', 'do', '-s', '1472', b.ip);
     await Promise.race([once(capture, 'exit'), new Promise((r) => setTimeout(r, 5000))]);
-    expect(seen).toMatch(new RegExp(`proto ICMP \\(1\\), length 1500\\)\\s+${a.ip.replace(/\./g, '\\.')} > ${b.ip.replace(/\./g, '\\.')}: ICMP echo request`));
+    expect(seen).toMatch(
+      new RegExp(
+        `proto ICMP \\(1\\), length 1500\\)\\s+${a.ip.replace(/\./g, '\\.')} > ${b.ip.replace(/\./g, '\\.')}: ICMP echo request`,
+      ),
+    );
     expect(seen).not.toMatch(/UDP|VXLAN|GRE|ipip/i);
   }, 30_000);
 
@@ -222,7 +300,10 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
         return Object.keys(p.status?.used ?? {}).length === 0 && Object.keys(p.status?.cooling ?? {}).length === 0;
       }, 10_000);
       expect(total).toBeGreaterThanOrEqual(pods.filter((p) => p.node === n).length);
-      for (const p of pods.filter((x) => x.node === n)) expect(n.agent.allocate({ containerId: `again-${p.id}`, ifName: 'eth0', pod: 'default/again' })).not.toBe('pool-empty');
+      for (const p of pods.filter((x) => x.node === n))
+        expect(n.agent.allocate({ containerId: `again-${p.id}`, ifName: 'eth0', pod: 'default/again' })).not.toBe(
+          'pool-empty',
+        );
     }
   }, 60_000);
 });

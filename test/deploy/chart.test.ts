@@ -5,14 +5,19 @@ import YAML from 'yaml';
 import { kube, kubectlFor } from '../helpers/kube.js';
 import { CHART, CREDENTIAL_FORMS, REQUIRED, ROOT, helm, setArgs, template, type K8sObject } from '../helpers/helm.js';
 
-const find = (objs: K8sObject[], kind: string, suffix = '') => objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix)) as any;
-const containers = (workload: any): any[] => [...(workload.spec.template.spec.initContainers ?? []), ...workload.spec.template.spec.containers];
+const find = (objs: K8sObject[], kind: string, suffix = '') =>
+  objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix)) as any;
+const containers = (workload: any): any[] => [
+  ...(workload.spec.template.spec.initContainers ?? []),
+  ...workload.spec.template.spec.containers,
+];
 
 describe('the Helm chart', () => {
   it('ships the CRDs of crds/ unchanged', () => {
     const mine = readdirSync(`${ROOT}crds`).sort();
     expect(readdirSync(`${CHART}/crds`).sort()).toEqual(mine);
-    for (const f of mine) expect(readFileSync(`${CHART}/crds/${f}`, 'utf8')).toBe(readFileSync(`${ROOT}crds/${f}`, 'utf8'));
+    for (const f of mine)
+      expect(readFileSync(`${CHART}/crds/${f}`, 'utf8')).toBe(readFileSync(`${ROOT}crds/${f}`, 'utf8'));
   });
 
   it.each(Object.keys(CREDENTIAL_FORMS))('passes helm lint --strict with the %s credentials', async (form) => {
@@ -22,7 +27,13 @@ describe('the Helm chart', () => {
   });
 
   it('passes helm lint --strict with every optional part on', async () => {
-    const all = ['monitoring.serviceMonitor.enabled=true', 'monitoring.prometheusRule.enabled=true', 'monitoring.grafanaDashboard.enabled=true', 'defaultClass.create=true', 'operator.apiLimits.CreateNetworkInterface.perMinute=250'];
+    const all = [
+      'monitoring.serviceMonitor.enabled=true',
+      'monitoring.prometheusRule.enabled=true',
+      'monitoring.grafanaDashboard.enabled=true',
+      'defaultClass.create=true',
+      'operator.apiLimits.CreateNetworkInterface.perMinute=250',
+    ];
     const r = await helm(['lint', '--strict', CHART, ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!, ...all])]);
     expect(r.code).toBe(0);
   });
@@ -30,33 +41,70 @@ describe('the Helm chart', () => {
   it('says which value is missing, and rejects wrong types and unknown keys through values.schema.json', async () => {
     const bare = await helm(['template', 'x', CHART]);
     expect(bare.code).not.toBe(0);
-    expect(bare.stderr).toContain('region is required: the Alibaba Cloud region of the cluster, e.g. --set region=cn-hangzhou');
+    expect(bare.stderr).toContain(
+      'region is required: the Alibaba Cloud region of the cluster, e.g. --set region=cn-hangzhou',
+    );
     const noSecret = await helm(['template', 'x', CHART, ...setArgs(REQUIRED)]);
     expect(noSecret.stderr).toContain('credentials.secret.name is required with credentials.mode=secret');
-    const wrongType = await helm(['template', 'x', CHART, ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'operator.replicas=two'])]);
+    const wrongType = await helm([
+      'template',
+      'x',
+      CHART,
+      ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'operator.replicas=two']),
+    ]);
     expect(wrongType.stderr).toContain('operator.replicas: Invalid type. Expected: integer, given: string');
-    const unknown = await helm(['template', 'x', CHART, ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'operator.replica=3'])]);
+    const unknown = await helm([
+      'template',
+      'x',
+      CHART,
+      ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'operator.replica=3']),
+    ]);
     expect(unknown.stderr).toContain('operator: Additional property replica is not allowed');
     const badMode = await helm(['template', 'x', CHART, ...setArgs([...REQUIRED, 'credentials.mode=password'])]);
-    expect(badMode.stderr).toMatch(/credentials\.mode: credentials\.mode must be one of the following: "secret", "ramRole", "rrsa"/);
+    expect(badMode.stderr).toMatch(
+      /credentials\.mode: credentials\.mode must be one of the following: "secret", "ramRole", "rrsa"/,
+    );
   });
 
   it('grants least privilege: exactly what the operator and the agent use, no wildcard anywhere', async () => {
     const objs = await template([...REQUIRED, ...CREDENTIAL_FORMS.secret!]);
     const roles = objs.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role') as any[];
-    for (const r of roles) for (const rule of r.rules) for (const k of ['verbs', 'resources', 'apiGroups']) expect(rule[k]).not.toContain('*');
-    const rules = (kind: string, name: string) => find(objs, kind, name).rules.map((r: any) => ({ groups: r.apiGroups, resources: r.resources, verbs: r.verbs, names: r.resourceNames }));
+    for (const r of roles)
+      for (const rule of r.rules)
+        for (const k of ['verbs', 'resources', 'apiGroups']) expect(rule[k]).not.toContain('*');
+    const rules = (kind: string, name: string) =>
+      find(objs, kind, name).rules.map((r: any) => ({
+        groups: r.apiGroups,
+        resources: r.resources,
+        verbs: r.verbs,
+        names: r.resourceNames,
+      }));
     expect(rules('ClusterRole', '-operator')).toEqual([
       { groups: [''], resources: ['nodes', 'pods'], verbs: ['get', 'list', 'watch'], names: undefined },
-      { groups: ['eniipam.io'], resources: ['enipools'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'], names: undefined },
+      {
+        groups: ['eniipam.io'],
+        resources: ['enipools'],
+        verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
+        names: undefined,
+      },
       { groups: ['eniipam.io'], resources: ['enipoolclasses'], verbs: ['get', 'list', 'watch'], names: undefined },
-      { groups: ['eniipam.io'], resources: ['enipools/status', 'enipoolclasses/status'], verbs: ['patch'], names: undefined },
+      {
+        groups: ['eniipam.io'],
+        resources: ['enipools/status', 'enipoolclasses/status'],
+        verbs: ['patch'],
+        names: undefined,
+      },
     ]);
     const opRole = find(objs, 'Role', '-operator');
     expect(opRole.metadata.namespace).toBe('kube-system');
     expect(rules('Role', '-operator')).toEqual([
       { groups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'], names: undefined },
-      { groups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'], names: ['eni-ipam-operator'] },
+      {
+        groups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'update'],
+        names: ['eni-ipam-operator'],
+      },
       { groups: [''], resources: ['events'], verbs: ['create', 'patch'], names: undefined },
     ]);
     expect(rules('ClusterRole', '-agent')).toEqual([
@@ -68,9 +116,14 @@ describe('the Helm chart', () => {
       expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: b.roleRef.name, namespace: 'kube-system' }]);
     }
     // The Lease the Role names is the one the operator is told to use.
-    expect(find(objs, 'Deployment').spec.template.spec.containers[0].args).toContain('--leader-elect-lease-name=eni-ipam-operator');
+    expect(find(objs, 'Deployment').spec.template.spec.containers[0].args).toContain(
+      '--leader-elect-lease-name=eni-ipam-operator',
+    );
     // It is a release object, so that helm uninstall removes it.
-    expect(find(objs, 'Lease', '-operator').metadata).toMatchObject({ name: 'eni-ipam-operator', namespace: 'kube-system' });
+    expect(find(objs, 'Lease', '-operator').metadata).toMatchObject({
+      name: 'eni-ipam-operator',
+      namespace: 'kube-system',
+    });
   });
 
   it('runs two operator replicas with leader election, probes, limits, topology spread and a locked-down container', async () => {
@@ -79,23 +132,54 @@ describe('the Helm chart', () => {
     expect(d.spec.replicas).toBe(2);
     const pod = d.spec.template.spec;
     expect(pod.serviceAccountName).toBe('eni-ipam-operator');
-    expect(pod.topologySpreadConstraints.map((t: any) => t.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+    expect(pod.topologySpreadConstraints.map((t: any) => t.topologyKey)).toEqual([
+      'kubernetes.io/hostname',
+      'topology.kubernetes.io/zone',
+    ]);
     const c = pod.containers[0];
     expect(c.args).toEqual(
-      expect.arrayContaining(['operator', '--region=cn-hangzhou', '--vpc-id=vpc-bp1demo', '--cluster-id=prod-1', '--leader-elect', '--leader-elect-namespace=kube-system', '--event-namespace=kube-system', '--credentials-dir=/etc/eni-ipam/credentials', '--mode=normal']),
+      expect.arrayContaining([
+        'operator',
+        '--region=cn-hangzhou',
+        '--vpc-id=vpc-bp1demo',
+        '--cluster-id=prod-1',
+        '--leader-elect',
+        '--leader-elect-namespace=kube-system',
+        '--event-namespace=kube-system',
+        '--credentials-dir=/etc/eni-ipam/credentials',
+        '--mode=normal',
+      ]),
     );
     expect(c.args.some((a: string) => a.startsWith('--ecs-endpoint'))).toBe(false); // the VPC-internal default
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
-    expect(c.ports.map((p: any) => [p.name, p.containerPort])).toEqual([['metrics', 9090], ['health', 8080]]);
+    expect(c.ports.map((p: any) => [p.name, p.containerPort])).toEqual([
+      ['metrics', 9090],
+      ['health', 8080],
+    ]);
     expect(c.resources.requests).toEqual({ cpu: '100m', memory: '128Mi' });
     expect(c.resources.limits.memory).toBe('512Mi');
     // The heap limit stays below the container's, so V8 collects before the kernel kills.
-    expect(c.env.find((e: any) => e.name === 'NODE_OPTIONS').value).toBe('--max-old-space-size=384 --max-semi-space-size=4');
-    expect(c.securityContext).toMatchObject({ runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(c.env.find((e: any) => e.name === 'NODE_OPTIONS').value).toBe(
+      '--max-old-space-size=384 --max-semi-space-size=4',
+    );
+    expect(c.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(c.securityContext.runAsUser).toBeGreaterThan(0);
 
-    const single = find(await template([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'operator.leaderElection.enabled=false', 'operator.replicas=1']), 'Deployment');
+    const single = find(
+      await template([
+        ...REQUIRED,
+        ...CREDENTIAL_FORMS.secret!,
+        'operator.leaderElection.enabled=false',
+        'operator.replicas=1',
+      ]),
+      'Deployment',
+    );
     expect(single.spec.template.spec.containers[0].args).toContain('--no-leader-elect');
   });
 
@@ -105,13 +189,37 @@ describe('the Helm chart', () => {
     const pod = ds.spec.template.spec;
     expect(pod.hostNetwork).toBe(true);
     expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);
-    const hostPaths = Object.fromEntries(pod.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]));
-    expect(hostPaths).toEqual({ state: '/var/lib/eni-ipam', socket: '/run/eni-ipam', 'cni-bin': '/opt/cni/bin', 'cni-conf': '/etc/cni/net.d' });
+    const hostPaths = Object.fromEntries(
+      pod.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]),
+    );
+    expect(hostPaths).toEqual({
+      state: '/var/lib/eni-ipam',
+      socket: '/run/eni-ipam',
+      'cni-bin': '/opt/cni/bin',
+      'cni-conf': '/etc/cni/net.d',
+    });
     const [init, agent] = containers(ds);
-    expect(init.args).toEqual(['install-cni', '--bin-dir=/host/cni/bin', '--conf-dir=/host/cni/net.d', '--conflist=/etc/eni-ipam/cni/10-eni-ipam.conflist']);
-    expect(agent.args).toEqual(expect.arrayContaining(['agent', '--state-dir=/var/lib/eni-ipam', '--socket=/run/eni-ipam/agent.sock', '--event-namespace=kube-system']));
+    expect(init.args).toEqual([
+      'install-cni',
+      '--bin-dir=/host/cni/bin',
+      '--conf-dir=/host/cni/net.d',
+      '--conflist=/etc/eni-ipam/cni/10-eni-ipam.conflist',
+    ]);
+    expect(agent.args).toEqual(
+      expect.arrayContaining([
+        'agent',
+        '--state-dir=/var/lib/eni-ipam',
+        '--socket=/run/eni-ipam/agent.sock',
+        '--event-namespace=kube-system',
+      ]),
+    );
     expect(agent.env.find((e: any) => e.name === 'NODE_NAME').valueFrom.fieldRef.fieldPath).toBe('spec.nodeName');
-    for (const c of [init, agent]) expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    for (const c of [init, agent])
+      expect(c.securityContext).toMatchObject({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
     // The conflist it installs is the example the datapath test uses, with the socket the agent serves.
     const conflist = JSON.parse(find(objs, 'ConfigMap', '-cni').data['10-eni-ipam.conflist']);
     expect(conflist).toEqual(JSON.parse(readFileSync(`${ROOT}examples/10-eni-ipam.conflist`, 'utf8')));
@@ -131,13 +239,33 @@ describe('the Helm chart', () => {
       }
     }
     const secretPod = byForm.secret.pod;
-    expect(secretPod.volumes).toEqual([{ name: 'credentials', secret: { secretName: 'eni-ipam-access-key', defaultMode: 0o440, items: [{ key: 'access-key-id', path: 'access-key-id' }, { key: 'access-key-secret', path: 'access-key-secret' }] } }]);
+    expect(secretPod.volumes).toEqual([
+      {
+        name: 'credentials',
+        secret: {
+          secretName: 'eni-ipam-access-key',
+          defaultMode: 0o440,
+          items: [
+            { key: 'access-key-id', path: 'access-key-id' },
+            { key: 'access-key-secret', path: 'access-key-secret' },
+          ],
+        },
+      },
+    ]);
     expect(byForm.ramRole.pod.containers[0].args).toContain('--ram-role=KubernetesWorkerRole');
     expect(byForm.ramRole.pod.volumes).toBeUndefined();
     const rrsa = byForm.rrsa.pod;
-    expect(find(byForm.rrsa.objs, 'ServiceAccount', '-operator').metadata.annotations).toEqual({ 'pod-identity.alibabacloud.com/role-name': 'eni-ipam' });
-    expect(rrsa.volumes[0].projected.sources[0].serviceAccountToken).toEqual({ audience: 'sts.aliyuncs.com', expirationSeconds: 3600, path: 'token' });
-    const env = Object.fromEntries(rrsa.containers[0].env.filter((e: any) => e.name.startsWith('ALIBABA_CLOUD_')).map((e: any) => [e.name, e.value]));
+    expect(find(byForm.rrsa.objs, 'ServiceAccount', '-operator').metadata.annotations).toEqual({
+      'pod-identity.alibabacloud.com/role-name': 'eni-ipam',
+    });
+    expect(rrsa.volumes[0].projected.sources[0].serviceAccountToken).toEqual({
+      audience: 'sts.aliyuncs.com',
+      expirationSeconds: 3600,
+      path: 'token',
+    });
+    const env = Object.fromEntries(
+      rrsa.containers[0].env.filter((e: any) => e.name.startsWith('ALIBABA_CLOUD_')).map((e: any) => [e.name, e.value]),
+    );
     expect(env).toEqual({
       ALIBABA_CLOUD_ROLE_ARN: 'acs:ram::1234567890123456:role/eni-ipam',
       ALIBABA_CLOUD_OIDC_PROVIDER_ARN: 'acs:ram::1234567890123456:oidc-provider/ack-rrsa-c1',
@@ -157,15 +285,41 @@ describe('the Helm chart', () => {
       'monitoring.prometheusRule.enabled=true',
       'monitoring.grafanaDashboard.enabled=true',
     ]);
-    expect(find(objs, 'Deployment').spec.template.spec.containers[0].args).toContain('--api-limits=CreateNetworkInterface=250:50,DescribeNetworkInterfaces=600');
-    expect(find(objs, 'ENIPoolClass')).toMatchObject({ metadata: { name: 'default' }, spec: { vSwitchTags: { role: 'pods' }, preAllocate: 8 } });
-    expect(objs.filter((o) => o.kind === 'ServiceMonitor').map((o: any) => o.spec.selector.matchLabels['app.kubernetes.io/component'])).toEqual(['operator', 'agent']);
+    expect(find(objs, 'Deployment').spec.template.spec.containers[0].args).toContain(
+      '--api-limits=CreateNetworkInterface=250:50,DescribeNetworkInterfaces=600',
+    );
+    expect(find(objs, 'ENIPoolClass')).toMatchObject({
+      metadata: { name: 'default' },
+      spec: { vSwitchTags: { role: 'pods' }, preAllocate: 8 },
+    });
+    expect(
+      objs
+        .filter((o) => o.kind === 'ServiceMonitor')
+        .map((o: any) => o.spec.selector.matchLabels['app.kubernetes.io/component']),
+    ).toEqual(['operator', 'agent']);
     const alerts = find(objs, 'PrometheusRule').spec.groups[0].rules.map((r: any) => r.alert);
-    expect(alerts).toEqual(['EniIpamThrottled', 'EniIpamActionNearQuota', 'EniIpamNodeInDeficit', 'EniIpamVSwitchNearlyFull', 'EniIpamPoolsExhausted', 'EniIpamLeakedEnisCollected', 'EniIpamNoLeader']);
+    expect(alerts).toEqual([
+      'EniIpamThrottled',
+      'EniIpamActionNearQuota',
+      'EniIpamNodeInDeficit',
+      'EniIpamVSwitchNearlyFull',
+      'EniIpamPoolsExhausted',
+      'EniIpamLeakedEnisCollected',
+      'EniIpamNoLeader',
+    ]);
     const dash = find(objs, 'ConfigMap', '-dashboard');
     expect(dash.metadata.labels.grafana_dashboard).toBe('1');
     const panels = JSON.parse(dash.data['eni-ipam.json']).panels.map((p: any) => p.title);
-    expect(panels).toEqual(expect.arrayContaining(['OpenAPI calls per second by action', 'OpenAPI latency p99 by action', 'Limiter wait p99 by action', 'Pool IPs per node', 'Nodes by pool state', 'CNI allocation latency (agents)']));
+    expect(panels).toEqual(
+      expect.arrayContaining([
+        'OpenAPI calls per second by action',
+        'OpenAPI latency p99 by action',
+        'Limiter wait p99 by action',
+        'Pool IPs per node',
+        'Nodes by pool state',
+        'CNI allocation latency (agents)',
+      ]),
+    );
     expect(panels.some((t: string) => t.startsWith('Quota headroom by action'))).toBe(true);
   });
 
@@ -179,18 +333,48 @@ describe('the Helm chart', () => {
       const rest = objs.filter((o) => o.kind !== 'CustomResourceDefinition');
       const applyCrds = await k(['apply', '-f', '-'], crds.map((o) => YAML.stringify(o)).join('---\n'));
       expect(applyCrds.stderr).toBe('');
-      expect((await k(['wait', '--for=condition=Established', 'crd/enipools.eniipam.io', 'crd/enipoolclasses.eniipam.io', '--timeout=20s'])).code).toBe(0);
+      expect(
+        (
+          await k([
+            'wait',
+            '--for=condition=Established',
+            'crd/enipools.eniipam.io',
+            'crd/enipoolclasses.eniipam.io',
+            '--timeout=20s',
+          ])
+        ).code,
+      ).toBe(0);
       const applied = await k(['apply', '-f', '-'], rest.map((o) => YAML.stringify(o)).join('---\n'));
       expect(applied.stderr).toBe('');
       expect(applied.code).toBe(0);
       expect(applied.stdout.trim().split('\n').length).toBe(rest.length);
-      const got = await k(['get', '-n', 'kube-system', 'deployment/eni-ipam-operator', 'daemonset/eni-ipam-agent', 'serviceaccount/eni-ipam-operator', 'configmap/eni-ipam-cni', '-o', 'name']);
-      expect(got.stdout.trim().split('\n')).toEqual(['deployment.apps/eni-ipam-operator', 'daemonset.apps/eni-ipam-agent', 'serviceaccount/eni-ipam-operator', 'configmap/eni-ipam-cni']);
+      const got = await k([
+        'get',
+        '-n',
+        'kube-system',
+        'deployment/eni-ipam-operator',
+        'daemonset/eni-ipam-agent',
+        'serviceaccount/eni-ipam-operator',
+        'configmap/eni-ipam-cni',
+        '-o',
+        'name',
+      ]);
+      expect(got.stdout.trim().split('\n')).toEqual([
+        'deployment.apps/eni-ipam-operator',
+        'daemonset.apps/eni-ipam-agent',
+        'serviceaccount/eni-ipam-operator',
+        'configmap/eni-ipam-cni',
+      ]);
       expect((await k(['get', 'enipoolclasses', '-o', 'name'])).stdout.trim()).toBe('enipoolclass.eniipam.io/default');
       // A second apply changes nothing.
       const again = await k(['apply', '-f', '-'], rest.map((o) => YAML.stringify(o)).join('---\n'));
       expect(again.code).toBe(0);
-      expect(again.stdout.trim().split('\n').filter((l) => !l.endsWith(' unchanged'))).toEqual([]);
+      expect(
+        again.stdout
+          .trim()
+          .split('\n')
+          .filter((l) => !l.endsWith(' unchanged')),
+      ).toEqual([]);
     } finally {
       await emu.close();
     }

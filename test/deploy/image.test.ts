@@ -15,7 +15,11 @@ interface Stage {
 /** The Dockerfile as stages of instructions (continuation lines joined, comments dropped). */
 function stages(text: string): Stage[] {
   const out: Stage[] = [];
-  const joined = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const joined = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   for (const line of joined) {
     const [op, ...rest] = line.split(/\s+/);
     const args = rest.join(' ');
@@ -28,7 +32,8 @@ function stages(text: string): Stage[] {
 }
 
 /** ldd's verdict on a file (it exits 1 for a static one, saying so). */
-const ldd = (file: string) => new Promise<string>((resolve) => execFile('ldd', [file], (_err, stdout, stderr) => resolve(`${stdout}${stderr}`)));
+const ldd = (file: string) =>
+  new Promise<string>((resolve) => execFile('ldd', [file], (_err, stdout, stderr) => resolve(`${stdout}${stderr}`)));
 
 describe('the container image', () => {
   const dockerfile = stages(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
@@ -41,7 +46,9 @@ describe('the container image', () => {
     expect(dockerfile[0]!.lines.some((l) => l.op === 'RUN' && l.args.includes('npm run build'))).toBe(true);
     // npm run build compiles the static plugin: the build stage has gcc and libc's static archive, before the build.
     const build = dockerfile[0]!.lines;
-    const compiler = build.findIndex((l) => l.op === 'RUN' && /apt-get install\b.*\bgcc\b/.test(l.args) && /\blibc6-dev\b/.test(l.args));
+    const compiler = build.findIndex(
+      (l) => l.op === 'RUN' && /apt-get install\b.*\bgcc\b/.test(l.args) && /\blibc6-dev\b/.test(l.args),
+    );
     expect(compiler).toBeGreaterThanOrEqual(0);
     expect(compiler).toBeLessThan(build.findIndex((l) => l.op === 'RUN' && l.args.includes('npm run build')));
     expect(build.some((l) => l.op === 'COPY' && l.args.startsWith('scripts/build-cni.sh '))).toBe(true);
@@ -49,8 +56,16 @@ describe('the container image', () => {
 
   it('ships production dependencies only, the compiled code from the build stage, and no remote ADD', () => {
     expect(runtime.lines.some((l) => l.op === 'RUN' && /npm ci\b.*--omit=dev/.test(l.args))).toBe(true);
-    expect(runtime.lines.some((l) => l.op === 'COPY' && l.args.startsWith(`--from=${dockerfile[0]!.name} `) && l.args.includes('/dist'))).toBe(true);
-    expect(runtime.lines.filter((l) => l.op === 'COPY' && !l.args.startsWith('--from=') && /\b(src|test|node_modules)\b/.test(l.args))).toEqual([]);
+    expect(
+      runtime.lines.some(
+        (l) => l.op === 'COPY' && l.args.startsWith(`--from=${dockerfile[0]!.name} `) && l.args.includes('/dist'),
+      ),
+    ).toBe(true);
+    expect(
+      runtime.lines.filter(
+        (l) => l.op === 'COPY' && !l.args.startsWith('--from=') && /\b(src|test|node_modules)\b/.test(l.args),
+      ),
+    ).toEqual([]);
     for (const s of dockerfile) expect(s.lines.filter((l) => l.op === 'ADD' && /https?:\/\//.test(l.args))).toEqual([]);
     expect(runtime.lines).toContainEqual({ op: 'ENV', args: 'NODE_ENV=production' });
   });
@@ -66,7 +81,10 @@ describe('the container image', () => {
 
   it('needs no devDependency at run time: every package the compiled code imports is a dependency', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-    const files = (dir: string): string[] => readdirSync(dir).flatMap((f) => (statSync(join(dir, f)).isDirectory() ? files(join(dir, f)) : f.endsWith('.js') ? [join(dir, f)] : []));
+    const files = (dir: string): string[] =>
+      readdirSync(dir).flatMap((f) =>
+        statSync(join(dir, f)).isDirectory() ? files(join(dir, f)) : f.endsWith('.js') ? [join(dir, f)] : [],
+      );
     const imported = new Set<string>();
     for (const f of files(join(ROOT, 'dist'))) {
       for (const m of readFileSync(f, 'utf8').matchAll(/(?:from|import\()\s*'([^'.][^']*)'/g)) {
@@ -81,7 +99,15 @@ describe('the container image', () => {
 
 describe('eni-ipam install-cni (the init container)', () => {
   const install = (host: string) =>
-    runCli(['install-cni', '--bin-dir', join(host, 'opt/cni/bin'), '--conf-dir', join(host, 'etc/cni/net.d'), '--conflist', join(ROOT, 'examples/10-eni-ipam.conflist')]);
+    runCli([
+      'install-cni',
+      '--bin-dir',
+      join(host, 'opt/cni/bin'),
+      '--conf-dir',
+      join(host, 'etc/cni/net.d'),
+      '--conflist',
+      join(ROOT, 'examples/10-eni-ipam.conflist'),
+    ]);
 
   it('installs one static binary that runs with an empty environment, and the conflist', async () => {
     const host = mkdtempSync(join(tmpdir(), 'host-'));
@@ -91,18 +117,27 @@ describe('eni-ipam install-cni (the init container)', () => {
     writeFileSync(join(host, 'opt/cni/bin/ptp'), 'another plugin');
     const r = await install(host);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe(`installed ${join(host, 'opt/cni/bin/eni-ipam-cni')}\ninstalled ${join(host, 'etc/cni/net.d/10-eni-ipam.conflist')}\n`);
-    expect(JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-eni-ipam.conflist'), 'utf8'))).toEqual(JSON.parse(readFileSync(join(ROOT, 'examples/10-eni-ipam.conflist'), 'utf8')));
+    expect(r.stdout).toBe(
+      `installed ${join(host, 'opt/cni/bin/eni-ipam-cni')}\ninstalled ${join(host, 'etc/cni/net.d/10-eni-ipam.conflist')}\n`,
+    );
+    expect(JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-eni-ipam.conflist'), 'utf8'))).toEqual(
+      JSON.parse(readFileSync(join(ROOT, 'examples/10-eni-ipam.conflist'), 'utf8')),
+    );
     const installed = join(host, 'opt/cni/bin/eni-ipam-cni');
     expect(readFileSync(installed).equals(readFileSync(join(ROOT, 'dist/bin/eni-ipam-cni')))).toBe(true);
     expect(statSync(installed).mode & 0o777).toBe(0o755);
     expect(await ldd(installed)).toMatch(/not a dynamic executable|statically linked/);
     // As a container runtime calls it: an empty environment but the CNI variables.
     const out = await new Promise<string>((resolve, reject) => {
-      const child = execFile(installed, [], { env: { CNI_COMMAND: 'VERSION' } }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      const child = execFile(installed, [], { env: { CNI_COMMAND: 'VERSION' } }, (err, stdout) =>
+        err ? reject(err) : resolve(stdout),
+      );
       child.stdin!.end('{"cniVersion":"1.0.0"}');
     });
-    expect(JSON.parse(out)).toEqual({ cniVersion: '1.0.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
+    expect(JSON.parse(out)).toEqual({
+      cniVersion: '1.0.0',
+      supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
+    });
     // Installing again (an agent pod restarting) replaces it in place; nothing else is there.
     expect((await install(host)).code).toBe(0);
     expect(readdirSync(join(host, 'opt/cni/bin')).sort()).toEqual(['eni-ipam-cni', 'ptp']);
@@ -111,8 +146,22 @@ describe('eni-ipam install-cni (the init container)', () => {
 
   it('refuses a conflist that does not use eni-ipam-cni, saying so', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'conf-'));
-    writeFileSync(join(dir, 'other.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'x', plugins: [{ type: 'bridge', ipam: { type: 'host-local' } }] }));
-    const r = await runCli(['install-cni', '--bin-dir', join(dir, 'bin'), '--conf-dir', join(dir, 'net.d'), '--conflist', join(dir, 'other.conflist')]);
-    expect(r).toMatchObject({ code: 2, stderr: `eni-ipam install-cni: the conflist ${join(dir, 'other.conflist')} has no plugin whose ipam.type is eni-ipam-cni\n` });
+    writeFileSync(
+      join(dir, 'other.conflist'),
+      JSON.stringify({ cniVersion: '1.0.0', name: 'x', plugins: [{ type: 'bridge', ipam: { type: 'host-local' } }] }),
+    );
+    const r = await runCli([
+      'install-cni',
+      '--bin-dir',
+      join(dir, 'bin'),
+      '--conf-dir',
+      join(dir, 'net.d'),
+      '--conflist',
+      join(dir, 'other.conflist'),
+    ]);
+    expect(r).toMatchObject({
+      code: 2,
+      stderr: `eni-ipam install-cni: the conflist ${join(dir, 'other.conflist')} has no plugin whose ipam.type is eni-ipam-cni\n`,
+    });
   });
 });

@@ -25,7 +25,11 @@ const scrape = async (url: string) => (await fetch(url)).text();
 
 // prom-client's default nodejs_active_{handles,requests,resources}_total are gauges named like
 // counters, which promtool flags (toolchain.md 5.2); they are not ours to rename.
-const withoutNodeDefaults = (text: string) => text.split('\n').filter((l) => !/nodejs_active_(handles|requests|resources)_total/.test(l)).join('\n');
+const withoutNodeDefaults = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => !/nodejs_active_(handles|requests|resources)_total/.test(l))
+    .join('\n');
 
 beforeAll(async () => {
   c = await testCluster();
@@ -35,10 +39,47 @@ beforeAll(async () => {
   const kubeconfig = join(dir, 'kubeconfig');
   writeFileSync(kubeconfig, c.kube.kubeconfig);
   const operatorUrl = await start(
-    ['operator', '--kubeconfig', kubeconfig, '--region', 'cn-hangzhou', '--vpc-id', 'vpc-demo', '--cluster-id', 'metrics', '--ecs-endpoint', c.ecs.url, '--vpc-endpoint', c.ecs.url, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--no-leader-elect', '--log-level', 'warn'],
+    [
+      'operator',
+      '--kubeconfig',
+      kubeconfig,
+      '--region',
+      'cn-hangzhou',
+      '--vpc-id',
+      'vpc-demo',
+      '--cluster-id',
+      'metrics',
+      '--ecs-endpoint',
+      c.ecs.url,
+      '--vpc-endpoint',
+      c.ecs.url,
+      '--metrics-addr',
+      '127.0.0.1:0',
+      '--health-addr',
+      '127.0.0.1:0',
+      '--no-leader-elect',
+      '--log-level',
+      'warn',
+    ],
     { ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'demo-secret' },
   );
-  const agentUrl = await start(['agent', '--kubeconfig', kubeconfig, '--node', node, '--state-dir', join(dir, 'state'), '--socket', join(dir, 'agent.sock'), '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn']);
+  const agentUrl = await start([
+    'agent',
+    '--kubeconfig',
+    kubeconfig,
+    '--node',
+    node,
+    '--state-dir',
+    join(dir, 'state'),
+    '--socket',
+    join(dir, 'agent.sock'),
+    '--metrics-addr',
+    '127.0.0.1:0',
+    '--health-addr',
+    '127.0.0.1:0',
+    '--log-level',
+    'warn',
+  ]);
   await allReady(c, [node], 30_000);
   await eventually(async () => (await scrape(agentUrl)).includes('eni_ipam_agent_ips_free 4'), 15_000);
   operatorMetrics = await scrape(operatorUrl);
@@ -62,11 +103,25 @@ describe('metrics of a running operator and agent', () => {
   });
 
   it('serves every metric that an alert or a dashboard panel of the chart uses', async () => {
-    const objs = await template([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'monitoring.prometheusRule.enabled=true', 'monitoring.grafanaDashboard.enabled=true']);
-    const rule = objs.find((o) => o.kind === 'PrometheusRule') as unknown as { spec: { groups: Array<{ rules: Array<{ expr: string }> }> } };
-    const dash = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard')) as unknown as { data: Record<string, string> };
-    const exprs = [...rule.spec.groups.flatMap((g) => g.rules.map((r) => r.expr)), ...[...dash.data['eni-ipam.json']!.matchAll(/"expr": "((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!)];
-    const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\beni_ipam_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''))));
+    const objs = await template([
+      ...REQUIRED,
+      ...CREDENTIAL_FORMS.secret!,
+      'monitoring.prometheusRule.enabled=true',
+      'monitoring.grafanaDashboard.enabled=true',
+    ]);
+    const rule = objs.find((o) => o.kind === 'PrometheusRule') as unknown as {
+      spec: { groups: Array<{ rules: Array<{ expr: string }> }> };
+    };
+    const dash = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard')) as unknown as {
+      data: Record<string, string>;
+    };
+    const exprs = [
+      ...rule.spec.groups.flatMap((g) => g.rules.map((r) => r.expr)),
+      ...[...dash.data['eni-ipam.json']!.matchAll(/"expr": "((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!),
+    ];
+    const used = new Set(
+      exprs.flatMap((e) => [...e.matchAll(/\beni_ipam_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''))),
+    );
     expect(used.size).toBeGreaterThan(10);
     const families = new Set([...`${operatorMetrics}\n${agentMetrics}`.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
     expect([...used].filter((name) => !families.has(name))).toEqual([]);

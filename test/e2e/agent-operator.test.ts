@@ -27,7 +27,16 @@ function cni(command: string, container: string): Promise<{ code: number; out: a
     const child = execFile(
       PLUGIN,
       [],
-      { env: { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: container, CNI_NETNS: `/var/run/netns/${container}`, CNI_IFNAME: 'eth0', CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${container}` } },
+      {
+        env: {
+          PATH: process.env.PATH,
+          CNI_COMMAND: command,
+          CNI_CONTAINERID: container,
+          CNI_NETNS: `/var/run/netns/${container}`,
+          CNI_IFNAME: 'eth0',
+          CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${container}`,
+        },
+      },
       (err, stdout) => resolve({ code: err ? 1 : 0, out: stdout.trim() ? JSON.parse(stdout) : undefined }),
     );
     child.stdin!.end(JSON.stringify({ cniVersion: '1.0.0', name: 'pods', ipam: { type: 'eni-ipam-cni', socket } }));
@@ -37,13 +46,26 @@ function cni(command: string, container: string): Promise<{ code: number; out: a
 beforeAll(async () => {
   c = await testCluster();
   // ecs.g7.4xlarge holds 7 secondary ENIs × 30 IPs.
-  await c.addClass('big', { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'], preAllocate: 205, releaseDelaySeconds: 0 });
+  await c.addClass('big', {
+    vSwitchTags: { role: 'pods' },
+    securityGroupIDs: ['sg-demo-pods'],
+    preAllocate: 205,
+    releaseDelaySeconds: 0,
+  });
   node = await c.addNode('i-demo-24');
   await c.startOperator();
   await allReady(c, [node], 30_000);
   const dir = mkdtempSync(join(tmpdir(), 'agent-e2e-'));
   socket = join(dir, 'agent.sock');
-  agent = new Agent({ kc: c.kc, node, stateDir: dir, cooldownMs: 100, statusIntervalMs: 200, logger: silentLogger(), registry: new Registry() });
+  agent = new Agent({
+    kc: c.kc,
+    node,
+    stateDir: dir,
+    cooldownMs: 100,
+    statusIntervalMs: 200,
+    logger: silentLogger(),
+    registry: new Registry(),
+  });
   await agent.start();
   server = await serveAgentApi(agent, socket);
   await eventually(() => agent.ready);
@@ -59,11 +81,17 @@ describe('agent and plugin on a pool the operator keeps full', () => {
     expect(realpathSync(PLUGIN)).toBe(fileURLToPath(new URL('../../dist/bin/eni-ipam-cni', import.meta.url)));
     const names = Array.from({ length: 200 }, (_, i) => `pod-${i}`);
     const results: Array<{ code: number; out: any }> = [];
-    for (let i = 0; i < names.length; i += 50) results.push(...(await Promise.all(names.slice(i, i + 50).map((n) => cni('ADD', n)))));
+    for (let i = 0; i < names.length; i += 50)
+      results.push(...(await Promise.all(names.slice(i, i + 50).map((n) => cni('ADD', n)))));
     expect(results.filter((r) => r.code !== 0)).toEqual([]);
     const ips = results.map((r) => r.out.ips[0].address.split('/')[0]);
     expect(new Set(ips).size).toBe(200);
-    const onNode = new Set(c.ecs.state().enis.filter((e) => e.instanceId === 'i-demo-24' && e.type === 'Secondary' && e.status === 'InUse').flatMap((e) => [e.primaryIp, ...e.secondaryIps]));
+    const onNode = new Set(
+      c.ecs
+        .state()
+        .enis.filter((e) => e.instanceId === 'i-demo-24' && e.type === 'Secondary' && e.status === 'InUse')
+        .flatMap((e) => [e.primaryIp, ...e.secondaryIps]),
+    );
     for (const ip of ips) expect(onNode.has(ip)).toBe(true);
     // The operator and the agent write the same status, each its own fields.
     const pool = await eventually(async () => {
@@ -86,9 +114,17 @@ describe('agent and plugin on a pool the operator keeps full', () => {
     await eventually(async () => (c.mutatingCalls().UnassignPrivateIpAddresses ?? 0) > 0, 15_000);
     const settled = await eventually(async () => {
       const p = await c.pool(node);
-      return Object.keys(p.status?.releaseRequests ?? {}).length === 0 && (p.status?.summary?.available ?? Infinity) <= 70 ? p : undefined;
+      return Object.keys(p.status?.releaseRequests ?? {}).length === 0 &&
+        (p.status?.summary?.available ?? Infinity) <= 70
+        ? p
+        : undefined;
     }, 20_000);
-    const onNode = new Set(c.ecs.state().enis.filter((e) => e.instanceId === 'i-demo-24' && e.type === 'Secondary').flatMap((e) => [e.primaryIp, ...e.secondaryIps]));
+    const onNode = new Set(
+      c.ecs
+        .state()
+        .enis.filter((e) => e.instanceId === 'i-demo-24' && e.type === 'Secondary')
+        .flatMap((e) => [e.primaryIp, ...e.secondaryIps]),
+    );
     for (const ip of kept) expect(onNode.has(ip)).toBe(true);
     expect(settled.status!.summary!.used).toBe(50);
   }, 60_000);

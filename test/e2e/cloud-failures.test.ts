@@ -9,10 +9,13 @@ afterEach(() => c?.close());
 
 const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'], preAllocate: 8 };
 const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) => x.type === type);
-const ownedEnis = (node: string) => c.ecs.state().enis.filter((e) => e.tags.some((t) => t.key === 'eni-ipam.io/node' && t.value === node));
+const ownedEnis = (node: string) =>
+  c.ecs.state().enis.filter((e) => e.tags.some((t) => t.key === 'eni-ipam.io/node' && t.value === node));
 
 async function events(name: string) {
-  const list = await c.kc.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+  const list = await c.kc
+    .makeApiClient(CoreV1Api)
+    .listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
   return list.items;
 }
 
@@ -28,7 +31,9 @@ describe('cloud failures, as a node sees them', () => {
       return condition(p, 'Degraded')?.status === 'True' ? p : undefined;
     });
     expect(condition(degraded, 'Degraded')).toMatchObject({ reason: 'CloudCallRefused' });
-    expect(condition(degraded, 'Degraded')!.message).toMatch(/^CreateNetworkInterface: Forbidden.RAM: .*; grant the RAM action ecs:CreateNetworkInterface to the operator's identity/);
+    expect(condition(degraded, 'Degraded')!.message).toMatch(
+      /^CreateNetworkInterface: Forbidden.RAM: .*; grant the RAM action ecs:CreateNetworkInterface to the operator's identity/,
+    );
     expect(condition(degraded, 'Degraded')!.message).not.toMatch(/RequestId/);
     await sleep(8000);
     // Back-off of 5 s, then 10 s: two or three attempts per node in 8 s, not one every reconcile.
@@ -60,7 +65,9 @@ describe('cloud failures, as a node sees them', () => {
 
   it('keeps an ENI whose attach was throttled, and attaches it later instead of creating another', async () => {
     c = await testCluster();
-    c.ecs.setFaults({ rules: [{ action: 'AttachNetworkInterface', kind: 'error', code: 'Throttling.User', rate: 1, times: 1 }] });
+    c.ecs.setFaults({
+      rules: [{ action: 'AttachNetworkInterface', kind: 'error', code: 'Throttling.User', rate: 1, times: 1 }],
+    });
     await c.addClass('default', POD_CLASS);
     const node = await c.addNode('i-demo-04');
     await c.startOperator({ retry: { maxAttempts: 1 } });

@@ -14,12 +14,25 @@ let node: string;
 
 beforeAll(async () => {
   c = await testCluster();
-  await c.addClass('small', { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'], preAllocate: 4, releaseDelaySeconds: 600 });
+  await c.addClass('small', {
+    vSwitchTags: { role: 'pods' },
+    securityGroupIDs: ['sg-demo-pods'],
+    preAllocate: 4,
+    releaseDelaySeconds: 600,
+  });
   node = await c.addNode('i-demo-02'); // ecs.g7.xlarge: 3 secondary ENIs x 15 IPs
   await c.startOperator();
   await allReady(c, [node], 30_000);
   const dir = mkdtempSync(join(tmpdir(), 'cooling-'));
-  agent = new Agent({ kc: c.kc, node, stateDir: dir, cooldownMs: 120_000, statusIntervalMs: 100, logger: silentLogger(), registry: new Registry() });
+  agent = new Agent({
+    kc: c.kc,
+    node,
+    stateDir: dir,
+    cooldownMs: 120_000,
+    statusIntervalMs: 100,
+    logger: silentLogger(),
+    registry: new Registry(),
+  });
   await agent.start();
   await eventually(() => agent.ready);
 }, 60_000);
@@ -44,7 +57,10 @@ describe('IPs cooling down after a release', () => {
     for (let i = 0; i < 4; i++) expect(start(`b${i}`)).not.toBe('pool-empty');
     const p = await eventually(async () => {
       const pool = await c.pool(node);
-      return Object.keys(pool.status?.cooling ?? {}).length === 4 && (pool.status?.summary?.available ?? 0) >= before + 4 ? pool : undefined;
+      return Object.keys(pool.status?.cooling ?? {}).length === 4 &&
+        (pool.status?.summary?.available ?? 0) >= before + 4
+        ? pool
+        : undefined;
     }, 20_000);
     expect(Object.values(p.status!.cooling!).every((t) => Date.parse(t) > Date.now() + 60_000)).toBe(true);
     // So the next burst of four finds free addresses, though none of the cooling ones is handed out.

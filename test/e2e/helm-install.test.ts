@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chartValues, createAccessKeySecret, runtimeUnavailable, startCluster, type EmulatedCluster } from '../../src/sim/cluster/index.js';
+import {
+  chartValues,
+  createAccessKeySecret,
+  runtimeUnavailable,
+  startCluster,
+  type EmulatedCluster,
+} from '../../src/sim/cluster/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { CHART, run, setArgs, tool } from '../helpers/helm.js';
 import { kubectlFor, type Kubectl } from '../helpers/kube.js';
@@ -19,19 +25,24 @@ let cluster: EmulatedCluster;
 let kubectl: Kubectl;
 let helm: (args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
 const NS = 'kube-system';
-const until = <T>(fn: () => Promise<T | undefined | false | ''>, ms = 30_000) => eventually(fn as () => Promise<T>, ms, 200);
+const until = <T>(fn: () => Promise<T | undefined | false | ''>, ms = 30_000) =>
+  eventually(fn as () => Promise<T>, ms, 200);
 const json = async (args: string[]) => {
   const r = await kubectl([...args, '-o', 'json']);
   if (r.code !== 0) throw new Error(r.stderr);
   return JSON.parse(r.stdout);
 };
-const pods = async (component: string) => (await json(['get', 'pods', '-n', NS, '-l', `app.kubernetes.io/component=${component}`])).items as any[];
+const pods = async (component: string) =>
+  (await json(['get', 'pods', '-n', NS, '-l', `app.kubernetes.io/component=${component}`])).items as any[];
 const ready = (p: any) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
-const leader = async () => String((await json(['get', 'lease', '-n', NS, 'eni-ipam-operator'])).spec.holderIdentity ?? '');
+const leader = async () =>
+  String((await json(['get', 'lease', '-n', NS, 'eni-ipam-operator'])).spec.holderIdentity ?? '');
 /** The processes of the pods that ran (their container IDs carry the PID). */
 const seenPids = new Set<number>();
 const notePids = (ps: any[]) => {
-  for (const p of ps) for (const c of p.status?.containerStatuses ?? []) if (c.containerID) seenPids.add(Number(c.containerID.split('/').at(-1)));
+  for (const p of ps)
+    for (const c of p.status?.containerStatuses ?? [])
+      if (c.containerID) seenPids.add(Number(c.containerID.split('/').at(-1)));
 };
 const alive = (pid: number) => {
   try {
@@ -51,13 +62,25 @@ async function cni(node: number, command: 'ADD' | 'DEL', containerId: string) {
   const conf = { cniVersion: conflist.cniVersion, name: conflist.name, ...ptp };
   return kubelet.exec(['/opt/cni/bin/eni-ipam-cni'], {
     stdin: JSON.stringify(conf),
-    env: { CNI_COMMAND: command, CNI_CONTAINERID: containerId, CNI_NETNS: `/var/run/netns/${containerId}`, CNI_IFNAME: 'eth0', CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`, CNI_PATH: '/opt/cni/bin' },
+    env: {
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: containerId,
+      CNI_NETNS: `/var/run/netns/${containerId}`,
+      CNI_IFNAME: 'eth0',
+      CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`,
+      CNI_PATH: '/opt/cni/bin',
+    },
   });
 }
 
 maybe('helm install into an emulated cluster (root)', () => {
   beforeAll(async () => {
-    cluster = await startCluster({ nodes: 2, workDir: mkdtempSync(join(tmpdir(), 'helm-cluster-')), auth: true, backoffBaseMs: 2000 });
+    cluster = await startCluster({
+      nodes: 2,
+      workDir: mkdtempSync(join(tmpdir(), 'helm-cluster-')),
+      auth: true,
+      backoffBaseMs: 2000,
+    });
     kubectl = kubectlFor(cluster.kube);
     const helmBin = tool('helm');
     helm = (args) => run(helmBin, [...args, '--kubeconfig', cluster.kubeconfigPath, '--namespace', NS]);
@@ -69,12 +92,22 @@ maybe('helm install into an emulated cluster (root)', () => {
   });
 
   test('helm install --wait brings up both operator replicas and one agent per node, all Ready; every pool becomes Ready', async () => {
-    const r = await helm(['install', 'eni-ipam', CHART, '--wait', '--timeout', '90s', ...setArgs(chartValues(cluster))]);
+    const r = await helm([
+      'install',
+      'eni-ipam',
+      CHART,
+      '--wait',
+      '--timeout',
+      '90s',
+      ...setArgs(chartValues(cluster)),
+    ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     // helm --wait lets a DaemonSet be short of maxUnavailable (10%, at least one) agents; rollout status waits for all.
     expect((await kubectl(['rollout', 'status', '-n', NS, 'daemonset/eni-ipam-agent', '--timeout=60s'])).code).toBe(0);
-    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=5s'])).code).toBe(0);
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=5s'])).code).toBe(
+      0,
+    );
     const operators = await pods('operator');
     const agents = await pods('agent');
     expect(operators).toHaveLength(2);
@@ -92,7 +125,10 @@ maybe('helm install into an emulated cluster (root)', () => {
     notePids([...operators, ...agents]);
     await until(async () => {
       const pools = (await json(['get', 'enipools'])).items as any[];
-      return pools.length === cluster.nodes.length && pools.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'));
+      return (
+        pools.length === cluster.nodes.length &&
+        pools.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))
+      );
     });
   }, 120_000);
 
@@ -109,13 +145,24 @@ maybe('helm install into an emulated cluster (root)', () => {
     expect(del.code).toBe(0);
   }, 60_000);
 
-  test('the agent runs with exactly the chart\'s RBAC: a removed rule surfaces as a 403 in its log, not a hang', async () => {
+  test("the agent runs with exactly the chart's RBAC: a removed rule surfaces as a 403 in its log, not a hang", async () => {
     const role = await json(['get', 'clusterrole', 'eni-ipam-agent']);
     const without = { ...role, rules: role.rules.filter((r: any) => !(r.resources ?? []).includes('enipools/status')) };
     expect(without.rules.length).toBe(role.rules.length - 1);
     expect((await kubectl(['replace', '-f', '-'], JSON.stringify(without))).code).toBe(0);
     try {
-      expect((await kubectl(['auth', 'can-i', 'patch', 'enipools/status', '--as', `system:serviceaccount:${NS}:eni-ipam-agent`])).stdout.trim()).toBe('no');
+      expect(
+        (
+          await kubectl([
+            'auth',
+            'can-i',
+            'patch',
+            'enipools/status',
+            '--as',
+            `system:serviceaccount:${NS}:eni-ipam-agent`,
+          ])
+        ).stdout.trim(),
+      ).toBe('no');
       // An allocation changes the pool's status; writing it is now forbidden.
       expect((await cni(0, 'ADD', 'c0ffee02')).code).toBe(0);
       const agent = (await pods('agent')).find((p) => p.spec.nodeName === cluster.nodes[0])!;
@@ -124,7 +171,9 @@ maybe('helm install into an emulated cluster (root)', () => {
         return logs.split('\n').find((l) => l.includes('could not write the pool status') && l.includes('403'));
       });
       // The API server's own words, once: not client-node's escaped body.
-      expect(JSON.parse(line!).err).toBe(`403 Forbidden: enipools.eniipam.io "${cluster.nodes[0]}" is forbidden: User "system:serviceaccount:${NS}:eni-ipam-agent" cannot patch resource "enipools/status" in API group "eniipam.io" at the cluster scope`);
+      expect(JSON.parse(line!).err).toBe(
+        `403 Forbidden: enipools.eniipam.io "${cluster.nodes[0]}" is forbidden: User "system:serviceaccount:${NS}:eni-ipam-agent" cannot patch resource "enipools/status" in API group "eniipam.io" at the cluster scope`,
+      );
     } finally {
       const current = await json(['get', 'clusterrole', 'eni-ipam-agent']);
       expect((await kubectl(['replace', '-f', '-'], JSON.stringify({ ...current, rules: role.rules }))).code).toBe(0);
@@ -147,31 +196,71 @@ maybe('helm install into an emulated cluster (root)', () => {
     expect((await pods('operator')).some((p) => after.startsWith(`${p.metadata.name}-`))).toBe(true);
     // Released on SIGTERM: taken over at once, not after the lease expires (15 s).
     expect(Date.now() - t0).toBeLessThan(12_000);
-    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=60s'])).code).toBe(0);
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=60s'])).code).toBe(
+      0,
+    );
     notePids(await pods('operator'));
   }, 90_000);
 
   test('helm upgrade --set operator.mode=read-only rolls the operator; helm rollback rolls it back', async () => {
-    const up = await helm(['upgrade', 'eni-ipam', CHART, '--reuse-values', '--set', 'operator.mode=read-only', '--wait', '--timeout', '90s']);
+    const up = await helm([
+      'upgrade',
+      'eni-ipam',
+      CHART,
+      '--reuse-values',
+      '--set',
+      'operator.mode=read-only',
+      '--wait',
+      '--timeout',
+      '90s',
+    ]);
     expect(up.stderr).toBe('');
     expect(up.code).toBe(0);
     const rolled = await pods('operator');
-    expect(rolled.filter((p) => !p.metadata.deletionTimestamp).every((p) => p.spec.containers[0].args.includes('--mode=read-only'))).toBe(true);
-    expect((await json(['get', 'deployment', '-n', NS, 'eni-ipam-operator'])).metadata.annotations['deployment.kubernetes.io/revision']).toBe('2');
-    await until(async () => (await leader()) !== '' && (await pods('operator')).some((p) => (((p.status?.containerStatuses ?? [])[0]?.ready ?? false) as boolean)));
+    expect(
+      rolled
+        .filter((p) => !p.metadata.deletionTimestamp)
+        .every((p) => p.spec.containers[0].args.includes('--mode=read-only')),
+    ).toBe(true);
+    expect(
+      (await json(['get', 'deployment', '-n', NS, 'eni-ipam-operator'])).metadata.annotations[
+        'deployment.kubernetes.io/revision'
+      ],
+    ).toBe('2');
+    await until(
+      async () =>
+        (await leader()) !== '' &&
+        (await pods('operator')).some((p) => ((p.status?.containerStatuses ?? [])[0]?.ready ?? false) as boolean),
+    );
     notePids(rolled);
 
     const back = await helm(['rollback', 'eni-ipam', '1', '--wait', '--timeout', '90s']);
     expect(back.code).toBe(0);
     const after = (await pods('operator')).filter((p) => !p.metadata.deletionTimestamp);
     expect(after.every((p) => p.spec.containers[0].args.includes('--mode=normal'))).toBe(true);
-    expect((await json(['get', 'deployment', '-n', NS, 'eni-ipam-operator'])).metadata.annotations['deployment.kubernetes.io/revision']).toBe('3');
+    expect(
+      (await json(['get', 'deployment', '-n', NS, 'eni-ipam-operator'])).metadata.annotations[
+        'deployment.kubernetes.io/revision'
+      ],
+    ).toBe('3');
     notePids(after);
   }, 180_000);
 
-  test('credentials.mode=ramRole: the operator gets the node\'s RAM role credentials at the instance metadata address', async () => {
+  test("credentials.mode=ramRole: the operator gets the node's RAM role credentials at the instance metadata address", async () => {
     const role = cluster.ecs.fixture.ramRoles![0]!.name;
-    const up = await helm(['upgrade', 'eni-ipam', CHART, '--reuse-values', '--set', 'credentials.mode=ramRole', '--set', `credentials.ramRole.name=${role}`, '--wait', '--timeout', '90s']);
+    const up = await helm([
+      'upgrade',
+      'eni-ipam',
+      CHART,
+      '--reuse-values',
+      '--set',
+      'credentials.mode=ramRole',
+      '--set',
+      `credentials.ramRole.name=${role}`,
+      '--wait',
+      '--timeout',
+      '90s',
+    ]);
     expect(up.stderr).toBe('');
     expect(up.code).toBe(0);
     // The leader's first ENI resync is signed with those credentials: it fails without them.
@@ -191,14 +280,27 @@ maybe('helm install into an emulated cluster (root)', () => {
   test('credentials.mode=rrsa: the operator trades its projected service-account token with STS', async () => {
     const role = cluster.ecs.fixture.oidcRoles![0]!;
     const up = await helm([
-      'upgrade', 'eni-ipam', CHART, '--reuse-values', '--wait', '--timeout', '90s',
-      ...setArgs(['credentials.mode=rrsa', 'credentials.rrsa.roleName=eni-ipam', `credentials.rrsa.roleArn=${role.roleArn}`, `credentials.rrsa.oidcProviderArn=${role.oidcProviderArn}`, `endpoints.sts=${cluster.ecs.url}`]),
+      'upgrade',
+      'eni-ipam',
+      CHART,
+      '--reuse-values',
+      '--wait',
+      '--timeout',
+      '90s',
+      ...setArgs([
+        'credentials.mode=rrsa',
+        'credentials.rrsa.roleName=eni-ipam',
+        `credentials.rrsa.roleArn=${role.roleArn}`,
+        `credentials.rrsa.oidcProviderArn=${role.oidcProviderArn}`,
+        `endpoints.sts=${cluster.ecs.url}`,
+      ]),
     ]);
     expect(up.stderr).toBe('');
     expect(up.code).toBe(0);
     const logs = await until(async () => {
       for (const p of await pods('operator')) {
-        if (p.metadata.deletionTimestamp || !p.spec.containers[0].args.includes(`--sts-endpoint=${cluster.ecs.url}`)) continue;
+        if (p.metadata.deletionTimestamp || !p.spec.containers[0].args.includes(`--sts-endpoint=${cluster.ecs.url}`))
+          continue;
         const text = (await kubectl(['logs', '-n', NS, p.metadata.name])).stdout;
         if (text.includes('full ENI resync done')) return text;
       }
@@ -217,7 +319,10 @@ maybe('helm install into an emulated cluster (root)', () => {
     expect((await json(['get', 'deployments,daemonsets,replicasets', '-n', NS])).items).toEqual([]);
     expect(seenPids.size).toBeGreaterThanOrEqual(4);
     await until(async () => [...seenPids].every((pid) => !alive(pid)));
-    expect((await json(['get', 'crd'])).items.map((c: any) => c.metadata.name).sort()).toEqual(['enipoolclasses.eniipam.io', 'enipools.eniipam.io']);
+    expect((await json(['get', 'crd'])).items.map((c: any) => c.metadata.name).sort()).toEqual([
+      'enipoolclasses.eniipam.io',
+      'enipools.eniipam.io',
+    ]);
     expect((await json(['get', 'enipools'])).items).toHaveLength(cluster.nodes.length);
   }, 120_000);
 });

@@ -1,6 +1,12 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+} from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { CRDS } from '../../src/api/crds.js';
 import type { ENIPool } from '../../src/api/types.js';
@@ -25,14 +31,34 @@ afterAll(async () => {
 
 function operator(kc: KubeConfig): Operator {
   let op: Operator | undefined = undefined;
-  const client = createCloudClient({ region: REGION, ecsEndpoint: ecs.url, vpcEndpoint: ecs.url, credentials: staticCredentials(DEMO_KEY), registry: new Registry(), mayMutate: () => op?.mayMutate() ?? false });
+  const client = createCloudClient({
+    region: REGION,
+    ecsEndpoint: ecs.url,
+    vpcEndpoint: ecs.url,
+    credentials: staticCredentials(DEMO_KEY),
+    registry: new Registry(),
+    mayMutate: () => op?.mayMutate() ?? false,
+  });
   clients.push(client);
   op = new Operator({
     kc,
     api: client.api,
     logger: silentLogger(),
-    config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: 'c-test', vpcId: 'vpc-demo', pollMinIntervalMs: 50, pollMaxIntervalMs: 400 },
-    leaderElection: { namespace: 'default', name: 'eni-ipam', identity: `op-${operators.length}`, leaseDurationSeconds: 2, renewDeadlineSeconds: 1.5, retryPeriodSeconds: 0.3 },
+    config: {
+      ...DEFAULT_OPERATOR_CONFIG,
+      clusterId: 'c-test',
+      vpcId: 'vpc-demo',
+      pollMinIntervalMs: 50,
+      pollMaxIntervalMs: 400,
+    },
+    leaderElection: {
+      namespace: 'default',
+      name: 'eni-ipam',
+      identity: `op-${operators.length}`,
+      leaseDurationSeconds: 2,
+      renewDeadlineSeconds: 1.5,
+      retryPeriodSeconds: 0.3,
+    },
   });
   operators.push(op);
   return op;
@@ -46,32 +72,66 @@ describe('an operator that may not list Nodes (an RBAC change, an overloaded API
     kube = await startKubeEmulator({ tls: true, auth: true });
     const admin = new KubeConfig();
     admin.loadFromString(kube.kubeconfig);
-    for (const crd of Object.values(CRDS)) await admin.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd as any });
+    for (const crd of Object.values(CRDS))
+      await admin.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd as any });
     const custom = admin.makeApiClient(CustomObjectsApi);
     const core = admin.makeApiClient(CoreV1Api);
-    await eventually(async () => (await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) !== undefined);
-    await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipoolclasses', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPoolClass', metadata: { name: 'default' }, spec: { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'], preAllocate: 4 } } });
+    await eventually(
+      async () =>
+        (await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) !==
+        undefined,
+    );
+    await custom.createClusterCustomObject({
+      group: 'eniipam.io',
+      version: 'v1alpha1',
+      plural: 'enipoolclasses',
+      body: {
+        apiVersion: 'eniipam.io/v1alpha1',
+        kind: 'ENIPoolClass',
+        metadata: { name: 'default' },
+        spec: { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'], preAllocate: 4 },
+      },
+    });
     const nodes = ['i-demo-01', 'i-demo-02', 'i-demo-03', 'i-demo-04', 'i-demo-05', 'i-demo-06'];
     for (const id of nodes) await core.createNode({ body: nodeObject(ecs.world, id) as any });
     const first = operator(admin);
     await first.start();
-    const pools = async () => ((await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) as any).items as ENIPool[];
+    const pools = async () =>
+      ((await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) as any)
+        .items as ENIPool[];
     await eventually(async () => (await pools()).length === nodes.length && (await pools()).every(ready), 30_000, 100);
     await first.stop();
-    const enis = ecs.state().enis.filter((e) => e.type === 'Secondary').map((e) => e.id);
+    const enis = ecs
+      .state()
+      .enis.filter((e) => e.type === 'Secondary')
+      .map((e) => e.id);
 
     // The operator's service account may do everything it needs but list Nodes.
     await core.createNamespacedServiceAccount({ namespace: 'default', body: { metadata: { name: 'operator' } } });
     const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
     const rules = [
-      { apiGroups: ['eniipam.io'], resources: ['enipools', 'enipools/status', 'enipoolclasses', 'enipoolclasses/status'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
+      {
+        apiGroups: ['eniipam.io'],
+        resources: ['enipools', 'enipools/status', 'enipoolclasses', 'enipoolclasses/status'],
+        verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'],
+      },
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
     ];
     await rbac.createClusterRole({ body: { metadata: { name: 'operator' }, rules } });
-    await rbac.createClusterRoleBinding({ body: { metadata: { name: 'operator' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'operator' }, subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: 'default' }] } });
-    const { token } = issueServiceAccountToken(kube, { namespace: 'default', serviceAccount: 'operator', expirationSeconds: 3600 });
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: 'operator' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'operator' },
+        subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: 'default' }],
+      },
+    });
+    const { token } = issueServiceAccountToken(kube, {
+      namespace: 'default',
+      serviceAccount: 'operator',
+      expirationSeconds: 3600,
+    });
     const sa = new KubeConfig();
     sa.loadFromOptions({
       clusters: [{ name: 'c', server: admin.getCurrentCluster()!.server, caData: admin.getCurrentCluster()!.caData }],
@@ -85,12 +145,28 @@ describe('an operator that may not list Nodes (an RBAC change, an overloaded API
     await sleep(6000);
     expect(second.synced).toBe(false);
     expect(second.isLeader).toBe(false);
-    expect((await pools()).map((p) => p.metadata.name).sort()).toEqual(nodes.map((id) => nodeObject(ecs.world, id).metadata.name).sort());
+    expect((await pools()).map((p) => p.metadata.name).sort()).toEqual(
+      nodes.map((id) => nodeObject(ecs.world, id).metadata.name).sort(),
+    );
     expect(ecs.mutatingCalls().DeleteNetworkInterface ?? 0).toBe(0);
-    expect(ecs.state().enis.filter((e) => e.type === 'Secondary').map((e) => e.id)).toEqual(enis);
+    expect(
+      ecs
+        .state()
+        .enis.filter((e) => e.type === 'Secondary')
+        .map((e) => e.id),
+    ).toEqual(enis);
 
     // Allowed again: it lists, leads and finds every pool in order.
-    await rbac.patchClusterRole({ name: 'operator', body: [{ op: 'add', path: '/rules/-', value: { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] } }] });
+    await rbac.patchClusterRole({
+      name: 'operator',
+      body: [
+        {
+          op: 'add',
+          path: '/rules/-',
+          value: { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+        },
+      ],
+    });
     await eventually(() => second.synced && second.isLeader, 90_000, 100);
     await sleep(1000);
     expect((await pools()).length).toBe(nodes.length);

@@ -11,33 +11,57 @@ afterEach(() => c?.close());
 const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** The agent's answer to the request outstanding for an IP in the pool. */
-const ack = (p: ENIPool, ip: string, answer: 'ready' | 'do-not-release' = 'ready') => ({ answer, requestedAt: p.status!.releaseRequests![ip]! });
+const ack = (p: ENIPool, ip: string, answer: 'ready' | 'do-not-release' = 'ready') => ({
+  answer,
+  requestedAt: p.status!.releaseRequests![ip]!,
+});
 const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) => x.type === type);
 
 async function eventsFor(name: string): Promise<string[]> {
-  const list = await c.kc.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+  const list = await c.kc
+    .makeApiClient(CoreV1Api)
+    .listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
   return list.items.map((e) => `${e.reason}: ${e.message}`);
 }
 
 describe('operator cases', () => {
   it('reports an invalid class with Valid=False and its reason, and keeps serving the others', async () => {
     c = await testCluster();
-    await c.addClass('broken', { vSwitchIDs: ['vsw-nope'], securityGroupIDs: ['sg-demo-pods'], nodeSelector: { matchLabels: { pool: 'broken' } } });
+    await c.addClass('broken', {
+      vSwitchIDs: ['vsw-nope'],
+      securityGroupIDs: ['sg-demo-pods'],
+      nodeSelector: { matchLabels: { pool: 'broken' } },
+    });
     await c.addClass('fine', POD_CLASS);
     const node = await c.addNode('i-demo-01');
     await c.startOperator();
     const cls = await eventually(async () => {
-      const x = (await c.custom.getClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipoolclasses', name: 'broken' })) as any;
+      const x = (await c.custom.getClusterCustomObject({
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipoolclasses',
+        name: 'broken',
+      })) as any;
       return x.status?.conditions?.length ? x : undefined;
     });
-    expect(cls.status.conditions[0]).toMatchObject({ type: 'Valid', status: 'False', reason: 'VSwitchNotFound', message: 'vSwitch vsw-nope does not exist in VPC vpc-demo' });
+    expect(cls.status.conditions[0]).toMatchObject({
+      type: 'Valid',
+      status: 'False',
+      reason: 'VSwitchNotFound',
+      message: 'vSwitch vsw-nope does not exist in VPC vpc-demo',
+    });
     await eventually(async () => (await eventsFor('broken')).some((e) => e.startsWith('VSwitchNotFound')));
     await allReady(c, [node]);
   });
 
   it('moves to another vSwitch of the zone when one runs out mid-way, and says so', async () => {
     c = await testCluster();
-    await c.addClass('ordered', { vSwitchIDs: ['vsw-i-small', 'vsw-i-pods'], vSwitchSelection: 'Ordered', securityGroupIDs: ['sg-demo-pods'], preAllocate: 4 });
+    await c.addClass('ordered', {
+      vSwitchIDs: ['vsw-i-small', 'vsw-i-pods'],
+      vSwitchSelection: 'Ordered',
+      securityGroupIDs: ['sg-demo-pods'],
+      preAllocate: 4,
+    });
     await c.startOperator();
     await c.operators[0]!.cloud.vSwitches(true);
     // Another tenant takes the small vSwitch's last addresses after the operator described it.
@@ -45,7 +69,9 @@ describe('operator cases', () => {
     const node = await c.addNode('i-demo-02');
     const [pool] = await allReady(c, [node]);
     expect(pool!.status!.enis!.map((e) => e.vSwitchID)).toEqual(['vsw-i-pods']);
-    await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith('VSwitchExhausted: vSwitch vsw-i-small has no free addresses')));
+    await eventually(async () =>
+      (await eventsFor(node)).some((e) => e.startsWith('VSwitchExhausted: vSwitch vsw-i-small has no free addresses')),
+    );
   });
 
   it('stops at the instance limit with Exhausted=True and wastes no calls', async () => {
@@ -76,9 +102,17 @@ describe('operator cases', () => {
     const used = ips.slice(0, 3);
     // A test agent: reports IPs in use, and answers release requests.
     const agentPatch = (status: Record<string, unknown>) =>
-      c.custom.patchClusterCustomObjectStatus({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } }, merge);
-    await agentPatch({ used: Object.fromEntries(used.map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])) });
-    await c.custom.patchClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { spec: { preAllocate: 2 } } }, merge);
+      c.custom.patchClusterCustomObjectStatus(
+        { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } },
+        merge,
+      );
+    await agentPatch({
+      used: Object.fromEntries(used.map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])),
+    });
+    await c.custom.patchClusterCustomObject(
+      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { spec: { preAllocate: 2 } } },
+      merge,
+    );
     const requested = await eventually(async () => {
       const p = await c.pool(node);
       return Object.keys(p.status?.releaseRequests ?? {}).length ? p : undefined;
@@ -87,7 +121,13 @@ describe('operator cases', () => {
     for (const ip of used) expect(asked).not.toContain(ip);
     // The agent refuses one (it just handed it to a pod) and acks the rest.
     const [kept, ...rest] = asked;
-    await agentPatch({ used: Object.fromEntries([...used, kept!].map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])), releaseAcks: { [kept!]: ack(requested, kept!, 'do-not-release'), ...Object.fromEntries(rest.map((ip) => [ip, ack(requested, ip)])) } });
+    await agentPatch({
+      used: Object.fromEntries([...used, kept!].map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])),
+      releaseAcks: {
+        [kept!]: ack(requested, kept!, 'do-not-release'),
+        ...Object.fromEntries(rest.map((ip) => [ip, ack(requested, ip)])),
+      },
+    });
     await eventually(async () => {
       const cloud = c.ecs.world.enis.get(full!.status!.enis![0]!.id)!;
       return rest.every((ip) => !cloud.secondaryIps.includes(ip));
@@ -111,13 +151,28 @@ describe('operator cases', () => {
     const [full] = await allReady(c, [node]);
     const enis = full!.status!.enis!.map((e) => e.id);
     expect(enis).toHaveLength(2);
-    await c.custom.patchClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { spec: { preAllocate: 0 } } }, merge);
+    await c.custom.patchClusterCustomObject(
+      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { spec: { preAllocate: 0 } } },
+      merge,
+    );
     const requested = await eventually(async () => {
       const p = await c.pool(node);
       return Object.keys(p.status?.releaseRequests ?? {}).length === 10 ? p : undefined;
     });
     await c.custom.patchClusterCustomObjectStatus(
-      { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status: { releaseAcks: Object.fromEntries(Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, ack(requested, ip)])) } } },
+      {
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipools',
+        name: node,
+        body: {
+          status: {
+            releaseAcks: Object.fromEntries(
+              Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, ack(requested, ip)]),
+            ),
+          },
+        },
+      },
       merge,
     );
     await eventually(() => enis.every((id) => !c.ecs.state().enis.some((e) => e.id === id)), 10_000);
@@ -144,7 +199,16 @@ describe('operator cases', () => {
     await c.startOperator({ config: { mode: 'no-release' } });
     const [pool] = await allReady(c, [readOnlyNode]);
     expect(pool!.status!.summary!.available).toBe(6);
-    await c.custom.patchClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: readOnlyNode, body: { spec: { preAllocate: 0 } } }, merge);
+    await c.custom.patchClusterCustomObject(
+      {
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipools',
+        name: readOnlyNode,
+        body: { spec: { preAllocate: 0 } },
+      },
+      merge,
+    );
     await sleep(500);
     expect(Object.keys((await c.pool(readOnlyNode)).status?.releaseRequests ?? {})).toEqual([]);
     expect(c.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
@@ -174,23 +238,44 @@ describe('operator cases', () => {
     const [pool] = await allReady(c, [node]);
     const [busy, idle] = pool!.status!.enis!;
     const agentPatch = (status: Record<string, unknown>) =>
-      c.custom.patchClusterCustomObjectStatus({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } }, merge);
+      c.custom.patchClusterCustomObjectStatus(
+        { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } },
+        merge,
+      );
     const held = busy!.ips![1]!;
     await agentPatch({ used: { [held]: { pod: 'default/web', containerID: 'c1' } } });
     await eventually(async () => Object.keys((await c.pool(node)).status?.used ?? {}).length === 1);
     // The operator may top the pool up for the used address meanwhile: ask the cloud what the ENIs hold.
-    const all = () => c.ecs.state().enis.filter((e) => e.id === busy!.id || e.id === idle!.id).flatMap((e) => [e.primaryIp, ...e.secondaryIps]);
-    await c.custom.deleteClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node });
+    const all = () =>
+      c.ecs
+        .state()
+        .enis.filter((e) => e.id === busy!.id || e.id === idle!.id)
+        .flatMap((e) => [e.primaryIp, ...e.secondaryIps]);
+    await c.custom.deleteClusterCustomObject({
+      group: 'eniipam.io',
+      version: 'v1alpha1',
+      plural: 'enipools',
+      name: node,
+    });
     // Every address is asked for; nothing goes before the agent answers.
     const asked = await eventually(async () => {
       const p = await c.pool(node);
       return all().every((ip) => ip in (p.status?.releaseRequests ?? {})) ? p : undefined;
     });
     expect(c.mutatingCalls().DeleteNetworkInterface).toBeUndefined();
-    const answers = Object.fromEntries(Object.keys(asked.status!.releaseRequests!).map((ip) => [ip, ack(asked, ip, ip === held ? 'do-not-release' : 'ready')]));
+    const answers = Object.fromEntries(
+      Object.keys(asked.status!.releaseRequests!).map((ip) => [
+        ip,
+        ack(asked, ip, ip === held ? 'do-not-release' : 'ready'),
+      ]),
+    );
     await agentPatch({ releaseAcks: answers });
     await eventually(() => !c.ecs.world.enis.has(idle!.id), 15_000);
-    await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith(`ENIsInUse: pool ${node} is deleted while node ${node} runs; ${busy!.id} go once`)));
+    await eventually(async () =>
+      (await eventsFor(node)).some((e) =>
+        e.startsWith(`ENIsInUse: pool ${node} is deleted while node ${node} runs; ${busy!.id} go once`),
+      ),
+    );
     expect(c.ecs.world.enis.has(busy!.id)).toBe(true);
     // The pod lets its address go: the agent answers ready, and the last ENI goes with the pool.
     await agentPatch({ used: { [held]: null }, releaseAcks: { [held]: ack(asked, held) } });
@@ -210,7 +295,9 @@ describe('operator cases', () => {
       const p = await c.pool(node);
       return condition(p, 'Ready')?.reason === 'NodeGone' ? p : undefined;
     });
-    expect(condition(held, 'Ready')!.message).toMatch(new RegExp(`^node ${node} is gone but instance i-demo-05 is Running; its ENIs are kept`));
+    expect(condition(held, 'Ready')!.message).toMatch(
+      new RegExp(`^node ${node} is gone but instance i-demo-05 is Running; its ENIs are kept`),
+    );
     for (const id of enis) expect(c.ecs.world.enis.has(id)).toBe(true);
     expect(c.mutatingCalls().DeleteNetworkInterface).toBeUndefined();
     await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith('NodeGone: ')));
@@ -222,8 +309,18 @@ describe('operator cases', () => {
     c = await testCluster();
     const ecs = pop(c.ecs.url);
     const tag = (Key: string, Value: string) => ({ Key, Value });
-    const leaked: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], Tag: [tag('eni-ipam.io/cluster', CLUSTER_ID), tag('eni-ipam.io/node', 'ghost')] });
-    const foreign: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], Tag: [tag('eni-ipam.io/cluster', 'another-cluster')] });
+    const leaked: any = await ecs.request('CreateNetworkInterface', {
+      RegionId: REGION,
+      VSwitchId: 'vsw-h-pods',
+      SecurityGroupIds: ['sg-demo-pods'],
+      Tag: [tag('eni-ipam.io/cluster', CLUSTER_ID), tag('eni-ipam.io/node', 'ghost')],
+    });
+    const foreign: any = await ecs.request('CreateNetworkInterface', {
+      RegionId: REGION,
+      VSwitchId: 'vsw-h-pods',
+      SecurityGroupIds: ['sg-demo-pods'],
+      Tag: [tag('eni-ipam.io/cluster', 'another-cluster')],
+    });
     const op = await c.startOperator({ config: { gcMinAgeMs: 0 } });
     expect(await op.gc()).toEqual([leaked.NetworkInterfaceId]);
     expect(c.ecs.world.enis.has(leaked.NetworkInterfaceId)).toBe(false);
@@ -239,12 +336,16 @@ describe('operator cases', () => {
     const [pool] = await allReady(c, [node]);
     expect(pool!.spec.instanceID).toBe('i-demo-05');
     expect(c.ecs.stats().calls.DescribeInstances?.OK).toBe(1);
-    await c.kc.makeApiClient(CoreV1Api).patchNode({ name: node, body: { metadata: { labels: { tier: null } } } }, merge);
+    await c.kc
+      .makeApiClient(CoreV1Api)
+      .patchNode({ name: node, body: { metadata: { labels: { tier: null } } } }, merge);
     const flagged = await eventually(async () => {
       const p = await c.pool(node);
       return p.metadata.annotations?.['eniipam.io/class-mismatch'] ? p : undefined;
     });
-    expect(flagged.metadata.annotations!['eniipam.io/class-mismatch']).toBe(`class tiered no longer selects node ${node} (no class does)`);
+    expect(flagged.metadata.annotations!['eniipam.io/class-mismatch']).toBe(
+      `class tiered no longer selects node ${node} (no class does)`,
+    );
     expect(flagged.status!.enis!.length).toBe(pool!.status!.enis!.length);
   });
 
@@ -257,12 +358,18 @@ describe('operator cases', () => {
     const lost = pool!.status!.enis![0]!.id;
     // Someone detaches and deletes the ENI out of band.
     const ecs = pop(c.ecs.url);
-    await ecs.request('DetachNetworkInterface', { RegionId: REGION, NetworkInterfaceId: lost, InstanceId: 'i-demo-04' });
+    await ecs.request('DetachNetworkInterface', {
+      RegionId: REGION,
+      NetworkInterfaceId: lost,
+      InstanceId: 'i-demo-04',
+    });
     await eventually(() => c.ecs.state().enis.find((e) => e.id === lost)?.status === 'Available');
     await ecs.request('DeleteNetworkInterface', { RegionId: REGION, NetworkInterfaceId: lost });
     await eventually(() => !c.ecs.state().enis.some((e) => e.id === lost));
     await op.resync();
-    await eventually(async () => (await eventsFor(node)).some((e) => e.startsWith(`ENIGone: ENI ${lost} is no longer on i-demo-04`)));
+    await eventually(async () =>
+      (await eventsFor(node)).some((e) => e.startsWith(`ENIGone: ENI ${lost} is no longer on i-demo-04`)),
+    );
     const refilled = await eventually(async () => {
       const p = await c.pool(node);
       return ready(p) && !p.status!.enis!.some((e) => e.id === lost) ? p : undefined;
@@ -276,7 +383,14 @@ describe('operator cases', () => {
     const node = await c.addNode('i-demo-04');
     const core = c.kc.makeApiClient(CoreV1Api);
     for (let i = 0; i < 10; i++) {
-      await core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: `waiting-${i}` }, spec: { nodeName: node, containers: [{ name: 'c', image: 'x' }] }, status: { phase: 'Pending' } } });
+      await core.createNamespacedPod({
+        namespace: 'default',
+        body: {
+          metadata: { name: `waiting-${i}` },
+          spec: { nodeName: node, containers: [{ name: 'c', image: 'x' }] },
+          status: { phase: 'Pending' },
+        },
+      });
     }
     await c.startOperator();
     const pool = await eventually(async () => {

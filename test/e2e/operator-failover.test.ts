@@ -19,12 +19,43 @@ function operatorProcess(kubeconfig: string, name: string): ChildProcess {
   const child = spawn(
     BIN,
     [
-      'operator', '--kubeconfig', kubeconfig, '--region', 'cn-hangzhou', '--vpc-id', 'vpc-demo', '--cluster-id', 'c-test',
-      '--ecs-endpoint', c.ecs.url, '--vpc-endpoint', c.ecs.url, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0',
-      '--leader-elect-namespace', 'default', '--leader-elect-lease-duration', '2', '--leader-elect-renew-deadline', '1.5', '--leader-elect-retry-period', '0.3',
-      '--log-level', 'warn',
+      'operator',
+      '--kubeconfig',
+      kubeconfig,
+      '--region',
+      'cn-hangzhou',
+      '--vpc-id',
+      'vpc-demo',
+      '--cluster-id',
+      'c-test',
+      '--ecs-endpoint',
+      c.ecs.url,
+      '--vpc-endpoint',
+      c.ecs.url,
+      '--metrics-addr',
+      '127.0.0.1:0',
+      '--health-addr',
+      '127.0.0.1:0',
+      '--leader-elect-namespace',
+      'default',
+      '--leader-elect-lease-duration',
+      '2',
+      '--leader-elect-renew-deadline',
+      '1.5',
+      '--leader-elect-retry-period',
+      '0.3',
+      '--log-level',
+      'warn',
     ],
-    { env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: DEMO_KEY.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: DEMO_KEY.accessKeySecret, HOSTNAME: name }, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      env: {
+        ...process.env,
+        ALIBABA_CLOUD_ACCESS_KEY_ID: DEMO_KEY.accessKeyId,
+        ALIBABA_CLOUD_ACCESS_KEY_SECRET: DEMO_KEY.accessKeySecret,
+        HOSTNAME: name,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   child.stdout!.resume();
   child.stderr!.resume();
@@ -46,7 +77,8 @@ describe('two operator processes', () => {
 
     const a = operatorProcess(kubeconfig, 'a');
     const leases = c.kc.makeApiClient(CoordinationV1Api);
-    const holderOf = async () => (await leases.readNamespacedLease({ name: 'eni-ipam-operator', namespace: 'default' })).spec?.holderIdentity;
+    const holderOf = async () =>
+      (await leases.readNamespacedLease({ name: 'eni-ipam-operator', namespace: 'default' })).spec?.holderIdentity;
     const first = await eventually(holderOf, 20_000);
     const b = operatorProcess(kubeconfig, 'b');
     await eventually(() => (c.ecs.stats().calls.AttachNetworkInterface?.OK ?? 0) >= 3, 20_000);
@@ -54,10 +86,14 @@ describe('two operator processes', () => {
     const leader = first!.includes(String(a.pid)) ? a : b;
     leader.kill('SIGKILL');
     const killedAt = Date.now();
-    const second = await eventually(async () => {
-      const h = await holderOf();
-      return h && h !== first ? h : undefined;
-    }, 10_000, 50);
+    const second = await eventually(
+      async () => {
+        const h = await holderOf();
+        return h && h !== first ? h : undefined;
+      },
+      10_000,
+      50,
+    );
     // The follower waits out one lease (2 s) after the last renewal it saw. This is not a speed
     // test: the bound only tells "took over once the lease ran out" from "never took over", with
     // room for two processes sharing a loaded 2-core machine with the test runner.
@@ -65,7 +101,9 @@ describe('two operator processes', () => {
     expect(second).toBeTruthy();
 
     await allReady(c, nodes, 60_000);
-    const ours = c.ecs.state().enis.filter((e) => e.tags.some((t) => t.key === 'eni-ipam.io/cluster' && t.value === 'c-test'));
+    const ours = c.ecs
+      .state()
+      .enis.filter((e) => e.tags.some((t) => t.key === 'eni-ipam.io/cluster' && t.value === 'c-test'));
     expect(ours.every((e) => e.status === 'InUse')).toBe(true);
     const perNode = new Map<string, number>();
     for (const e of ours) {

@@ -13,11 +13,24 @@ beforeAll(async () => {
   // The default world has 16 instances in zones h and i; add four more so that 20 nodes fit in two zones.
   c = await testCluster((f) => {
     for (let n = 0; n < 4; n++) {
-      f.instances.push({ id: `i-extra-${n}`, instanceType: ['ecs.g7.large', 'ecs.g7.xlarge', 'ecs.c7.2xlarge', 'ecs.g7.large'][n]!, vSwitchId: n % 2 ? 'vsw-i-nodes' : 'vsw-h-nodes', securityGroupIds: ['sg-demo-nodes'], hostName: `extra-${n}` });
+      f.instances.push({
+        id: `i-extra-${n}`,
+        instanceType: ['ecs.g7.large', 'ecs.g7.xlarge', 'ecs.c7.2xlarge', 'ecs.g7.large'][n]!,
+        vSwitchId: n % 2 ? 'vsw-i-nodes' : 'vsw-h-nodes',
+        securityGroupIds: ['sg-demo-nodes'],
+        hostName: `extra-${n}`,
+      });
     }
   });
   await c.addClass('general', { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'], preAllocate: 8 });
-  await c.addClass('big', { nodeSelector: { matchLabels: { tier: 'big' } }, priority: 10, vSwitchIDs: ['vsw-h-pods', 'vsw-i-pods'], securityGroupTags: { role: 'pods' }, minAllocate: 20, preAllocate: 4 });
+  await c.addClass('big', {
+    nodeSelector: { matchLabels: { tier: 'big' } },
+    priority: 10,
+    vSwitchIDs: ['vsw-h-pods', 'vsw-i-pods'],
+    securityGroupTags: { role: 'pods' },
+    minAllocate: 20,
+    preAllocate: 4,
+  });
   const ids = [...c.ecs.world.instances.values()].filter((i) => i.zoneId !== 'cn-hangzhou-j').map((i) => i.id);
   for (const [k, id] of ids.entries()) {
     const big = k % 5 === 0 && c.ecs.world.instances.get(id)!.instanceType !== 'ecs.g7.large';
@@ -44,7 +57,15 @@ function minimumCalls(pools: ENIPool[]): number {
 describe('operator at 20 nodes, 3 instance types, 2 zones, 2 classes', () => {
   it('fills every pool within its bounds', async () => {
     expect(nodes.length).toBe(20);
-    expect(new Set(nodes.map((n) => c.ecs.world.instances.get([...c.ecs.world.instances.values()].find((i) => i.hostName === n)!.id)!.instanceType)).size).toBeGreaterThanOrEqual(3);
+    expect(
+      new Set(
+        nodes.map(
+          (n) =>
+            c.ecs.world.instances.get([...c.ecs.world.instances.values()].find((i) => i.hostName === n)!.id)!
+              .instanceType,
+        ),
+      ).size,
+    ).toBeGreaterThanOrEqual(3);
     const pools = await allReady(c, nodes, 60_000);
     for (const p of pools) {
       const s = p.status!.summary!;
@@ -82,7 +103,12 @@ describe('operator at 20 nodes, 3 instance types, 2 zones, 2 classes', () => {
     expect(out).toHaveLength(21);
     for (const line of out.slice(1)) expect(line).toMatch(/^\S+\s+ecs\.\S+\s+\d+\s+\d+\s+0\s+0\s+True\s+\S+$/);
     const classes = YAML.parse((await k(['get', 'enipc', '-o', 'yaml'])).stdout);
-    const byName = Object.fromEntries(classes.items.map((x: { metadata: { name: string }; status: { matchedNodes: number } }) => [x.metadata.name, x.status.matchedNodes]));
+    const byName = Object.fromEntries(
+      classes.items.map((x: { metadata: { name: string }; status: { matchedNodes: number } }) => [
+        x.metadata.name,
+        x.status.matchedNodes,
+      ]),
+    );
     expect(byName).toEqual({ big: BIG.size, general: 20 - BIG.size });
     // Events are recorded asynchronously; describe shows them once stored.
     const described = await eventually(async () => {

@@ -40,13 +40,39 @@ describe('secrets under faults, end to end', () => {
     const out: string[] = [];
     const child = spawn(
       BIN,
-      ['operator', '--kubeconfig', join(dir, 'kubeconfig'), '--region', 'cn-hangzhou', '--vpc-id', 'vpc-demo', '--cluster-id', 'c-test', '--ecs-endpoint', c.ecs.url, '--vpc-endpoint', c.ecs.url, '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--no-leader-elect', '--log-level', 'debug'],
-      { env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: KEY_ID, ALIBABA_CLOUD_ACCESS_KEY_SECRET: SECRET }, stdio: ['ignore', 'pipe', 'pipe'] },
+      [
+        'operator',
+        '--kubeconfig',
+        join(dir, 'kubeconfig'),
+        '--region',
+        'cn-hangzhou',
+        '--vpc-id',
+        'vpc-demo',
+        '--cluster-id',
+        'c-test',
+        '--ecs-endpoint',
+        c.ecs.url,
+        '--vpc-endpoint',
+        c.ecs.url,
+        '--metrics-addr',
+        '127.0.0.1:0',
+        '--health-addr',
+        '127.0.0.1:0',
+        '--no-leader-elect',
+        '--log-level',
+        'debug',
+      ],
+      {
+        env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: KEY_ID, ALIBABA_CLOUD_ACCESS_KEY_SECRET: SECRET },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     children.push(child);
     createInterface({ input: child.stdout! }).on('line', (l) => out.push(l));
     createInterface({ input: child.stderr! }).on('line', (l) => out.push(l));
-    const metricsUrl = (await eventually(() => out.find((l) => l.startsWith('metrics ')), 15_000))!.slice('metrics '.length);
+    const metricsUrl = (await eventually(() => out.find((l) => l.startsWith('metrics ')), 15_000))!.slice(
+      'metrics '.length,
+    );
     const pools = await allReady(c, nodes, 60_000);
     await sleep(500);
     const metrics = await (await fetch(metricsUrl)).text();
@@ -57,17 +83,25 @@ describe('secrets under faults, end to end', () => {
     // The faults did happen, so the error paths ran.
     expect(out.some((l) => l.includes('Forbidden.RAM'))).toBe(true);
     expect(events.items.some((e) => e.message?.includes('Forbidden.RAM'))).toBe(true);
-    expect(metrics).toMatch(/eni_ipam_openapi_requests_total\{action="CreateNetworkInterface",code="Forbidden.RAM"\} 2/);
+    expect(metrics).toMatch(
+      /eni_ipam_openapi_requests_total\{action="CreateNetworkInterface",code="Forbidden.RAM"\} 2/,
+    );
     const seen = [
       ...out.map((l) => ['log', l]),
       ...events.items.map((e) => ['event', `${e.reason}: ${e.message}`]),
-      ...pools.flatMap((p) => (p.status?.conditions ?? []).map((k) => ['condition', `${k.type} ${k.reason}: ${k.message}`])),
+      ...pools.flatMap((p) =>
+        (p.status?.conditions ?? []).map((k) => ['condition', `${k.type} ${k.reason}: ${k.message}`]),
+      ),
       ...metrics.split('\n').map((l) => ['metric', l]),
     ];
     for (const [where, text] of seen) {
       expect({ where, text, secret: text!.includes(SECRET) }).toMatchObject({ secret: false });
-      expect({ where, text, signature: /Signature=|SignatureNonce=|[?&]AccessKeyId=/.test(text!) }).toMatchObject({ signature: false });
-      expect({ where, text, url: /https?:\/\/\S*\?\S*(Signature|AccessKeyId|Action)=/.test(text!) }).toMatchObject({ url: false });
+      expect({ where, text, signature: /Signature=|SignatureNonce=|[?&]AccessKeyId=/.test(text!) }).toMatchObject({
+        signature: false,
+      });
+      expect({ where, text, url: /https?:\/\/\S*\?\S*(Signature|AccessKeyId|Action)=/.test(text!) }).toMatchObject({
+        url: false,
+      });
     }
   }, 90_000);
 });

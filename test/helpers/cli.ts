@@ -50,7 +50,15 @@ export async function startCli(
       }),
     ),
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no line matching ${until} within ${timeoutMs} ms; stdout: ${seen.join(' | ')}; stderr: ${stderr}`)), timeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no line matching ${until} within ${timeoutMs} ms; stdout: ${seen.join(' | ')}; stderr: ${stderr}`,
+            ),
+          ),
+        timeoutMs,
+      );
     }),
     once(child, 'exit').then(([code]) => {
       throw new Error(`exited ${code} before serving; stdout: ${seen.join(' | ')}; stderr: ${stderr}`);

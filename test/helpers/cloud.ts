@@ -1,6 +1,11 @@
 import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
-import { createCloudClient, staticCredentials, type CloudClient, type CloudClientOptions } from '../../src/cloud/index.js';
+import {
+  createCloudClient,
+  staticCredentials,
+  type CloudClient,
+  type CloudClientOptions,
+} from '../../src/cloud/index.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import type { EcsEmulator } from '../../src/sim/ecs/index.js';
 import { DEMO_KEY, REGION } from './ecs.js';
@@ -31,12 +36,21 @@ export function clientFor(emu: EcsEmulator, o: Partial<CloudClientOptions> = {})
 }
 
 /** The value of one sample of a metric, summed over the samples whose labels match. */
-export async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+export async function metricValue(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
   const metric = registry.getSingleMetric(name.replace(/_(count|sum|bucket)$/, ''));
   if (!metric) throw new Error(`no metric ${name}`);
   const data = await metric.get();
   return data.values
-    .filter((v) => (v as { metricName?: string }).metricName === undefined || (v as { metricName?: string }).metricName === name)
-    .filter((v) => Object.entries(labels).every(([k, want]) => String((v.labels as Record<string, unknown>)[k]) === want))
+    .filter(
+      (v) =>
+        (v as { metricName?: string }).metricName === undefined || (v as { metricName?: string }).metricName === name,
+    )
+    .filter((v) =>
+      Object.entries(labels).every(([k, want]) => String((v.labels as Record<string, unknown>)[k]) === want),
+    )
     .reduce((sum, v) => sum + v.value, 0);
 }

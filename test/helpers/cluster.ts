@@ -21,7 +21,12 @@ export interface TestCluster {
   custom: CustomObjectsApi;
   operators: Operator[];
   clients: CloudClient[];
-  startOperator(o?: { config?: Partial<OperatorConfig>; leaderElection?: LeaderElectionConfig; logger?: Logger; retry?: Partial<RetryPolicy> }): Promise<Operator>;
+  startOperator(o?: {
+    config?: Partial<OperatorConfig>;
+    leaderElection?: LeaderElectionConfig;
+    logger?: Logger;
+    retry?: Partial<RetryPolicy>;
+  }): Promise<Operator>;
   addNode(instanceId: string, labels?: Record<string, string>): Promise<string>;
   addClass(name: string, spec: ENIPoolClass['spec']): Promise<void>;
   pool(name: string): Promise<ENIPool>;
@@ -50,13 +55,30 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
     clients,
     async startOperator(o = {}) {
       let op: Operator | undefined = undefined;
-      const client = createCloudClient({ region: REGION, ecsEndpoint: ecs.url, vpcEndpoint: ecs.url, credentials: staticCredentials(DEMO_KEY), registry: new Registry(), mayMutate: () => op?.mayMutate() ?? false, retry: o.retry });
+      const client = createCloudClient({
+        region: REGION,
+        ecsEndpoint: ecs.url,
+        vpcEndpoint: ecs.url,
+        credentials: staticCredentials(DEMO_KEY),
+        registry: new Registry(),
+        mayMutate: () => op?.mayMutate() ?? false,
+        retry: o.retry,
+      });
       clients.push(client);
       op = new Operator({
         kc,
         api: client.api,
-        logger: o.logger ?? (process.env.DEBUG_OPERATOR ? createLogger({ level: process.env.DEBUG_OPERATOR }) : silentLogger()),
-        config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: CLUSTER_ID, vpcId: 'vpc-demo', pollMinIntervalMs: 50, pollMaxIntervalMs: 400, ...o.config },
+        logger:
+          o.logger ??
+          (process.env.DEBUG_OPERATOR ? createLogger({ level: process.env.DEBUG_OPERATOR }) : silentLogger()),
+        config: {
+          ...DEFAULT_OPERATOR_CONFIG,
+          clusterId: CLUSTER_ID,
+          vpcId: 'vpc-demo',
+          pollMinIntervalMs: 50,
+          pollMaxIntervalMs: 400,
+          ...o.config,
+        },
         leaderElection: o.leaderElection,
       });
       operators.push(op);
@@ -70,10 +92,23 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
       return node.metadata.name;
     },
     async addClass(name, spec) {
-      await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipoolclasses', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPoolClass', metadata: { name }, spec } });
+      await custom.createClusterCustomObject({
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipoolclasses',
+        body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPoolClass', metadata: { name }, spec },
+      });
     },
-    pool: async (name) => (await custom.getClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name })) as ENIPool,
-    pools: async () => ((await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) as any).items as ENIPool[],
+    pool: async (name) =>
+      (await custom.getClusterCustomObject({
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipools',
+        name,
+      })) as ENIPool,
+    pools: async () =>
+      ((await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) as any)
+        .items as ENIPool[],
     mutatingCalls: () => ecs.mutatingCalls(),
     async close() {
       await Promise.all(operators.map((o) => o.stop().catch(() => undefined)));
@@ -89,9 +124,13 @@ export const ready = (p: ENIPool): boolean => p.status?.conditions?.find((c) => 
 
 /** Waits until every pool of the given nodes is Ready. */
 export async function allReady(c: TestCluster, nodes: string[], timeoutMs = 30_000): Promise<ENIPool[]> {
-  return eventually(async () => {
-    const pools = await c.pools();
-    const mine = pools.filter((p) => nodes.includes(p.metadata.name));
-    return mine.length === nodes.length && mine.every(ready) ? mine : undefined;
-  }, timeoutMs, 100);
+  return eventually(
+    async () => {
+      const pools = await c.pools();
+      const mine = pools.filter((p) => nodes.includes(p.metadata.name));
+      return mine.length === nodes.length && mine.every(ready) ? mine : undefined;
+    },
+    timeoutMs,
+    100,
+  );
 }

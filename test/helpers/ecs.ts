@@ -33,8 +33,17 @@ export async function failure(p: Promise<unknown>): Promise<PopFailure> {
   try {
     await p;
   } catch (e) {
-    const err = e as { code: string; data: PopFailure['data']; entry: { response: { statusCode: number; headers: Record<string, string> } } };
-    return { code: err.code, status: err.entry?.response?.statusCode, data: err.data, headers: err.entry?.response?.headers ?? {} };
+    const err = e as {
+      code: string;
+      data: PopFailure['data'];
+      entry: { response: { statusCode: number; headers: Record<string, string> } };
+    };
+    return {
+      code: err.code,
+      status: err.entry?.response?.statusCode,
+      data: err.data,
+      headers: err.entry?.response?.headers ?? {},
+    };
   }
   throw new Error('expected the call to fail');
 }
@@ -53,7 +62,10 @@ export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 5000, 
       // Not there yet (a 404, say): try again until the time is up.
       lastError = e;
     }
-    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms${lastError ? `; last error: ${(lastError as Error).message}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(
+        `condition not met within ${timeoutMs} ms${lastError ? `; last error: ${(lastError as Error).message}` : ''}`,
+      );
     await sleep(everyMs);
   }
 }

@@ -14,7 +14,11 @@ export function tool(name: 'helm' | 'promtool'): string {
   return path;
 }
 
-export function run(cmd: string, args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+export function run(
+  cmd: string,
+  args: string[],
+  stdin?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = execFile(cmd, args, { timeout: 60_000, maxBuffer: 32 * 1024 * 1024 }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
@@ -48,7 +52,16 @@ export interface K8sObject {
 
 /** `helm template` parsed into objects (CRDs included). */
 export async function template(values: string[], extra: string[] = []): Promise<K8sObject[]> {
-  const r = await helm(['template', 'eni-ipam', CHART, '--namespace', 'kube-system', '--include-crds', ...setArgs(values), ...extra]);
+  const r = await helm([
+    'template',
+    'eni-ipam',
+    CHART,
+    '--namespace',
+    'kube-system',
+    '--include-crds',
+    ...setArgs(values),
+    ...extra,
+  ]);
   if (r.code !== 0) throw new Error(`helm template failed: ${r.stderr}`);
   return YAML.parseAllDocuments(r.stdout)
     .map((d) => d.toJS() as K8sObject | null)

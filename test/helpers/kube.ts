@@ -38,7 +38,13 @@ export async function kube(opts: KubeEmulatorOptions = {}): Promise<{ emu: KubeE
 }
 
 /** Raw HTTP against the emulator, for status codes and headers. */
-export async function http(emu: KubeEmulator, method: string, path: string, body?: unknown, contentType = 'application/json') {
+export async function http(
+  emu: KubeEmulator,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+) {
   const res = await fetch(`${emu.url}${path}`, {
     method,
     headers: body === undefined ? {} : { 'content-type': contentType },
@@ -110,16 +116,35 @@ export const WIDGETS = '/apis/example.io/v1/namespaces/default/widgets';
 /** A Kubernetes emulator with the eni-ipam CRDs and one ENIPool whose single InUse ENI holds `ips`. */
 export async function kubeWithPool(node: string, eni: { cidr: string; gateway: string; ips: string[]; mac?: string }) {
   const k = await kube();
-  for (const crd of Object.values(CRDS)) await http(k.emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  for (const crd of Object.values(CRDS))
+    await http(k.emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
   const custom = k.kc.makeApiClient(CustomObjectsApi);
-  await custom.createClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: node }, spec: { nodeName: node } } });
+  await custom.createClusterCustomObject({
+    group: 'eniipam.io',
+    version: 'v1alpha1',
+    plural: 'enipools',
+    body: { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: node }, spec: { nodeName: node } },
+  });
   await custom.patchClusterCustomObjectStatus(
     {
       group: 'eniipam.io',
       version: 'v1alpha1',
       plural: 'enipools',
       name: node,
-      body: { status: { enis: [{ id: 'eni-a', mac: eni.mac ?? '00:16:3e:00:00:01', state: 'InUse', vSwitchCIDR: eni.cidr, gatewayIP: eni.gateway, ips: eni.ips }] } },
+      body: {
+        status: {
+          enis: [
+            {
+              id: 'eni-a',
+              mac: eni.mac ?? '00:16:3e:00:00:01',
+              state: 'InUse',
+              vSwitchCIDR: eni.cidr,
+              gatewayIP: eni.gateway,
+              ips: eni.ips,
+            },
+          ],
+        },
+      },
     },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );

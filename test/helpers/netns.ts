@@ -8,9 +8,14 @@ export const SYSTEM_CNI_DIR = '/usr/lib/cni';
 
 /** Why the datapath test cannot run here, or undefined when it can. */
 export function datapathUnavailable(): string | undefined {
-  const why = namespacesUnavailable(['ip', 'tc', 'iperf3', 'tcpdump', 'unshare', 'ping'], 'iproute2, iperf3, tcpdump, iputils-ping, util-linux');
+  const why = namespacesUnavailable(
+    ['ip', 'tc', 'iperf3', 'tcpdump', 'unshare', 'ping'],
+    'iproute2, iperf3, tcpdump, iputils-ping, util-linux',
+  );
   if (why) return why;
-  for (const p of ['ptp', 'bandwidth']) if (!existsSync(join(SYSTEM_CNI_DIR, p))) return `${SYSTEM_CNI_DIR}/${p} is missing (Debian package containernetworking-plugins)`;
+  for (const p of ['ptp', 'bandwidth'])
+    if (!existsSync(join(SYSTEM_CNI_DIR, p)))
+      return `${SYSTEM_CNI_DIR}/${p} is missing (Debian package containernetworking-plugins)`;
   return undefined;
 }
 
@@ -20,10 +25,22 @@ export interface Exec {
   stderr: string;
 }
 
-export function sh(cmd: string, args: string[], o: { stdin?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<Exec> {
+export function sh(
+  cmd: string,
+  args: string[],
+  o: { stdin?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<Exec> {
   return new Promise((resolve) => {
-    const child = execFile(cmd, args, { env: o.env ?? process.env, timeout: o.timeoutMs ?? 30_000, maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0, stdout, stderr }),
+    const child = execFile(
+      cmd,
+      args,
+      { env: o.env ?? process.env, timeout: o.timeoutMs ?? 30_000, maxBuffer: 8 * 1024 * 1024 },
+      (err, stdout, stderr) =>
+        resolve({
+          code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0,
+          stdout,
+          stderr,
+        }),
     );
     child.stdin!.on('error', () => undefined); // a command that reads no input may close it first
     child.stdin!.end(o.stdin ?? '');
@@ -95,9 +112,20 @@ export class MiniRuntime {
     return join(dir, type);
   }
 
-  private async exec(command: 'ADD' | 'DEL', pod: PodSpec, plugin: Conflist['plugins'][number], prevResult: unknown): Promise<unknown> {
+  private async exec(
+    command: 'ADD' | 'DEL',
+    pod: PodSpec,
+    plugin: Conflist['plugins'][number],
+    prevResult: unknown,
+  ): Promise<unknown> {
     const runtimeConfig = plugin.capabilities?.bandwidth && pod.bandwidth ? { bandwidth: pod.bandwidth } : undefined;
-    const stdin = JSON.stringify({ cniVersion: this.conf.cniVersion, name: this.conf.name, ...plugin, ...(prevResult ? { prevResult } : {}), ...(runtimeConfig ? { runtimeConfig } : {}) });
+    const stdin = JSON.stringify({
+      cniVersion: this.conf.cniVersion,
+      name: this.conf.name,
+      ...plugin,
+      ...(prevResult ? { prevResult } : {}),
+      ...(runtimeConfig ? { runtimeConfig } : {}),
+    });
     const env = {
       PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
       CNI_COMMAND: command,
@@ -108,12 +136,21 @@ export class MiniRuntime {
       CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod.namespace};K8S_POD_NAME=${pod.name};K8S_POD_INFRA_CONTAINER_ID=${pod.id}`,
     };
     const script = 'mount --bind "$SOCKET_DIR" /run/eni-ipam && exec "$PLUGIN"';
-    const r = await sh('ip', ['netns', 'exec', this.node.netns, 'unshare', '--mount', 'sh', '-c', script], { stdin, env: { ...env, SOCKET_DIR: this.node.socketDir, PLUGIN: this.find(plugin.type) } });
-    if (r.code !== 0) throw new Error(`${plugin.type} ${command} for ${pod.name} failed (${r.code}): ${r.stdout}${r.stderr}`);
+    const r = await sh('ip', ['netns', 'exec', this.node.netns, 'unshare', '--mount', 'sh', '-c', script], {
+      stdin,
+      env: { ...env, SOCKET_DIR: this.node.socketDir, PLUGIN: this.find(plugin.type) },
+    });
+    if (r.code !== 0)
+      throw new Error(`${plugin.type} ${command} for ${pod.name} failed (${r.code}): ${r.stdout}${r.stderr}`);
     return r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
   }
 
-  async add(pod: PodSpec): Promise<{ ips: Array<{ address: string; gateway: string }>; interfaces?: Array<{ name: string; sandbox?: string }> }> {
+  async add(
+    pod: PodSpec,
+  ): Promise<{
+    ips: Array<{ address: string; gateway: string }>;
+    interfaces?: Array<{ name: string; sandbox?: string }>;
+  }> {
     let result: unknown;
     for (const plugin of this.conf.plugins) result = await this.exec('ADD', pod, plugin, result);
     this.results.set(pod.id, result);

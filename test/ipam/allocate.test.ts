@@ -2,30 +2,55 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { callsOf, planAllocation, type AllocationInput, type EniView } from '../../src/ipam/allocate.js';
 
-const limitsArb = fc.record({ eniQuantity: fc.integer({ min: 1, max: 6 }), ipv4PerEni: fc.integer({ min: 2, max: 20 }) });
+const limitsArb = fc.record({
+  eniQuantity: fc.integer({ min: 1, max: 6 }),
+  ipv4PerEni: fc.integer({ min: 2, max: 20 }),
+});
 
 /** A node's state: ENIs within the instance limits, vSwitches with some free addresses. */
 const inputArb = (vSwitchCount: { min: number; max: number }) =>
   limitsArb.chain((limits) =>
-    fc.record({
-      want: fc.nat(60),
-      limits: fc.constant(limits),
-      vSwitches: fc.array(fc.record({ free: fc.nat(40), blocked: fc.nat(4).map((n) => n === 0) }), { minLength: vSwitchCount.min, maxLength: vSwitchCount.max }).map((vs) => vs.map((v, i) => ({ ...v, id: `vsw-${i}` }))),
-      selection: fc.constantFrom('MostFreeIPs' as const, 'Ordered' as const),
-      enis: fc.array(fc.record({ attached: fc.nat(4).map((n) => n > 0), ips: fc.integer({ min: 1, max: limits.ipv4PerEni }), vsw: fc.nat(3) }), { maxLength: Math.max(0, limits.eniQuantity - 1) }),
-      creating: fc.nat(1),
-    }).map((r) => ({
-      ...r,
-      creating: Math.min(r.creating, Math.max(0, limits.eniQuantity - 1 - r.enis.length)),
-      enis: r.enis.map((e, i): EniView => ({ id: `eni-${i}`, attached: e.attached, ips: e.ips, vSwitchId: `vsw-${e.vsw % Math.max(1, r.vSwitches.length)}` })),
-    })),
+    fc
+      .record({
+        want: fc.nat(60),
+        limits: fc.constant(limits),
+        vSwitches: fc
+          .array(fc.record({ free: fc.nat(40), blocked: fc.nat(4).map((n) => n === 0) }), {
+            minLength: vSwitchCount.min,
+            maxLength: vSwitchCount.max,
+          })
+          .map((vs) => vs.map((v, i) => ({ ...v, id: `vsw-${i}` }))),
+        selection: fc.constantFrom('MostFreeIPs' as const, 'Ordered' as const),
+        enis: fc.array(
+          fc.record({
+            attached: fc.nat(4).map((n) => n > 0),
+            ips: fc.integer({ min: 1, max: limits.ipv4PerEni }),
+            vsw: fc.nat(3),
+          }),
+          { maxLength: Math.max(0, limits.eniQuantity - 1) },
+        ),
+        creating: fc.nat(1),
+      })
+      .map((r) => ({
+        ...r,
+        creating: Math.min(r.creating, Math.max(0, limits.eniQuantity - 1 - r.enis.length)),
+        enis: r.enis.map((e, i): EniView => ({
+          id: `eni-${i}`,
+          attached: e.attached,
+          ips: e.ips,
+          vSwitchId: `vsw-${e.vsw % Math.max(1, r.vSwitches.length)}`,
+        })),
+      })),
   );
 
 /** Every plan the planner could choose, searched exhaustively: the best (IPs, calls) pair. */
 function bruteForce(input: AllocationInput): { planned: number; calls: number } {
   const free = input.vSwitches.filter((v) => !v.blocked).reduce((n, v) => n + v.free, 0);
   const usable = new Set(input.vSwitches.filter((v) => !v.blocked && v.free > 0).map((v) => v.id));
-  const roomy = input.enis.filter((e) => e.attached && usable.has(e.vSwitchId)).map((e) => input.limits.ipv4PerEni - e.ips).filter((r) => r > 0);
+  const roomy = input.enis
+    .filter((e) => e.attached && usable.has(e.vSwitchId))
+    .map((e) => input.limits.ipv4PerEni - e.ips)
+    .filter((r) => r > 0);
   const slots = Math.max(0, input.limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0));
   const perEni = Math.min(input.limits.ipv4PerEni, 50);
   let best = { planned: 0, calls: 0 };
@@ -60,11 +85,26 @@ describe('allocation planning', () => {
       want: 20,
       limits: { eniQuantity: 4, ipv4PerEni: 15 },
       enis: [],
-      vSwitches: [{ id: 'vsw-small', free: 30 }, { id: 'vsw-big', free: 200 }],
+      vSwitches: [
+        { id: 'vsw-small', free: 30 },
+        { id: 'vsw-big', free: 200 },
+      ],
       selection: 'MostFreeIPs',
     });
-    expect(plan.ops).toEqual([{ kind: 'create', vSwitchId: 'vsw-big', ips: 15 }, { kind: 'create', vSwitchId: 'vsw-big', ips: 5 }]);
-    const ordered = planAllocation({ want: 20, limits: { eniQuantity: 4, ipv4PerEni: 15 }, enis: [], vSwitches: [{ id: 'vsw-small', free: 30 }, { id: 'vsw-big', free: 200 }], selection: 'Ordered' });
+    expect(plan.ops).toEqual([
+      { kind: 'create', vSwitchId: 'vsw-big', ips: 15 },
+      { kind: 'create', vSwitchId: 'vsw-big', ips: 5 },
+    ]);
+    const ordered = planAllocation({
+      want: 20,
+      limits: { eniQuantity: 4, ipv4PerEni: 15 },
+      enis: [],
+      vSwitches: [
+        { id: 'vsw-small', free: 30 },
+        { id: 'vsw-big', free: 200 },
+      ],
+      selection: 'Ordered',
+    });
     expect(ordered.ops.map((o) => o.vSwitchId)).toEqual(['vsw-small', 'vsw-small']);
   });
 
@@ -84,11 +124,22 @@ describe('allocation planning', () => {
       want: 10,
       limits: { eniQuantity: 3, ipv4PerEni: 6 },
       enis: [],
-      vSwitches: [{ id: 'vsw-full', free: 0 }, { id: 'vsw-blocked', free: 50, blocked: true }, { id: 'vsw-ok', free: 4 }],
+      vSwitches: [
+        { id: 'vsw-full', free: 0 },
+        { id: 'vsw-blocked', free: 50, blocked: true },
+        { id: 'vsw-ok', free: 4 },
+      ],
       selection: 'Ordered',
     };
-    expect(planAllocation(input)).toEqual({ ops: [{ kind: 'create', vSwitchId: 'vsw-ok', ips: 4 }], planned: 4, shortfall: 'vswitch-exhausted' });
-    expect(planAllocation({ ...input, vSwitches: [{ id: 'vsw-ok', free: 100 }], want: 20 })).toMatchObject({ planned: 12, shortfall: 'instance-limit' });
+    expect(planAllocation(input)).toEqual({
+      ops: [{ kind: 'create', vSwitchId: 'vsw-ok', ips: 4 }],
+      planned: 4,
+      shortfall: 'vswitch-exhausted',
+    });
+    expect(planAllocation({ ...input, vSwitches: [{ id: 'vsw-ok', free: 100 }], want: 20 })).toMatchObject({
+      planned: 12,
+      shortfall: 'instance-limit',
+    });
   });
 
   it('never plans beyond instance, ENI or vSwitch limits', () => {

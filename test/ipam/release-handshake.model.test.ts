@@ -50,7 +50,16 @@ function run(steps: Step[], s: Safeguards): void {
   let now = 1_000_000;
   let stamp = 0;
   const cloud = { ...ENI, secondaryIps: [...ENI.secondaryIps] };
-  const published = () => [{ id: ENI.id, mac: 'm', state: 'InUse' as const, vSwitchCIDR: '10.0.0.0/24', gatewayIP: '10.0.0.253', ips: [cloud.primaryIp, ...cloud.secondaryIps] }];
+  const published = () => [
+    {
+      id: ENI.id,
+      mac: 'm',
+      state: 'InUse' as const,
+      vSwitchCIDR: '10.0.0.0/24',
+      gatewayIP: '10.0.0.253',
+      ips: [cloud.primaryIp, ...cloud.secondaryIps],
+    },
+  ];
   const history: Status[] = [{ enis: published(), releaseRequests: {}, releaseAcks: {}, used: {}, cooling: {} }];
   const latest = () => history.length - 1;
   const write = (from: number, patch: Partial<Status>): boolean => {
@@ -58,7 +67,13 @@ function run(steps: Step[], s: Safeguards): void {
     history.push({ ...history[latest()]!, ...patch });
     return true;
   };
-  const poolAt = (v: number): ENIPool => ({ apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', metadata: { name: 'n' }, spec: { nodeName: 'n' }, status: history[v] });
+  const poolAt = (v: number): ENIPool => ({
+    apiVersion: 'eniipam.io/v1alpha1',
+    kind: 'ENIPool',
+    metadata: { name: 'n' },
+    spec: { nodeName: 'n' },
+    status: history[v],
+  });
   let agent: AgentState = emptyState();
   let agentView = 0;
   let opView = 0;
@@ -67,17 +82,40 @@ function run(steps: Step[], s: Safeguards): void {
     const st = history[v]!;
     const requests = new Map(Object.entries(st.releaseRequests ?? {}));
     const acks = new Map<string, Ack>(
-      Object.entries(st.releaseAcks ?? {}).map(([ip, a]: [string, ReleaseAck]) => [ip, s.matchAcks ? a : { ...a, requestedAt: requests.get(ip) ?? a.requestedAt }]),
+      Object.entries(st.releaseAcks ?? {}).map(([ip, a]: [string, ReleaseAck]) => [
+        ip,
+        s.matchAcks ? a : { ...a, requestedAt: requests.get(ip) ?? a.requestedAt },
+      ]),
     );
-    const cooling = new Set(Object.entries(st.cooling ?? {}).filter(([, t]) => Date.parse(t) > now).map(([ip]) => ip));
+    const cooling = new Set(
+      Object.entries(st.cooling ?? {})
+        .filter(([, t]) => Date.parse(t) > now)
+        .map(([ip]) => ip),
+    );
     const used = new Set(Object.keys(st.used ?? {}));
-    return planRelease({ enis: [cloud], used, cooling, excess, excessSince: 0, now, delayMs: 0, requests, acks, deleteEmptyEnis: false });
+    return planRelease({
+      enis: [cloud],
+      used,
+      cooling,
+      excess,
+      excessSince: 0,
+      now,
+      delayMs: 0,
+      requests,
+      acks,
+      deleteEmptyEnis: false,
+    });
   };
 
   for (const step of steps) {
     switch (step.k) {
       case 'alloc': {
-        const r = allocate(agent, poolAt(agentView), { containerId: `c${step.c}`, ifName: 'eth0', pod: `ns/p${step.c}` }, now);
+        const r = allocate(
+          agent,
+          poolAt(agentView),
+          { containerId: `c${step.c}`, ifName: 'eth0', pod: `ns/p${step.c}` },
+          now,
+        );
         agent = r.state;
         break;
       }
@@ -100,7 +138,9 @@ function run(steps: Step[], s: Safeguards): void {
         break;
       case 'op': {
         const p = plan(opView, step.excess);
-        const confirmedNow = s.liveRead ? new Set(plan(latest(), step.excess).unassign.flatMap((u) => u.ips)) : undefined;
+        const confirmedNow = s.liveRead
+          ? new Set(plan(latest(), step.excess).unassign.flatMap((u) => u.ips))
+          : undefined;
         const unassign = p.unassign.flatMap((u) => u.ips).filter((ip) => !confirmedNow || confirmedNow.has(ip));
         for (const ip of unassign) {
           const holder = Object.values(agent.allocations).find((a) => a.ip === ip);
@@ -166,7 +206,9 @@ describe('release handshake model (operator + agent, interleavings by fast-check
       { k: 'opRefresh', lag: 1 }, // a cache that still shows the request and its ready
       { k: 'op', excess: 1 },
     ];
-    expect(() => run(seq, { matchAcks: true, precondition: false, liveRead: false })).toThrow(/unassigned 10.0.0.2, which pod ns\/p1 holds/);
+    expect(() => run(seq, { matchAcks: true, precondition: false, liveRead: false })).toThrow(
+      /unassigned 10.0.0.2, which pod ns\/p1 holds/,
+    );
     expect(() => run(seq, { matchAcks: true, precondition: true, liveRead: false })).not.toThrow();
     expect(() => run(seq, { matchAcks: true, precondition: false, liveRead: true })).not.toThrow();
   });

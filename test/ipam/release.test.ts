@@ -2,9 +2,15 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { planRelease, type Ack, type ReleaseInput } from '../../src/ipam/release.js';
 
-const enisArb = fc.array(fc.nat(6), { minLength: 1, maxLength: 4 }).map((counts) =>
-  counts.map((n, e) => ({ id: `eni-${e}`, primaryIp: `10.0.${e}.1`, secondaryIps: Array.from({ length: n }, (_, k) => `10.0.${e}.${k + 2}`) })),
-);
+const enisArb = fc
+  .array(fc.nat(6), { minLength: 1, maxLength: 4 })
+  .map((counts) =>
+    counts.map((n, e) => ({
+      id: `eni-${e}`,
+      primaryIp: `10.0.${e}.1`,
+      secondaryIps: Array.from({ length: n }, (_, k) => `10.0.${e}.${k + 2}`),
+    })),
+  );
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const T1 = '2026-01-01T00:00:05.000Z';
@@ -26,7 +32,14 @@ const inputArb = enisArb.chain((enis) => {
       .subarray(ips)
       .chain((a) =>
         fc
-          .tuple(...a.map(() => fc.record({ answer: fc.constantFrom('ready' as const, 'do-not-release' as const), requestedAt: fc.constantFrom(T0, T1) })))
+          .tuple(
+            ...a.map(() =>
+              fc.record({
+                answer: fc.constantFrom('ready' as const, 'do-not-release' as const),
+                requestedAt: fc.constantFrom(T0, T1),
+              }),
+            ),
+          )
           .map((v) => new Map(a.map((ip, i) => [ip, v[i]!] as const))),
       ),
     deleteEmptyEnis: fc.boolean(),
@@ -63,11 +76,26 @@ describe('release planning', () => {
       excess: 4,
       now: 0,
       delayMs: 0,
-      requests: new Map([['10.0.0.2', T1], ['10.0.0.3', T1], ['10.0.1.1', T1], ['10.0.1.2', T1]]),
-      acks: new Map([['10.0.0.2', ready()], ['10.0.0.3', refused()], ['10.0.1.1', ready()], ['10.0.1.2', ready()]]),
+      requests: new Map([
+        ['10.0.0.2', T1],
+        ['10.0.0.3', T1],
+        ['10.0.1.1', T1],
+        ['10.0.1.2', T1],
+      ]),
+      acks: new Map([
+        ['10.0.0.2', ready()],
+        ['10.0.0.3', refused()],
+        ['10.0.1.1', ready()],
+        ['10.0.1.2', ready()],
+      ]),
       deleteEmptyEnis: true,
     });
-    expect(plan).toEqual({ request: [], withdraw: ['10.0.0.3'], unassign: [{ eniId: 'eni-a', ips: ['10.0.0.2'] }], deleteEnis: ['eni-b'] });
+    expect(plan).toEqual({
+      request: [],
+      withdraw: ['10.0.0.3'],
+      unassign: [{ eniId: 'eni-a', ips: ['10.0.0.2'] }],
+      deleteEnis: ['eni-b'],
+    });
   });
 
   it('ignores an ack that answers an earlier request for the same IP', () => {
@@ -82,7 +110,9 @@ describe('release planning', () => {
       deleteEmptyEnis: false,
     };
     expect(planRelease(base)).toEqual({ request: [], withdraw: [], unassign: [], deleteEnis: [] });
-    expect(planRelease({ ...base, acks: new Map([['10.0.0.2', ready(T1)]]) }).unassign).toEqual([{ eniId: 'eni-a', ips: ['10.0.0.2'] }]);
+    expect(planRelease({ ...base, acks: new Map([['10.0.0.2', ready(T1)]]) }).unassign).toEqual([
+      { eniId: 'eni-a', ips: ['10.0.0.2'] },
+    ]);
   });
 
   it('neither requests IPs cooling down nor keeps requests for IPs no ENI holds any more', () => {
@@ -108,11 +138,19 @@ describe('release planning', () => {
       excess: 0,
       now: 0,
       delayMs: 0,
-      requests: new Map([['10.0.0.2', T1], ['10.0.0.3', T1]]),
+      requests: new Map([
+        ['10.0.0.2', T1],
+        ['10.0.0.3', T1],
+      ]),
       acks: new Map([['10.0.0.2', ready()]]),
       deleteEmptyEnis: false,
     });
-    expect(plan).toEqual({ request: [], withdraw: ['10.0.0.3'], unassign: [{ eniId: 'eni-a', ips: ['10.0.0.2'] }], deleteEnis: [] });
+    expect(plan).toEqual({
+      request: [],
+      withdraw: ['10.0.0.3'],
+      unassign: [{ eniId: 'eni-a', ips: ['10.0.0.2'] }],
+      deleteEnis: [],
+    });
   });
 
   it('never requests or releases an IP in use, nor more than the excess (property)', () => {
@@ -125,8 +163,16 @@ describe('release planning', () => {
         }
         // A request the agent confirmed is released, never withdrawn (unless its ENI must stay).
         for (const ip of plan.withdraw) {
-          if (input.acks.get(ip)?.answer === 'ready' && input.acks.get(ip)?.requestedAt === input.requests.get(ip) && !input.used.has(ip)) {
-            expect(input.enis.some((e) => e.primaryIp === ip && [e.primaryIp, ...e.secondaryIps].some((x) => input.used.has(x)))).toBe(true);
+          if (
+            input.acks.get(ip)?.answer === 'ready' &&
+            input.acks.get(ip)?.requestedAt === input.requests.get(ip) &&
+            !input.used.has(ip)
+          ) {
+            expect(
+              input.enis.some(
+                (e) => e.primaryIp === ip && [e.primaryIp, ...e.secondaryIps].some((x) => input.used.has(x)),
+              ),
+            ).toBe(true);
           }
         }
         for (const u of plan.unassign) {

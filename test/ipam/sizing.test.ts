@@ -3,7 +3,12 @@ import fc from 'fast-check';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing, type Usage } from '../../src/ipam/sizing.js';
 
 const sizing = fc
-  .record({ minAllocate: fc.nat(40), preAllocate: fc.nat(20), maxAboveWatermark: fc.nat(10), maxAllocate: fc.integer({ min: 1, max: 120 }) })
+  .record({
+    minAllocate: fc.nat(40),
+    preAllocate: fc.nat(20),
+    maxAboveWatermark: fc.nat(10),
+    maxAllocate: fc.integer({ min: 1, max: 120 }),
+  })
   .filter((s) => s.minAllocate <= s.maxAllocate);
 const usage = (max: number) =>
   fc.record({ available: fc.nat(max), used: fc.nat(max), pending: fc.nat(30) }).filter((u) => u.used <= u.available);
@@ -31,7 +36,8 @@ describe('pool sizing', () => {
         const add = toAllocate(s, usage);
         expect(add).toBeGreaterThanOrEqual(needed(s, usage));
         expect(a + add).toBeLessThanOrEqual(s.maxAllocate);
-        if (a + s.preAllocate + pending - (a - u) <= s.maxAllocate) expect(a + add - u - pending).toBeGreaterThanOrEqual(Math.min(s.preAllocate, s.maxAllocate));
+        if (a + s.preAllocate + pending - (a - u) <= s.maxAllocate)
+          expect(a + add - u - pending).toBeGreaterThanOrEqual(Math.min(s.preAllocate, s.maxAllocate));
       }),
     );
   });

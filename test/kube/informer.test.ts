@@ -19,7 +19,13 @@ afterEach(async () => {
   await emu.close();
 });
 
-function configMaps(o: { fieldSelector?: string; watchTimeoutSeconds?: number; list?: () => ReturnType<CoreV1Api['listNamespacedConfigMap']> } = {}) {
+function configMaps(
+  o: {
+    fieldSelector?: string;
+    watchTimeoutSeconds?: number;
+    list?: () => ReturnType<CoreV1Api['listNamespacedConfigMap']>;
+  } = {},
+) {
   const changes: string[] = [];
   const informer = new Informer<V1ConfigMap>({
     kc,
@@ -67,7 +73,8 @@ describe('hardened informer', () => {
   it('watches only what its field selector selects', async () => {
     const { informer, changes } = configMaps({ fieldSelector: 'metadata.name=mine' });
     await informer.start();
-    for (const name of ['other', 'mine']) await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name } } });
+    for (const name of ['other', 'mine'])
+      await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name } } });
     await eventually(() => changes.includes('add mine'));
     expect(changes).toEqual(['add mine']);
   });

@@ -46,7 +46,8 @@ async function leaderAndStandby() {
   return { a, b, events };
 }
 
-const lease = () => kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'eni-ipam', namespace: 'kube-system' });
+const lease = () =>
+  kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'eni-ipam', namespace: 'kube-system' });
 
 describe('leader election on a Lease', () => {
   it('elects one of two candidates and writes MicroTime timestamps', async () => {

@@ -60,10 +60,15 @@ describe('work queue', () => {
     const q = new WorkQueue();
     let finished = 0;
     q.add('a');
-    const workers = runWorkers(q, 2, async () => {
-      await sleep(50);
-      finished++;
-    }, () => undefined);
+    const workers = runWorkers(
+      q,
+      2,
+      async () => {
+        await sleep(50);
+        finished++;
+      },
+      () => undefined,
+    );
     await sleep(10);
     await q.shutdown();
     expect(finished).toBe(1);
@@ -79,13 +84,18 @@ describe('work queue', () => {
         const active = new Set<string>();
         const worked: string[] = [];
         let overlap = false;
-        const workers = runWorkers(q, 3, async (key) => {
-          if (active.has(key)) overlap = true;
-          active.add(key);
-          await sleep(Math.random() * 3);
-          worked.push(key);
-          active.delete(key);
-        }, () => undefined);
+        const workers = runWorkers(
+          q,
+          3,
+          async (key) => {
+            if (active.has(key)) overlap = true;
+            active.add(key);
+            await sleep(Math.random() * 3);
+            worked.push(key);
+            active.delete(key);
+          },
+          () => undefined,
+        );
         for (const k of adds) {
           q.add(k);
           if (Math.random() < 0.3) await sleep(1);

@@ -40,7 +40,12 @@ describe('the operator’s cloud cache', () => {
     const cache = new CloudState(first.api, 'vpc-1', 'c1', silentLogger());
     first.release();
     await cache.fullResync();
-    expect(cache.ownedBy('n1').map((e) => e.id).sort()).toEqual(['eni-a', 'eni-b', 'eni-c']);
+    expect(
+      cache
+        .ownedBy('n1')
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual(['eni-a', 'eni-b', 'eni-c']);
 
     // The listing was taken before eni-d was created, eni-a got IPs and eni-b was deleted.
     const second = slowCloud([eni('eni-a'), eni('eni-b'), eni('eni-c', ['10.0.1.9'])]);
@@ -52,7 +57,12 @@ describe('the operator’s cloud cache', () => {
     stale.forget('eni-b');
     second.release();
     expect(await resync).toEqual({ enis: 3, pages: 1 });
-    expect(stale.ownedBy('n1').map((e) => e.id).sort()).toEqual(['eni-a', 'eni-c', 'eni-d']);
+    expect(
+      stale
+        .ownedBy('n1')
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual(['eni-a', 'eni-c', 'eni-d']);
     expect(stale.get('eni-a')!.secondaryIps).toEqual(['10.0.1.1', '10.0.1.2']);
     // What nothing newer contradicts comes from the listing.
     expect(stale.get('eni-c')!.secondaryIps).toEqual(['10.0.1.9']);

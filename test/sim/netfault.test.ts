@@ -29,7 +29,12 @@ describe('TCP fault proxy', () => {
     const core = viaProxy.makeApiClient(CoreV1Api);
     expect((await core.listNamespace()).items.length).toBeGreaterThan(0);
     const seen: string[] = [];
-    const watch = await new Watch(viaProxy).watch('/api/v1/namespaces/default/configmaps', {}, (_t, o) => seen.push(o.metadata.name), () => {});
+    const watch = await new Watch(viaProxy).watch(
+      '/api/v1/namespaces/default/configmaps',
+      {},
+      (_t, o) => seen.push(o.metadata.name),
+      () => {},
+    );
     await direct.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: 'default', body: configMap('one') });
     await eventually(() => seen.includes('one'));
 
@@ -37,7 +42,9 @@ describe('TCP fault proxy', () => {
     const open = proxy.connections();
     expect(open).toBeGreaterThan(0);
     let answered = false;
-    const held = fetch(`${proxy.url}/api/v1/namespaces/default`).then(async (r) => ((answered = true), (await r.json()) as { metadata: { name: string } }));
+    const held = fetch(`${proxy.url}/api/v1/namespaces/default`).then(
+      async (r) => ((answered = true), (await r.json()) as { metadata: { name: string } }),
+    );
     await direct.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: 'default', body: configMap('two') });
     await sleep(1000);
     expect(answered).toBe(false);
@@ -53,7 +60,10 @@ describe('TCP fault proxy', () => {
 
   it('refuses connections and resets open ones, then serves again on the same port', async () => {
     await proxy.setMode('refuse');
-    const err = await fetch(`${proxy.url}/version`).then(() => undefined, (e: Error) => e);
+    const err = await fetch(`${proxy.url}/version`).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(String((err?.cause as Error | undefined)?.message)).toMatch(/ECONNREFUSED/);
     expect(proxy.connections()).toBe(0);
     await proxy.setMode('pass');

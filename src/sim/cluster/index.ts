@@ -86,21 +86,36 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
   try {
     // RRSA: the ECS emulator's STS takes this cluster's projected service-account tokens.
     const trust: { verify?: (token: string, audience: string) => string | undefined } = {};
-    ecs = await startEcsEmulator({ fixture: o.fixture, host: network.hostAddress, oidcVerifier: (token, audience) => trust.verify?.(token, audience) });
+    ecs = await startEcsEmulator({
+      fixture: o.fixture,
+      host: network.hostAddress,
+      oidcVerifier: (token, audience) => trust.verify?.(token, audience),
+    });
     const kubeconfigPath = join(o.workDir, 'kubeconfig');
     // HTTPS, as in-cluster clients require, with the bridge address in the certificate.
-    kube = await startKubeEmulator({ host: network.hostAddress, port: o.kubePort ?? 6443, kubeconfigPath, tls: { sans: [network.hostAddress] }, auth: o.auth });
+    kube = await startKubeEmulator({
+      host: network.hostAddress,
+      port: o.kubePort ?? 6443,
+      kubeconfigPath,
+      tls: { sans: [network.hostAddress] },
+      auth: o.auth,
+    });
     const api = kube;
     trust.verify = (token, audience) => api.verifyServiceAccountToken(token, [audience]);
     const objects = new Objects(kube.store);
     controllers = startControllers(objects, logger.child({ component: 'controllers' }), { caCert: kube.caCert });
     const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
-    if (instances.length < o.nodes) throw new Error(`the ECS world has ${instances.length} instances; --nodes ${o.nodes} needs as many`);
+    if (instances.length < o.nodes)
+      throw new Error(`the ECS world has ${instances.length} instances; --nodes ${o.nodes} needs as many`);
     const nodes: string[] = [];
     for (const [i, inst] of instances.entries()) {
       const ecsUrl = new URL(ecs.url);
       const net = await network.addNode(i, { host: ecsUrl.hostname, port: Number(ecsUrl.port) });
-      const n = nodeObject(ecs.world, inst.id, { 'kubernetes.io/hostname': inst.hostName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' });
+      const n = nodeObject(ecs.world, inst.id, {
+        'kubernetes.io/hostname': inst.hostName,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+      });
       const dir = join(o.workDir, 'nodes', inst.hostName);
       rmSync(dir, { recursive: true, force: true });
       objects.create('nodes', { ...n, spec: { ...n.spec, podCIDR: net.podCIDR, podCIDRs: [net.podCIDR] } } as never);
@@ -108,8 +123,25 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
       objects.updateStatus('nodes', undefined, inst.hostName, {
         ...n.status,
         addresses: [...n.status.addresses, { type: 'Hostname', address: inst.hostName }],
-        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: created.metadata.creationTimestamp, lastTransitionTime: created.metadata.creationTimestamp }],
-        nodeInfo: { kubeletVersion: 'v1.32.0-eni-ipam-emulated', osImage: 'eni-ipam emulated node', operatingSystem: 'linux', architecture: 'amd64', containerRuntimeVersion: 'eni-ipam-emulator://local-processes', kernelVersion: '', kubeProxyVersion: '' },
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'KubeletReady',
+            message: 'kubelet is posting ready status',
+            lastHeartbeatTime: created.metadata.creationTimestamp,
+            lastTransitionTime: created.metadata.creationTimestamp,
+          },
+        ],
+        nodeInfo: {
+          kubeletVersion: 'v1.32.0-eni-ipam-emulated',
+          osImage: 'eni-ipam emulated node',
+          operatingSystem: 'linux',
+          architecture: 'amd64',
+          containerRuntimeVersion: 'eni-ipam-emulator://local-processes',
+          kernelVersion: '',
+          kubeProxyVersion: '',
+        },
       });
       const kubelet = new Kubelet({
         objects,
@@ -130,7 +162,13 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
       nodes.push(inst.hostName);
     }
     kube.store.hooks.kubeletRuns = (node) => nodes.includes(node);
-    kube.store.hooks.podLog = (pod, query, res) => servePodLog(kubelets.find((k) => k.node === pod.spec?.nodeName), pod, query, res);
+    kube.store.hooks.podLog = (pod, query, res) =>
+      servePodLog(
+        kubelets.find((k) => k.node === pod.spec?.nodeName),
+        pod,
+        query,
+        res,
+      );
     return { ecs, kube, network, kubelets, nodes, kubeconfigPath, close };
   } catch (e) {
     await close().catch(() => undefined);
@@ -168,6 +206,9 @@ export function createAccessKeySecret(cluster: EmulatedCluster): void {
     kind: 'Secret',
     metadata: { ...ACCESS_KEY_SECRET },
     type: 'Opaque',
-    data: { 'access-key-id': Buffer.from(key.accessKeyId).toString('base64'), 'access-key-secret': Buffer.from(key.accessKeySecret).toString('base64') },
+    data: {
+      'access-key-id': Buffer.from(key.accessKeyId).toString('base64'),
+      'access-key-secret': Buffer.from(key.accessKeySecret).toString('base64'),
+    },
   });
 }

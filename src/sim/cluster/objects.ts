@@ -6,7 +6,18 @@ import type { Store, Watcher } from '../kube/store.js';
 import { typeKey, type KubeObject, type ResourceType } from '../kube/types.js';
 
 /** The kinds the cluster's controllers and node runtimes read and write. */
-export type Kind = 'namespaces' | 'pods' | 'nodes' | 'replicasets.apps' | 'deployments.apps' | 'daemonsets.apps' | 'secrets' | 'configmaps' | 'services' | 'events' | 'serviceaccounts';
+export type Kind =
+  | 'namespaces'
+  | 'pods'
+  | 'nodes'
+  | 'replicasets.apps'
+  | 'deployments.apps'
+  | 'daemonsets.apps'
+  | 'secrets'
+  | 'configmaps'
+  | 'services'
+  | 'events'
+  | 'serviceaccounts';
 
 export interface OwnerReference {
   apiVersion: string;
@@ -44,7 +55,10 @@ export class Objects {
     return this.store.list(this.type(kind), namespace);
   }
 
-  private request(kind: Kind, o: { namespace?: string; name?: string; subresource?: string; body?: unknown; query?: Record<string, string> }): Request {
+  private request(
+    kind: Kind,
+    o: { namespace?: string; name?: string; subresource?: string; body?: unknown; query?: Record<string, string> },
+  ): Request {
     const t = this.type(kind);
     return {
       t,
@@ -64,7 +78,12 @@ export class Objects {
 
   /** Replaces an object (the resourceVersion it carries is a precondition); undefined on a conflict or when it is gone. */
   update(kind: Kind, obj: KubeObject): KubeObject | undefined {
-    return this.tolerate(() => this.writer.update(this.request(kind, { namespace: obj.metadata.namespace, name: obj.metadata.name, body: obj })).body as KubeObject);
+    return this.tolerate(
+      () =>
+        this.writer.update(
+          this.request(kind, { namespace: obj.metadata.namespace, name: obj.metadata.name, body: obj }),
+        ).body as KubeObject,
+    );
   }
 
   /** Writes the status of the stored object, whatever its resourceVersion. */
@@ -72,18 +91,37 @@ export class Objects {
     const cur = this.get(kind, namespace, name);
     if (!cur) return undefined;
     if (JSON.stringify(cur.status) === JSON.stringify(status)) return cur;
-    return this.tolerate(() => this.writer.update(this.request(kind, { namespace, name, subresource: 'status', body: { ...cur, status } })).body as KubeObject);
+    return this.tolerate(
+      () =>
+        this.writer.update(this.request(kind, { namespace, name, subresource: 'status', body: { ...cur, status } }))
+          .body as KubeObject,
+    );
   }
 
   /** Deletes as a client would (pods on a node with a runtime terminate gracefully); gracePeriodSeconds 0 removes at once. */
-  delete(kind: Kind, namespace: string | undefined, name: string, opts: { gracePeriodSeconds?: number; uid?: string } = {}): void {
-    const body = { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: opts.gracePeriodSeconds, preconditions: opts.uid ? { uid: opts.uid } : undefined };
+  delete(
+    kind: Kind,
+    namespace: string | undefined,
+    name: string,
+    opts: { gracePeriodSeconds?: number; uid?: string } = {},
+  ): void {
+    const body = {
+      kind: 'DeleteOptions',
+      apiVersion: 'v1',
+      gracePeriodSeconds: opts.gracePeriodSeconds,
+      preconditions: opts.uid ? { uid: opts.uid } : undefined,
+    };
     this.tolerate(() => this.writer.delete(this.request(kind, { namespace, name, body })));
   }
 
   /** Calls `fn` on every change to objects of these kinds. */
   onChange(kinds: Kind[], fn: (kind: Kind, type: string, o: KubeObject) => void): () => void {
-    const watchers: Watcher[] = kinds.map((kind) => ({ key: typeKey(this.type(kind)), labels: [], fields: [], send: (type, o) => fn(kind, type, o) }));
+    const watchers: Watcher[] = kinds.map((kind) => ({
+      key: typeKey(this.type(kind)),
+      labels: [],
+      fields: [],
+      send: (type, o) => fn(kind, type, o),
+    }));
     for (const w of watchers) this.store.watchers.add(w);
     return () => watchers.forEach((w) => this.store.watchers.delete(w));
   }
@@ -128,7 +166,8 @@ export function selectorString(selector: any): string {
   return parts.join(',');
 }
 
-export const controllerOf = (o: KubeObject): OwnerReference | undefined => (o.metadata.ownerReferences as OwnerReference[] | undefined)?.find((r) => r.controller);
+export const controllerOf = (o: KubeObject): OwnerReference | undefined =>
+  (o.metadata.ownerReferences as OwnerReference[] | undefined)?.find((r) => r.controller);
 
 export const ownerRef = (owner: KubeObject): OwnerReference => ({
   apiVersion: owner.apiVersion!,
@@ -142,7 +181,11 @@ export const ownerRef = (owner: KubeObject): OwnerReference => ({
 export const now = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** A condition list with one condition set; its lastTransitionTime moves only when the status changes. */
-export function setCondition(conditions: any[] | undefined, c: { type: string; status: string; reason?: string; message?: string }, extra: Record<string, string> = {}): any[] {
+export function setCondition(
+  conditions: any[] | undefined,
+  c: { type: string; status: string; reason?: string; message?: string },
+  extra: Record<string, string> = {},
+): any[] {
   const list = [...(conditions ?? [])];
   const i = list.findIndex((x) => x.type === c.type);
   const old = i >= 0 ? list[i] : undefined;
@@ -166,4 +209,5 @@ export function podAvailable(p: KubeObject, minReadySeconds: number, at = Date.n
 }
 
 /** Active pods: not terminating and not finished. */
-export const podActive = (p: KubeObject): boolean => !p.metadata.deletionTimestamp && !['Succeeded', 'Failed'].includes(p.status?.phase);
+export const podActive = (p: KubeObject): boolean =>
+  !p.metadata.deletionTimestamp && !['Succeeded', 'Failed'].includes(p.status?.phase);

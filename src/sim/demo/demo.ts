@@ -64,10 +64,21 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
     group: GROUP,
     version: VERSION,
     plural: 'enipoolclasses',
-    body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'default' }, spec: { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: o.podsPerNode + 2, releaseDelaySeconds: 30 } },
+    body: {
+      apiVersion: API_VERSION,
+      kind: 'ENIPoolClass',
+      metadata: { name: 'default' },
+      spec: {
+        vSwitchTags: { role: 'pods' },
+        securityGroupTags: { role: 'pods' },
+        preAllocate: o.podsPerNode + 2,
+        releaseDelaySeconds: 30,
+      },
+    },
   });
   const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
-  if (instances.length < o.nodes) o.out(`the default world has ${instances.length} instances; running ${instances.length} nodes`);
+  if (instances.length < o.nodes)
+    o.out(`the default world has ${instances.length} instances; running ${instances.length} nodes`);
   for (const i of instances) {
     await core.createNode({ body: nodeObject(ecs.world, i.id) });
   }
@@ -88,7 +99,14 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
     logger: silentLogger(),
     registry,
     config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: 'demo', vpcId: 'vpc-demo' },
-    leaderElection: { namespace: 'kube-system', name: 'eni-ipam-operator', identity: 'demo-operator', leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
+    leaderElection: {
+      namespace: 'kube-system',
+      name: 'eni-ipam-operator',
+      identity: 'demo-operator',
+      leaseDurationSeconds: 15,
+      renewDeadlineSeconds: 10,
+      retryPeriodSeconds: 2,
+    },
   });
   const metrics = await serveObservability(o.metricsAddr, registry, { live: () => true, ready: () => operator.synced });
   o.out(`operator metrics ${metrics.url}/metrics`);
@@ -97,7 +115,15 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   const agents: Array<{ agent: Agent; server: Server; node: string; socket: string }> = [];
   for (const i of instances) {
     const dir = join(o.workDir, 'nodes', i.hostName);
-    const agent = new Agent({ kc, node: i.hostName, stateDir: dir, cooldownMs: 5000, statusIntervalMs: 500, logger: silentLogger(), registry: new Registry() });
+    const agent = new Agent({
+      kc,
+      node: i.hostName,
+      stateDir: dir,
+      cooldownMs: 5000,
+      statusIntervalMs: 500,
+      logger: silentLogger(),
+      registry: new Registry(),
+    });
     await agent.start();
     const socket = join(dir, 'agent.sock');
     agents.push({ agent, server: await serveAgentApi(agent, socket), node: i.hostName, socket });
@@ -114,8 +140,14 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   const history: Array<{ at: number; totals: Record<string, number> }> = [{ at: started, totals: {} }];
   let last = '';
   const tick = async () => {
-    const pools = ((await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' })) as { items: ENIPool[] }).items;
-    const ready = pools.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+    const pools = (
+      (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' })) as {
+        items: ENIPool[];
+      }
+    ).items;
+    const ready = pools.filter((p) =>
+      p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    ).length;
     if (ready === instances.length && readyAt === undefined) readyAt = Date.now();
     const calls = ecs.stats().calls;
     const totals = Object.fromEntries(Object.entries(calls).map(([a, c]) => [a, c.OK ?? 0]));
@@ -174,7 +206,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
     setInterval(() => void tick().catch(() => undefined), 1000),
     setInterval(() => void churn().catch(() => undefined), Math.max(10, 1000 / Math.max(0.1, o.churn))),
   ];
-  const deadline = o.durationSeconds ? new Promise((r) => setTimeout(r, o.durationSeconds! * 1000)) : new Promise(() => undefined);
+  const deadline = o.durationSeconds
+    ? new Promise((r) => setTimeout(r, o.durationSeconds! * 1000))
+    : new Promise(() => undefined);
   await Promise.race([o.stop, deadline]);
   timers.forEach(clearInterval);
   await tick().catch(() => undefined);
@@ -202,9 +236,13 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
 /** The newest Events of the demo's namespace, one line each, oldest first. */
 async function recentEvents(core: CoreV1Api): Promise<string[]> {
   const list = await core.listNamespacedEvent({ namespace: 'default' });
-  const at = (e: CoreV1Event) => new Date(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? 0).getTime();
+  const at = (e: CoreV1Event) =>
+    new Date(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? 0).getTime();
   return list.items
     .sort((a, b) => at(a) - at(b))
     .slice(-5)
-    .map((e) => `${e.type === 'Warning' ? '!' : ' '} ${e.reason} ${e.involvedObject.kind}/${e.involvedObject.name}: ${e.message}`);
+    .map(
+      (e) =>
+        `${e.type === 'Warning' ? '!' : ' '} ${e.reason} ${e.involvedObject.kind}/${e.involvedObject.name}: ${e.message}`,
+    );
 }

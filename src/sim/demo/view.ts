@@ -31,7 +31,9 @@ export function bar(done: number, total: number, width: number): string {
 
 /** The one-line form, printed when it changes (stdout is not a terminal). */
 export function renderLine(v: DemoView): string {
-  const calls = MUTATING_SHOWN.map((a) => `${SHORT[a]} ${v.actions.find((x) => x.action === a)?.total ?? 0}`).join(', ');
+  const calls = MUTATING_SHOWN.map((a) => `${SHORT[a]} ${v.actions.find((x) => x.action === a)?.total ?? 0}`).join(
+    ', ',
+  );
   return `nodes ready ${v.ready}/${v.nodes} | IPs available ${v.available} used ${v.used} | ${calls} | throttled ${v.throttled}`;
 }
 
@@ -42,7 +44,9 @@ export function renderScreen(v: DemoView, columns = 100): string[] {
     .filter((a) => a.total > 0 || MUTATING_SHOWN.includes(a.action))
     .map((a) => {
       const quota = a.quotaPerMinute ?? 0;
-      const use = quota ? `${bar(a.lastMinute, quota, 20)} ${String(a.lastMinute).padStart(5)}/${quota} per min` : `${String(a.lastMinute).padStart(5)} per min`;
+      const use = quota
+        ? `${bar(a.lastMinute, quota, 20)} ${String(a.lastMinute).padStart(5)}/${quota} per min`
+        : `${String(a.lastMinute).padStart(5)} per min`;
       return `  ${a.action.padEnd(36)} ${String(a.total).padStart(7)}  ${use}`;
     });
   return [

@@ -17,7 +17,7 @@ export function cidrContains(outer: string, inner: string): boolean {
   const i = parseCidr4(inner);
   if (i.bits < o.bits) return false;
   const mask = o.bits === 0 ? 0 : (~0 << (32 - o.bits)) >>> 0;
-  return ((i.base & mask) >>> 0) === o.base;
+  return (i.base & mask) >>> 0 === o.base;
 }
 
 /**

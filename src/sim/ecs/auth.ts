@@ -25,7 +25,10 @@ export class Authenticator {
     for (const c of credentials) this.keys.set(c.accessKeyId, { secret: c.accessKeySecret });
   }
 
-  issueTemporary(ttlMs: number, now = Date.now()): { accessKeyId: string; secret: string; token: string; expiresAt: number } {
+  issueTemporary(
+    ttlMs: number,
+    now = Date.now(),
+  ): { accessKeyId: string; secret: string; token: string; expiresAt: number } {
     const accessKeyId = `STS.${randomBytes(12).toString('hex')}`;
     const secret = randomBytes(20).toString('base64url');
     const token = randomBytes(48).toString('base64');
@@ -38,16 +41,25 @@ export class Authenticator {
     for (const name of ['AccessKeyId', 'SignatureMethod', 'SignatureVersion', 'SignatureNonce', 'Timestamp']) {
       if (!params[name]) throw missing(name);
     }
-    if (!params.Signature) throw apiError('IncompleteSignature', 'The request signature does not conform to Aliyun standards: Signature is missing.');
-    if (params.SignatureMethod !== 'HMAC-SHA1') throw invalid('SignatureMethod', `"${params.SignatureMethod}" is not supported; use HMAC-SHA1`);
-    if (params.SignatureVersion !== '1.0') throw invalid('SignatureVersion', `"${params.SignatureVersion}" is not supported; use 1.0`);
+    if (!params.Signature)
+      throw apiError(
+        'IncompleteSignature',
+        'The request signature does not conform to Aliyun standards: Signature is missing.',
+      );
+    if (params.SignatureMethod !== 'HMAC-SHA1')
+      throw invalid('SignatureMethod', `"${params.SignatureMethod}" is not supported; use HMAC-SHA1`);
+    if (params.SignatureVersion !== '1.0')
+      throw invalid('SignatureVersion', `"${params.SignatureVersion}" is not supported; use 1.0`);
     const id = params.AccessKeyId!;
     const cred = this.keys.get(id);
     if (!cred) throw apiError('InvalidAccessKeyId.NotFound', 'Specified access key is not found.');
     if (cred.expiresAt !== undefined) {
       if (cred.expiresAt < now) throw apiError('InvalidSecurityToken.Expired', 'Specified SecurityToken is expired.');
       if (params.SecurityToken !== cred.securityToken) {
-        throw apiError('InvalidSecurityToken.MismatchWithAccessKey', 'Specified SecurityToken mismatch with the AccessKey.');
+        throw apiError(
+          'InvalidSecurityToken.MismatchWithAccessKey',
+          'Specified SecurityToken mismatch with the AccessKey.',
+        );
       }
     }
     const expected = signRpc(method, params, cred.secret);
@@ -59,9 +71,16 @@ export class Authenticator {
     }
     const ts = params.Timestamp!;
     const t = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.test(ts) ? Date.parse(ts) : NaN;
-    if (Number.isNaN(t)) throw apiError('IllegalTimestamp', `The input parameter "Timestamp" that is mandatory for processing this request is not supplied or malformed: "${ts}".`);
+    if (Number.isNaN(t))
+      throw apiError(
+        'IllegalTimestamp',
+        `The input parameter "Timestamp" that is mandatory for processing this request is not supplied or malformed: "${ts}".`,
+      );
     if (Math.abs(now - t) > CLOCK_SKEW_MS) {
-      throw apiError('IllegalTimestamp', `The Timestamp ${ts} is more than 15 minutes away from the server time ${new Date(now).toISOString()}.`);
+      throw apiError(
+        'IllegalTimestamp',
+        `The Timestamp ${ts} is more than 15 minutes away from the server time ${new Date(now).toISOString()}.`,
+      );
     }
     this.pruneNonces(now);
     const nonceKey = `${id}/${params.SignatureNonce}`;

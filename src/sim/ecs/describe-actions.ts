@@ -59,7 +59,12 @@ function paginate<T extends { id: string }>(all: T[], p: Params, rules: PageRule
 }
 
 /** The paging fields most describe answers carry. */
-const pageFields = (page: Page<unknown>) => ({ NextToken: page.nextToken, PageSize: page.pageSize, PageNumber: page.pageNumber, TotalCount: page.totalCount });
+const pageFields = (page: Page<unknown>) => ({
+  NextToken: page.nextToken,
+  PageSize: page.pageSize,
+  PageNumber: page.pageNumber,
+  TotalCount: page.totalCount,
+});
 
 function matchesTags(have: Tag[], want: Tag[]): boolean {
   return want.every((w) => have.some((h) => h.key === w.key && (w.value === '' || h.value === w.value)));
@@ -69,7 +74,9 @@ export function describeNetworkInterfaces(ctx: ActionContext) {
   const { world: w, params: p } = ctx;
   const ids = p.list('NetworkInterfaceId', 100);
   const privateIps = p.list('PrivateIpAddress', 100);
-  const ipv6 = p.list('Ipv6Address', 100).map((ip) => (ipaddr.IPv6.isValid(ip) ? ipaddr.IPv6.parse(ip).toString() : ip));
+  const ipv6 = p
+    .list('Ipv6Address', 100)
+    .map((ip) => (ipaddr.IPv6.isValid(ip) ? ipaddr.IPv6.parse(ip).toString() : ip));
   const tags = p.tags();
   const f = {
     vpc: p.str('VpcId'),
@@ -81,8 +88,10 @@ export function describeNetworkInterfaces(ctx: ActionContext) {
     name: p.str('NetworkInterfaceName'),
     primary: p.str('PrimaryIpAddress'),
   };
-  if (f.status && !['Available', 'Attaching', 'InUse', 'Detaching', 'Deleting'].includes(f.status)) throw invalid('Status', `"${f.status}" is not an ENI status`);
-  if (f.type && !['Primary', 'Secondary', 'Trunk', 'Member'].includes(f.type)) throw invalid('Type', `"${f.type}" is not an ENI type`);
+  if (f.status && !['Available', 'Attaching', 'InUse', 'Detaching', 'Deleting'].includes(f.status))
+    throw invalid('Status', `"${f.status}" is not an ENI status`);
+  if (f.type && !['Primary', 'Secondary', 'Trunk', 'Member'].includes(f.type))
+    throw invalid('Type', `"${f.type}" is not an ENI type`);
   const idSet = new Set(ids);
   const found = [...w.enis.values()].filter(
     (e) =>
@@ -119,8 +128,9 @@ export function describeInstanceTypes(ctx: ActionContext) {
   const { world: w, params: p } = ctx;
   const wanted = p.list('InstanceTypes', 10);
   const family = p.str('InstanceTypeFamily');
-  const types = [...w.instanceTypes.values()]
-    .filter((t) => (!wanted.length || wanted.includes(t.id)) && (!family || instanceTypeShape(t).InstanceTypeFamily === family));
+  const types = [...w.instanceTypes.values()].filter(
+    (t) => (!wanted.length || wanted.includes(t.id)) && (!family || instanceTypeShape(t).InstanceTypeFamily === family),
+  );
   const page = paginate(types, p, { token: { min: 1, max: 1600, default: 1600 } });
   return { NextToken: page.nextToken, InstanceTypes: { InstanceType: page.items.map(instanceTypeShape) } };
 }
@@ -129,7 +139,13 @@ export function describeInstances(ctx: ActionContext) {
   const { world: w, params: p } = ctx;
   const ids = p.jsonList('InstanceIds', 100);
   const ips = p.jsonList('PrivateIpAddresses', 100);
-  const f = { vpc: p.str('VpcId'), vsw: p.str('VSwitchId'), zone: p.str('ZoneId'), type: p.str('InstanceType'), status: p.str('Status') };
+  const f = {
+    vpc: p.str('VpcId'),
+    vsw: p.str('VSwitchId'),
+    zone: p.str('ZoneId'),
+    type: p.str('InstanceType'),
+    status: p.str('Status'),
+  };
   const found = [...w.instances.values()].filter(
     (i) =>
       (!ids || ids.includes(i.id)) &&

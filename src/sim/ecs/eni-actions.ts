@@ -15,14 +15,20 @@ export interface ActionContext {
 const MAX_IPS_ON_DETACHED_ENI = 50;
 
 function invalidState(eni: Eni, op: string): never {
-  throw apiError('InvalidOperation.InvalidEniState', `The ENI ${eni.id} is ${eni.status}; ${op} is not allowed in this state.`);
+  throw apiError(
+    'InvalidOperation.InvalidEniState',
+    `The ENI ${eni.id} is ${eni.status}; ${op} is not allowed in this state.`,
+  );
 }
 
 function checkTags(tags: Tag[]): void {
   const seen = new Set<string>();
   for (const t of tags) {
     if (/^(aliyun|acs:)/i.test(t.key) || t.key.length > 128) {
-      throw apiError('InvalidTagKey.Malformed', `The tag key "${t.key}" is malformed: it may not start with aliyun or acs: and has at most 128 characters.`);
+      throw apiError(
+        'InvalidTagKey.Malformed',
+        `The tag key "${t.key}" is malformed: it may not start with aliyun or acs: and has at most 128 characters.`,
+      );
     }
     if (seen.has(t.key)) throw apiError('Duplicate.TagKey', `The tag key "${t.key}" is repeated.`);
     seen.add(t.key);
@@ -32,14 +38,19 @@ function checkTags(tags: Tag[]): void {
 function securityGroupsFor(ctx: ActionContext, vsw: VSwitch): string[] {
   const one = ctx.params.str('SecurityGroupId');
   const many = ctx.params.list('SecurityGroupIds', 10);
-  if (one && many.length) throw apiError('InvalidParameter.Conflict', 'SecurityGroupId and SecurityGroupIds.N cannot be specified together.');
+  if (one && many.length)
+    throw apiError('InvalidParameter.Conflict', 'SecurityGroupId and SecurityGroupIds.N cannot be specified together.');
   const ids = one ? [one] : many;
   if (!ids.length) throw missing('SecurityGroupId');
   if (ids.length > 5) throw invalid('SecurityGroupIds', 'an ENI may join at most 5 security groups');
   for (const id of ids) {
     const g = ctx.world.securityGroups.get(id);
     if (!g) throw apiError('InvalidSecurityGroupId.NotFound', `The specified SecurityGroupId "${id}" does not exist.`);
-    if (g.vpcId !== vsw.vpcId) throw apiError('InvalidOperation.VpcMismatch', `Security group ${id} is not in VPC ${vsw.vpcId} of vSwitch ${vsw.id}.`);
+    if (g.vpcId !== vsw.vpcId)
+      throw apiError(
+        'InvalidOperation.VpcMismatch',
+        `Security group ${id} is not in VPC ${vsw.vpcId} of vSwitch ${vsw.id}.`,
+      );
   }
   return ids;
 }
@@ -48,20 +59,31 @@ function securityGroupsFor(ctx: ActionContext, vsw: VSwitch): string[] {
 function checkRequestedIps(vsw: VSwitch, ips: string[]): void {
   const seen = new Set<string>();
   for (const ip of ips) {
-    if (!ipaddr.IPv4.isValidFourPartDecimal(ip)) throw apiError('InvalidIp.Address', `"${ip}" is not a valid IPv4 address.`);
-    if (!vsw.pool.contains(ip)) throw apiError('InvalidVSwitchId.IpInvalid', `The address ${ip} is not in vSwitch ${vsw.id} (${vsw.cidr}).`);
+    if (!ipaddr.IPv4.isValidFourPartDecimal(ip))
+      throw apiError('InvalidIp.Address', `"${ip}" is not a valid IPv4 address.`);
+    if (!vsw.pool.contains(ip))
+      throw apiError('InvalidVSwitchId.IpInvalid', `The address ${ip} is not in vSwitch ${vsw.id} (${vsw.cidr}).`);
     if (seen.has(ip)) throw apiError('InvalidIp.IpRepeated', `The address ${ip} is repeated.`);
-    if (vsw.pool.isUsed(ip)) throw apiError('InvalidPrivateIpAddress.Duplicated', `The address ${ip} is already in use.`);
+    if (vsw.pool.isUsed(ip))
+      throw apiError('InvalidPrivateIpAddress.Duplicated', `The address ${ip} is already in use.`);
     seen.add(ip);
   }
 }
 
 const notEnough = (vsw: VSwitch, wanted: number): never => {
-  throw apiError('InvalidVSwitchId.IpNotEnough', `The vSwitch ${vsw.id} has ${vsw.pool.free} free addresses; ${wanted} are needed.`);
+  throw apiError(
+    'InvalidVSwitchId.IpNotEnough',
+    `The vSwitch ${vsw.id} has ${vsw.pool.free} free addresses; ${wanted} are needed.`,
+  );
 };
 
 /** Takes named addresses, then `count` more, then `prefixes` /28s; all or nothing. */
-function allocate(vsw: VSwitch, named: string[], count: number, prefixes: number): { ips: string[]; prefixes: string[] } {
+function allocate(
+  vsw: VSwitch,
+  named: string[],
+  count: number,
+  prefixes: number,
+): { ips: string[]; prefixes: string[] } {
   checkRequestedIps(vsw, named);
   if (vsw.pool.free < named.length + count + 16 * prefixes) notEnough(vsw, named.length + count + 16 * prefixes);
   const got: string[] = [];
@@ -81,7 +103,8 @@ function allocate(vsw: VSwitch, named: string[], count: number, prefixes: number
 }
 
 function takeIpv6(vsw: VSwitch, named: string[], count: number): string[] {
-  if (!vsw.pool6 || !vsw.ipv6Cidr) throw apiError('InvalidVSwitch.Ipv6NotTurnOn', `IPv6 is not enabled on vSwitch ${vsw.id}.`);
+  if (!vsw.pool6 || !vsw.ipv6Cidr)
+    throw apiError('InvalidVSwitch.Ipv6NotTurnOn', `IPv6 is not enabled on vSwitch ${vsw.id}.`);
   const range = ipaddr.IPv6.parseCIDR(vsw.ipv6Cidr);
   for (const ip of named) {
     if (!ipaddr.IPv6.isValid(ip) || !ipaddr.IPv6.parse(ip).match(range)) {
@@ -108,28 +131,51 @@ export function createNetworkInterface(ctx: ActionContext) {
   const vsw = w.vSwitch(p.required('VSwitchId'));
   const sgs = securityGroupsFor(ctx, vsw);
   const type = p.str('InstanceType') ?? 'Secondary';
-  if (type !== 'Secondary') throw invalid('InstanceType', `"${type}" is not supported here; only Secondary ENIs are emulated`);
+  if (type !== 'Secondary')
+    throw invalid('InstanceType', `"${type}" is not supported here; only Secondary ENIs are emulated`);
   const name = p.str('NetworkInterfaceName');
-  if (name !== undefined && (name.length < 2 || name.length > 128)) throw invalid('NetworkInterfaceName', 'must be 2-128 characters');
+  if (name !== undefined && (name.length < 2 || name.length > 128))
+    throw invalid('NetworkInterfaceName', 'must be 2-128 characters');
   const description = p.str('Description');
-  if (description !== undefined && (description.length < 2 || description.length > 256 || /^https?:\/\//.test(description))) {
+  if (
+    description !== undefined &&
+    (description.length < 2 || description.length > 256 || /^https?:\/\//.test(description))
+  ) {
     throw invalid('Description', 'must be 2-256 characters and may not start with http:// or https://');
   }
   const tags = p.tags();
   checkTags(tags);
-  const v4 = addressRequest(p, 'PrivateIpAddress', 'SecondaryPrivateIpAddressCount', 10, ctx.limits.createSecondaryIpsMax);
+  const v4 = addressRequest(
+    p,
+    'PrivateIpAddress',
+    'SecondaryPrivateIpAddressCount',
+    10,
+    ctx.limits.createSecondaryIpsMax,
+  );
   const pfx = addressRequest(p, 'Ipv4Prefix', 'Ipv4PrefixCount', 10, 10);
   if (pfx.named.length) throw invalid('Ipv4Prefix.N', 'naming prefixes is not emulated; use Ipv4PrefixCount');
   const v6 = addressRequest(p, 'Ipv6Address', 'Ipv6AddressCount', 10, 10);
   if (w.secondaryEniCount() >= ctx.limits.enisPerRegion) {
-    throw apiError('MaxEniCountExceeded', `The account already has ${ctx.limits.enisPerRegion} secondary ENIs in ${w.region}, its quota.`);
+    throw apiError(
+      'MaxEniCountExceeded',
+      `The account already has ${ctx.limits.enisPerRegion} secondary ENIs in ${w.region}, its quota.`,
+    );
   }
-  if (v6.total && !vsw.pool6) throw apiError('InvalidVSwitch.Ipv6NotTurnOn', `IPv6 is not enabled on vSwitch ${vsw.id}.`);
+  if (v6.total && !vsw.pool6)
+    throw apiError('InvalidVSwitch.Ipv6NotTurnOn', `IPv6 is not enabled on vSwitch ${vsw.id}.`);
   const primary = p.str('PrimaryIpAddress');
   const got = allocate(vsw, primary ? [primary, ...v4.named] : v4.named, v4.count + (primary ? 0 : 1), pfx.count);
   // The ENI's own primary address is the named one, else the first counted one.
   const primaryAt = primary ? 0 : v4.named.length;
-  const eni = w.newEni({ type: 'Secondary', vsw, securityGroupIds: sgs, primaryIp: got.ips[primaryAt]!, tags, name, description });
+  const eni = w.newEni({
+    type: 'Secondary',
+    vsw,
+    securityGroupIds: sgs,
+    primaryIp: got.ips[primaryAt]!,
+    tags,
+    name,
+    description,
+  });
   eni.secondaryIps = got.ips.filter((_, i) => i !== primaryAt);
   eni.ipv4Prefixes = got.prefixes;
   eni.ipv6 = v6.total ? takeIpv6(vsw, v6.named, v6.count) : [];
@@ -164,25 +210,45 @@ export function attachNetworkInterface(ctx: ActionContext) {
   const eni = w.eni(p.required('NetworkInterfaceId'));
   const inst = w.instance(p.required('InstanceId'));
   const card = p.int('NetworkCardIndex', 0, 7);
-  if (card !== undefined && card !== 0) throw invalid('NetworkCardIndex', 'the emulated instance types have one network card');
+  if (card !== undefined && card !== 0)
+    throw invalid('NetworkCardIndex', 'the emulated instance types have one network card');
   if (eni.status !== 'Available') invalidState(eni, 'AttachNetworkInterface');
   if (inst.status !== 'Running' && inst.status !== 'Stopped') {
-    throw apiError('InvalidOperation.InvalidEcsState', `The instance ${inst.id} is ${inst.status}; it must be Running or Stopped.`);
+    throw apiError(
+      'InvalidOperation.InvalidEcsState',
+      `The instance ${inst.id} is ${inst.status}; it must be Running or Stopped.`,
+    );
   }
-  if (eni.vpcId !== inst.vpcId) throw apiError('InvalidOperation.VpcMismatch', `ENI ${eni.id} is in ${eni.vpcId}, instance ${inst.id} in ${inst.vpcId}.`);
+  if (eni.vpcId !== inst.vpcId)
+    throw apiError(
+      'InvalidOperation.VpcMismatch',
+      `ENI ${eni.id} is in ${eni.vpcId}, instance ${inst.id} in ${inst.vpcId}.`,
+    );
   if (eni.zoneId !== inst.zoneId) {
-    throw apiError('InvalidOperation.AvailabilityZoneMismatch', `ENI ${eni.id} is in ${eni.zoneId}, instance ${inst.id} in ${inst.zoneId}.`);
+    throw apiError(
+      'InvalidOperation.AvailabilityZoneMismatch',
+      `ENI ${eni.id} is in ${eni.zoneId}, instance ${inst.id} in ${inst.zoneId}.`,
+    );
   }
   const type = w.instanceType(inst.instanceType);
   const attached = w.enisOf(inst.id);
   if (attached.length >= type.eniQuantity) {
-    throw apiError('EniPerInstanceLimitExceeded', `The instance ${inst.id} (${type.id}) already has ${attached.length} of ${type.eniQuantity} ENIs.`);
+    throw apiError(
+      'EniPerInstanceLimitExceeded',
+      `The instance ${inst.id} (${type.id}) already has ${attached.length} of ${type.eniQuantity} ENIs.`,
+    );
   }
   if (ipv4Count(eni) > type.eniPrivateIpAddressQuantity) {
-    throw apiError('InvalidOperation.Ipv4CountExceeded', `ENI ${eni.id} has ${ipv4Count(eni)} IPv4 addresses; ${type.id} allows ${type.eniPrivateIpAddressQuantity} per ENI.`);
+    throw apiError(
+      'InvalidOperation.Ipv4CountExceeded',
+      `ENI ${eni.id} has ${ipv4Count(eni)} IPv4 addresses; ${type.id} allows ${type.eniPrivateIpAddressQuantity} per ENI.`,
+    );
   }
   if (eni.ipv6.length > type.eniIpv6AddressQuantity) {
-    throw apiError('InvalidOperation.Ipv6CountExceeded', `ENI ${eni.id} has ${eni.ipv6.length} IPv6 addresses; ${type.id} allows ${type.eniIpv6AddressQuantity}.`);
+    throw apiError(
+      'InvalidOperation.Ipv6CountExceeded',
+      `ENI ${eni.id} has ${eni.ipv6.length} IPv6 addresses; ${type.id} allows ${type.eniIpv6AddressQuantity}.`,
+    );
   }
   const used = new Set(attached.map((e) => e.deviceIndex));
   let index = 1;
@@ -199,11 +265,17 @@ export function detachNetworkInterface(ctx: ActionContext) {
   const eni = w.eni(p.required('NetworkInterfaceId'));
   const inst = w.instance(p.required('InstanceId'));
   if (eni.type === 'Primary') {
-    throw apiError('InvalidOperation.DetachPrimaryEniNotAllowed', `ENI ${eni.id} is the primary ENI of ${inst.id} and cannot be detached.`);
+    throw apiError(
+      'InvalidOperation.DetachPrimaryEniNotAllowed',
+      `ENI ${eni.id} is the primary ENI of ${inst.id} and cannot be detached.`,
+    );
   }
   if (eni.status !== 'InUse' && eni.status !== 'Detaching') invalidState(eni, 'DetachNetworkInterface');
   if (eni.instanceId !== inst.id) {
-    throw apiError('InvalidOperation.InvalidEniState', `ENI ${eni.id} is attached to ${eni.instanceId}, not to ${inst.id}.`);
+    throw apiError(
+      'InvalidOperation.InvalidEniState',
+      `ENI ${eni.id} is attached to ${eni.instanceId}, not to ${inst.id}.`,
+    );
   }
   // A Detaching ENI without a pending change is stuck: issuing the detach again retries it.
   if (eni.status === 'Detaching' && eni.pending) return {};
@@ -214,7 +286,8 @@ export function detachNetworkInterface(ctx: ActionContext) {
 export function deleteNetworkInterface(ctx: ActionContext) {
   const { world: w, params: p } = ctx;
   const eni = w.eni(p.required('NetworkInterfaceId'));
-  if (eni.type === 'Primary') throw apiError('InvalidOperation.InvalidEniType', `ENI ${eni.id} is a primary ENI and cannot be deleted.`);
+  if (eni.type === 'Primary')
+    throw apiError('InvalidOperation.InvalidEniType', `ENI ${eni.id} is a primary ENI and cannot be deleted.`);
   if (eni.status === 'Deleting') return {};
   if (eni.status !== 'Available') invalidState(eni, 'DeleteNetworkInterface');
   w.transition(eni, 'Deleting', 'gone', ctx.delays.deleteMs);
@@ -234,19 +307,29 @@ export function assignPrivateIpAddresses(ctx: ActionContext) {
   const pfx = addressRequest(p, 'Ipv4Prefix', 'Ipv4PrefixCount', 10, 10);
   if (pfx.named.length) throw invalid('Ipv4Prefix.N', 'naming prefixes is not emulated; use Ipv4PrefixCount');
   if (!v4.total && !pfx.total) throw missing('SecondaryPrivateIpAddressCount');
-  if (v4.total && pfx.total) throw apiError('InvalidParameter.Conflict', 'Addresses and prefixes cannot be assigned in one call.');
+  if (v4.total && pfx.total)
+    throw apiError('InvalidParameter.Conflict', 'Addresses and prefixes cannot be assigned in one call.');
   const after = ipv4Count(eni) + v4.total + pfx.total;
   if (eni.status === 'InUse') {
     const type = w.instanceType(w.instance(eni.instanceId!).instanceType);
     if (after > type.eniPrivateIpAddressQuantity) {
-      throw apiError('InvalidOperation.Ipv4CountExceeded', `ENI ${eni.id} would have ${after} IPv4 addresses and prefixes; ${type.id} allows ${type.eniPrivateIpAddressQuantity}.`);
+      throw apiError(
+        'InvalidOperation.Ipv4CountExceeded',
+        `ENI ${eni.id} would have ${after} IPv4 addresses and prefixes; ${type.id} allows ${type.eniPrivateIpAddressQuantity}.`,
+      );
     }
   } else {
     if (v4.total + pfx.total > ctx.limits.assignPerCallWhenAvailable) {
-      throw invalid('SecondaryPrivateIpAddressCount', `at most ${ctx.limits.assignPerCallWhenAvailable} addresses per call on an ENI that is not attached`);
+      throw invalid(
+        'SecondaryPrivateIpAddressCount',
+        `at most ${ctx.limits.assignPerCallWhenAvailable} addresses per call on an ENI that is not attached`,
+      );
     }
     if (after > MAX_IPS_ON_DETACHED_ENI) {
-      throw apiError('MaxEniPrivateIpsCountExceeded', `ENI ${eni.id} would have ${after} addresses; at most ${MAX_IPS_ON_DETACHED_ENI}.`);
+      throw apiError(
+        'MaxEniPrivateIpsCountExceeded',
+        `ENI ${eni.id} would have ${after} addresses; at most ${MAX_IPS_ON_DETACHED_ENI}.`,
+      );
     }
   }
   const got = allocate(w.vSwitch(eni.vSwitchId), v4.named, v4.count, pfx.count);
@@ -268,10 +351,12 @@ export function unassignPrivateIpAddresses(ctx: ActionContext) {
   const prefixes = p.list('Ipv4Prefix', 10);
   if (!ips.length && !prefixes.length) throw missing('PrivateIpAddress.1');
   for (const ip of ips) {
-    if (!eni.secondaryIps.includes(ip)) throw apiError('InvalidIp.IpUnassigned', `The address ${ip} is not a secondary address of ENI ${eni.id}.`);
+    if (!eni.secondaryIps.includes(ip))
+      throw apiError('InvalidIp.IpUnassigned', `The address ${ip} is not a secondary address of ENI ${eni.id}.`);
   }
   for (const pf of prefixes) {
-    if (!eni.ipv4Prefixes.includes(pf)) throw apiError('InvalidIp.IpUnassigned', `The prefix ${pf} is not assigned to ENI ${eni.id}.`);
+    if (!eni.ipv4Prefixes.includes(pf))
+      throw apiError('InvalidIp.IpUnassigned', `The prefix ${pf} is not assigned to ENI ${eni.id}.`);
   }
   const vsw = w.vSwitch(eni.vSwitchId);
   ips.forEach((ip) => vsw.pool.release(ip));
@@ -289,7 +374,10 @@ export function assignIpv6Addresses(ctx: ActionContext) {
   if (eni.status === 'InUse') {
     const type = w.instanceType(w.instance(eni.instanceId!).instanceType);
     if (eni.ipv6.length + v6.total > type.eniIpv6AddressQuantity) {
-      throw apiError('InvalidOperation.Ipv6CountExceeded', `ENI ${eni.id} would have ${eni.ipv6.length + v6.total} IPv6 addresses; ${type.id} allows ${type.eniIpv6AddressQuantity}.`);
+      throw apiError(
+        'InvalidOperation.Ipv6CountExceeded',
+        `ENI ${eni.id} would have ${eni.ipv6.length + v6.total} IPv6 addresses; ${type.id} allows ${type.eniIpv6AddressQuantity}.`,
+      );
     }
   }
   const got = takeIpv6(w.vSwitch(eni.vSwitchId), v6.named, v6.count);
@@ -304,7 +392,8 @@ export function unassignIpv6Addresses(ctx: ActionContext) {
   if (!ips.length) throw missing('Ipv6Address.1');
   const norm = (ip: string) => (ipaddr.IPv6.isValid(ip) ? ipaddr.IPv6.parse(ip).toString() : ip);
   for (const ip of ips) {
-    if (!eni.ipv6.includes(norm(ip))) throw apiError('InvalidIp.IpUnassigned', `The address ${ip} is not assigned to ENI ${eni.id}.`);
+    if (!eni.ipv6.includes(norm(ip)))
+      throw apiError('InvalidIp.IpUnassigned', `The address ${ip} is not assigned to ENI ${eni.id}.`);
   }
   const vsw = w.vSwitch(eni.vSwitchId);
   ips.forEach((ip) => vsw.pool6?.release(norm(ip)));

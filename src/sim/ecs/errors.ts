@@ -64,7 +64,10 @@ export function apiError(code: string, message: string, headers?: Record<string,
 }
 
 export const missing = (name: string): ApiError =>
-  apiError('MissingParameter', `The input parameter "${name}" that is mandatory for processing this request is not supplied.`);
+  apiError(
+    'MissingParameter',
+    `The input parameter "${name}" that is mandatory for processing this request is not supplied.`,
+  );
 
 export const invalid = (name: string, why: string): ApiError =>
   apiError('InvalidParameter', `The specified parameter "${name}" is not valid: ${why}`);

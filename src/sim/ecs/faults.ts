@@ -61,8 +61,15 @@ const validate = new Ajv({ strict: true }).compile(faultSchema);
 export function parseFaultSpec(data: unknown): FaultSpec {
   if (!validate(data)) {
     const e = validate.errors![0]!;
-    const at = e.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.').replace(/^\./, '') || '(top level)';
-    const extra = e.keyword === 'additionalProperties' ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"` : '';
+    const at =
+      e.instancePath
+        .replace(/\/(\d+)/g, '[$1]')
+        .replace(/\//g, '.')
+        .replace(/^\./, '') || '(top level)';
+    const extra =
+      e.keyword === 'additionalProperties'
+        ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"`
+        : '';
     throw new Error(`faults.${at}: ${e.message}${extra}`);
   }
   const spec = data as FaultSpec;
@@ -84,7 +91,12 @@ function prng(seed: number): () => number {
   };
 }
 
-export type FaultDecision = { kind: 'none' } | { kind: 'error'; code: string } | { kind: 'timeout' } | { kind: 'non-json' } | { kind: 'drop-answer' };
+export type FaultDecision =
+  | { kind: 'none' }
+  | { kind: 'error'; code: string }
+  | { kind: 'timeout' }
+  | { kind: 'non-json' }
+  | { kind: 'drop-answer' };
 
 export class Faults {
   private spec: FaultSpec = {};

@@ -94,7 +94,12 @@ const schema = {
         type: 'object',
         additionalProperties: false,
         required: ['roleArn', 'oidcProviderArn', 'token'],
-        properties: { roleArn: str, oidcProviderArn: str, token: str, credentialTtlSeconds: { type: 'integer', minimum: 60 } },
+        properties: {
+          roleArn: str,
+          oidcProviderArn: str,
+          token: str,
+          credentialTtlSeconds: { type: 'integer', minimum: 60 },
+        },
       },
     },
     ramRoles: {
@@ -150,7 +155,14 @@ const schema = {
       items: {
         type: 'object',
         additionalProperties: false,
-        required: ['id', 'cpuCores', 'memoryGiB', 'eniQuantity', 'eniPrivateIpAddressQuantity', 'eniIpv6AddressQuantity'],
+        required: [
+          'id',
+          'cpuCores',
+          'memoryGiB',
+          'eniQuantity',
+          'eniPrivateIpAddressQuantity',
+          'eniIpv6AddressQuantity',
+        ],
         properties: {
           id: str,
           family: str,
@@ -236,7 +248,8 @@ function describeAjvError(e: ErrorObject): string {
   if (e.keyword === 'additionalProperties') {
     return `${at}: unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"`;
   }
-  if (e.keyword === 'required') return `${at}: missing required field "${(e.params as { missingProperty: string }).missingProperty}"`;
+  if (e.keyword === 'required')
+    return `${at}: missing required field "${(e.params as { missingProperty: string }).missingProperty}"`;
   if (e.keyword === 'pattern') return `${at}: "${String(e.data)}" is not a valid value (expected ${e.params.pattern})`;
   return `${at}: ${e.message ?? 'is invalid'}`;
 }
@@ -295,7 +308,8 @@ export function validateFixture(data: unknown): Fixture {
     inst.securityGroupIds.forEach((sg, j) => {
       const g = f.securityGroups.find((x) => x.id === sg);
       if (!g) fail(`${at}.securityGroupIds[${j}]`, `"${sg}" is not in securityGroups`);
-      else if (g.vpcId !== vsw.vpcId) fail(`${at}.securityGroupIds[${j}]`, `"${sg}" is in another VPC than ${inst.vSwitchId}`);
+      else if (g.vpcId !== vsw.vpcId)
+        fail(`${at}.securityGroupIds[${j}]`, `"${sg}" is in another VPC than ${inst.vSwitchId}`);
     });
   });
   if (f.faults) {

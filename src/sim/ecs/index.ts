@@ -65,7 +65,17 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
   const stats: CallStats = { calls: {}, total: 0 };
   const held = new Set<ServerResponse>();
   const journal = new CallJournal();
-  const rpc = rpcHandler({ oidcVerifier: opts.oidcVerifier, world, auth, quotas: new ActionQuotas(fixture.quotas?.api ?? {}), fixture, ownerId: OWNER_ID, stats, held, journal });
+  const rpc = rpcHandler({
+    oidcVerifier: opts.oidcVerifier,
+    world,
+    auth,
+    quotas: new ActionQuotas(fixture.quotas?.api ?? {}),
+    fixture,
+    ownerId: OWNER_ID,
+    stats,
+    held,
+    journal,
+  });
   const metadata = metadataHandler(auth, fixture.ramRoles ?? []);
 
   const handle: Omit<EcsEmulator, 'url' | 'metadataUrl' | 'close'> = {
@@ -97,8 +107,15 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
     if (route === 'GET calls') {
       const q = new URL(req.url ?? '/', 'http://emulator').searchParams;
       const since = q.get('since');
-      if (since !== null && !/^\d+$/.test(since)) return json(400, { error: `since must be a time in milliseconds since the epoch, not "${since}"` });
-      return json(200, { calls: handle.calls({ since: since === null ? undefined : Number(since), action: q.get('action') ?? undefined, accessKeyId: q.get('accessKeyId') ?? undefined }) });
+      if (since !== null && !/^\d+$/.test(since))
+        return json(400, { error: `since must be a time in milliseconds since the epoch, not "${since}"` });
+      return json(200, {
+        calls: handle.calls({
+          since: since === null ? undefined : Number(since),
+          action: q.get('action') ?? undefined,
+          accessKeyId: q.get('accessKeyId') ?? undefined,
+        }),
+      });
     }
     if (route === 'GET stats') return json(200, handle.stats());
     if (route === 'POST stats/reset') return json(200, (handle.resetStats(), {}));
@@ -124,15 +141,18 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
         return json(400, { error: (e as Error).message });
       }
     }
-    return json(404, { error: `no admin route ${route}; try GET stats, GET state, GET calls, GET/PUT/DELETE faults, POST stats/reset, DELETE instances/ID` });
+    return json(404, {
+      error: `no admin route ${route}; try GET stats, GET state, GET calls, GET/PUT/DELETE faults, POST stats/reset, DELETE instances/ID`,
+    });
   };
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://emulator');
-    const done = (p: Promise<void> | void) => Promise.resolve(p).catch((e) => {
-      console.error('ecs emulator: request failed', e);
-      if (!res.headersSent) res.writeHead(500).end();
-    });
+    const done = (p: Promise<void> | void) =>
+      Promise.resolve(p).catch((e) => {
+        console.error('ecs emulator: request failed', e);
+        if (!res.headersSent) res.writeHead(500).end();
+      });
     if (url.pathname.startsWith(ADMIN)) return void done(admin(req, res, url.pathname));
     if (url.pathname.startsWith('/latest/')) return void done(metadata(req, res, url.pathname));
     return void done(rpc(req, res, url));

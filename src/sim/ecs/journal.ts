@@ -79,6 +79,11 @@ export class CallJournal {
   }
 
   list(q: CallRecordQuery = {}): CallRecord[] {
-    return this.records.filter((r) => (q.since === undefined || r.at >= q.since) && (q.action === undefined || r.action === q.action) && (q.accessKeyId === undefined || r.accessKeyId === q.accessKeyId));
+    return this.records.filter(
+      (r) =>
+        (q.since === undefined || r.at >= q.since) &&
+        (q.action === undefined || r.action === q.action) &&
+        (q.accessKeyId === undefined || r.accessKeyId === q.accessKeyId),
+    );
   }
 }

@@ -16,13 +16,15 @@ export function metadataHandler(auth: Authenticator, roles: Array<{ name: string
     if (path === '/latest/api/token') {
       if (req.method !== 'PUT') return text(res, 405, 'Method Not Allowed');
       const ttl = Number(req.headers['x-aliyun-ecs-metadata-token-ttl-seconds']);
-      if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21600) return text(res, 400, 'X-aliyun-ecs-metadata-token-ttl-seconds must be 1-21600');
+      if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21600)
+        return text(res, 400, 'X-aliyun-ecs-metadata-token-ttl-seconds must be 1-21600');
       const token = randomBytes(24).toString('base64url');
       sessionTokens.set(token, Date.now() + ttl * 1000);
       return text(res, 200, token);
     }
     const given = req.headers['x-aliyun-ecs-metadata-token'];
-    if (typeof given === 'string' && !((sessionTokens.get(given) ?? 0) > Date.now())) return text(res, 401, 'Unauthorized');
+    if (typeof given === 'string' && !((sessionTokens.get(given) ?? 0) > Date.now()))
+      return text(res, 401, 'Unauthorized');
     const prefix = '/latest/meta-data/ram/security-credentials/';
     if (path === prefix || path === prefix.slice(0, -1)) return text(res, 200, roles.map((r) => r.name).join('\n'));
     const role = roles.find((r) => path === prefix + r.name);

@@ -12,7 +12,14 @@ export function nodeObject(world: World, instanceId: string, labels: Record<stri
   return {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name: i.hostName, labels: { 'node.kubernetes.io/instance-type': i.instanceType, 'topology.kubernetes.io/zone': i.zoneId, ...labels } },
+    metadata: {
+      name: i.hostName,
+      labels: {
+        'node.kubernetes.io/instance-type': i.instanceType,
+        'topology.kubernetes.io/zone': i.zoneId,
+        ...labels,
+      },
+    },
     spec: { providerID: `${world.region}.${i.id}` },
     status: { addresses: [{ type: 'InternalIP', address: ip }], conditions: [{ type: 'Ready', status: 'True' }] },
   };

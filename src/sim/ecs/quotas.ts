@@ -23,6 +23,6 @@ export class ActionQuotas {
 
   remaining(action: string): number | undefined {
     const b = this.buckets.get(action);
-    return b ? Math.floor(b.tokens) : this.quotas[action]?.burst ?? this.quotas[action]?.perMinute;
+    return b ? Math.floor(b.tokens) : (this.quotas[action]?.burst ?? this.quotas[action]?.perMinute);
   }
 }

@@ -12,7 +12,19 @@ import type { ActionQuotas } from './quotas.js';
 import type { World } from './world.js';
 
 /** Parameters that belong to the protocol, not to the call; excluded from idempotency checks. */
-const COMMON = new Set(['Action', 'Version', 'Format', 'AccessKeyId', 'SignatureMethod', 'SignatureVersion', 'SignatureNonce', 'SignatureType', 'Timestamp', 'Signature', 'SecurityToken']);
+const COMMON = new Set([
+  'Action',
+  'Version',
+  'Format',
+  'AccessKeyId',
+  'SignatureMethod',
+  'SignatureVersion',
+  'SignatureNonce',
+  'SignatureType',
+  'Timestamp',
+  'Signature',
+  'SecurityToken',
+]);
 
 export interface CallStats {
   /** Calls per action and answer code (`OK` for success; `Timeout` and `NonJson` for injected faults). */
@@ -109,11 +121,16 @@ export function rpcHandler(deps: RpcDeps) {
       if (raw.Format && raw.Format.toUpperCase() !== 'JSON') throw invalid('Format', 'this endpoint answers JSON only');
       const accessKeyId = auth.verify(req.method, raw);
       const def = defs[action];
-      if (!def) throw apiError('InvalidAction.NotFound', `Specified api is not found, please check your url and method. (${action}, ${raw.Version})`);
+      if (!def)
+        throw apiError(
+          'InvalidAction.NotFound',
+          `Specified api is not found, please check your url and method. (${action}, ${raw.Version})`,
+        );
       const params = new Params(raw);
       if (def.regional) {
         const region = params.required('RegionId');
-        if (region !== world.region) throw apiError('InvalidRegionId.NotFound', `The specified RegionId "${region}" does not exist.`);
+        if (region !== world.region)
+          throw apiError('InvalidRegionId.NotFound', `The specified RegionId "${region}" does not exist.`);
       } else if (raw.RegionId && raw.RegionId !== world.region) {
         throw apiError('InvalidRegionId.NotFound', `The specified RegionId "${raw.RegionId}" does not exist.`);
       }
@@ -139,7 +156,11 @@ export function rpcHandler(deps: RpcDeps) {
       }
       if (fault.kind === 'non-json') {
         answered('NonJson');
-        res.writeHead(502, { 'content-type': 'text/html' }).end('<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>');
+        res
+          .writeHead(502, { 'content-type': 'text/html' })
+          .end(
+            '<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>',
+          );
         return;
       }
       if (fault.kind === 'error') throw apiError(fault.code, `Injected fault: ${fault.code}.`);
@@ -147,14 +168,22 @@ export function rpcHandler(deps: RpcDeps) {
       const token = def.idempotent ? params.str('ClientToken') : undefined;
       if (token !== undefined && token.length > 64) throw invalid('ClientToken', 'at most 64 ASCII characters');
       const key = token === undefined ? undefined : `${accessKeyId}/${action}/${token}`;
-      const fingerprint = JSON.stringify(Object.entries(raw).filter(([k]) => !COMMON.has(k)).sort());
+      const fingerprint = JSON.stringify(
+        Object.entries(raw)
+          .filter(([k]) => !COMMON.has(k))
+          .sort(),
+      );
       const previous = key ? idempotency.get(key) : undefined;
       if (previous) {
         if (previous.fingerprint !== fingerprint) {
-          throw apiError('IdempotentParameterMismatch', 'The request uses the same client token as a previous, but non-identical request.');
+          throw apiError(
+            'IdempotentParameterMismatch',
+            'The request uses the same client token as a previous, but non-identical request.',
+          );
         }
         // A replay changes nothing: it names the ENI, not addresses.
-        who.eniId = params.str('NetworkInterfaceId') ?? (previous.response as { NetworkInterfaceId?: string }).NetworkInterfaceId;
+        who.eniId =
+          params.str('NetworkInterfaceId') ?? (previous.response as { NetworkInterfaceId?: string }).NetworkInterfaceId;
         answered('OK');
         return send(res, 200, { RequestId: requestId, ...previous.response });
       }
@@ -162,7 +191,11 @@ export function rpcHandler(deps: RpcDeps) {
       world.advance();
       const ctx: ActionContext = { ...ctxBase, params };
       if (def.mutating) {
-        const requested = action.startsWith('Unassign') ? Object.entries(raw).filter(([k]) => /^(PrivateIpAddress|Ipv6Address)\.\d+$/.test(k)).map(([, v]) => v) : [];
+        const requested = action.startsWith('Unassign')
+          ? Object.entries(raw)
+              .filter(([k]) => /^(PrivateIpAddress|Ipv6Address)\.\d+$/.test(k))
+              .map(([, v]) => v)
+          : [];
         const before = deps.journal.before(world, params.str('NetworkInterfaceId'), params.str('InstanceId'));
         touched = { before, world, action, requested };
       }
@@ -182,7 +215,10 @@ export function rpcHandler(deps: RpcDeps) {
       answered('OK');
       send(res, 200, { RequestId: requestId, ...response });
     } catch (err) {
-      const e = err instanceof ApiError ? err : apiError('InternalError', 'The request processing has failed due to some unknown error.');
+      const e =
+        err instanceof ApiError
+          ? err
+          : apiError('InternalError', 'The request processing has failed due to some unknown error.');
       if (!(err instanceof ApiError)) console.error('ecs emulator: internal error', err);
       answered(e.code);
       send(

@@ -45,7 +45,12 @@ export function eniShape(e: Eni, ownerId: string) {
     PrivateIpSets: {
       PrivateIpSet: [
         { PrivateIpAddress: e.primaryIp, Primary: true, PrivateDnsName: '', AssociatedPublicIp: {} },
-        ...e.secondaryIps.map((ip) => ({ PrivateIpAddress: ip, Primary: false, PrivateDnsName: '', AssociatedPublicIp: {} })),
+        ...e.secondaryIps.map((ip) => ({
+          PrivateIpAddress: ip,
+          Primary: false,
+          PrivateDnsName: '',
+          AssociatedPublicIp: {},
+        })),
       ],
     },
     Ipv6Sets: { Ipv6Set: e.ipv6.map((Ipv6Address) => ({ Ipv6Address })) },

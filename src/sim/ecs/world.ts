@@ -64,7 +64,10 @@ export class World {
   readonly region: string;
   readonly vpcs = new Map<string, Fixture['vpcs'][number] & { creationTime: number }>();
   readonly vSwitches = new Map<string, VSwitch>();
-  readonly securityGroups = new Map<string, Omit<Fixture['securityGroups'][number], 'tags'> & { tags: Tag[]; creationTime: number }>();
+  readonly securityGroups = new Map<
+    string,
+    Omit<Fixture['securityGroups'][number], 'tags'> & { tags: Tag[]; creationTime: number }
+  >();
   readonly instanceTypes = new Map<string, InstanceType>();
   readonly instances = new Map<string, Instance>();
   readonly enis = new Map<string, Eni>();
@@ -88,7 +91,8 @@ export class World {
         pool6: s.ipv6Cidr ? new Ipv6Pool(s.ipv6Cidr) : undefined,
       });
     }
-    for (const g of fixture.securityGroups) this.securityGroups.set(g.id, { ...g, tags: toTags(g.tags), creationTime: t0 });
+    for (const g of fixture.securityGroups)
+      this.securityGroups.set(g.id, { ...g, tags: toTags(g.tags), creationTime: t0 });
     for (const t of fixture.instanceTypes) this.instanceTypes.set(t.id, t);
     for (const i of fixture.instances) this.addInstance(i, t0);
   }
@@ -115,7 +119,15 @@ export class World {
     });
   }
 
-  newEni(o: { type: Eni['type']; vsw: VSwitch; securityGroupIds: string[]; primaryIp: string; tags: Tag[]; name?: string; description?: string }): Eni {
+  newEni(o: {
+    type: Eni['type'];
+    vsw: VSwitch;
+    securityGroupIds: string[];
+    primaryIp: string;
+    tags: Tag[];
+    name?: string;
+    description?: string;
+  }): Eni {
     const eni: Eni = {
       id: `eni-${randomBytes(10).toString('hex')}`,
       mac: this.nextMac(),
@@ -228,7 +240,14 @@ export class World {
       if (e.type === 'Primary') {
         this.releaseAddresses(e);
         this.enis.delete(e.id);
-      } else Object.assign(e, { status: 'Available', instanceId: undefined, deviceIndex: undefined, attachedTime: undefined, pending: undefined });
+      } else
+        Object.assign(e, {
+          status: 'Available',
+          instanceId: undefined,
+          deviceIndex: undefined,
+          attachedTime: undefined,
+          pending: undefined,
+        });
     }
     this.instances.delete(i.id);
   }

@@ -24,7 +24,8 @@ export function leafPaths(obj: any): Path[] {
   for (const [k, v] of Object.entries(obj ?? {})) {
     if (k === 'apiVersion' || k === 'kind' || k === 'status') continue;
     if (k === 'metadata') {
-      for (const mk of ['labels', 'annotations', 'finalizers', 'ownerReferences']) if ((v as any)?.[mk] !== undefined) walk((v as any)[mk], ['metadata', mk]);
+      for (const mk of ['labels', 'annotations', 'finalizers', 'ownerReferences'])
+        if ((v as any)?.[mk] !== undefined) walk((v as any)[mk], ['metadata', mk]);
       continue;
     }
     walk(v, [k]);
@@ -54,7 +55,10 @@ function fromFieldsV1(f: Record<string, any>, at: Path = []): Path[] {
   return children.flatMap((k) => fromFieldsV1(f[k], [...at, k.slice(2)]));
 }
 
-type Ownership = Map<string, { operation: 'Apply' | 'Update'; apiVersion: string; time: string; paths: Map<string, Path> }>;
+type Ownership = Map<
+  string,
+  { operation: 'Apply' | 'Update'; apiVersion: string; time: string; paths: Map<string, Path> }
+>;
 
 function readOwnership(obj: KubeObject | undefined): Ownership {
   const own: Ownership = new Map();
@@ -70,7 +74,14 @@ function writeOwnership(obj: KubeObject, own: Ownership): void {
   const entries: ManagedFieldsEntry[] = [];
   for (const [id, o] of own) {
     if (o.paths.size === 0) continue;
-    entries.push({ manager: id.slice(0, id.lastIndexOf('/')), operation: o.operation, apiVersion: o.apiVersion, time: o.time, fieldsType: 'FieldsV1', fieldsV1: toFieldsV1([...o.paths.values()]) });
+    entries.push({
+      manager: id.slice(0, id.lastIndexOf('/')),
+      operation: o.operation,
+      apiVersion: o.apiVersion,
+      time: o.time,
+      fieldsType: 'FieldsV1',
+      fieldsV1: toFieldsV1([...o.paths.values()]),
+    });
   }
   if (entries.length) obj.metadata.managedFields = entries;
   else delete obj.metadata.managedFields;
@@ -87,7 +98,13 @@ function applyMerge(target: any, config: any): any {
 const display = (p: Path): string => `.${p.join('.')}`;
 const now = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-export function serverSideApply(current: KubeObject | undefined, config: KubeObject, manager: string, force: boolean, apiVersion: string): KubeObject {
+export function serverSideApply(
+  current: KubeObject | undefined,
+  config: KubeObject,
+  manager: string,
+  force: boolean,
+  apiVersion: string,
+): KubeObject {
   const own = readOwnership(current);
   const id = `${manager}/Apply`;
   const applied = leafPaths(config);
@@ -106,7 +123,13 @@ export function serverSideApply(current: KubeObject | undefined, config: KubeObj
       409,
       'Conflict',
       `Apply failed with ${conflicts.length} conflict${conflicts.length > 1 ? 's' : ''}: ${lines.join('\n')}`,
-      { causes: conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with "${c.manager}"`, field: display(c.path) })) },
+      {
+        causes: conflicts.map((c) => ({
+          reason: 'FieldManagerConflict',
+          message: `conflict with "${c.manager}"`,
+          field: display(c.path),
+        })),
+      },
     );
   }
   // Forced or shared with the same value: those fields now belong to this manager too; a force takes them away.
@@ -120,13 +143,23 @@ export function serverSideApply(current: KubeObject | undefined, config: KubeObj
     if (!ownedByOthers) deleteAt(result, p);
   }
   result = result as KubeObject;
-  own.set(id, { operation: 'Apply', apiVersion, time: now(), paths: new Map(applied.map((p) => [key(p), p] as const)) });
+  own.set(id, {
+    operation: 'Apply',
+    apiVersion,
+    time: now(),
+    paths: new Map(applied.map((p) => [key(p), p] as const)),
+  });
   writeOwnership(result, own);
   return result;
 }
 
 /** Records what a non-apply write changed as owned by its field manager. */
-export function recordUpdate(before: KubeObject | undefined, after: KubeObject, manager: string | undefined, apiVersion: string): void {
+export function recordUpdate(
+  before: KubeObject | undefined,
+  after: KubeObject,
+  manager: string | undefined,
+  apiVersion: string,
+): void {
   if (!manager) {
     if (before?.metadata.managedFields) after.metadata.managedFields = before.metadata.managedFields;
     return;
@@ -134,7 +167,9 @@ export function recordUpdate(before: KubeObject | undefined, after: KubeObject, 
   const own = readOwnership(before);
   const id = `${manager}/Update`;
   const changed = leafPaths(after).filter((p) => JSON.stringify(getAt(before, p)) !== JSON.stringify(getAt(after, p)));
-  const gone = leafPaths(before).filter((p) => getAt(after, p) === undefined).map(key);
+  const gone = leafPaths(before)
+    .filter((p) => getAt(after, p) === undefined)
+    .map(key);
   for (const [, o] of own) {
     for (const p of changed) o.paths.delete(key(p));
     for (const k of gone) o.paths.delete(k);

@@ -6,11 +6,43 @@ import type { Store } from './store.js';
 import { TOKEN_ISSUER, TokenRequestError, type Identity, type ServiceAccountTokens } from './tokens.js';
 
 /** The review and token resources in discovery, as the API server lists them (create only). */
-export const AUTH_RESOURCES: Array<{ group: string; version: string; name: string; kind: string; namespaced: boolean; subresourceOf?: { group: string; kind: string } }> = [
-  { group: 'authorization.k8s.io', version: 'v1', name: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', namespaced: false },
-  { group: 'authorization.k8s.io', version: 'v1', name: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', namespaced: false },
-  { group: 'authentication.k8s.io', version: 'v1', name: 'selfsubjectreviews', kind: 'SelfSubjectReview', namespaced: false },
-  { group: '', version: 'v1', name: 'serviceaccounts/token', kind: 'TokenRequest', namespaced: true, subresourceOf: { group: 'authentication.k8s.io', kind: 'TokenRequest' } },
+export const AUTH_RESOURCES: Array<{
+  group: string;
+  version: string;
+  name: string;
+  kind: string;
+  namespaced: boolean;
+  subresourceOf?: { group: string; kind: string };
+}> = [
+  {
+    group: 'authorization.k8s.io',
+    version: 'v1',
+    name: 'selfsubjectaccessreviews',
+    kind: 'SelfSubjectAccessReview',
+    namespaced: false,
+  },
+  {
+    group: 'authorization.k8s.io',
+    version: 'v1',
+    name: 'selfsubjectrulesreviews',
+    kind: 'SelfSubjectRulesReview',
+    namespaced: false,
+  },
+  {
+    group: 'authentication.k8s.io',
+    version: 'v1',
+    name: 'selfsubjectreviews',
+    kind: 'SelfSubjectReview',
+    namespaced: false,
+  },
+  {
+    group: '',
+    version: 'v1',
+    name: 'serviceaccounts/token',
+    kind: 'TokenRequest',
+    namespaced: true,
+    subresourceOf: { group: 'authentication.k8s.io', kind: 'TokenRequest' },
+  },
 ];
 
 export interface AuthEndpointContext {
@@ -31,12 +63,24 @@ const parse = (body: string | undefined): any => {
 
 /** `POST /api/v1/namespaces/NS/serviceaccounts/NAME/token` (kubectl create token, kubelet's projected tokens). */
 function tokenRequest(ctx: AuthEndpointContext, namespace: string, name: string, read: () => any): Result {
-  ctx.allow({ resourceRequest: true, verb: 'create', apiGroup: '', resource: 'serviceaccounts', subresource: 'token', name, namespace });
+  ctx.allow({
+    resourceRequest: true,
+    verb: 'create',
+    apiGroup: '',
+    resource: 'serviceaccounts',
+    subresource: 'token',
+    name,
+    namespace,
+  });
   const body = read();
   const spec = body?.spec ?? {};
   const ref = spec.boundObjectRef;
   if (ref && ref.kind !== 'Pod' && ref.kind !== 'Secret') {
-    throw new StatusError(422, 'Invalid', `TokenRequest.authentication.k8s.io "${name}" is invalid: spec.boundObjectRef.kind: Unsupported value: "${ref.kind}": supported values: "Pod", "Secret"`);
+    throw new StatusError(
+      422,
+      'Invalid',
+      `TokenRequest.authentication.k8s.io "${name}" is invalid: spec.boundObjectRef.kind: Unsupported value: "${ref.kind}": supported values: "Pod", "Secret"`,
+    );
   }
   try {
     const issued = ctx.tokens.issue({
@@ -52,7 +96,11 @@ function tokenRequest(ctx: AuthEndpointContext, namespace: string, name: string,
         kind: 'TokenRequest',
         apiVersion: 'authentication.k8s.io/v1',
         metadata: { name, namespace, creationTimestamp: null },
-        spec: { audiences: issued.audiences, expirationSeconds: spec.expirationSeconds ?? 3600, boundObjectRef: ref ?? null },
+        spec: {
+          audiences: issued.audiences,
+          expirationSeconds: spec.expirationSeconds ?? 3600,
+          boundObjectRef: ref ?? null,
+        },
         status: { token: issued.token, expirationTimestamp: issued.expirationTimestamp },
       },
     };
@@ -66,38 +114,104 @@ function tokenRequest(ctx: AuthEndpointContext, namespace: string, name: string,
 
 /** `kubectl auth can-i`: the caller's own access, decided by RBAC as for a real request. */
 function selfSubjectAccessReview(ctx: AuthEndpointContext, read: () => any): Result {
-  ctx.allow({ resourceRequest: true, verb: 'create', apiGroup: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews' });
+  ctx.allow({
+    resourceRequest: true,
+    verb: 'create',
+    apiGroup: 'authorization.k8s.io',
+    resource: 'selfsubjectaccessreviews',
+  });
   const body = read();
   const spec = body?.spec ?? {};
   const r = spec.resourceAttributes;
   const n = spec.nonResourceAttributes;
-  if (!r === !n) throw new StatusError(422, 'Invalid', 'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "": exactly one of nonResourceAttributes or resourceAttributes must be specified');
+  if (!r === !n)
+    throw new StatusError(
+      422,
+      'Invalid',
+      'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "": exactly one of nonResourceAttributes or resourceAttributes must be specified',
+    );
   const a: Attributes = r
-    ? { resourceRequest: true, verb: r.verb ?? '', apiGroup: r.group ?? '', resource: r.resource ?? '', subresource: r.subresource || undefined, name: r.name || undefined, namespace: r.namespace || undefined }
+    ? {
+        resourceRequest: true,
+        verb: r.verb ?? '',
+        apiGroup: r.group ?? '',
+        resource: r.resource ?? '',
+        subresource: r.subresource || undefined,
+        name: r.name || undefined,
+        namespace: r.namespace || undefined,
+      }
     : { resourceRequest: false, verb: n.verb ?? '', path: n.path ?? '' };
   const allowed = authorize(ctx.store, ctx.user, a);
-  return { status: 201, body: { kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status: { allowed } } };
+  return {
+    status: 201,
+    body: {
+      kind: 'SelfSubjectAccessReview',
+      apiVersion: 'authorization.k8s.io/v1',
+      metadata: { creationTimestamp: null },
+      spec,
+      status: { allowed },
+    },
+  };
 }
 
 /** `kubectl auth can-i --list`: the rules that apply in a namespace. */
 function selfSubjectRulesReview(ctx: AuthEndpointContext, read: () => any): Result {
-  ctx.allow({ resourceRequest: true, verb: 'create', apiGroup: 'authorization.k8s.io', resource: 'selfsubjectrulesreviews' });
+  ctx.allow({
+    resourceRequest: true,
+    verb: 'create',
+    apiGroup: 'authorization.k8s.io',
+    resource: 'selfsubjectrulesreviews',
+  });
   const body = read();
   const namespace = body?.spec?.namespace;
-  if (!namespace) throw new StatusError(422, 'Invalid', 'SelfSubjectRulesReview.authorization.k8s.io "" is invalid: spec.namespace: Required value');
+  if (!namespace)
+    throw new StatusError(
+      422,
+      'Invalid',
+      'SelfSubjectRulesReview.authorization.k8s.io "" is invalid: spec.namespace: Required value',
+    );
   const rules = ctx.user.groups.includes('system:masters')
-    ? [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }, { verbs: ['*'], nonResourceURLs: ['*'] }]
+    ? [
+        { verbs: ['*'], apiGroups: ['*'], resources: ['*'] },
+        { verbs: ['*'], nonResourceURLs: ['*'] },
+      ]
     : rulesFor(ctx.store, ctx.user, namespace);
-  const resourceRules = rules.filter((r) => r.resources?.length).map(({ verbs, apiGroups, resources, resourceNames }) => ({ verbs, apiGroups, resources, resourceNames }));
-  const nonResourceRules = rules.filter((r) => r.nonResourceURLs?.length).map(({ verbs, nonResourceURLs }) => ({ verbs, nonResourceURLs }));
-  return { status: 201, body: { kind: 'SelfSubjectRulesReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec: { namespace }, status: { resourceRules, nonResourceRules, incomplete: false } } };
+  const resourceRules = rules
+    .filter((r) => r.resources?.length)
+    .map(({ verbs, apiGroups, resources, resourceNames }) => ({ verbs, apiGroups, resources, resourceNames }));
+  const nonResourceRules = rules
+    .filter((r) => r.nonResourceURLs?.length)
+    .map(({ verbs, nonResourceURLs }) => ({ verbs, nonResourceURLs }));
+  return {
+    status: 201,
+    body: {
+      kind: 'SelfSubjectRulesReview',
+      apiVersion: 'authorization.k8s.io/v1',
+      metadata: { creationTimestamp: null },
+      spec: { namespace },
+      status: { resourceRules, nonResourceRules, incomplete: false },
+    },
+  };
 }
 
 /** `kubectl auth whoami`. */
 function selfSubjectReview(ctx: AuthEndpointContext): Result {
-  ctx.allow({ resourceRequest: true, verb: 'create', apiGroup: 'authentication.k8s.io', resource: 'selfsubjectreviews' });
+  ctx.allow({
+    resourceRequest: true,
+    verb: 'create',
+    apiGroup: 'authentication.k8s.io',
+    resource: 'selfsubjectreviews',
+  });
   const { name, uid, groups, extra } = ctx.user;
-  return { status: 201, body: { kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, status: { userInfo: { username: name, uid, groups, extra } } } };
+  return {
+    status: 201,
+    body: {
+      kind: 'SelfSubjectReview',
+      apiVersion: 'authentication.k8s.io/v1',
+      metadata: { creationTimestamp: null },
+      status: { userInfo: { username: name, uid, groups, extra } },
+    },
+  };
 }
 
 /**
@@ -122,7 +236,13 @@ function issuerDiscovery(ctx: AuthEndpointContext, path: string, host: string): 
 }
 
 /** Answers the authentication and authorization endpoints, or undefined for any other path. */
-export function authEndpoint(ctx: AuthEndpointContext, segs: string[], method: string, body: () => string | undefined, host = 'localhost'): Result | undefined {
+export function authEndpoint(
+  ctx: AuthEndpointContext,
+  segs: string[],
+  method: string,
+  body: () => string | undefined,
+  host = 'localhost',
+): Result | undefined {
   const path = segs.join('/');
   if (method === 'GET') {
     const discovery = issuerDiscovery(ctx, path, host);
@@ -132,9 +252,11 @@ export function authEndpoint(ctx: AuthEndpointContext, segs: string[], method: s
   const known =
     token ||
     path === 'apis/authorization.k8s.io/v1/selfsubjectaccessreviews' ||
-    path === 'apis/authorization.k8s.io/v1/selfsubjectrulesreviews' || path === 'apis/authentication.k8s.io/v1/selfsubjectreviews';
+    path === 'apis/authorization.k8s.io/v1/selfsubjectrulesreviews' ||
+    path === 'apis/authentication.k8s.io/v1/selfsubjectreviews';
   if (!known) return undefined;
-  if (method !== 'POST') throw methodNotAllowed(`the server does not allow this method on the requested resource: ${method}`);
+  if (method !== 'POST')
+    throw methodNotAllowed(`the server does not allow this method on the requested resource: ${method}`);
   if (token) return tokenRequest(ctx, token[1]!, token[2]!, () => parse(body()));
   if (path.endsWith('selfsubjectaccessreviews')) return selfSubjectAccessReview(ctx, () => parse(body()));
   if (path.endsWith('selfsubjectrulesreviews')) return selfSubjectRulesReview(ctx, () => parse(body()));

@@ -43,13 +43,27 @@ export function impersonation(req: IncomingMessage): { identity: Identity; check
   const name = req.headers['impersonate-user'];
   if (typeof name !== 'string' || !name) return undefined;
   const raw = req.headers['impersonate-group'];
-  const groups = raw === undefined ? [] : (Array.isArray(raw) ? raw : [raw]).flatMap((g) => g.split(',').map((x) => x.trim()));
+  const groups =
+    raw === undefined ? [] : (Array.isArray(raw) ? raw : [raw]).flatMap((g) => g.split(',').map((x) => x.trim()));
   const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(name);
   const checks: Attributes[] = [
     sa
-      ? { resourceRequest: true, verb: 'impersonate', apiGroup: '', resource: 'serviceaccounts', name: sa[2], namespace: sa[1] }
+      ? {
+          resourceRequest: true,
+          verb: 'impersonate',
+          apiGroup: '',
+          resource: 'serviceaccounts',
+          name: sa[2],
+          namespace: sa[1],
+        }
       : { resourceRequest: true, verb: 'impersonate', apiGroup: '', resource: 'users', name },
-    ...groups.map((g): Attributes => ({ resourceRequest: true, verb: 'impersonate', apiGroup: '', resource: 'groups', name: g })),
+    ...groups.map((g): Attributes => ({
+      resourceRequest: true,
+      verb: 'impersonate',
+      apiGroup: '',
+      resource: 'groups',
+      name: g,
+    })),
   ];
   const implied = sa ? ['system:serviceaccounts', `system:serviceaccounts:${sa[1]}`] : [];
   return { identity: { name, groups: [...new Set([...groups, ...implied, 'system:authenticated'])] }, checks };

@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
- 
+
 import type { Store } from './store.js';
 import type { KubeObject, ResourceType } from './types.js';
 
@@ -10,9 +10,20 @@ const ipString = (n: number) => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join(
 function qosClass(spec: any): string {
   const containers: any[] = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
   const r = (c: any, kind: 'requests' | 'limits', res: string) => c.resources?.[kind]?.[res];
-  const guaranteed = containers.length > 0 && containers.every((c) => ['cpu', 'memory'].every((res) => r(c, 'limits', res) !== undefined && (r(c, 'requests', res) ?? r(c, 'limits', res)) === r(c, 'limits', res)));
+  const guaranteed =
+    containers.length > 0 &&
+    containers.every((c) =>
+      ['cpu', 'memory'].every(
+        (res) =>
+          r(c, 'limits', res) !== undefined && (r(c, 'requests', res) ?? r(c, 'limits', res)) === r(c, 'limits', res),
+      ),
+    );
   if (guaranteed) return 'Guaranteed';
-  return containers.some((c) => Object.keys(c.resources?.requests ?? {}).length || Object.keys(c.resources?.limits ?? {}).length) ? 'Burstable' : 'BestEffort';
+  return containers.some(
+    (c) => Object.keys(c.resources?.requests ?? {}).length || Object.keys(c.resources?.limits ?? {}).length,
+  )
+    ? 'Burstable'
+    : 'BestEffort';
 }
 
 /**
@@ -55,12 +66,14 @@ export function applyBuiltinDefaults(store: Store, t: ResourceType, o: KubeObjec
     o.spec.revisionHistoryLimit ??= 10;
     o.spec.progressDeadlineSeconds ??= 600;
     o.spec.strategy ??= { type: 'RollingUpdate' };
-    if (o.spec.strategy.type === 'RollingUpdate') o.spec.strategy.rollingUpdate = { maxSurge: '25%', maxUnavailable: '25%', ...o.spec.strategy.rollingUpdate };
+    if (o.spec.strategy.type === 'RollingUpdate')
+      o.spec.strategy.rollingUpdate = { maxSurge: '25%', maxUnavailable: '25%', ...o.spec.strategy.rollingUpdate };
   }
   if (key === 'daemonsets.apps') {
     o.spec ??= {};
     o.spec.revisionHistoryLimit ??= 10;
     o.spec.updateStrategy ??= { type: 'RollingUpdate' };
-    if (o.spec.updateStrategy.type === 'RollingUpdate') o.spec.updateStrategy.rollingUpdate = { maxUnavailable: 1, maxSurge: 0, ...o.spec.updateStrategy.rollingUpdate };
+    if (o.spec.updateStrategy.type === 'RollingUpdate')
+      o.spec.updateStrategy.rollingUpdate = { maxUnavailable: 1, maxSurge: 0, ...o.spec.updateStrategy.rollingUpdate };
   }
 }

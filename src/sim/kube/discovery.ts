@@ -66,9 +66,39 @@ export function apiResourceList(store: Store, group: string, version: string) {
   }));
   if (!types.length && !auth.length) return undefined;
   const resources: Array<Record<string, unknown>> = types.flatMap((t) => [
-    { name: t.resource, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs: VERBS, shortNames: t.shortNames.length ? t.shortNames : undefined, categories: t.categories.length ? t.categories : undefined },
-    ...(t.statusSubresource ? [{ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }] : []),
-    ...(t.scale ? [{ name: `${t.resource}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] }] : []),
+    {
+      name: t.resource,
+      singularName: t.singular,
+      namespaced: t.namespaced,
+      kind: t.kind,
+      verbs: VERBS,
+      shortNames: t.shortNames.length ? t.shortNames : undefined,
+      categories: t.categories.length ? t.categories : undefined,
+    },
+    ...(t.statusSubresource
+      ? [
+          {
+            name: `${t.resource}/status`,
+            singularName: '',
+            namespaced: t.namespaced,
+            kind: t.kind,
+            verbs: ['get', 'patch', 'update'],
+          },
+        ]
+      : []),
+    ...(t.scale
+      ? [
+          {
+            name: `${t.resource}/scale`,
+            singularName: '',
+            namespaced: t.namespaced,
+            group: 'autoscaling',
+            version: 'v1',
+            kind: 'Scale',
+            verbs: ['get', 'patch', 'update'],
+          },
+        ]
+      : []),
   ]);
   resources.push(...auth);
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion(group, version), resources };
@@ -82,7 +112,11 @@ export function openApiIndex(store: Store) {
   for (const [g, versions] of groups(store)) {
     for (const v of versions) {
       const p = gvPath(g, v);
-      const hash = createHash('sha256').update(JSON.stringify(openApiDoc(store, g, v))).digest('hex').slice(0, 32).toUpperCase();
+      const hash = createHash('sha256')
+        .update(JSON.stringify(openApiDoc(store, g, v)))
+        .digest('hex')
+        .slice(0, 32)
+        .toUpperCase();
       paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=${hash}` };
     }
   }
@@ -99,7 +133,12 @@ export function openApiDoc(store: Store, group: string, version: string) {
   const schemas: Record<string, unknown> = {};
   for (const t of typesIn(store, group, version)) {
     const gvk = { group: t.group, version, kind: t.kind };
-    const media = ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml', ...(t.builtin ? ['application/strategic-merge-patch+json'] : [])];
+    const media = [
+      'application/json-patch+json',
+      'application/merge-patch+json',
+      'application/apply-patch+yaml',
+      ...(t.builtin ? ['application/strategic-merge-patch+json'] : []),
+    ];
     const schemaName = `${t.group || 'core'}.${version}.${t.kind}`;
     const ref = { $ref: `#/components/schemas/${schemaName}` };
     const base = `/${gvPath(group, version)}${t.namespaced ? '/namespaces/{namespace}' : ''}/${t.resource}/{name}`;
@@ -114,7 +153,10 @@ export function openApiDoc(store: Store, group: string, version: string) {
           { name: 'fieldValidation', in: 'query', schema: { type: 'string' } },
           { name: 'force', in: 'query', schema: { type: 'boolean' } },
         ],
-        requestBody: { content: Object.fromEntries(media.map((m) => [m, { schema: { type: 'object' } }])), required: true },
+        requestBody: {
+          content: Object.fromEntries(media.map((m) => [m, { schema: { type: 'object' } }])),
+          required: true,
+        },
         responses: { '200': { description: 'OK', content: { 'application/json': { schema: ref } } } },
       },
     };

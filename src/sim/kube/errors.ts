@@ -12,13 +12,28 @@ export class StatusError extends Error {
     readonly code: number,
     readonly reason: string,
     message: string,
-    readonly details?: { name?: string; group?: string; kind?: string; causes?: StatusCause[]; retryAfterSeconds?: number },
+    readonly details?: {
+      name?: string;
+      group?: string;
+      kind?: string;
+      causes?: StatusCause[];
+      retryAfterSeconds?: number;
+    },
   ) {
     super(message);
   }
 
   toStatus() {
-    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, details: this.details, code: this.code };
+    return {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: this.message,
+      reason: this.reason,
+      details: this.details,
+      code: this.code,
+    };
   }
 }
 
@@ -28,7 +43,11 @@ export const notFound = (t: ResourceType, name: string) =>
   new StatusError(404, 'NotFound', `${qualified(t)} "${name}" not found`, { name, group: t.group, kind: t.resource });
 
 export const alreadyExists = (t: ResourceType, name: string) =>
-  new StatusError(409, 'AlreadyExists', `${qualified(t)} "${name}" already exists`, { name, group: t.group, kind: t.resource });
+  new StatusError(409, 'AlreadyExists', `${qualified(t)} "${name}" already exists`, {
+    name,
+    group: t.group,
+    kind: t.resource,
+  });
 
 export const conflict = (t: ResourceType, name: string) =>
   new StatusError(
@@ -44,12 +63,24 @@ export function invalid(t: ResourceType, name: string, causes: StatusCause[]): S
   const text = causes.map((c) => c.message);
   const list = text.length === 1 ? text[0] : `[${text.join(', ')}]`;
   // Each cause's own message leaves out its field, as the API server's do; the summary keeps it.
-  const bare = causes.map((c) => ({ ...c, message: c.field && c.message.startsWith(`${c.field}: `) ? c.message.slice(c.field.length + 2) : c.message }));
-  return new StatusError(422, 'Invalid', `${kind} "${name}" is invalid: ${list}`, { name, group: t.group, kind: t.kind, causes: bare });
+  const bare = causes.map((c) => ({
+    ...c,
+    message: c.field && c.message.startsWith(`${c.field}: `) ? c.message.slice(c.field.length + 2) : c.message,
+  }));
+  return new StatusError(422, 'Invalid', `${kind} "${name}" is invalid: ${list}`, {
+    name,
+    group: t.group,
+    kind: t.kind,
+    causes: bare,
+  });
 }
 
 export const badRequest = (message: string) => new StatusError(400, 'BadRequest', message);
 export const methodNotAllowed = (message: string) => new StatusError(405, 'MethodNotAllowed', message);
 export const unsupportedMediaType = (type: string) =>
-  new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${type})`);
+  new StatusError(
+    415,
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${type})`,
+  );
 export const gone = (message: string) => new StatusError(410, 'Expired', message);

@@ -94,8 +94,17 @@ const validate = new Ajv({ strict: true }).compile(specSchema);
 export function parseKubeFaultSpec(data: unknown): KubeFaultSpec {
   if (!validate(data)) {
     const e = validate.errors![0]!;
-    const at = e.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.').replace(/^\./, '') || '(top level)';
-    const extra = e.keyword === 'additionalProperties' ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"` : e.keyword === 'enum' ? `: ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}` : '';
+    const at =
+      e.instancePath
+        .replace(/\/(\d+)/g, '[$1]')
+        .replace(/\//g, '.')
+        .replace(/^\./, '') || '(top level)';
+    const extra =
+      e.keyword === 'additionalProperties'
+        ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"`
+        : e.keyword === 'enum'
+          ? `: ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`
+          : '';
     throw new Error(`faults.${at}: ${e.message}${extra}`);
   }
   const spec = data as KubeFaultSpec;
@@ -106,7 +115,10 @@ export function parseKubeFaultSpec(data: unknown): KubeFaultSpec {
     if (r.action === 'respond') need('code');
     if (r.action === 'delay') need('ms');
     if (r.action === 'close-watches') need('everySeconds');
-    if (r.action === 'close-watches' && r.verbs && !r.verbs.includes('watch')) throw new Error(`faults.rules[${i}].verbs: a "close-watches" rule acts on watches; include "watch" or leave verbs out`);
+    if (r.action === 'close-watches' && r.verbs && !r.verbs.includes('watch'))
+      throw new Error(
+        `faults.rules[${i}].verbs: a "close-watches" rule acts on watches; include "watch" or leave verbs out`,
+      );
   });
   return spec;
 }
@@ -132,7 +144,8 @@ function matches(rule: KubeFaultRule, r: KubeRequestInfo): boolean {
   if (rule.pathPrefix && !r.path.startsWith(rule.pathPrefix)) return false;
   if (rule.resource) {
     const sub = r.subresource ? `/${r.subresource}` : '';
-    if (rule.resource !== `${r.resource}${sub}` && rule.resource !== `${qualified(r.resource, r.group)}${sub}`) return false;
+    if (rule.resource !== `${r.resource}${sub}` && rule.resource !== `${qualified(r.resource, r.group)}${sub}`)
+      return false;
   }
   return true;
 }
@@ -147,22 +160,46 @@ function statusFor(rule: KubeFaultRule, r: KubeRequestInfo): StatusError {
       const user = rule.user ?? 'system:serviceaccount:kube-system:eni-ipam-operator';
       const scope = r.namespace ? `in the namespace "${r.namespace}"` : 'at the cluster scope';
       const subject = r.name ? `${what} "${r.name}"` : what;
-      return new StatusError(403, 'Forbidden', `${subject} is forbidden: User "${user}" cannot ${r.verb} resource "${r.resource}${sub}" in API group "${r.group}" ${scope}`, details);
+      return new StatusError(
+        403,
+        'Forbidden',
+        `${subject} is forbidden: User "${user}" cannot ${r.verb} resource "${r.resource}${sub}" in API group "${r.group}" ${scope}`,
+        details,
+      );
     }
     case 404:
-      return new StatusError(404, 'NotFound', r.name ? `${what} "${r.name}" not found` : 'the server could not find the requested resource', details);
+      return new StatusError(
+        404,
+        'NotFound',
+        r.name ? `${what} "${r.name}" not found` : 'the server could not find the requested resource',
+        details,
+      );
     case 409:
-      return new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${what} "${r.name ?? ''}": the object has been modified; please apply your changes to the latest version and try again`, details);
+      return new StatusError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on ${what} "${r.name ?? ''}": the object has been modified; please apply your changes to the latest version and try again`,
+        details,
+      );
     case 410:
       return new StatusError(410, 'Expired', `too old resource version: 1 (${r.currentRv})`);
     case 429:
-      return new StatusError(429, 'TooManyRequests', 'The server has received too many requests and has asked us to try again later', { retryAfterSeconds: rule.retryAfterSeconds ?? 1 });
+      return new StatusError(
+        429,
+        'TooManyRequests',
+        'The server has received too many requests and has asked us to try again later',
+        { retryAfterSeconds: rule.retryAfterSeconds ?? 1 },
+      );
     case 500:
       return new StatusError(500, 'InternalError', 'Internal error occurred: injected fault');
     case 503:
       return new StatusError(503, 'ServiceUnavailable', 'The server is currently unable to handle the request');
     case 504:
-      return new StatusError(504, 'Timeout', `The ${r.verb} operation against ${what} could not be completed at this time, please try again.`);
+      return new StatusError(
+        504,
+        'Timeout',
+        `The ${r.verb} operation against ${what} could not be completed at this time, please try again.`,
+      );
   }
 }
 
@@ -177,7 +214,13 @@ export class KubeFaultRules {
   set(rules: KubeFaultRule[]): void {
     this.clear();
     const now = Date.now();
-    this.entries = parseKubeFaultSpec({ rules }).rules!.map((rule) => ({ rule: { ...rule }, hits: 0, until: rule.durationMs ? now + rule.durationMs : Infinity, timers: [], held: new Set() }));
+    this.entries = parseKubeFaultSpec({ rules }).rules!.map((rule) => ({
+      rule: { ...rule },
+      hits: 0,
+      until: rule.durationMs ? now + rule.durationMs : Infinity,
+      timers: [],
+      held: new Set(),
+    }));
     for (const e of this.entries) {
       if (e.rule.durationMs) e.timers.push(setTimeout(() => this.end(e), e.rule.durationMs).unref());
       if (e.rule.action === 'close-watches') {
@@ -256,7 +299,21 @@ export class KubeFaultRules {
 }
 
 /** The request as the rules see it, from the server's own routing (HTTP verbs mapped to API verbs). */
-export function faultInfo(verb: string, r: { t: { resource: string; group: string }; namespace?: string; name?: string; subresource?: string }, path: string, currentRv: number): KubeRequestInfo {
+export function faultInfo(
+  verb: string,
+  r: { t: { resource: string; group: string }; namespace?: string; name?: string; subresource?: string },
+  path: string,
+  currentRv: number,
+): KubeRequestInfo {
   const apiVerb = (verb === 'post' ? 'create' : verb === 'put' ? 'update' : verb) as KubeVerb;
-  return { verb: apiVerb, resource: r.t.resource, group: r.t.group, subresource: r.subresource, namespace: r.namespace, name: r.name, path, currentRv };
+  return {
+    verb: apiVerb,
+    resource: r.t.resource,
+    group: r.t.group,
+    subresource: r.subresource,
+    namespace: r.namespace,
+    name: r.name,
+    path,
+    currentRv,
+  };
 }

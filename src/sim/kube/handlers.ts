@@ -2,7 +2,16 @@
 import { randomUUID } from 'node:crypto';
 import YAML from 'yaml';
 import { recordUpdate, serverSideApply } from './apply.js';
-import { StatusError, alreadyExists, badRequest, conflict, invalid, notFound, unsupportedMediaType, type StatusCause } from './errors.js';
+import {
+  StatusError,
+  alreadyExists,
+  badRequest,
+  conflict,
+  invalid,
+  notFound,
+  unsupportedMediaType,
+  type StatusCause,
+} from './errors.js';
 import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
 import { acceptCrd, crdErrors, crdType } from './resources.js';
 import { applyBuiltinDefaults } from './defaults.js';
@@ -37,25 +46,43 @@ export function parseBody(req: Request): any {
   try {
     return req.contentType.includes('yaml') ? YAML.parse(req.body) : JSON.parse(req.body);
   } catch (e) {
-    throw badRequest(`the body of the request is not valid ${req.contentType.includes('yaml') ? 'YAML' : 'JSON'}: ${(e as Error).message.split('\n')[0]}`);
+    throw badRequest(
+      `the body of the request is not valid ${req.contentType.includes('yaml') ? 'YAML' : 'JSON'}: ${(e as Error).message.split('\n')[0]}`,
+    );
   }
 }
 
 /** What the stored object looks like through the version a client asked for. */
-export const served = (o: KubeObject, t: ResourceType, version: string): KubeObject => ({ ...o, apiVersion: groupVersion(t.group, version), kind: t.kind });
+export const served = (o: KubeObject, t: ResourceType, version: string): KubeObject => ({
+  ...o,
+  apiVersion: groupVersion(t.group, version),
+  kind: t.kind,
+});
 
 function checkMetadata(t: ResourceType, o: KubeObject): StatusCause[] {
   const out: StatusCause[] = [];
   const name = o.metadata.name ?? '';
   if (name && (!NAME.test(name) || name.length > 253)) {
-    out.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `metadata.name: Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character` });
+    out.push({
+      reason: 'FieldValueInvalid',
+      field: 'metadata.name',
+      message: `metadata.name: Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+    });
   }
   for (const [k, v] of Object.entries(o.metadata.labels ?? {})) {
     if (typeof v !== 'string' || v.length > 63 || !/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(v)) {
-      out.push({ reason: 'FieldValueInvalid', field: `metadata.labels`, message: `metadata.labels: Invalid value: "${v}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character` });
+      out.push({
+        reason: 'FieldValueInvalid',
+        field: `metadata.labels`,
+        message: `metadata.labels: Invalid value: "${v}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`,
+      });
     }
     if (!/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(k)) {
-      out.push({ reason: 'FieldValueInvalid', field: 'metadata.labels', message: `metadata.labels: Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'` });
+      out.push({
+        reason: 'FieldValueInvalid',
+        field: 'metadata.labels',
+        message: `metadata.labels: Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'`,
+      });
     }
   }
   if (t.kind === 'CustomResourceDefinition') out.push(...crdErrors(o));
@@ -64,7 +91,11 @@ function checkMetadata(t: ResourceType, o: KubeObject): StatusCause[] {
     for (const f of ['acquireTime', 'renewTime'] as const) {
       const v = o.spec?.[f];
       if (v !== undefined && v !== null && !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(String(v))) {
-        out.push({ reason: 'FieldValueInvalid', field: `spec.${f}`, message: `spec.${f}: Invalid value: "${String(v)}": must be a MicroTime (2006-01-02T15:04:05.000000Z07:00)` });
+        out.push({
+          reason: 'FieldValueInvalid',
+          field: `spec.${f}`,
+          message: `spec.${f}: Invalid value: "${String(v)}": must be a MicroTime (2006-01-02T15:04:05.000000Z07:00)`,
+        });
       }
     }
   }
@@ -72,12 +103,20 @@ function checkMetadata(t: ResourceType, o: KubeObject): StatusCause[] {
 }
 
 /** Prunes, defaults and validates a custom object; unknown fields follow fieldValidation. */
-function admitCustom(t: ResourceType, version: string, o: KubeObject, fieldValidation: string, warnings: string[]): StatusCause[] {
+function admitCustom(
+  t: ResourceType,
+  version: string,
+  o: KubeObject,
+  fieldValidation: string,
+  warnings: string[],
+): StatusCause[] {
   const schema = t.schemas?.[version];
   if (!schema) return [];
   const unknown = prune(o, schema);
   if (unknown.length && fieldValidation === 'Strict') {
-    throw badRequest(`${t.kind} in version "${version}" cannot be handled as a ${t.kind}: strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`);
+    throw badRequest(
+      `${t.kind} in version "${version}" cannot be handled as a ${t.kind}: strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`,
+    );
   }
   if (unknown.length && fieldValidation === 'Warn') warnings.push(...unknown.map((f) => `unknown field "${f}"`));
   applyDefaults(o, schema);
@@ -85,11 +124,19 @@ function admitCustom(t: ResourceType, version: string, o: KubeObject, fieldValid
 }
 
 const sameContent = (a: KubeObject, b: KubeObject): boolean => {
-  const strip = (o: KubeObject) => JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: undefined, managedFields: undefined } });
+  const strip = (o: KubeObject) =>
+    JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: undefined, managedFields: undefined } });
   return strip(a) === strip(b);
 };
 
-const outsideMetadata = (o: KubeObject, withStatus: boolean) => JSON.stringify(Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'metadata' && k !== 'apiVersion' && k !== 'kind' && (withStatus || k !== 'status'))));
+const outsideMetadata = (o: KubeObject, withStatus: boolean) =>
+  JSON.stringify(
+    Object.fromEntries(
+      Object.entries(o).filter(
+        ([k]) => k !== 'metadata' && k !== 'apiVersion' && k !== 'kind' && (withStatus || k !== 'status'),
+      ),
+    ),
+  );
 
 /** Handles the kinds' write verbs with the API server's semantics. */
 export class Writer {
@@ -97,7 +144,8 @@ export class Writer {
 
   private fieldValidation(req: Request): string {
     const v = req.query.get('fieldValidation') ?? 'Strict';
-    if (!['Strict', 'Warn', 'Ignore'].includes(v)) throw badRequest(`fieldValidation must be one of Strict, Warn or Ignore, not "${v}"`);
+    if (!['Strict', 'Warn', 'Ignore'].includes(v))
+      throw badRequest(`fieldValidation must be one of Strict, Warn or Ignore, not "${v}"`);
     return v;
   }
 
@@ -110,9 +158,12 @@ export class Writer {
   private checkIdentity(req: Request, o: any): KubeObject {
     if (!o || typeof o !== 'object' || Array.isArray(o)) throw badRequest('the body is not a Kubernetes object');
     const t = req.t;
-    if (o.kind !== undefined && o.kind !== t.kind) throw badRequest(`the kind of the object (${o.kind}) does not match ${t.kind}`);
+    if (o.kind !== undefined && o.kind !== t.kind)
+      throw badRequest(`the kind of the object (${o.kind}) does not match ${t.kind}`);
     if (o.apiVersion !== undefined && o.apiVersion !== groupVersion(t.group, req.version)) {
-      throw badRequest(`the API version in the data (${o.apiVersion}) does not match the expected API version (${groupVersion(t.group, req.version)})`);
+      throw badRequest(
+        `the API version in the data (${o.apiVersion}) does not match the expected API version (${groupVersion(t.group, req.version)})`,
+      );
     }
     o.metadata ??= {};
     if (t.namespaced) {
@@ -127,23 +178,40 @@ export class Writer {
   private requireNamespace(t: ResourceType, ns: string | undefined): void {
     if (!t.namespaced) return;
     const nsType = this.store.types.get('namespaces')!;
-    if (!ns || !this.store.get(nsType, undefined, ns)) throw new StatusError(404, 'NotFound', `namespaces "${ns ?? ''}" not found`, { name: ns, kind: 'namespaces' });
+    if (!ns || !this.store.get(nsType, undefined, ns))
+      throw new StatusError(404, 'NotFound', `namespaces "${ns ?? ''}" not found`, { name: ns, kind: 'namespaces' });
   }
 
   create(req: Request, fromApply = false): Result {
     const t = req.t;
     const o = this.checkIdentity(req, parseBody(req));
     this.requireNamespace(t, o.metadata.namespace);
-    if (!o.metadata.name && o.metadata.generateName) o.metadata.name = `${o.metadata.generateName}${randomUUID().replace(/-/g, '').slice(0, 5)}`;
-    if (!o.metadata.name) throw invalid(t, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'metadata.name: Required value: name or generateName is required' }]);
-    if (req.name && req.name !== o.metadata.name) throw badRequest(`the name of the object (${o.metadata.name}) does not match the name on the URL (${req.name})`);
+    if (!o.metadata.name && o.metadata.generateName)
+      o.metadata.name = `${o.metadata.generateName}${randomUUID().replace(/-/g, '').slice(0, 5)}`;
+    if (!o.metadata.name)
+      throw invalid(t, '', [
+        {
+          reason: 'FieldValueRequired',
+          field: 'metadata.name',
+          message: 'metadata.name: Required value: name or generateName is required',
+        },
+      ]);
+    if (req.name && req.name !== o.metadata.name)
+      throw badRequest(`the name of the object (${o.metadata.name}) does not match the name on the URL (${req.name})`);
     if (this.store.get(t, o.metadata.namespace, o.metadata.name)) throw alreadyExists(t, o.metadata.name);
     if (!t.builtin && t.statusSubresource) delete o.status;
     applyBuiltinDefaults(this.store, t, o);
     const warnings: string[] = [];
-    const causes = [...checkMetadata(t, o), ...(t.builtin ? [] : admitCustom(t, req.version, o, this.fieldValidation(req), warnings))];
+    const causes = [
+      ...checkMetadata(t, o),
+      ...(t.builtin ? [] : admitCustom(t, req.version, o, this.fieldValidation(req), warnings)),
+    ];
     if (causes.length) throw invalid(t, o.metadata.name, causes);
-    Object.assign(o.metadata, { uid: randomUUID(), creationTimestamp: now(), generation: t.generation ? 1 : undefined });
+    Object.assign(o.metadata, {
+      uid: randomUUID(),
+      creationTimestamp: now(),
+      generation: t.generation ? 1 : undefined,
+    });
     delete o.metadata.deletionTimestamp;
     if (!t.generation) delete o.metadata.generation;
     Object.assign(o, { apiVersion: groupVersion(t.group, t.versions[0]!), kind: t.kind });
@@ -157,17 +225,33 @@ export class Writer {
   }
 
   /** The common end of update, patch and apply: everything but how `next` was computed. */
-  private commit(req: Request, old: KubeObject, proposed: KubeObject, manager: string | undefined, recordManagers = true): Result {
+  private commit(
+    req: Request,
+    old: KubeObject,
+    proposed: KubeObject,
+    manager: string | undefined,
+    recordManagers = true,
+  ): Result {
     const t = req.t;
     const next = structuredClone(proposed);
     next.metadata ??= {};
     const preconditionRv = next.metadata.resourceVersion;
     if (preconditionRv && preconditionRv !== old.metadata.resourceVersion) throw conflict(t, old.metadata.name!);
     if (next.metadata.name !== undefined && next.metadata.name !== old.metadata.name) {
-      throw badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${old.metadata.name})`);
+      throw badRequest(
+        `the name of the object (${next.metadata.name}) does not match the name on the URL (${old.metadata.name})`,
+      );
     }
     // Identity and server-owned metadata stay as they are.
-    for (const k of ['name', 'namespace', 'uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
+    for (const k of [
+      'name',
+      'namespace',
+      'uid',
+      'creationTimestamp',
+      'deletionTimestamp',
+      'deletionGracePeriodSeconds',
+      'generation',
+    ] as const) {
       if (old.metadata[k] === undefined) delete next.metadata[k];
       else next.metadata[k] = old.metadata[k] as never;
     }
@@ -184,15 +268,25 @@ export class Writer {
       else next.status = structuredClone(old.status);
     }
     const warnings: string[] = [];
-    const causes = [...checkMetadata(t, next), ...(t.builtin ? [] : admitCustom(t, req.version, next, this.fieldValidation(req), warnings))];
+    const causes = [
+      ...checkMetadata(t, next),
+      ...(t.builtin ? [] : admitCustom(t, req.version, next, this.fieldValidation(req), warnings)),
+    ];
     if (causes.length) throw invalid(t, old.metadata.name!, causes);
     if (old.metadata.deletionTimestamp) {
       const added = (next.metadata.finalizers ?? []).filter((f) => !(old.metadata.finalizers ?? []).includes(f));
       if (added.length) {
-        throw invalid(t, old.metadata.name!, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: 'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted' }]);
+        throw invalid(t, old.metadata.name!, [
+          {
+            reason: 'FieldValueForbidden',
+            field: 'metadata.finalizers',
+            message: 'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted',
+          },
+        ]);
       }
     }
-    if (t.generation && outsideMetadata(old, !t.statusSubresource) !== outsideMetadata(next, !t.statusSubresource)) next.metadata.generation = (old.metadata.generation ?? 1) + 1;
+    if (t.generation && outsideMetadata(old, !t.statusSubresource) !== outsideMetadata(next, !t.statusSubresource))
+      next.metadata.generation = (old.metadata.generation ?? 1) + 1;
     if (recordManagers) recordUpdate(old, next, manager, next.apiVersion!);
     if (!next.metadata.finalizers?.length) delete next.metadata.finalizers;
     if (this.dryRun(req)) return { status: 200, body: served(next, t, req.version), warnings };
@@ -224,7 +318,13 @@ export class Writer {
     const old = this.existing(req);
     const o = this.checkIdentity(req, parseBody(req));
     if (!req.t.builtin && !o.metadata.resourceVersion) {
-      throw invalid(req.t, req.name!, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update' }]);
+      throw invalid(req.t, req.name!, [
+        {
+          reason: 'FieldValueInvalid',
+          field: 'metadata.resourceVersion',
+          message: 'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update',
+        },
+      ]);
     }
     return this.commit(req, old, o, req.query.get('fieldManager') ?? undefined);
   }
@@ -235,26 +335,57 @@ export class Writer {
     const force = req.query.get('force');
     if (type === 'application/apply-patch+yaml' || type === 'application/apply-patch+cbor') {
       if (!manager) {
-        throw new StatusError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch', {
-          causes: [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }],
-        });
+        throw new StatusError(
+          422,
+          'Invalid',
+          'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+          {
+            causes: [
+              {
+                reason: 'FieldValueRequired',
+                field: 'fieldManager',
+                message: 'Required value: is required for apply patch',
+              },
+            ],
+          },
+        );
       }
       const config = this.checkIdentity(req, parseBody(req));
       const old = this.store.get(req.t, req.namespace, req.name!);
       if (!old) {
         config.metadata.name ??= req.name;
         const applied = serverSideApply(undefined, config, manager, true, groupVersion(req.t.group, req.version));
-        return this.create({ ...req, body: JSON.stringify(applied), contentType: 'application/json', query: withoutForce(req.query) }, true);
+        return this.create(
+          { ...req, body: JSON.stringify(applied), contentType: 'application/json', query: withoutForce(req.query) },
+          true,
+        );
       }
       const base = structuredClone(old);
       if (req.subresource === 'status') delete config.spec;
       const applied = serverSideApply(base, config, manager, force === 'true', groupVersion(req.t.group, req.version));
-      return this.commit(req, old, { ...applied, metadata: { ...applied.metadata, resourceVersion: config.metadata.resourceVersion } }, manager, false);
+      return this.commit(
+        req,
+        old,
+        { ...applied, metadata: { ...applied.metadata, resourceVersion: config.metadata.resourceVersion } },
+        manager,
+        false,
+      );
     }
     if (force !== null) {
-      throw new StatusError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch', {
-        causes: [{ reason: 'FieldValueForbidden', field: 'force', message: 'Forbidden: may not be specified for non-apply patch' }],
-      });
+      throw new StatusError(
+        422,
+        'Invalid',
+        'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch',
+        {
+          causes: [
+            {
+              reason: 'FieldValueForbidden',
+              field: 'force',
+              message: 'Forbidden: may not be specified for non-apply patch',
+            },
+          ],
+        },
+      );
     }
     const old = this.existing(req);
     const body = parseBody(req);
@@ -268,7 +399,10 @@ export class Writer {
     // A resourceVersion in the patch is a precondition; the stored one is not.
     const rvInPatch = type === 'application/json-patch+json' ? undefined : body?.metadata?.resourceVersion;
     next.metadata = { ...next.metadata, resourceVersion: rvInPatch };
-    if (type === 'application/json-patch+json' && (body as any[]).some((op) => op?.path === '/metadata/resourceVersion' && op.op !== 'test')) {
+    if (
+      type === 'application/json-patch+json' &&
+      (body as any[]).some((op) => op?.path === '/metadata/resourceVersion' && op.op !== 'test')
+    ) {
       next.metadata.resourceVersion = (body as any[]).find((op) => op?.path === '/metadata/resourceVersion').value;
     }
     return this.commit(req, old, next, manager);
@@ -286,7 +420,10 @@ export class Writer {
       }
     }
     const pre = opts.preconditions ?? {};
-    if ((pre.resourceVersion && pre.resourceVersion !== old.metadata.resourceVersion) || (pre.uid && pre.uid !== old.metadata.uid)) {
+    if (
+      (pre.resourceVersion && pre.resourceVersion !== old.metadata.resourceVersion) ||
+      (pre.uid && pre.uid !== old.metadata.uid)
+    ) {
       throw conflict(t, old.metadata.name!);
     }
     const dry = this.dryRun(req);
@@ -326,9 +463,21 @@ export class Writer {
   deleteCollection(req: Request): Result {
     const labels = parseLabelSelector(req.query.get('labelSelector') ?? undefined);
     const fields = parseFieldSelector(req.query.get('fieldSelector') ?? undefined, req.t);
-    const items = this.store.list(req.t, req.namespace).filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(fields, o));
-    const deleted = items.map((o) => this.delete({ ...req, name: o.metadata.name, namespace: o.metadata.namespace, body: undefined }).body);
-    return { status: 200, body: { kind: req.t.listKind, apiVersion: groupVersion(req.t.group, req.version), metadata: { resourceVersion: String(this.store.rv) }, items: deleted } };
+    const items = this.store
+      .list(req.t, req.namespace)
+      .filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(fields, o));
+    const deleted = items.map(
+      (o) => this.delete({ ...req, name: o.metadata.name, namespace: o.metadata.namespace, body: undefined }).body,
+    );
+    return {
+      status: 200,
+      body: {
+        kind: req.t.listKind,
+        apiVersion: groupVersion(req.t.group, req.version),
+        metadata: { resourceVersion: String(this.store.rv) },
+        items: deleted,
+      },
+    };
   }
 
   /** What goes with an object: a CRD takes its objects and kind; a namespace its contents. */
@@ -336,14 +485,16 @@ export class Writer {
     if (typeKey(t) === CRD_KEY) {
       const ct = this.store.types.get(`${last.spec.names.plural}.${last.spec.group}`);
       if (ct) {
-        for (const o of this.store.list(ct)) this.store.remove(ct, { ...o, metadata: { ...o.metadata, resourceVersion: this.store.nextRv() } });
+        for (const o of this.store.list(ct))
+          this.store.remove(ct, { ...o, metadata: { ...o.metadata, resourceVersion: this.store.nextRv() } });
         this.store.unregister(ct);
       }
     }
     if (t.resource === 'namespaces' && !t.group) {
       for (const nt of this.store.types.values()) {
         if (!nt.namespaced) continue;
-        for (const o of this.store.list(nt, last.metadata.name)) this.store.remove(nt, { ...o, metadata: { ...o.metadata, resourceVersion: this.store.nextRv() } });
+        for (const o of this.store.list(nt, last.metadata.name))
+          this.store.remove(nt, { ...o, metadata: { ...o.metadata, resourceVersion: this.store.nextRv() } });
       }
     }
   }

@@ -93,7 +93,13 @@ function seed(store: Store): void {
     const o: KubeObject = {
       apiVersion: 'v1',
       kind: 'Namespace',
-      metadata: { name, uid: crypto.randomUUID(), creationTimestamp: now(), labels: { 'kubernetes.io/metadata.name': name }, resourceVersion: store.nextRv() },
+      metadata: {
+        name,
+        uid: crypto.randomUUID(),
+        creationTimestamp: now(),
+        labels: { 'kubernetes.io/metadata.name': name },
+        resourceVersion: store.nextRv(),
+      },
       spec: { finalizers: ['kubernetes'] },
       status: { phase: 'Active' },
     };
@@ -104,7 +110,9 @@ function seed(store: Store): void {
 /** Adds the bootstrap RBAC objects a real API server keeps (idempotent, so a loaded state keeps its edits). */
 function seedPolicy(store: Store): void {
   for (const o of bootstrapPolicy()) {
-    const t = store.types.get(`${o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings'}.rbac.authorization.k8s.io`)!;
+    const t = store.types.get(
+      `${o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings'}.rbac.authorization.k8s.io`,
+    )!;
     if (store.get(t, undefined, o.metadata.name!)) continue;
     Object.assign(o.metadata, { uid: crypto.randomUUID(), creationTimestamp: now(), resourceVersion: store.nextRv() });
     store.put(t, o);
@@ -116,11 +124,13 @@ function seedPolicy(store: Store): void {
  * `serviceAccountToken` volume: `issueServiceAccountToken(emu, { namespace, serviceAccount,
  * audiences, expirationSeconds, boundObject: { kind: 'Pod', name, uid } })`.
  */
-export const issueServiceAccountToken = (emu: KubeEmulator, input: TokenRequestInput): IssuedToken => emu.issueServiceAccountToken(input);
+export const issueServiceAccountToken = (emu: KubeEmulator, input: TokenRequestInput): IssuedToken =>
+  emu.issueServiceAccountToken(input);
 
 export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise<KubeEmulator> {
   // kubectl and client-go send bearer tokens and client certificates only over HTTPS.
-  if (opts.auth && !opts.tls) throw new Error('the Kubernetes emulator needs tls for auth: clients send credentials only over HTTPS');
+  if (opts.auth && !opts.tls)
+    throw new Error('the Kubernetes emulator needs tls for auth: clients send credentials only over HTTPS');
   const store = new Store(opts.historyLimit ?? 10_000, opts.statePath);
   if (!store.load()) seed(store);
   if (opts.auth) seedPolicy(store);
@@ -145,12 +155,22 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   // Set below, once the listener exists.
   let refuseConnections: (ms: number) => Promise<void> = async () => {};
   const admin = adminHandler(faultRules, (ms) => refuseConnections(ms));
-  const serve = (req: IncomingMessage, res: ServerResponse) => void (req.url?.startsWith(ADMIN) ? admin(req, res) : handler(req, res));
-  const pki: ClusterPki | undefined = opts.tls ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : [], saved.ca) : undefined;
-  if (keysPath) saveKeys(keysPath, { ca: pki ? { cert: pki.caCert, key: pki.caKey } : saved.ca, serviceAccountKey: tokens.privateKeyPem() });
+  const serve = (req: IncomingMessage, res: ServerResponse) =>
+    void (req.url?.startsWith(ADMIN) ? admin(req, res) : handler(req, res));
+  const pki: ClusterPki | undefined = opts.tls
+    ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : [], saved.ca)
+    : undefined;
+  if (keysPath)
+    saveKeys(keysPath, {
+      ca: pki ? { cert: pki.caCert, key: pki.caKey } : saved.ca,
+      serviceAccountKey: tokens.privateKeyPem(),
+    });
   const server: Server = pki
     ? // Client certificates are asked for, not required: the API server also takes tokens and anonymous requests.
-      createHttpsServer({ cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert, requestCert: true, rejectUnauthorized: false }, serve)
+      createHttpsServer(
+        { cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert, requestCert: true, rejectUnauthorized: false },
+        serve,
+      )
     : createServer(serve);
   server.on('connection', (s) => {
     sockets.add(s);
@@ -172,7 +192,11 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   // Clients reach an any-address listener on loopback, which the serving certificate covers.
   const clientHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   const clientUrl = `${pki ? 'https' : 'http'}://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${port}`;
-  const kubeconfig = kubeconfigFor(clientUrl, 'default', pki ? { caCert: pki.caCert, clientCert: pki.adminCert, clientKey: pki.adminKey } : { token: adminToken });
+  const kubeconfig = kubeconfigFor(
+    clientUrl,
+    'default',
+    pki ? { caCert: pki.caCert, clientCert: pki.adminCert, clientKey: pki.adminKey } : { token: adminToken },
+  );
   if (opts.kubeconfigPath) writeFileSync(opts.kubeconfigPath, kubeconfig, { mode: 0o600 });
   const caPath = pki && opts.kubeconfigPath ? join(dirname(opts.kubeconfigPath), 'ca.crt') : undefined;
   if (caPath) writeFileSync(caPath, pki!.caCert);
@@ -230,7 +254,8 @@ const ADMIN = '/_emulator/';
 /** GET, PUT and DELETE /_emulator/faults: the fault rules over HTTP, for `eni-ipam emulate kube` users. */
 function adminHandler(rules: KubeFaultRules, refuse: (ms: number) => Promise<void>) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const json = (status: number, body: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const json = (status: number, body: unknown) =>
+      void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     const route = `${req.method} ${new URL(req.url ?? '/', 'http://kube').pathname.slice(ADMIN.length)}`;
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -241,7 +266,9 @@ function adminHandler(rules: KubeFaultRules, refuse: (ms: number) => Promise<voi
       try {
         spec = parseKubeFaultSpec(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
       } catch (e) {
-        return json(400, { error: e instanceof SyntaxError ? `the body is not JSON: ${e.message}` : (e as Error).message });
+        return json(400, {
+          error: e instanceof SyntaxError ? `the body is not JSON: ${e.message}` : (e as Error).message,
+        });
       }
       rules.set(spec.rules ?? []);
       json(200, { rules: rules.list(), unreachableMs: spec.unreachableMs });

@@ -16,7 +16,9 @@ const b64 = (s: string) => Buffer.from(s).toString('base64');
  * over plain HTTP client-node needs insecure-skip-tls-verify.
  */
 export function kubeconfigFor(url: string, namespace = 'default', creds: KubeconfigCredentials = {}): string {
-  const cluster = creds.caCert ? { server: url, 'certificate-authority-data': b64(creds.caCert) } : { server: url, 'insecure-skip-tls-verify': true };
+  const cluster = creds.caCert
+    ? { server: url, 'certificate-authority-data': b64(creds.caCert) }
+    : { server: url, 'insecure-skip-tls-verify': true };
   const user =
     creds.clientCert && creds.clientKey
       ? { 'client-certificate-data': b64(creds.clientCert), 'client-key-data': b64(creds.clientKey) }
@@ -26,7 +28,9 @@ export function kubeconfigFor(url: string, namespace = 'default', creds: Kubecon
     kind: 'Config',
     clusters: [{ name: 'eni-ipam-emulator', cluster }],
     users: [{ name: 'emulator-admin', user }],
-    contexts: [{ name: 'eni-ipam-emulator', context: { cluster: 'eni-ipam-emulator', user: 'emulator-admin', namespace } }],
+    contexts: [
+      { name: 'eni-ipam-emulator', context: { cluster: 'eni-ipam-emulator', user: 'emulator-admin', namespace } },
+    ],
     'current-context': 'eni-ipam-emulator',
     preferences: {},
   });

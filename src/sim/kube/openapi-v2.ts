@@ -41,22 +41,45 @@ const DOCUMENT = protobuf.parse(GNOSTIC_PROTO, { keepCase: true }).root.lookupTy
 
 const reverseGroup = (group: string) => group.split('.').reverse().join('.');
 export const definitionName = (t: ResourceType, version: string): string =>
-  t.builtin ? `io.k8s.api.${t.group.split('.')[0] || 'core'}.${version}.${t.kind}` : `${reverseGroup(t.group)}.${version}.${t.kind}`;
+  t.builtin
+    ? `io.k8s.api.${t.group.split('.')[0] || 'core'}.${version}.${t.kind}`
+    : `${reverseGroup(t.group)}.${version}.${t.kind}`;
 
 /** A structural v3 schema as the API server publishes it in v2 (no nullable types, int-or-string open). */
 function toV2(s: any): any {
   if (!s || typeof s !== 'object') return {};
   // Fields the server keeps unknown content in, or that v2 cannot type, are published untyped.
-  if (s['x-kubernetes-int-or-string'] || s.nullable || s['x-kubernetes-preserve-unknown-fields'] || s.anyOf || s.oneOf) {
+  if (
+    s['x-kubernetes-int-or-string'] ||
+    s.nullable ||
+    s['x-kubernetes-preserve-unknown-fields'] ||
+    s.anyOf ||
+    s.oneOf
+  ) {
     return s.description ? { description: s.description } : {};
   }
   const out: any = {};
-  for (const k of ['type', 'format', 'description', 'required', 'enum', 'maximum', 'minimum', 'maxLength', 'minLength', 'pattern', 'maxItems', 'minItems']) {
+  for (const k of [
+    'type',
+    'format',
+    'description',
+    'required',
+    'enum',
+    'maximum',
+    'minimum',
+    'maxLength',
+    'minLength',
+    'pattern',
+    'maxItems',
+    'minItems',
+  ]) {
     if (s[k] !== undefined) out[k] = s[k];
   }
   if (s.properties) out.properties = Object.fromEntries(Object.entries(s.properties).map(([k, v]) => [k, toV2(v)]));
   if (s.items) out.items = toV2(s.items);
-  if (s.additionalProperties !== undefined) out.additionalProperties = typeof s.additionalProperties === 'object' ? toV2(s.additionalProperties) : s.additionalProperties;
+  if (s.additionalProperties !== undefined)
+    out.additionalProperties =
+      typeof s.additionalProperties === 'object' ? toV2(s.additionalProperties) : s.additionalProperties;
   if (out.type === 'object' && !out.properties && out.additionalProperties === undefined) out.additionalProperties = {};
   return out;
 }
@@ -65,7 +88,12 @@ function kindSchema(t: ResourceType, version: string): any {
   const gvk = [{ group: t.group, version, kind: t.kind }];
   const custom = t.schemas?.[version];
   if (!custom || custom['x-kubernetes-preserve-unknown-fields']) {
-    return { type: 'object', description: `${t.kind} (validated by the server)`, additionalProperties: {}, 'x-kubernetes-group-version-kind': gvk };
+    return {
+      type: 'object',
+      description: `${t.kind} (validated by the server)`,
+      additionalProperties: {},
+      'x-kubernetes-group-version-kind': gvk,
+    };
   }
   const schema = toV2(custom);
   schema.type = 'object';
@@ -81,9 +109,14 @@ function kindSchema(t: ResourceType, version: string): any {
 /** The Swagger 2.0 document for every served kind and version. */
 export function openApiV2(store: Store) {
   const definitions: Record<string, any> = {
-    'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta': { type: 'object', description: 'standard object metadata', additionalProperties: {} },
+    'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta': {
+      type: 'object',
+      description: 'standard object metadata',
+      additionalProperties: {},
+    },
   };
-  for (const t of store.types.values()) for (const v of t.versions) definitions[definitionName(t, v)] = kindSchema(t, v);
+  for (const t of store.types.values())
+    for (const v of t.versions) definitions[definitionName(t, v)] = kindSchema(t, v);
   return { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.32.4' }, paths: {}, definitions };
 }
 
@@ -91,16 +124,28 @@ export function openApiV2(store: Store) {
 function gnosticSchema(s: any): any {
   const out: any = {};
   if (s.$ref) out._ref = s.$ref;
-  for (const k of ['format', 'description', 'required', 'maximum', 'minimum', 'pattern']) if (s[k] !== undefined) out[k] = s[k];
-  for (const [k, g] of [['maxLength', 'max_length'], ['minLength', 'min_length'], ['maxItems', 'max_items'], ['minItems', 'min_items']] as const) {
+  for (const k of ['format', 'description', 'required', 'maximum', 'minimum', 'pattern'])
+    if (s[k] !== undefined) out[k] = s[k];
+  for (const [k, g] of [
+    ['maxLength', 'max_length'],
+    ['minLength', 'min_length'],
+    ['maxItems', 'max_items'],
+    ['minItems', 'min_items'],
+  ] as const) {
     if (s[k] !== undefined) out[g] = s[k];
   }
   if (s.type) out.type = { value: [s.type] };
   if (s.enum) out.enum = s.enum.map((e: unknown) => ({ yaml: YAML.stringify(e).trimEnd() }));
   if (s.items) out.items = { schema: [gnosticSchema(s.items)] };
-  if (s.properties) out.properties = { additional_properties: Object.entries(s.properties).map(([name, v]) => ({ name, value: gnosticSchema(v) })) };
+  if (s.properties)
+    out.properties = {
+      additional_properties: Object.entries(s.properties).map(([name, v]) => ({ name, value: gnosticSchema(v) })),
+    };
   if (s.additionalProperties !== undefined) {
-    out.additional_properties = typeof s.additionalProperties === 'boolean' ? { boolean: s.additionalProperties } : { schema: gnosticSchema(s.additionalProperties) };
+    out.additional_properties =
+      typeof s.additionalProperties === 'boolean'
+        ? { boolean: s.additionalProperties }
+        : { schema: gnosticSchema(s.additionalProperties) };
   }
   const ext = Object.entries(s).filter(([k]) => k.startsWith('x-'));
   if (ext.length) out.vendor_extension = ext.map(([name, v]) => ({ name, value: { yaml: YAML.stringify(v) } }));
@@ -113,7 +158,9 @@ export function openApiV2Protobuf(doc: ReturnType<typeof openApiV2>): Uint8Array
     swagger: doc.swagger,
     info: doc.info,
     paths: {},
-    definitions: { additional_properties: Object.entries(doc.definitions).map(([name, s]) => ({ name, value: gnosticSchema(s) })) },
+    definitions: {
+      additional_properties: Object.entries(doc.definitions).map(([name, s]) => ({ name, value: gnosticSchema(s) })),
+    },
   };
   return DOCUMENT.encode(DOCUMENT.fromObject(message)).finish();
 }

@@ -25,16 +25,31 @@ const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 
 const pem = (label: string, der: ArrayBuffer) =>
-  `-----BEGIN ${label}-----\n${Buffer.from(der).toString('base64').match(/.{1,64}/g)!.join('\n')}\n-----END ${label}-----\n`;
+  `-----BEGIN ${label}-----\n${Buffer.from(der)
+    .toString('base64')
+    .match(/.{1,64}/g)!
+    .join('\n')}\n-----END ${label}-----\n`;
 
 const keys = () => webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']) as Promise<webcrypto.CryptoKeyPair>;
 const privatePem = async (k: webcrypto.CryptoKey) => pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', k));
-const serial = () => Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1');
+const serial = () =>
+  Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+    .toString('hex')
+    .replace(/^[89a-f]/, '1');
 
 /** In-cluster names of the API server (the `kubernetes` Service in `default`). */
-const CLUSTER_NAMES = ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
+const CLUSTER_NAMES = [
+  'localhost',
+  'kubernetes',
+  'kubernetes.default',
+  'kubernetes.default.svc',
+  'kubernetes.default.svc.cluster.local',
+];
 
-async function newCa(notBefore: Date, notAfter: Date): Promise<{ ca: x509.X509Certificate; privateKey: webcrypto.CryptoKey }> {
+async function newCa(
+  notBefore: Date,
+  notAfter: Date,
+): Promise<{ ca: x509.X509Certificate; privateKey: webcrypto.CryptoKey }> {
   const caKeys = await keys();
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
@@ -45,7 +60,10 @@ async function newCa(notBefore: Date, notAfter: Date): Promise<{ ca: x509.X509Ce
     signingAlgorithm: ALG,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+        true,
+      ),
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
@@ -66,7 +84,8 @@ async function importCa(existing: ExistingCa): Promise<{ ca: x509.X509Certificat
 
 export async function makeClusterPki(extraSans: string[] = [], existing?: ExistingCa): Promise<ClusterPki> {
   for (const s of extraSans) {
-    if (!isIP(s) && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i.test(s)) throw new Error(`TLS address "${s}" is neither an IP address nor a DNS name`);
+    if (!isIP(s) && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i.test(s))
+      throw new Error(`TLS address "${s}" is neither an IP address nor a DNS name`);
   }
   const notBefore = new Date(Date.now() - 60_000);
   const notAfter = new Date(Date.now() + 10 * YEAR_MS);
@@ -100,5 +119,12 @@ export async function makeClusterPki(extraSans: string[] = [], existing?: Existi
   );
   const admin = await leaf('CN=kubernetes-admin, O=system:masters', x509.ExtendedKeyUsage.clientAuth, []);
   const caKey = existing?.key ?? (await privatePem(caPrivateKey));
-  return { caCert: ca.toString('pem') + '\n', caKey, serverCert: server.cert, serverKey: server.key, adminCert: admin.cert, adminKey: admin.key };
+  return {
+    caCert: ca.toString('pem') + '\n',
+    caKey,
+    serverCert: server.cert,
+    serverKey: server.key,
+    adminCert: admin.cert,
+    adminKey: admin.key,
+  };
 }

@@ -169,16 +169,39 @@ export const INLINE = new Set(['Probe.handler', 'Volume.volumeSource', '*.localO
 
 /** Pointer fields of these kinds whose zero value means something (see KEEP_ZERO). */
 export const POD_KEEP_ZERO = [
-  ...['runAsUser', 'runAsGroup', 'runAsNonRoot', 'privileged', 'readOnlyRootFilesystem', 'allowPrivilegeEscalation'].map((f) => `SecurityContext.${f}`),
+  ...[
+    'runAsUser',
+    'runAsGroup',
+    'runAsNonRoot',
+    'privileged',
+    'readOnlyRootFilesystem',
+    'allowPrivilegeEscalation',
+  ].map((f) => `SecurityContext.${f}`),
   ...['runAsUser', 'runAsGroup', 'runAsNonRoot', 'fsGroup'].map((f) => `PodSecurityContext.${f}`),
-  ...['terminationGracePeriodSeconds', 'activeDeadlineSeconds', 'automountServiceAccountToken', 'enableServiceLinks', 'priority', 'hostUsers', 'setHostnameAsFQDN', 'shareProcessNamespace'].map(
-    (f) => `PodSpec.${f}`,
-  ),
+  ...[
+    'terminationGracePeriodSeconds',
+    'activeDeadlineSeconds',
+    'automountServiceAccountToken',
+    'enableServiceLinks',
+    'priority',
+    'hostUsers',
+    'setHostnameAsFQDN',
+    'shareProcessNamespace',
+  ].map((f) => `PodSpec.${f}`),
   'Probe.terminationGracePeriodSeconds',
-  ...['ConfigMapKeySelector', 'SecretKeySelector', 'ConfigMapEnvSource', 'SecretEnvSource', 'SecretVolumeSource', 'ConfigMapVolumeSource', 'SecretProjection', 'ConfigMapProjection'].map(
-    (m) => `${m}.optional`,
+  ...[
+    'ConfigMapKeySelector',
+    'SecretKeySelector',
+    'ConfigMapEnvSource',
+    'SecretEnvSource',
+    'SecretVolumeSource',
+    'ConfigMapVolumeSource',
+    'SecretProjection',
+    'ConfigMapProjection',
+  ].map((m) => `${m}.optional`),
+  ...['SecretVolumeSource', 'ConfigMapVolumeSource', 'DownwardAPIVolumeSource', 'ProjectedVolumeSource'].map(
+    (m) => `${m}.defaultMode`,
   ),
-  ...['SecretVolumeSource', 'ConfigMapVolumeSource', 'DownwardAPIVolumeSource', 'ProjectedVolumeSource'].map((m) => `${m}.defaultMode`),
   'KeyToPath.mode',
   'DownwardAPIVolumeFile.mode',
   'ServiceAccountTokenProjection.expirationSeconds',

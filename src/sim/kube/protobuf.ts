@@ -28,11 +28,14 @@ function toJson(type: protobuf.Type, msg: Record<string, any>): Record<string, a
     const keepZero = KEEP_ZERO.has(`${type.name}.${name}`);
     const convert = (v: any): any => {
       const sub = field.resolvedType;
-      if (!(sub instanceof protobuf.Type)) return field.type === 'bytes' ? Buffer.from(v, 'base64').toString('base64') : v;
+      if (!(sub instanceof protobuf.Type))
+        return field.type === 'bytes' ? Buffer.from(v, 'base64').toString('base64') : v;
       switch (sub.name) {
         case 'Time':
         case 'MicroTime':
-          return v.seconds || v.nanos ? rfc3339(Number(v.seconds ?? 0), Number(v.nanos ?? 0), sub.name === 'MicroTime') : undefined;
+          return v.seconds || v.nanos
+            ? rfc3339(Number(v.seconds ?? 0), Number(v.nanos ?? 0), sub.name === 'MicroTime')
+            : undefined;
         case 'IntOrString':
           return Number(v.type ?? 0) === 1 ? (v.strVal ?? '') : (v.intVal ?? 0);
         case 'Quantity':
@@ -50,7 +53,9 @@ function toJson(type: protobuf.Type, msg: Record<string, any>): Record<string, a
     if (field.map) {
       const entries = Object.entries(value as Record<string, any>);
       if (!entries.length) continue;
-      converted = Object.fromEntries(entries.map(([k, v]) => [k, field.type === 'bytes' ? Buffer.from(v, 'base64').toString('base64') : convert(v)]));
+      converted = Object.fromEntries(
+        entries.map(([k, v]) => [k, field.type === 'bytes' ? Buffer.from(v, 'base64').toString('base64') : convert(v)]),
+      );
     } else if (field.repeated) {
       if (!(value as any[]).length) continue;
       converted = (value as any[]).map(convert);
@@ -80,7 +85,10 @@ function decodeExactly(type: protobuf.Type, raw: Uint8Array, what: string): Reco
       `the protobuf ${what} has fields the emulator does not decode; send it as JSON (Content-Type: application/json) instead`,
     );
   }
-  return type.toObject(msg, { longs: Number, bytes: String, defaults: false, arrays: false, objects: false }) as Record<string, any>;
+  return type.toObject(msg, { longs: Number, bytes: String, defaults: false, arrays: false, objects: false }) as Record<
+    string,
+    any
+  >;
 }
 
 /**

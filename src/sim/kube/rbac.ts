@@ -6,7 +6,15 @@ import type { KubeObject } from './types.js';
 
 /** What a request asks to do, as the API server's RequestInfo describes it. */
 export type Attributes =
-  | { resourceRequest: true; verb: string; apiGroup: string; resource: string; subresource?: string; name?: string; namespace?: string }
+  | {
+      resourceRequest: true;
+      verb: string;
+      apiGroup: string;
+      resource: string;
+      subresource?: string;
+      name?: string;
+      namespace?: string;
+    }
   | { resourceRequest: false; verb: string; path: string };
 
 export interface PolicyRule {
@@ -50,7 +58,9 @@ const labelsMatch = (selector: any, labels: Record<string, string> = {}): boolea
 function clusterRoleRules(store: Store, role: KubeObject): PolicyRule[] {
   const selectors: any[] = role.aggregationRule?.clusterRoleSelectors ?? [];
   if (!selectors.length) return role.rules ?? [];
-  const picked = list(store, 'clusterroles').filter((r) => r !== role && selectors.some((s) => labelsMatch(s, r.metadata.labels)));
+  const picked = list(store, 'clusterroles').filter(
+    (r) => r !== role && selectors.some((s) => labelsMatch(s, r.metadata.labels)),
+  );
   return [...(role.rules ?? []), ...picked.flatMap((r) => r.rules ?? [])];
 }
 
@@ -58,12 +68,17 @@ function ruleAllows(rule: PolicyRule, a: Attributes): boolean {
   const has = (xs: string[] | undefined, v: string) => (xs ?? []).includes('*') || (xs ?? []).includes(v);
   if (!has(rule.verbs, a.verb)) return false;
   if (!a.resourceRequest) {
-    return (rule.nonResourceURLs ?? []).some((u) => u === '*' || u === a.path || (u.endsWith('*') && a.path.startsWith(u.slice(0, -1))));
+    return (rule.nonResourceURLs ?? []).some(
+      (u) => u === '*' || u === a.path || (u.endsWith('*') && a.path.startsWith(u.slice(0, -1))),
+    );
   }
   if (!has(rule.apiGroups, a.apiGroup)) return false;
   const combined = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
   const resources = rule.resources ?? [];
-  const resourceOk = resources.includes('*') || resources.includes(combined) || (a.subresource !== undefined && resources.includes(`*/${a.subresource}`));
+  const resourceOk =
+    resources.includes('*') ||
+    resources.includes(combined) ||
+    (a.subresource !== undefined && resources.includes(`*/${a.subresource}`));
   if (!resourceOk) return false;
   return !rule.resourceNames?.length || (a.name !== undefined && rule.resourceNames.includes(a.name));
 }
@@ -79,8 +94,13 @@ export function rulesFor(store: Store, user: Identity, namespace: string | undef
     return role?.rules ?? [];
   };
   const granted = (bindings: KubeObject[], ns: string | undefined) =>
-    bindings.filter((b) => (b.subjects ?? []).some((s: any) => matchesSubject(user, s, ns))).flatMap((b) => roleRules(b.roleRef, ns));
-  return [...granted(list(store, 'clusterrolebindings'), undefined), ...(namespace ? granted(list(store, 'rolebindings', namespace), namespace) : [])];
+    bindings
+      .filter((b) => (b.subjects ?? []).some((s: any) => matchesSubject(user, s, ns)))
+      .flatMap((b) => roleRules(b.roleRef, ns));
+  return [
+    ...granted(list(store, 'clusterrolebindings'), undefined),
+    ...(namespace ? granted(list(store, 'rolebindings', namespace), namespace) : []),
+  ];
 }
 
 /** RBAC as kube-apiserver evaluates it, with `system:masters` always allowed. RoleBindings never grant non-resource URLs. */
@@ -91,7 +111,8 @@ export function authorize(store: Store, user: Identity, a: Attributes): boolean 
 
 /** The 403 the API server answers with (k8s.io/apiserver responsewriters.forbiddenMessage). */
 export function forbidden(user: Identity, a: Attributes): StatusError {
-  if (!a.resourceRequest) return new StatusError(403, 'Forbidden', `forbidden: User "${user.name}" cannot ${a.verb} path "${a.path}"`, {});
+  if (!a.resourceRequest)
+    return new StatusError(403, 'Forbidden', `forbidden: User "${user.name}" cannot ${a.verb} path "${a.path}"`, {});
   const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
   const where = a.namespace ? `in the namespace "${a.namespace}"` : 'at the cluster scope';
   const reason = `User "${user.name}" cannot ${a.verb} resource "${resource}" in API group "${a.apiGroup}" ${where}`;
@@ -103,13 +124,21 @@ export function forbidden(user: Identity, a: Attributes): StatusError {
 const clusterRole = (name: string, rules: PolicyRule[]): KubeObject => ({
   apiVersion: `${RBAC}/v1`,
   kind: 'ClusterRole',
-  metadata: { name, labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' }, annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' } },
+  metadata: {
+    name,
+    labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+    annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+  },
   rules,
 });
 const clusterRoleBinding = (name: string, groups: string[]): KubeObject => ({
   apiVersion: `${RBAC}/v1`,
   kind: 'ClusterRoleBinding',
-  metadata: { name, labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' }, annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' } },
+  metadata: {
+    name,
+    labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+    annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+  },
   roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name },
   subjects: groups.map((g) => ({ apiGroup: RBAC, kind: 'Group', name: g })),
 });
@@ -123,16 +152,32 @@ export function bootstrapPolicy(): KubeObject[] {
       { nonResourceURLs: ['*'], verbs: ['*'] },
     ]),
     clusterRoleBinding('cluster-admin', ['system:masters']),
-    clusterRole('system:discovery', [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/openapi', '/openapi/*', ...health], verbs: ['get'] }]),
+    clusterRole('system:discovery', [
+      { nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/openapi', '/openapi/*', ...health], verbs: ['get'] },
+    ]),
     clusterRoleBinding('system:discovery', ['system:authenticated']),
     clusterRole('system:public-info-viewer', [{ nonResourceURLs: health, verbs: ['get'] }]),
     clusterRoleBinding('system:public-info-viewer', ['system:authenticated', 'system:unauthenticated']),
     clusterRole('system:basic-user', [
-      { apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], verbs: ['create'] },
+      {
+        apiGroups: ['authorization.k8s.io'],
+        resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'],
+        verbs: ['create'],
+      },
       { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
     ]),
     clusterRoleBinding('system:basic-user', ['system:authenticated']),
-    clusterRole('system:service-account-issuer-discovery', [{ nonResourceURLs: ['/.well-known/openid-configuration', '/.well-known/openid-configuration/', '/openid/v1/jwks', '/openid/v1/jwks/'], verbs: ['get'] }]),
+    clusterRole('system:service-account-issuer-discovery', [
+      {
+        nonResourceURLs: [
+          '/.well-known/openid-configuration',
+          '/.well-known/openid-configuration/',
+          '/openid/v1/jwks',
+          '/openid/v1/jwks/',
+        ],
+        verbs: ['get'],
+      },
+    ]),
     clusterRoleBinding('system:service-account-issuer-discovery', ['system:serviceaccounts']),
   ];
 }

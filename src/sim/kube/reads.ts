@@ -12,22 +12,34 @@ export function getOne(store: Store, req: Request): Result {
 }
 
 /** A list with selectors, chunking and resourceVersion semantics. */
-export function listPage(store: Store, req: Request): { items: KubeObject[]; resourceVersion: string; continue?: string; remaining?: number } {
+export function listPage(
+  store: Store,
+  req: Request,
+): { items: KubeObject[]; resourceVersion: string; continue?: string; remaining?: number } {
   const q = req.query;
   const labels = parseLabelSelector(q.get('labelSelector') ?? undefined);
   const fields = parseFieldSelector(q.get('fieldSelector') ?? undefined, req.t);
   const rv = q.get('resourceVersion');
   const match = q.get('resourceVersionMatch');
-  if (match && !['Exact', 'NotOlderThan'].includes(match)) throw badRequest(`resourceVersionMatch must be Exact or NotOlderThan, not "${match}"`);
+  if (match && !['Exact', 'NotOlderThan'].includes(match))
+    throw badRequest(`resourceVersionMatch must be Exact or NotOlderThan, not "${match}"`);
   if (match && !rv) throw badRequest('resourceVersionMatch is forbidden unless resourceVersion is provided');
   if (rv && !/^\d+$/.test(rv)) throw badRequest(`invalid resource version "${rv}"`);
   if (rv && Number(rv) > store.rv && rv !== '0') {
-    throw new StatusError(504, 'Timeout', `Too large resource version: ${rv}, current: ${store.rv}`, { retryAfterSeconds: 1 });
+    throw new StatusError(504, 'Timeout', `Too large resource version: ${rv}, current: ${store.rv}`, {
+      retryAfterSeconds: 1,
+    });
   }
   if (match === 'Exact' && rv && Number(rv) !== store.rv) {
-    throw new StatusError(410, 'Expired', `too old resource version: ${rv} (${store.rv}); this server serves only its latest state`);
+    throw new StatusError(
+      410,
+      'Expired',
+      `too old resource version: ${rv} (${store.rv}); this server serves only its latest state`,
+    );
   }
-  let items = store.list(req.t, req.namespace).filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(fields, o));
+  let items = store
+    .list(req.t, req.namespace)
+    .filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(fields, o));
   const token = q.get('continue');
   let snapshotRv = String(store.rv);
   if (token) {
@@ -44,9 +56,15 @@ export function listPage(store: Store, req: Request): { items: KubeObject[]; res
   if (limit > 0 && items.length > limit) {
     const page = items.slice(0, limit);
     const last = page[page.length - 1]!;
-    const next = Buffer.from(JSON.stringify({ rv: snapshotRv, after: `${last.metadata.namespace ?? ''}/${last.metadata.name}` })).toString('base64url');
-    return { items: page.map((o) => served(o, req.t, req.version)), resourceVersion: snapshotRv, continue: next, remaining: items.length - limit };
+    const next = Buffer.from(
+      JSON.stringify({ rv: snapshotRv, after: `${last.metadata.namespace ?? ''}/${last.metadata.name}` }),
+    ).toString('base64url');
+    return {
+      items: page.map((o) => served(o, req.t, req.version)),
+      resourceVersion: snapshotRv,
+      continue: next,
+      remaining: items.length - limit,
+    };
   }
   return { items: items.map((o) => served(o, req.t, req.version)), resourceVersion: snapshotRv };
 }
-

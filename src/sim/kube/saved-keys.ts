@@ -17,11 +17,15 @@ export function loadKeys(path: string): SavedKeys {
   if (!existsSync(path)) return {};
   try {
     const k = JSON.parse(readFileSync(path, 'utf8')) as SavedKeys;
-    if (k.ca && (typeof k.ca.cert !== 'string' || typeof k.ca.key !== 'string')) throw new Error('ca needs cert and key (PEM)');
-    if (k.serviceAccountKey !== undefined && typeof k.serviceAccountKey !== 'string') throw new Error('serviceAccountKey must be a PEM string');
+    if (k.ca && (typeof k.ca.cert !== 'string' || typeof k.ca.key !== 'string'))
+      throw new Error('ca needs cert and key (PEM)');
+    if (k.serviceAccountKey !== undefined && typeof k.serviceAccountKey !== 'string')
+      throw new Error('serviceAccountKey must be a PEM string');
     return k;
   } catch (e) {
-    throw new Error(`cannot read the emulator's keys from ${path}: ${(e as Error).message} (delete the file to make new ones)`);
+    throw new Error(
+      `cannot read the emulator's keys from ${path}: ${(e as Error).message} (delete the file to make new ones)`,
+    );
   }
 }
 

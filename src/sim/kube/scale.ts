@@ -6,7 +6,8 @@ import type { Store } from './store.js';
 import type { KubeObject, ResourceType } from './types.js';
 
 const pathParts = (jsonPath: string): string[] => jsonPath.replace(/^\./, '').split('.');
-const readPath = (o: any, jsonPath: string): unknown => pathParts(jsonPath).reduce((v, k) => (v == null ? undefined : v[k]), o);
+const readPath = (o: any, jsonPath: string): unknown =>
+  pathParts(jsonPath).reduce((v, k) => (v == null ? undefined : v[k]), o);
 
 /** The autoscaling/v1 Scale view of an object with a scale subresource. */
 export function toScale(t: ResourceType, o: KubeObject) {
@@ -14,9 +15,18 @@ export function toScale(t: ResourceType, o: KubeObject) {
   return {
     kind: 'Scale',
     apiVersion: 'autoscaling/v1',
-    metadata: { name: o.metadata.name, namespace: o.metadata.namespace, uid: o.metadata.uid, resourceVersion: o.metadata.resourceVersion, creationTimestamp: o.metadata.creationTimestamp },
+    metadata: {
+      name: o.metadata.name,
+      namespace: o.metadata.namespace,
+      uid: o.metadata.uid,
+      resourceVersion: o.metadata.resourceVersion,
+      creationTimestamp: o.metadata.creationTimestamp,
+    },
     spec: { replicas: (readPath(o, s.specReplicasPath) as number | undefined) ?? 0 },
-    status: { replicas: (readPath(o, s.statusReplicasPath) as number | undefined) ?? 0, selector: s.labelSelectorPath ? readPath(o, s.labelSelectorPath) : undefined },
+    status: {
+      replicas: (readPath(o, s.statusReplicasPath) as number | undefined) ?? 0,
+      selector: s.labelSelectorPath ? readPath(o, s.labelSelectorPath) : undefined,
+    },
   };
 }
 
@@ -36,7 +46,13 @@ export function scaleRequest(store: Store, writer: Writer, req: Request, method:
   else throw unsupportedMediaType(type);
   const replicas = scale?.spec?.replicas;
   if (!Number.isInteger(replicas) || replicas < 0) {
-    throw invalid(t, req.name!, [{ reason: 'FieldValueInvalid', field: 'spec.replicas', message: `spec.replicas: Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0` }]);
+    throw invalid(t, req.name!, [
+      {
+        reason: 'FieldValueInvalid',
+        field: 'spec.replicas',
+        message: `spec.replicas: Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`,
+      },
+    ]);
   }
   const next = structuredClone(o);
   const parts = pathParts(t.scale!.specReplicasPath);

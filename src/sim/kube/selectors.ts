@@ -1,9 +1,7 @@
 import { badRequest } from './errors.js';
 import type { KubeObject, ResourceType } from './types.js';
 
-type Requirement =
-  | { key: string; op: 'in' | 'notin'; values: string[] }
-  | { key: string; op: 'exists' | '!exists' };
+type Requirement = { key: string; op: 'in' | 'notin'; values: string[] } | { key: string; op: 'exists' | '!exists' };
 
 /** A parsed label selector: every requirement must hold. */
 export type LabelSelector = Requirement[];
@@ -77,7 +75,12 @@ export function matchesLabels(sel: LabelSelector, labels: Record<string, string>
   });
 }
 
-export type FieldSelector = Array<{ field: string; value: string; negate: boolean; get: (o: KubeObject) => string | undefined }>;
+export type FieldSelector = Array<{
+  field: string;
+  value: string;
+  negate: boolean;
+  get: (o: KubeObject) => string | undefined;
+}>;
 
 const baseFields: Record<string, (o: KubeObject) => string | undefined> = {
   'metadata.name': (o) => o.metadata.name,

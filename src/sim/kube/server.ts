@@ -3,7 +3,15 @@ import { authEndpoint } from './auth-endpoints.js';
 import { ADMIN, authenticate, impersonation, type Authentication } from './authn.js';
 import { authorize, forbidden, type Attributes } from './rbac.js';
 import type { Identity, ServiceAccountTokens } from './tokens.js';
-import { apiGroupDoc, apiGroupList, apiResourceList, apiVersions, openApiDoc, openApiIndex, versionInfo } from './discovery.js';
+import {
+  apiGroupDoc,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  openApiDoc,
+  openApiIndex,
+  versionInfo,
+} from './discovery.js';
 import { StatusError, methodNotAllowed } from './errors.js';
 import { faultInfo, type KubeFaultRules } from './faults.js';
 import { Writer, type Request, type Result } from './handlers.js';
@@ -38,10 +46,12 @@ export interface ServerState {
 }
 
 /** A list or watch of one object by `fieldSelector=metadata.name=NAME` is authorized as a request for that name. */
-const nameFromFieldSelector = (q: URLSearchParams): string | undefined => /^metadata\.name==?([^,]+)$/.exec(q.get('fieldSelector') ?? '')?.[1];
+const nameFromFieldSelector = (q: URLSearchParams): string | undefined =>
+  /^metadata\.name==?([^,]+)$/.exec(q.get('fieldSelector') ?? '')?.[1];
 const unauthorized = () => new StatusError(401, 'Unauthorized', 'Unauthorized');
 /** Paths under /api/VERSION/ and /apis/GROUP/VERSION/ name resources; every other path is a non-resource URL for RBAC. */
-const isResourcePath = (segs: string[]) => (segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4);
+const isResourcePath = (segs: string[]) =>
+  (segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -57,27 +67,43 @@ interface Route {
 function route(store: Store, group: string, version: string, segs: string[]): Route | undefined {
   let namespace: string | undefined;
   let rest = segs;
-  const isNamespaceItself = group === '' && segs[0] === 'namespaces' && (segs.length <= 2 || (segs.length === 3 && ['status', 'finalize'].includes(segs[2]!)));
+  const isNamespaceItself =
+    group === '' &&
+    segs[0] === 'namespaces' &&
+    (segs.length <= 2 || (segs.length === 3 && ['status', 'finalize'].includes(segs[2]!)));
   if (segs[0] === 'namespaces' && !isNamespaceItself) {
     namespace = segs[1];
     rest = segs.slice(2);
   }
   const [resource, name, subresource, ...extra] = rest;
   if (!resource || extra.length) return undefined;
-  const t = [...store.types.values()].find((x) => x.group === group && x.resource === resource && x.versions.includes(version));
+  const t = [...store.types.values()].find(
+    (x) => x.group === group && x.resource === resource && x.versions.includes(version),
+  );
   if (!t) return undefined;
   if (namespace !== undefined && !t.namespaced) return undefined;
-  if (subresource && !((subresource === 'status' && t.statusSubresource) || (subresource === 'scale' && t.scale))) return undefined;
+  if (subresource && !((subresource === 'status' && t.statusSubresource) || (subresource === 'scale' && t.scale)))
+    return undefined;
   return { t, version, namespace, name, subresource };
 }
 
 /** `pods/NAME/log`: the output the pod's kubelet captured, as text (followed when asked). */
-async function podLog(store: Store, namespace: string, name: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
+async function podLog(
+  store: Store,
+  namespace: string,
+  name: string,
+  query: URLSearchParams,
+  res: ServerResponse,
+): Promise<void> {
   const t = store.types.get('pods')!;
   const pod = store.get(t, namespace, name);
   if (!pod) throw new StatusError(404, 'NotFound', `pods "${name}" not found`, { name, kind: 'pods' });
   if (!store.hooks.podLog || !pod.spec?.nodeName) {
-    throw new StatusError(400, 'BadRequest', `container "${query.get('container') ?? pod.spec?.containers?.[0]?.name ?? ''}" in pod "${name}" is waiting to start: no node runs this pod`);
+    throw new StatusError(
+      400,
+      'BadRequest',
+      `container "${query.get('container') ?? pod.spec?.containers?.[0]?.name ?? ''}" in pod "${name}" is waiting to start: no node runs this pod`,
+    );
   }
   await store.hooks.podLog(pod, query, res);
 }
@@ -88,7 +114,12 @@ export function kubeHandler(s: ServerState) {
   const { store } = s;
   const writer = new Writer(store);
 
-  const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}) => {
+  const json = (
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string | string[]> = {},
+  ) => {
     res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
   };
 
@@ -121,11 +152,19 @@ export function kubeHandler(s: ServerState) {
       const user = acting?.identity ?? caller;
       const allow = (a: Attributes) => allowAs(user, a);
       const segs = path.split('/').filter(Boolean);
-      if (!isResourcePath(segs)) allow({ resourceRequest: false, verb: method === 'HEAD' ? 'get' : method.toLowerCase(), path });
-      const special = authEndpoint({ store, tokens: s.tokens, user, allow }, segs, method, () => requestBody().body, String(req.headers.host ?? 'localhost'));
+      if (!isResourcePath(segs))
+        allow({ resourceRequest: false, verb: method === 'HEAD' ? 'get' : method.toLowerCase(), path });
+      const special = authEndpoint(
+        { store, tokens: s.tokens, user, allow },
+        segs,
+        method,
+        () => requestBody().body,
+        String(req.headers.host ?? 'localhost'),
+      );
       if (special) return json(res, special.status, special.body);
       if (path === '/version') return json(res, 200, versionInfo());
-      if (['/healthz', '/readyz', '/livez'].includes(path)) return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      if (['/healthz', '/readyz', '/livez'].includes(path))
+        return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       if (path === '/api') return json(res, 200, apiVersions(String(req.headers.host ?? '')));
       if (path === '/apis') return json(res, 200, apiGroupList(store));
       if (path === '/openapi/v2') {
@@ -137,7 +176,12 @@ export function kubeHandler(s: ServerState) {
       if (path === '/openapi/v3') return json(res, 200, openApiIndex(store));
       if (path.startsWith('/openapi/v3/')) {
         const [kind, a, b] = path.slice('/openapi/v3/'.length).split('/');
-        const doc = kind === 'api' && a ? openApiDoc(store, '', a) : kind === 'apis' && a && b ? openApiDoc(store, a, b) : undefined;
+        const doc =
+          kind === 'api' && a
+            ? openApiDoc(store, '', a)
+            : kind === 'apis' && a && b
+              ? openApiDoc(store, a, b)
+              : undefined;
         if (!doc || !Object.keys(doc.paths).length) throw notFoundPath();
         return json(res, 200, doc);
       }
@@ -156,15 +200,47 @@ export function kubeHandler(s: ServerState) {
         if (!list) throw notFoundPath();
         return json(res, 200, list);
       }
-      if (group === '' && method === 'GET' && rest.length === 5 && rest[0] === 'namespaces' && rest[2] === 'pods' && rest[4] === 'log') {
-        allow({ resourceRequest: true, verb: 'get', apiGroup: '', resource: 'pods', subresource: 'log', name: rest[3]!, namespace: rest[1]! });
+      if (
+        group === '' &&
+        method === 'GET' &&
+        rest.length === 5 &&
+        rest[0] === 'namespaces' &&
+        rest[2] === 'pods' &&
+        rest[4] === 'log'
+      ) {
+        allow({
+          resourceRequest: true,
+          verb: 'get',
+          apiGroup: '',
+          resource: 'pods',
+          subresource: 'log',
+          name: rest[3]!,
+          namespace: rest[1]!,
+        });
         return await podLog(store, rest[1]!, rest[3]!, url.searchParams, res);
       }
       const r = route(store, group, version, rest);
       if (!r) throw notFoundPath();
       const isWatch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
-      const verb = method === 'GET' ? (isWatch ? 'watch' : r.name ? 'get' : 'list') : method === 'DELETE' && !r.name ? 'deletecollection' : method.toLowerCase();
-      allow({ resourceRequest: true, verb: verb === 'post' ? 'create' : verb === 'put' ? 'update' : verb, apiGroup: r.t.group, resource: r.t.resource, subresource: r.subresource, name: r.name ?? nameFromFieldSelector(url.searchParams), namespace: r.namespace ?? (r.t.resource === 'namespaces' && group === '' ? r.name : undefined) });
+      const verb =
+        method === 'GET'
+          ? isWatch
+            ? 'watch'
+            : r.name
+              ? 'get'
+              : 'list'
+          : method === 'DELETE' && !r.name
+            ? 'deletecollection'
+            : method.toLowerCase();
+      allow({
+        resourceRequest: true,
+        verb: verb === 'post' ? 'create' : verb === 'put' ? 'update' : verb,
+        apiGroup: r.t.group,
+        resource: r.t.resource,
+        subresource: r.subresource,
+        name: r.name ?? nameFromFieldSelector(url.searchParams),
+        namespace: r.namespace ?? (r.t.resource === 'namespaces' && group === '' ? r.name : undefined),
+      });
       const statKey = `${verb} ${r.t.group ? `${r.t.resource}.${r.t.group}` : r.t.resource}${r.subresource ? `/${r.subresource}` : ''}`;
       s.requests[statKey] = (s.requests[statKey] ?? 0) + 1;
       if (await s.faultRules.apply(res, faultInfo(verb, r, path, store.rv))) return;
@@ -172,7 +248,12 @@ export function kubeHandler(s: ServerState) {
       if (fault && verb !== 'watch' && Math.random() < fault.rate) {
         if (fault.code === 429) {
           const after = fault.retryAfterSeconds ?? 1;
-          throw new StatusError(429, 'TooManyRequests', 'The server has received too many requests and has asked us to try again later', { retryAfterSeconds: after });
+          throw new StatusError(
+            429,
+            'TooManyRequests',
+            'The server has received too many requests and has asked us to try again later',
+            { retryAfterSeconds: after },
+          );
         }
         throw new StatusError(500, 'InternalError', 'Internal error occurred: injected fault');
       }
@@ -188,23 +269,55 @@ export function kubeHandler(s: ServerState) {
           const expire = s.expireWatches > 0;
           if (expire) s.expireWatches--;
           let w: OpenWatch | undefined = undefined;
-          w = startWatch(store, res, { t: r.t, version, namespace: r.namespace, query: url.searchParams, asTable, bookmarkIntervalMs: s.bookmarkIntervalMs, expire }, () => {
-            if (w) s.watches.delete(w);
-          });
+          w = startWatch(
+            store,
+            res,
+            {
+              t: r.t,
+              version,
+              namespace: r.namespace,
+              query: url.searchParams,
+              asTable,
+              bookmarkIntervalMs: s.bookmarkIntervalMs,
+              expire,
+            },
+            () => {
+              if (w) s.watches.delete(w);
+            },
+          );
           if (!res.writableEnded) s.watches.add(w);
           return;
         }
         case 'get':
           result = getOne(store, request);
-          if (asTable) result = { ...result, body: toTable(r.t, version, [result.body as never], { resourceVersion: (result.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion }, { includeObject: url.searchParams.get('includeObject') ?? 'Metadata', headers: true }) };
+          if (asTable)
+            result = {
+              ...result,
+              body: toTable(
+                r.t,
+                version,
+                [result.body as never],
+                {
+                  resourceVersion: (result.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion,
+                },
+                { includeObject: url.searchParams.get('includeObject') ?? 'Metadata', headers: true },
+              ),
+            };
           break;
         case 'list': {
           const page = listPage(store, request);
-          const meta = { resourceVersion: page.resourceVersion, continue: page.continue, remainingItemCount: page.remaining };
+          const meta = {
+            resourceVersion: page.resourceVersion,
+            continue: page.continue,
+            remainingItemCount: page.remaining,
+          };
           result = {
             status: 200,
             body: asTable
-              ? toTable(r.t, version, page.items, meta, { includeObject: url.searchParams.get('includeObject') ?? 'Metadata', headers: true })
+              ? toTable(r.t, version, page.items, meta, {
+                  includeObject: url.searchParams.get('includeObject') ?? 'Metadata',
+                  headers: true,
+                })
               : { kind: r.t.listKind, apiVersion: groupVersion(r.t.group, version), metadata: meta, items: page.items },
           };
           break;
@@ -237,9 +350,13 @@ export function kubeHandler(s: ServerState) {
       if (!(e instanceof StatusError)) {
         console.error('kube emulator: internal error', e);
       }
-      const err = e instanceof StatusError ? e : new StatusError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
+      const err =
+        e instanceof StatusError
+          ? e
+          : new StatusError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
       const headers: Record<string, string> = {};
-      if (err.details?.retryAfterSeconds && err.code === 429) headers['retry-after'] = String(err.details.retryAfterSeconds);
+      if (err.details?.retryAfterSeconds && err.code === 429)
+        headers['retry-after'] = String(err.details.retryAfterSeconds);
       if (!res.headersSent) json(res, err.code, err.toStatus(), headers);
       else res.end();
     }

@@ -71,7 +71,9 @@ export class Store {
 
   /** Objects of a kind in key order (namespace, then name), as etcd returns them. */
   list(t: ResourceType, namespace?: string): KubeObject[] {
-    const all = [...(this.objects.get(typeKey(t))?.entries() ?? [])].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, o]) => o);
+    const all = [...(this.objects.get(typeKey(t))?.entries() ?? [])]
+      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+      .map(([, o]) => o);
     return namespace && t.namespaced ? all.filter((o) => o.metadata.namespace === namespace) : all;
   }
 
@@ -82,7 +84,13 @@ export class Store {
   /** Stores `obj` (its resourceVersion already set from nextRv) and tells the watches. */
   put(t: ResourceType, obj: KubeObject, previous?: KubeObject): void {
     this.objects.get(typeKey(t))!.set(objectKey(obj), obj);
-    this.record({ rv: Number(obj.metadata.resourceVersion), type: previous ? 'MODIFIED' : 'ADDED', key: typeKey(t), object: obj, previous });
+    this.record({
+      rv: Number(obj.metadata.resourceVersion),
+      type: previous ? 'MODIFIED' : 'ADDED',
+      key: typeKey(t),
+      object: obj,
+      previous,
+    });
   }
 
   /** Removes an object; `last` is its final state with a fresh resourceVersion. */

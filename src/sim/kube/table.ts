@@ -28,7 +28,8 @@ export function jsonPath(obj: any, path: string): unknown {
   const p = path.trim().replace(/^\{(.*)\}$/, '$1');
   type Step = { key: string | number } | { filter: string; value: string };
   const steps: Step[] = [];
-  const re = /\.([^.[\]]+)|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]|\[\?\(@\.([\w.-]+)\s*==\s*(?:"([^"]*)"|'([^']*)')\)\]/g;
+  const re =
+    /\.([^.[\]]+)|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]|\[\?\(@\.([\w.-]+)\s*==\s*(?:"([^"]*)"|'([^']*)')\)\]/g;
   let m: RegExpExecArray | null;
   let consumed = 0;
   while ((m = re.exec(p)) !== null) {
@@ -54,7 +55,9 @@ function cell(col: PrinterColumn, v: unknown): unknown {
   if (v === undefined || v === null) return null;
   switch (col.type) {
     case 'date':
-      return typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? humanDuration(Date.now() - Date.parse(v)) : '<invalid>';
+      return typeof v === 'string' && !Number.isNaN(Date.parse(v))
+        ? humanDuration(Date.now() - Date.parse(v))
+        : '<invalid>';
     case 'integer':
       return Number.isInteger(v) ? v : null;
     case 'number':
@@ -83,22 +86,54 @@ function podStatusText(o: KubeObject): string {
   return reason;
 }
 
-const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' };
+const AGE: PrinterColumn = {
+  name: 'Age',
+  type: 'date',
+  jsonPath: '.metadata.creationTimestamp',
+  description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+};
 
 /** Built-in kinds' usual columns (a subset of the API server's table convertors). */
 const BUILTIN_COLUMNS: Record<string, Array<PrinterColumn & { value?: (o: KubeObject) => unknown }>> = {
   nodes: [
-    { name: 'Status', type: 'string', jsonPath: '', value: (o) => ((o.status?.conditions ?? []).find((c: any) => c.type === 'Ready')?.status === 'True' ? 'Ready' : 'NotReady') + (o.spec?.unschedulable ? ',SchedulingDisabled' : '') },
-    { name: 'Roles', type: 'string', jsonPath: '', value: (o) => Object.keys(o.metadata.labels ?? {}).filter((k) => k.startsWith('node-role.kubernetes.io/')).map((k) => k.split('/')[1]).join(',') || '<none>' },
+    {
+      name: 'Status',
+      type: 'string',
+      jsonPath: '',
+      value: (o) =>
+        ((o.status?.conditions ?? []).find((c: any) => c.type === 'Ready')?.status === 'True' ? 'Ready' : 'NotReady') +
+        (o.spec?.unschedulable ? ',SchedulingDisabled' : ''),
+    },
+    {
+      name: 'Roles',
+      type: 'string',
+      jsonPath: '',
+      value: (o) =>
+        Object.keys(o.metadata.labels ?? {})
+          .filter((k) => k.startsWith('node-role.kubernetes.io/'))
+          .map((k) => k.split('/')[1])
+          .join(',') || '<none>',
+    },
     AGE,
     { name: 'Version', type: 'string', jsonPath: '.status.nodeInfo.kubeletVersion' },
-    { name: 'Internal-IP', type: 'string', jsonPath: '', priority: 1, value: (o) => (o.status?.addresses ?? []).find((a: any) => a.type === 'InternalIP')?.address ?? '<none>' },
+    {
+      name: 'Internal-IP',
+      type: 'string',
+      jsonPath: '',
+      priority: 1,
+      value: (o) => (o.status?.addresses ?? []).find((a: any) => a.type === 'InternalIP')?.address ?? '<none>',
+    },
   ],
   namespaces: [{ name: 'Status', type: 'string', jsonPath: '.status.phase' }, AGE],
   customresourcedefinitions: [{ name: 'Created At', type: 'string', jsonPath: '.metadata.creationTimestamp' }],
   leases: [{ name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity' }, AGE],
   deployments: [
-    { name: 'Ready', type: 'string', jsonPath: '', value: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}` },
+    {
+      name: 'Ready',
+      type: 'string',
+      jsonPath: '',
+      value: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}`,
+    },
     { name: 'Up-to-date', type: 'integer', jsonPath: '.status.updatedReplicas' },
     { name: 'Available', type: 'integer', jsonPath: '.status.availableReplicas' },
     AGE,
@@ -115,33 +150,72 @@ const BUILTIN_COLUMNS: Record<string, Array<PrinterColumn & { value?: (o: KubeOb
     { name: 'Ready', type: 'integer', jsonPath: '', value: (o) => o.status?.numberReady ?? 0 },
     { name: 'Up-to-date', type: 'integer', jsonPath: '', value: (o) => o.status?.updatedNumberScheduled ?? 0 },
     { name: 'Available', type: 'integer', jsonPath: '', value: (o) => o.status?.numberAvailable ?? 0 },
-    { name: 'Node Selector', type: 'string', jsonPath: '', value: (o) => Object.entries(o.spec?.template?.spec?.nodeSelector ?? {}).map(([k, v]) => `${k}=${String(v)}`).join(',') || '<none>' },
+    {
+      name: 'Node Selector',
+      type: 'string',
+      jsonPath: '',
+      value: (o) =>
+        Object.entries(o.spec?.template?.spec?.nodeSelector ?? {})
+          .map(([k, v]) => `${k}=${String(v)}`)
+          .join(',') || '<none>',
+    },
     AGE,
   ],
   events: [
-    { name: 'Last Seen', type: 'string', jsonPath: '', value: (o) => humanDuration(Date.now() - Date.parse(o.lastTimestamp ?? o.eventTime ?? o.metadata.creationTimestamp)) },
+    {
+      name: 'Last Seen',
+      type: 'string',
+      jsonPath: '',
+      value: (o) =>
+        humanDuration(Date.now() - Date.parse(o.lastTimestamp ?? o.eventTime ?? o.metadata.creationTimestamp)),
+    },
     { name: 'Type', type: 'string', jsonPath: '.type' },
     { name: 'Reason', type: 'string', jsonPath: '.reason' },
-    { name: 'Object', type: 'string', jsonPath: '', value: (o) => `${(o.involvedObject?.kind ?? '').toLowerCase()}/${o.involvedObject?.name ?? ''}` },
+    {
+      name: 'Object',
+      type: 'string',
+      jsonPath: '',
+      value: (o) => `${(o.involvedObject?.kind ?? '').toLowerCase()}/${o.involvedObject?.name ?? ''}`,
+    },
     { name: 'Message', type: 'string', jsonPath: '.message' },
   ],
   pods: [
-    { name: 'Ready', type: 'string', jsonPath: '', value: (o) => `${(o.status?.containerStatuses ?? []).filter((c: any) => c.ready).length}/${(o.spec?.containers ?? []).length}` },
+    {
+      name: 'Ready',
+      type: 'string',
+      jsonPath: '',
+      value: (o) =>
+        `${(o.status?.containerStatuses ?? []).filter((c: any) => c.ready).length}/${(o.spec?.containers ?? []).length}`,
+    },
     { name: 'Status', type: 'string', jsonPath: '', value: podStatusText },
-    { name: 'Restarts', type: 'integer', jsonPath: '', value: (o) => (o.status?.containerStatuses ?? []).reduce((n: number, c: any) => n + (c.restartCount ?? 0), 0) },
+    {
+      name: 'Restarts',
+      type: 'integer',
+      jsonPath: '',
+      value: (o) => (o.status?.containerStatuses ?? []).reduce((n: number, c: any) => n + (c.restartCount ?? 0), 0),
+    },
     AGE,
     { name: 'IP', type: 'string', jsonPath: '', priority: 1, value: (o) => o.status?.podIP ?? '<none>' },
     { name: 'Node', type: 'string', jsonPath: '', priority: 1, value: (o) => o.spec?.nodeName ?? '<none>' },
   ],
 };
 
-export function columnsFor(t: ResourceType, version: string): Array<PrinterColumn & { value?: (o: KubeObject) => unknown }> {
+export function columnsFor(
+  t: ResourceType,
+  version: string,
+): Array<PrinterColumn & { value?: (o: KubeObject) => unknown }> {
   if (t.builtin) return BUILTIN_COLUMNS[t.resource] ?? [AGE];
   const custom = t.printerColumns?.[version];
   return custom && custom.length ? custom : [AGE];
 }
 
-export function toTable(t: ResourceType, version: string, items: KubeObject[], meta: { resourceVersion?: string; continue?: string }, opts: { includeObject: string; headers: boolean }) {
+export function toTable(
+  t: ResourceType,
+  version: string,
+  items: KubeObject[],
+  meta: { resourceVersion?: string; continue?: string },
+  opts: { includeObject: string; headers: boolean },
+) {
   const cols = columnsFor(t, version);
   return {
     kind: 'Table',
@@ -149,8 +223,20 @@ export function toTable(t: ResourceType, version: string, items: KubeObject[], m
     metadata: meta,
     columnDefinitions: opts.headers
       ? [
-          { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-          ...cols.map((c) => ({ name: c.name, type: c.type === 'date' ? 'date' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
+          {
+            name: 'Name',
+            type: 'string',
+            format: 'name',
+            description: 'Name must be unique within a namespace.',
+            priority: 0,
+          },
+          ...cols.map((c) => ({
+            name: c.name,
+            type: c.type === 'date' ? 'date' : c.type,
+            format: c.format ?? '',
+            description: c.description ?? '',
+            priority: c.priority ?? 0,
+          })),
         ]
       : [],
     rows: items.map((o) => ({

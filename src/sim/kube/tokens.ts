@@ -1,4 +1,13 @@
-import { createHash, createPrivateKey, createPublicKey, createSign, createVerify, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  createSign,
+  createVerify,
+  generateKeyPairSync,
+  randomUUID,
+  type KeyObject,
+} from 'node:crypto';
 import type { Store } from './store.js';
 
 /** Who a request comes from, as the API server's authenticators name it. */
@@ -75,13 +84,21 @@ export class ServiceAccountTokens {
         ? { privateKey: createPrivateKey(this.savedKey), publicKey: createPublicKey(this.savedKey) }
         : generateKeyPairSync('rsa', { modulusLength: 2048 });
       // The key id as kube-apiserver derives it: the SHA-256 of the DER public key.
-      const kid = b64url(createHash('sha256').update(publicKey.export({ format: 'der', type: 'spki' })).digest());
+      const kid = b64url(
+        createHash('sha256')
+          .update(publicKey.export({ format: 'der', type: 'spki' }))
+          .digest(),
+      );
       this.key = { priv: privateKey, pub: publicKey, kid };
     }
     return this.key;
   }
 
-  private object(resource: 'serviceaccounts' | 'pods' | 'secrets' | 'nodes', namespace: string | undefined, name: string) {
+  private object(
+    resource: 'serviceaccounts' | 'pods' | 'secrets' | 'nodes',
+    namespace: string | undefined,
+    name: string,
+  ) {
     const t = this.store.types.get(resource);
     return t ? this.store.get(t, namespace, name) : undefined;
   }
@@ -91,16 +108,25 @@ export class ServiceAccountTokens {
     if (!sa) throw new TokenRequestError(404, `serviceaccounts "${req.serviceAccount}" not found`);
     const expirationSeconds = req.expirationSeconds ?? 3600;
     if (!Number.isInteger(expirationSeconds) || expirationSeconds < 600) {
-      throw new TokenRequestError(400, `spec.expirationSeconds: Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`);
+      throw new TokenRequestError(
+        400,
+        `spec.expirationSeconds: Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`,
+      );
     }
     const audiences = req.audiences?.length ? req.audiences : [TOKEN_ISSUER];
-    const claim: Record<string, unknown> = { namespace: req.namespace, serviceaccount: { name: req.serviceAccount, uid: sa.metadata.uid } };
+    const claim: Record<string, unknown> = {
+      namespace: req.namespace,
+      serviceaccount: { name: req.serviceAccount, uid: sa.metadata.uid },
+    };
     if (req.boundObject) {
       const { kind, name } = req.boundObject;
       const bound = this.object(kind === 'Pod' ? 'pods' : 'secrets', req.namespace, name);
       if (!bound) throw new TokenRequestError(404, `${kind === 'Pod' ? 'pods' : 'secrets'} "${name}" not found`);
       if (req.boundObject.uid && req.boundObject.uid !== bound.metadata.uid) {
-        throw new TokenRequestError(400, `the UID in the bound object reference (${req.boundObject.uid}) does not match the UID in record (${bound.metadata.uid})`);
+        throw new TokenRequestError(
+          400,
+          `the UID in the bound object reference (${req.boundObject.uid}) does not match the UID in record (${bound.metadata.uid})`,
+        );
       }
       claim[kind === 'Pod' ? 'pod' : 'secret'] = { name, uid: bound.metadata.uid };
       const nodeName = kind === 'Pod' ? bound.spec?.nodeName : undefined;
@@ -111,11 +137,24 @@ export class ServiceAccountTokens {
     }
     const iat = Math.floor(this.now() / 1000);
     const exp = iat + expirationSeconds;
-    const payload = { aud: audiences, exp, iat, iss: TOKEN_ISSUER, jti: randomUUID(), 'kubernetes.io': claim, nbf: iat, sub: `system:serviceaccount:${req.namespace}:${req.serviceAccount}` };
+    const payload = {
+      aud: audiences,
+      exp,
+      iat,
+      iss: TOKEN_ISSUER,
+      jti: randomUUID(),
+      'kubernetes.io': claim,
+      nbf: iat,
+      sub: `system:serviceaccount:${req.namespace}:${req.serviceAccount}`,
+    };
     const key = this.signingKey();
     const signingInput = `${b64url({ alg: 'RS256', kid: key.kid })}.${b64url(payload)}`;
     const signature = createSign('RSA-SHA256').update(signingInput).sign(key.priv);
-    return { token: `${signingInput}.${b64url(signature)}`, expirationTimestamp: new Date(exp * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'), audiences };
+    return {
+      token: `${signingInput}.${b64url(signature)}`,
+      expirationTimestamp: new Date(exp * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      audiences,
+    };
   }
 
   /** The identity a token names, or undefined when it is not one of ours or no longer valid. */
@@ -123,7 +162,12 @@ export class ServiceAccountTokens {
     const parts = token.split('.');
     if (parts.length !== 3 || (!this.key && !this.savedKey)) return undefined;
     const [header, body, signature] = parts as [string, string, string];
-    if (!createVerify('RSA-SHA256').update(`${header}.${body}`).verify(this.signingKey().pub, Buffer.from(signature, 'base64url'))) return undefined;
+    if (
+      !createVerify('RSA-SHA256')
+        .update(`${header}.${body}`)
+        .verify(this.signingKey().pub, Buffer.from(signature, 'base64url'))
+    )
+      return undefined;
     let claims: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- a JWT payload
     try {
       claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
@@ -137,7 +181,10 @@ export class ServiceAccountTokens {
     const sa = this.object('serviceaccounts', k.namespace, k.serviceaccount.name);
     if (!sa || sa.metadata.uid !== k.serviceaccount.uid || sa.metadata.deletionTimestamp) return undefined;
     const extra: Record<string, string[]> = {};
-    for (const [kind, resource] of [['pod', 'pods'], ['secret', 'secrets']] as const) {
+    for (const [kind, resource] of [
+      ['pod', 'pods'],
+      ['secret', 'secrets'],
+    ] as const) {
       if (!k[kind]) continue;
       const bound = this.object(resource, k.namespace, k[kind].name);
       if (!bound || bound.metadata.uid !== k[kind].uid) return undefined;
@@ -146,9 +193,17 @@ export class ServiceAccountTokens {
       // leases and write its last status.
       const deleting = bound.metadata.deletionTimestamp;
       if (deleting && Date.parse(deleting) / 1000 < nowS - 60) return undefined;
-      if (kind === 'pod') Object.assign(extra, { 'authentication.kubernetes.io/pod-name': [k.pod.name], 'authentication.kubernetes.io/pod-uid': [k.pod.uid] });
+      if (kind === 'pod')
+        Object.assign(extra, {
+          'authentication.kubernetes.io/pod-name': [k.pod.name],
+          'authentication.kubernetes.io/pod-uid': [k.pod.uid],
+        });
     }
-    if (k.node) Object.assign(extra, { 'authentication.kubernetes.io/node-name': [k.node.name], ...(k.node.uid ? { 'authentication.kubernetes.io/node-uid': [k.node.uid] } : {}) });
+    if (k.node)
+      Object.assign(extra, {
+        'authentication.kubernetes.io/node-name': [k.node.name],
+        ...(k.node.uid ? { 'authentication.kubernetes.io/node-uid': [k.node.uid] } : {}),
+      });
     extra['authentication.kubernetes.io/credential-id'] = [`JTI=${claims.jti}`];
     return {
       name: claims.sub,

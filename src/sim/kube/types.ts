@@ -71,4 +71,5 @@ export interface ResourceType {
 }
 
 export const groupVersion = (group: string, version: string): string => (group ? `${group}/${version}` : version);
-export const typeKey = (t: Pick<ResourceType, 'group' | 'resource'>): string => (t.group ? `${t.resource}.${t.group}` : t.resource);
+export const typeKey = (t: Pick<ResourceType, 'group' | 'resource'>): string =>
+  t.group ? `${t.resource}.${t.group}` : t.resource;

@@ -50,17 +50,36 @@ export function startWatch(store: Store, res: ServerResponse, o: WatchOptions, o
   const includeObject = q.get('includeObject') ?? 'Metadata';
   let headersSent = false;
 
-  res.writeHead(200, { 'content-type': o.asTable ? 'application/json;as=Table;v=v1;g=meta.k8s.io' : 'application/json', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
+  res.writeHead(200, {
+    'content-type': o.asTable ? 'application/json;as=Table;v=v1;g=meta.k8s.io' : 'application/json',
+    'cache-control': 'no-cache, private',
+    'transfer-encoding': 'chunked',
+  });
   res.flushHeaders();
   const line = (type: string, object: unknown) => res.write(`${JSON.stringify({ type, object })}\n`);
   const send = (type: EventType, obj: KubeObject) => {
     if (o.asTable) {
       const served = { ...obj, apiVersion: groupVersion(o.t.group, o.version), kind: o.t.kind };
-      line(type, toTable(o.t, o.version, [served], { resourceVersion: obj.metadata.resourceVersion }, { includeObject, headers: !headersSent }));
+      line(
+        type,
+        toTable(
+          o.t,
+          o.version,
+          [served],
+          { resourceVersion: obj.metadata.resourceVersion },
+          { includeObject, headers: !headersSent },
+        ),
+      );
       headersSent = true;
     } else res.write(`{"type":"${type}","object":${serialized(obj, o.t, o.version)}}\n`);
   };
-  const watcher: Watcher = { key: typeKey(o.t), namespace: o.t.namespaced ? o.namespace : undefined, labels, fields, send };
+  const watcher: Watcher = {
+    key: typeKey(o.t),
+    namespace: o.t.namespaced ? o.namespace : undefined,
+    labels,
+    fields,
+    send,
+  };
 
   let closed = false;
   const timers: NodeJS.Timeout[] = [];
@@ -75,7 +94,15 @@ export function startWatch(store: Store, res: ServerResponse, o: WatchOptions, o
   res.on('close', close);
 
   const expired = (message: string) => {
-    line('ERROR', { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason: 'Expired', code: 410 });
+    line('ERROR', {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message,
+      reason: 'Expired',
+      code: 410,
+    });
     close();
   };
   if (o.expire) {
@@ -87,7 +114,11 @@ export function startWatch(store: Store, res: ServerResponse, o: WatchOptions, o
       if (selects(watcher, obj)) send('ADDED', obj);
     }
     if (q.get('sendInitialEvents') === 'true') {
-      line('BOOKMARK', { kind: o.t.kind, apiVersion: groupVersion(o.t.group, o.version), metadata: { resourceVersion: String(store.rv), annotations: { 'k8s.io/initial-events-end': 'true' } } });
+      line('BOOKMARK', {
+        kind: o.t.kind,
+        apiVersion: groupVersion(o.t.group, o.version),
+        metadata: { resourceVersion: String(store.rv), annotations: { 'k8s.io/initial-events-end': 'true' } },
+      });
     }
   } else {
     try {
@@ -103,7 +134,15 @@ export function startWatch(store: Store, res: ServerResponse, o: WatchOptions, o
   store.watchers.add(watcher);
   if (q.get('allowWatchBookmarks') === 'true') {
     timers.push(
-      setInterval(() => line('BOOKMARK', { kind: o.t.kind, apiVersion: groupVersion(o.t.group, o.version), metadata: { resourceVersion: String(store.rv) } }), o.bookmarkIntervalMs),
+      setInterval(
+        () =>
+          line('BOOKMARK', {
+            kind: o.t.kind,
+            apiVersion: groupVersion(o.t.group, o.version),
+            metadata: { resourceVersion: String(store.rv) },
+          }),
+        o.bookmarkIntervalMs,
+      ),
     );
   }
   timers.push(setTimeout(close, timeoutMs));

@@ -19,7 +19,13 @@ let kubelet: NodeJS.Timeout;
 /** Pods the fake kubelet leaves not ready (by name prefix). */
 const holdBack = new Set<string>();
 
-const node = (name: string, extra: any = {}) => ({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name, ...extra.labels } }, spec: extra.spec ?? {}, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+const node = (name: string, extra: any = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name, labels: { 'kubernetes.io/hostname': name, ...extra.labels } },
+  spec: extra.spec ?? {},
+  status: { conditions: [{ type: 'Ready', status: 'True' }] },
+});
 
 const deployment = (image: string, o: { replicas?: number; strategy?: any } = {}) => ({
   apiVersion: 'apps/v1',
@@ -39,7 +45,10 @@ const daemonSet = (image: string) => ({
   metadata: { name: 'agent', namespace: 'default' },
   spec: {
     selector: { matchLabels: { app: 'agent' } },
-    template: { metadata: { labels: { app: 'agent' } }, spec: { nodeSelector: { 'kubernetes.io/os': 'linux' }, containers: [{ name: 'agent', image }] } },
+    template: {
+      metadata: { labels: { app: 'agent' } },
+      spec: { nodeSelector: { 'kubernetes.io/os': 'linux' }, containers: [{ name: 'agent', image }] },
+    },
   },
 });
 
@@ -59,19 +68,38 @@ beforeAll(async () => {
   for (const n of [
     node('node-a', { labels: { 'kubernetes.io/os': 'linux' } }),
     node('node-b', { labels: { 'kubernetes.io/os': 'linux' } }),
-    node('node-c', { labels: { 'kubernetes.io/os': 'linux' }, spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] } }),
+    node('node-c', {
+      labels: { 'kubernetes.io/os': 'linux' },
+      spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
+    }),
     node('node-win', { labels: { 'kubernetes.io/os': 'windows' } }),
   ]) {
     expect((await http(emu, 'POST', '/api/v1/nodes', n)).status).toBe(201);
   }
   kubelet = setInterval(() => {
     for (const p of objects.list('pods')) {
-      if (!p.spec?.nodeName || p.metadata.deletionTimestamp || podReady(p) || [...holdBack].some((h) => p.spec.containers[0].image.includes(h))) continue;
+      if (
+        !p.spec?.nodeName ||
+        p.metadata.deletionTimestamp ||
+        podReady(p) ||
+        [...holdBack].some((h) => p.spec.containers[0].image.includes(h))
+      )
+        continue;
       objects.updateStatus('pods', p.metadata.namespace, p.metadata.name!, {
         ...p.status,
         phase: 'Running',
-        conditions: setCondition(setCondition(p.status?.conditions, { type: 'ContainersReady', status: 'True' }), { type: 'Ready', status: 'True' }),
-        containerStatuses: p.spec.containers.map((c: any) => ({ name: c.name, image: c.image, ready: true, restartCount: 0, started: true, state: { running: { startedAt: new Date().toISOString() } } })),
+        conditions: setCondition(setCondition(p.status?.conditions, { type: 'ContainersReady', status: 'True' }), {
+          type: 'Ready',
+          status: 'True',
+        }),
+        containerStatuses: p.spec.containers.map((c: any) => ({
+          name: c.name,
+          image: c.image,
+          ready: true,
+          restartCount: 0,
+          started: true,
+          state: { running: { startedAt: new Date().toISOString() } },
+        })),
       });
     }
   }, 50);
@@ -88,23 +116,39 @@ describe('Deployments', () => {
     await apply(deployment('web:1'));
     const r = await kubectl(['rollout', 'status', 'deployment/web', '--timeout=20s']);
     expect(r.stdout).toContain('deployment "web" successfully rolled out');
-    const placed = pods('web').map((p) => p.spec.nodeName).sort();
+    const placed = pods('web')
+      .map((p) => p.spec.nodeName)
+      .sort();
     expect(placed).toEqual(['node-a', 'node-b', 'node-win'].sort());
     const wide = await kubectl(['get', 'pods', '-o', 'wide', '-l', 'app=web']);
     expect(wide.stdout).toMatch(/web-\w+-\w+\s+1\/1\s+Running\s+0\s+\S+\s+<none>\s+node-/);
     const d = JSON.parse((await kubectl(['get', 'deployment', 'web', '-o', 'json'])).stdout);
-    expect(d.status).toMatchObject({ observedGeneration: 1, replicas: 3, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3 });
-    expect(d.status.conditions.map((c: any) => `${c.type}=${c.status}/${c.reason}`)).toEqual(['Available=True/MinimumReplicasAvailable', 'Progressing=True/NewReplicaSetAvailable']);
+    expect(d.status).toMatchObject({
+      observedGeneration: 1,
+      replicas: 3,
+      updatedReplicas: 3,
+      readyReplicas: 3,
+      availableReplicas: 3,
+    });
+    expect(d.status.conditions.map((c: any) => `${c.type}=${c.status}/${c.reason}`)).toEqual([
+      'Available=True/MinimumReplicasAvailable',
+      'Progressing=True/NewReplicaSetAvailable',
+    ]);
     const rs = JSON.parse((await kubectl(['get', 'rs', '-l', 'app=web', '-o', 'json'])).stdout).items;
     expect(rs).toHaveLength(1);
     expect(rs[0].metadata.annotations['deployment.kubernetes.io/revision']).toBe('1');
     expect(rs[0].metadata.ownerReferences[0]).toMatchObject({ kind: 'Deployment', name: 'web', controller: true });
-    expect(pods('web')[0]!.metadata.ownerReferences![0]).toMatchObject({ kind: 'ReplicaSet', name: rs[0].metadata.name });
+    expect(pods('web')[0]!.metadata.ownerReferences![0]).toMatchObject({
+      kind: 'ReplicaSet',
+      name: rs[0].metadata.name,
+    });
   });
 
   test('a new template rolls within maxSurge and maxUnavailable; a stuck rollout is not reported done; rollout undo goes back', async () => {
     holdBack.add('web:2');
-    await apply(deployment('web:2', { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } } }));
+    await apply(
+      deployment('web:2', { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } } }),
+    );
     // maxUnavailable 0: all three old pods stay while the one surge pod is not ready.
     await until(() => {
       const all = pods('web').filter((p) => !p.metadata.deletionTimestamp);
@@ -115,13 +159,21 @@ describe('Deployments', () => {
     expect(stuck.code).not.toBe(0);
     expect(stuck.stdout).toContain('1 out of 3 new replicas have been updated');
     holdBack.delete('web:2');
-    expect((await kubectl(['rollout', 'status', 'deployment/web', '--timeout=20s'])).stdout).toContain('successfully rolled out');
-    expect(pods('web').filter((p) => !p.metadata.deletionTimestamp).map((p) => p.spec.containers[0].image)).toEqual(['web:2', 'web:2', 'web:2']);
+    expect((await kubectl(['rollout', 'status', 'deployment/web', '--timeout=20s'])).stdout).toContain(
+      'successfully rolled out',
+    );
+    expect(
+      pods('web')
+        .filter((p) => !p.metadata.deletionTimestamp)
+        .map((p) => p.spec.containers[0].image),
+    ).toEqual(['web:2', 'web:2', 'web:2']);
     const history = await kubectl(['rollout', 'history', 'deployment/web']);
     expect(history.stdout).toMatch(/1\s+<none>\n2\s+<none>/);
 
     expect((await kubectl(['rollout', 'undo', 'deployment/web'])).code).toBe(0);
-    expect((await kubectl(['rollout', 'status', 'deployment/web', '--timeout=20s'])).stdout).toContain('successfully rolled out');
+    expect((await kubectl(['rollout', 'status', 'deployment/web', '--timeout=20s'])).stdout).toContain(
+      'successfully rolled out',
+    );
     const rs = JSON.parse((await kubectl(['get', 'rs', '-l', 'app=web', '-o', 'json'])).stdout).items;
     const active = rs.find((x: any) => x.spec.replicas === 3);
     expect(active.spec.template.spec.containers[0].image).toBe('web:1');
@@ -131,7 +183,9 @@ describe('Deployments', () => {
   test('kubectl scale changes the pod count', async () => {
     expect((await kubectl(['scale', 'deployment/web', '--replicas=1'])).code).toBe(0);
     await until(() => expect(pods('web').filter((p) => !p.metadata.deletionTimestamp)).toHaveLength(1));
-    expect((await kubectl(['rollout', 'status', 'deployment/web', '--timeout=20s'])).stdout).toContain('successfully rolled out');
+    expect((await kubectl(['rollout', 'status', 'deployment/web', '--timeout=20s'])).stdout).toContain(
+      'successfully rolled out',
+    );
   });
 
   test('deleting the Deployment deletes its ReplicaSets and their pods (background cascade)', async () => {
@@ -142,13 +196,19 @@ describe('Deployments', () => {
     });
   });
 
-  test('a pod no node fits stays Pending with the scheduler\'s reason', async () => {
+  test("a pod no node fits stays Pending with the scheduler's reason", async () => {
     const d = deployment('web:1', { replicas: 1 });
     (d.spec.template.spec as any).nodeSelector = { disk: 'ssd' };
     await apply(d);
     await until(() => {
       const p = pods('web')[0]!;
-      expect(p.status.conditions.find((c: any) => c.type === 'PodScheduled')).toMatchObject({ status: 'False', reason: 'Unschedulable', message: expect.stringContaining("0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}") });
+      expect(p.status.conditions.find((c: any) => c.type === 'PodScheduled')).toMatchObject({
+        status: 'False',
+        reason: 'Unschedulable',
+        message: expect.stringContaining(
+          "0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}",
+        ),
+      });
     });
     await kubectl(['delete', 'deployment', 'web']);
   });
@@ -157,10 +217,23 @@ describe('Deployments', () => {
 describe('DaemonSets', () => {
   test('one pod per matching node that it tolerates; status for rollout status', async () => {
     await apply(daemonSet('agent:1'));
-    expect((await kubectl(['rollout', 'status', 'daemonset/agent', '--timeout=20s'])).stdout).toContain('daemon set "agent" successfully rolled out');
-    expect(pods('agent').map((p) => p.spec.nodeName).sort()).toEqual(['node-a', 'node-b']);
+    expect((await kubectl(['rollout', 'status', 'daemonset/agent', '--timeout=20s'])).stdout).toContain(
+      'daemon set "agent" successfully rolled out',
+    );
+    expect(
+      pods('agent')
+        .map((p) => p.spec.nodeName)
+        .sort(),
+    ).toEqual(['node-a', 'node-b']);
     const ds = JSON.parse((await kubectl(['get', 'ds', 'agent', '-o', 'json'])).stdout);
-    expect(ds.status).toMatchObject({ desiredNumberScheduled: 2, currentNumberScheduled: 2, numberReady: 2, updatedNumberScheduled: 2, numberAvailable: 2, observedGeneration: 1 });
+    expect(ds.status).toMatchObject({
+      desiredNumberScheduled: 2,
+      currentNumberScheduled: 2,
+      numberReady: 2,
+      updatedNumberScheduled: 2,
+      numberAvailable: 2,
+      observedGeneration: 1,
+    });
   });
 
   test('a toleration takes in the tainted node; a new template replaces pods one node at a time', async () => {
@@ -171,11 +244,21 @@ describe('DaemonSets', () => {
     await until(() => {
       const live = pods('agent').filter((p) => !p.metadata.deletionTimestamp);
       // maxUnavailable 1: the new node's pod counts as unavailable, so no old pod is replaced yet.
-      expect(live.map((p) => `${p.spec.nodeName}:${p.spec.containers[0].image}`).sort()).toEqual(['node-a:agent:1', 'node-b:agent:1', 'node-c:agent:2']);
+      expect(live.map((p) => `${p.spec.nodeName}:${p.spec.containers[0].image}`).sort()).toEqual([
+        'node-a:agent:1',
+        'node-b:agent:1',
+        'node-c:agent:2',
+      ]);
     });
     holdBack.delete('agent:2');
-    expect((await kubectl(['rollout', 'status', 'daemonset/agent', '--timeout=20s'])).stdout).toContain('successfully rolled out');
-    expect(pods('agent').map((p) => `${p.spec.nodeName}:${p.spec.containers[0].image}`).sort()).toEqual(['node-a:agent:2', 'node-b:agent:2', 'node-c:agent:2']);
+    expect((await kubectl(['rollout', 'status', 'daemonset/agent', '--timeout=20s'])).stdout).toContain(
+      'successfully rolled out',
+    );
+    expect(
+      pods('agent')
+        .map((p) => `${p.spec.nodeName}:${p.spec.containers[0].image}`)
+        .sort(),
+    ).toEqual(['node-a:agent:2', 'node-b:agent:2', 'node-c:agent:2']);
   });
 
   test('deleting a DaemonSet deletes its pods', async () => {

@@ -14,7 +14,8 @@ const maybe = why ? describe.skip : describe;
 
 let cluster: EmulatedCluster;
 let kubectl: Kubectl;
-const until = <T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 20_000) => eventually(fn as () => Promise<T>, ms, 100);
+const until = <T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 20_000) =>
+  eventually(fn as () => Promise<T>, ms, 100);
 const getPod = async (name: string) => JSON.parse((await kubectl(['get', 'pod', name, '-o', 'json'])).stdout);
 const ready = (p: any) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
 
@@ -48,7 +49,15 @@ const pod = (name: string, extra: any = {}) => ({
     hostNetwork: extra.hostNetwork,
     terminationGracePeriodSeconds: 5,
     securityContext: { runAsUser: 1234, runAsGroup: 2345, fsGroup: 3456 },
-    initContainers: [{ name: 'init', image: 'ghcr.io/eni-ipam/eni-ipam:0.1.0', command: ['sh', '-c', 'echo init ran > /host/shared/from-init'], securityContext: { runAsUser: 0 }, volumeMounts: [{ name: 'host', mountPath: '/host/shared' }] }],
+    initContainers: [
+      {
+        name: 'init',
+        image: 'ghcr.io/eni-ipam/eni-ipam:0.1.0',
+        command: ['sh', '-c', 'echo init ran > /host/shared/from-init'],
+        securityContext: { runAsUser: 0 },
+        volumeMounts: [{ name: 'host', mountPath: '/host/shared' }],
+      },
+    ],
     containers: [
       {
         name: 'server',
@@ -94,7 +103,9 @@ maybe('the node runtime (root)', () => {
   });
 
   test('a pod runs as processes in its own namespaces: hostname, address from the node range, volumes, env, user; probes make it Ready', async () => {
-    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(pod('web', { nodeName: cluster.nodes[0] })))).code).toBe(0);
+    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(pod('web', { nodeName: cluster.nodes[0] })))).code).toBe(
+      0,
+    );
     const p = await until(async () => {
       const x = await getPod('web');
       return ready(x) && x;
@@ -106,7 +117,15 @@ maybe('the node runtime (root)', () => {
       hostname: 'web',
       uid: 1234,
       gid: 2345,
-      env: { POD_NAME: 'web', NODE: cluster.nodes[0], POD_IP: p.status.podIP, HOST_IP: p.status.hostIP, KSH: cluster.network.hostAddress, FROM_SECRET: 'alice', EXPANDED: `pod web on ${cluster.nodes[0]}` },
+      env: {
+        POD_NAME: 'web',
+        NODE: cluster.nodes[0],
+        POD_IP: p.status.podIP,
+        HOST_IP: p.status.hostIP,
+        KSH: cluster.network.hostAddress,
+        FROM_SECRET: 'alice',
+        EXPANDED: `pod web on ${cluster.nodes[0]}`,
+      },
       secret: 'alice',
       config: 'hello',
       ns: 'default',
@@ -116,7 +135,11 @@ maybe('the node runtime (root)', () => {
     });
     expect(seen.groups).toContain(3456);
     const wide = await kubectl(['get', 'pod', 'web', '-o', 'wide']);
-    expect(wide.stdout).toMatch(new RegExp(`web\\s+1/1\\s+Running\\s+0\\s+\\S+\\s+${p.status.podIP.replace(/\./g, '\\.')}\\s+${cluster.nodes[0]}`));
+    expect(wide.stdout).toMatch(
+      new RegExp(
+        `web\\s+1/1\\s+Running\\s+0\\s+\\S+\\s+${p.status.podIP.replace(/\./g, '\\.')}\\s+${cluster.nodes[0]}`,
+      ),
+    );
     expect((await kubectl(['logs', 'web'])).stdout).toContain('listening on 8000');
     expect((await kubectl(['logs', 'web', '-c', 'init'])).code).toBe(0);
   }, 60_000);
@@ -130,7 +153,8 @@ maybe('the node runtime (root)', () => {
     });
     expect(restarted.status.containerStatuses[0].lastState.terminated).toBeDefined();
     expect((await kubectl(['logs', 'web', '--previous'])).stdout).toContain('got SIGTERM');
-    const events = (await kubectl(['get', 'events', '--field-selector', 'involvedObject.name=web', '-o', 'json'])).stdout;
+    const events = (await kubectl(['get', 'events', '--field-selector', 'involvedObject.name=web', '-o', 'json']))
+      .stdout;
     expect(events).toContain('Liveness probe failed');
     const del = await kubectl(['delete', 'pod', 'web', '--wait=true', '--timeout=30s']);
     expect(del.code).toBe(0);
@@ -139,8 +163,15 @@ maybe('the node runtime (root)', () => {
     expect(execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })).not.toContain(`ecp${cluster.network.id}-`);
   }, 60_000);
 
-  test('a hostNetwork pod runs in its node\'s namespace, at the node address', async () => {
-    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(pod('hostnet', { nodeName: cluster.nodes[1], hostNetwork: true, port: 8010 })))).code).toBe(0);
+  test("a hostNetwork pod runs in its node's namespace, at the node address", async () => {
+    expect(
+      (
+        await kubectl(
+          ['apply', '-f', '-'],
+          JSON.stringify(pod('hostnet', { nodeName: cluster.nodes[1], hostNetwork: true, port: 8010 })),
+        )
+      ).code,
+    ).toBe(0);
     const p = await until(async () => {
       const x = await getPod('hostnet');
       return ready(x) && x;
@@ -151,15 +182,35 @@ maybe('the node runtime (root)', () => {
   }, 60_000);
 
   test('exec and tcpSocket probes; a container that keeps failing is restarted with back-off (CrashLoopBackOff)', async () => {
-    const spec = (name: string, container: any) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { nodeName: cluster.nodes[1], terminationGracePeriodSeconds: 2, containers: [{ name: 'main', image: 'eni-ipam:dev', ...container }] } });
+    const spec = (name: string, container: any) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default' },
+      spec: {
+        nodeName: cluster.nodes[1],
+        terminationGracePeriodSeconds: 2,
+        containers: [{ name: 'main', image: 'eni-ipam:dev', ...container }],
+      },
+    });
     // Ready once it has written /tmp/ready (an exec probe in the container's root), alive while it listens (tcpSocket).
     const probed = spec('probed', {
-      command: ['node', '-e', "setTimeout(() => require('fs').writeFileSync('/tmp/ready', ''), 1500); require('net').createServer().listen(7000)"],
+      command: [
+        'node',
+        '-e',
+        "setTimeout(() => require('fs').writeFileSync('/tmp/ready', ''), 1500); require('net').createServer().listen(7000)",
+      ],
       readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 },
       livenessProbe: { tcpSocket: { port: 7000 }, periodSeconds: 1 },
     });
     const failing = spec('failing', { command: ['sh', '-c', 'echo about to fail; exit 3'] });
-    expect((await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [probed, failing] }))).code).toBe(0);
+    expect(
+      (
+        await kubectl(
+          ['apply', '-f', '-'],
+          JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [probed, failing] }),
+        )
+      ).code,
+    ).toBe(0);
     const first = await until(async () => {
       const x = await getPod('probed');
       return x.status.containerStatuses?.[0]?.state?.running && x;
@@ -172,7 +223,11 @@ maybe('the node runtime (root)', () => {
     expect(p.status.containerStatuses[0].restartCount).toBe(0);
     const f = await until(async () => {
       const x = await getPod('failing');
-      return x.status.containerStatuses?.[0]?.restartCount >= 2 && x.status.containerStatuses[0].state.waiting?.reason === 'CrashLoopBackOff' && x;
+      return (
+        x.status.containerStatuses?.[0]?.restartCount >= 2 &&
+        x.status.containerStatuses[0].state.waiting?.reason === 'CrashLoopBackOff' &&
+        x
+      );
     });
     expect(f.status.containerStatuses[0].lastState.terminated.exitCode).toBe(3);
     expect((await kubectl(['get', 'pod', 'failing'])).stdout).toMatch(/failing\s+0\/1\s+CrashLoopBackOff\s+\d+/);
@@ -185,7 +240,26 @@ maybe('the node runtime (root)', () => {
   }, 60_000);
 
   test('kubectl delete pod: a container that ignores SIGTERM is killed when the grace period ends', async () => {
-    const stubborn = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'stubborn', namespace: 'default' }, spec: { nodeName: cluster.nodes[0], terminationGracePeriodSeconds: 2, containers: [{ name: 'main', image: 'eni-ipam', command: ['node', '-e', "process.on('SIGTERM', () => console.log('ignoring SIGTERM')); setInterval(() => {}, 1000)"] }] } };
+    const stubborn = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'stubborn', namespace: 'default' },
+      spec: {
+        nodeName: cluster.nodes[0],
+        terminationGracePeriodSeconds: 2,
+        containers: [
+          {
+            name: 'main',
+            image: 'eni-ipam',
+            command: [
+              'node',
+              '-e',
+              "process.on('SIGTERM', () => console.log('ignoring SIGTERM')); setInterval(() => {}, 1000)",
+            ],
+          },
+        ],
+      },
+    };
     expect((await kubectl(['apply', '-f', '-'], JSON.stringify(stubborn))).code).toBe(0);
     const p = await until(async () => {
       const x = await getPod('stubborn');
@@ -201,13 +275,20 @@ maybe('the node runtime (root)', () => {
   }, 60_000);
 
   test('a pod with another image stays Pending and says why; a missing Secret keeps it in ContainerCreating', async () => {
-    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(pod('nginx', { nodeName: cluster.nodes[0], image: 'nginx:1.27' })))).code).toBe(0);
+    expect(
+      (
+        await kubectl(
+          ['apply', '-f', '-'],
+          JSON.stringify(pod('nginx', { nodeName: cluster.nodes[0], image: 'nginx:1.27' })),
+        )
+      ).code,
+    ).toBe(0);
     const p = await until(async () => {
       const x = await getPod('nginx');
       return x.status.containerStatuses?.[0]?.state?.waiting?.reason === 'ImageNotRunnable' && x;
     });
     expect(p.status.phase).toBe('Pending');
-    expect(p.status.containerStatuses[0].state.waiting.message).toContain('runs only eni-ipam\'s own image');
+    expect(p.status.containerStatuses[0].state.waiting.message).toContain("runs only eni-ipam's own image");
     const missing = pod('nosecret', { nodeName: cluster.nodes[0], port: 8020 });
     missing.spec.volumes[0]!.secret!.secretName = 'absent';
     expect((await kubectl(['apply', '-f', '-'], JSON.stringify(missing))).code).toBe(0);

@@ -2,7 +2,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { FixtureError, defaultWorld, loadFixtureFile, validateFixture, type Fixture } from '../../../src/sim/ecs/index.js';
+import {
+  FixtureError,
+  defaultWorld,
+  loadFixtureFile,
+  validateFixture,
+  type Fixture,
+} from '../../../src/sim/ecs/index.js';
 
 const broken = (patch: (f: Fixture) => void): string => {
   const f = defaultWorld();
@@ -24,15 +30,39 @@ describe('fixture validation', () => {
   });
 
   it.each<[string, (f: Fixture) => void, RegExp]>([
-    ['an unknown field', (f) => ((f.vSwitches[1] as Record<string, unknown>).colour = 'red'), /^vSwitches\[1\]: unknown field "colour"$/],
+    [
+      'an unknown field',
+      (f) => ((f.vSwitches[1] as Record<string, unknown>).colour = 'red'),
+      /^vSwitches\[1\]: unknown field "colour"$/,
+    ],
     ['a missing field', (f) => delete (f as Partial<Fixture>).region, /missing required field "region"/],
-    ['a malformed CIDR', (f) => (f.vSwitches[0]!.cidr = '192.168.0.0'), /^vSwitches\[0\]\.cidr: "192\.168\.0\.0" is not a valid value/],
-    ['a vSwitch outside its VPC', (f) => (f.vSwitches[0]!.cidr = '10.0.0.0/24'), /^vSwitches\[0\]\.cidr: 10\.0\.0\.0\/24 is outside VPC vpc-demo/],
-    ['overlapping vSwitches', (f) => (f.vSwitches[2]!.cidr = '192.168.16.0/24'), /^vSwitches\[2\]\.cidr: .* overlaps vSwitches\[1\]/],
-    ['an unknown instance type', (f) => (f.instances[3]!.instanceType = 'ecs.nope'), /^instances\[3\]\.instanceType: "ecs\.nope" is not in instanceTypes$/],
+    [
+      'a malformed CIDR',
+      (f) => (f.vSwitches[0]!.cidr = '192.168.0.0'),
+      /^vSwitches\[0\]\.cidr: "192\.168\.0\.0" is not a valid value/,
+    ],
+    [
+      'a vSwitch outside its VPC',
+      (f) => (f.vSwitches[0]!.cidr = '10.0.0.0/24'),
+      /^vSwitches\[0\]\.cidr: 10\.0\.0\.0\/24 is outside VPC vpc-demo/,
+    ],
+    [
+      'overlapping vSwitches',
+      (f) => (f.vSwitches[2]!.cidr = '192.168.16.0/24'),
+      /^vSwitches\[2\]\.cidr: .* overlaps vSwitches\[1\]/,
+    ],
+    [
+      'an unknown instance type',
+      (f) => (f.instances[3]!.instanceType = 'ecs.nope'),
+      /^instances\[3\]\.instanceType: "ecs\.nope" is not in instanceTypes$/,
+    ],
     ['a duplicate id', (f) => (f.instances[4]!.id = 'i-demo-01'), /^instances\[4\]\.id: duplicate id "i-demo-01"$/],
     ['a negative quota', (f) => (f.quotas!.enisPerRegion = -1), /^quotas\.enisPerRegion: must be >= 0$/],
-    ['a bad fault rate', (f) => (f.faults = { rules: [{ kind: 'error', code: 'X', rate: 3 }] }), /^faults\.rules\[0\]\.rate: must be <= 1$/],
+    [
+      'a bad fault rate',
+      (f) => (f.faults = { rules: [{ kind: 'error', code: 'X', rate: 3 }] }),
+      /^faults\.rules\[0\]\.rate: must be <= 1$/,
+    ],
   ])('names the field of %s', (_, patch, message) => {
     expect(broken(patch)).toMatch(message);
   });
@@ -40,7 +70,10 @@ describe('fixture validation', () => {
   it('reads YAML and JSON files and reports unreadable ones', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fixture-'));
     const yamlPath = join(dir, 'w.yaml');
-    writeFileSync(yamlPath, 'region: r1\ncredentials: [{accessKeyId: a, accessKeySecret: b}]\nvpcs: [{id: v, cidr: 10.0.0.0/8}]\nvSwitches: [{id: s, vpcId: v, zoneId: z, cidr: 10.1.0.0/24}]\nsecurityGroups: []\ninstanceTypes: [{id: t, cpuCores: 2, memoryGiB: 4, eniQuantity: 2, eniPrivateIpAddressQuantity: 2, eniIpv6AddressQuantity: 0}]\ninstances: []\n');
+    writeFileSync(
+      yamlPath,
+      'region: r1\ncredentials: [{accessKeyId: a, accessKeySecret: b}]\nvpcs: [{id: v, cidr: 10.0.0.0/8}]\nvSwitches: [{id: s, vpcId: v, zoneId: z, cidr: 10.1.0.0/24}]\nsecurityGroups: []\ninstanceTypes: [{id: t, cpuCores: 2, memoryGiB: 4, eniQuantity: 2, eniPrivateIpAddressQuantity: 2, eniIpv6AddressQuantity: 0}]\ninstances: []\n',
+    );
     expect(loadFixtureFile(yamlPath).region).toBe('r1');
     const jsonPath = join(dir, 'w.json');
     writeFileSync(jsonPath, JSON.stringify(defaultWorld()));

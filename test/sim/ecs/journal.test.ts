@@ -16,14 +16,34 @@ describe('the ECS emulator call journal', () => {
   it('records each call with its caller, answer, and the ENI, instance and addresses a mutating call touched', async () => {
     const t0 = Date.now();
     const ecs = pop(emu.url);
-    const eni: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], SecondaryPrivateIpAddressCount: 2, ClientToken: 'tok-1' });
+    const eni: any = await ecs.request('CreateNetworkInterface', {
+      RegionId: REGION,
+      VSwitchId: 'vsw-h-pods',
+      SecurityGroupIds: ['sg-demo-pods'],
+      SecondaryPrivateIpAddressCount: 2,
+      ClientToken: 'tok-1',
+    });
     const id = eni.NetworkInterfaceId as string;
     await ecs.request('AttachNetworkInterface', { RegionId: REGION, NetworkInterfaceId: id, InstanceId: 'i-demo-04' });
     await eventually(() => emu.state().enis.find((e) => e.id === id)!.status === 'InUse');
-    const assigned: any = await ecs.request('AssignPrivateIpAddresses', { RegionId: REGION, NetworkInterfaceId: id, SecondaryPrivateIpAddressCount: 2 });
+    const assigned: any = await ecs.request('AssignPrivateIpAddresses', {
+      RegionId: REGION,
+      NetworkInterfaceId: id,
+      SecondaryPrivateIpAddressCount: 2,
+    });
     const added = assigned.AssignedPrivateIpAddressesSet.PrivateIpSet.PrivateIpAddress as string[];
-    await ecs.request('UnassignPrivateIpAddresses', { RegionId: REGION, NetworkInterfaceId: id, PrivateIpAddress: [added[0]] });
-    await failure(pop(emu.url, 'ecs', OTHER).request('UnassignPrivateIpAddresses', { RegionId: REGION, NetworkInterfaceId: 'eni-nope', PrivateIpAddress: ['10.9.9.9'] }));
+    await ecs.request('UnassignPrivateIpAddresses', {
+      RegionId: REGION,
+      NetworkInterfaceId: id,
+      PrivateIpAddress: [added[0]],
+    });
+    await failure(
+      pop(emu.url, 'ecs', OTHER).request('UnassignPrivateIpAddresses', {
+        RegionId: REGION,
+        NetworkInterfaceId: 'eni-nope',
+        PrivateIpAddress: ['10.9.9.9'],
+      }),
+    );
     await ecs.request('DescribeNetworkInterfaces', { RegionId: REGION, NetworkInterfaceId: [id] });
 
     const calls = emu.calls({ since: t0 });
@@ -51,30 +71,64 @@ describe('the ECS emulator call journal', () => {
 
   it('names every address of a deleted ENI, and a replayed create by its token without addresses', async () => {
     const ecs = pop(emu.url);
-    const params = { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], SecondaryPrivateIpAddressCount: 1, ClientToken: 'tok-2' };
+    const params = {
+      RegionId: REGION,
+      VSwitchId: 'vsw-h-pods',
+      SecurityGroupIds: ['sg-demo-pods'],
+      SecondaryPrivateIpAddressCount: 1,
+      ClientToken: 'tok-2',
+    };
     const eni: any = await ecs.request('CreateNetworkInterface', params);
     await ecs.request('CreateNetworkInterface', params);
     await ecs.request('DeleteNetworkInterface', { RegionId: REGION, NetworkInterfaceId: eni.NetworkInterfaceId });
     const [replay, del] = emu.calls().slice(-2);
-    expect(replay).toMatchObject({ action: 'CreateNetworkInterface', code: 'OK', clientToken: 'tok-2', eniId: eni.NetworkInterfaceId });
+    expect(replay).toMatchObject({
+      action: 'CreateNetworkInterface',
+      code: 'OK',
+      clientToken: 'tok-2',
+      eniId: eni.NetworkInterfaceId,
+    });
     expect(replay!.ips).toBeUndefined();
     expect(del).toMatchObject({ action: 'DeleteNetworkInterface', eniId: eni.NetworkInterfaceId });
     expect(del!.ips).toHaveLength(2);
   });
 
   it('records the ClientToken of a create that failed before it was carried out', async () => {
-    emu.setFaults({ rules: [{ action: 'CreateNetworkInterface', kind: 'error', code: 'ServiceUnavailable', rate: 1, times: 1 }] });
-    await failure(pop(emu.url).request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], ClientToken: 'tok-3' }));
+    emu.setFaults({
+      rules: [{ action: 'CreateNetworkInterface', kind: 'error', code: 'ServiceUnavailable', rate: 1, times: 1 }],
+    });
+    await failure(
+      pop(emu.url).request('CreateNetworkInterface', {
+        RegionId: REGION,
+        VSwitchId: 'vsw-h-pods',
+        SecurityGroupIds: ['sg-demo-pods'],
+        ClientToken: 'tok-3',
+      }),
+    );
     emu.clearFaults();
-    expect(emu.calls().at(-1)).toMatchObject({ action: 'CreateNetworkInterface', code: 'ServiceUnavailable', clientToken: 'tok-3' });
+    expect(emu.calls().at(-1)).toMatchObject({
+      action: 'CreateNetworkInterface',
+      code: 'ServiceUnavailable',
+      clientToken: 'tok-3',
+    });
   });
 
   it('records calls whose answer was lost after they were carried out, and serves the journal over HTTP', async () => {
     emu.setFaults({ rules: [{ action: 'AssignPrivateIpAddresses', kind: 'drop-answer', rate: 1, times: 1 }] });
     const ecs = pop(emu.url);
-    const eni: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'] });
+    const eni: any = await ecs.request('CreateNetworkInterface', {
+      RegionId: REGION,
+      VSwitchId: 'vsw-h-pods',
+      SecurityGroupIds: ['sg-demo-pods'],
+    });
     const t2 = Date.now();
-    await failure(ecs.request('AssignPrivateIpAddresses', { RegionId: REGION, NetworkInterfaceId: eni.NetworkInterfaceId, SecondaryPrivateIpAddressCount: 1 }));
+    await failure(
+      ecs.request('AssignPrivateIpAddresses', {
+        RegionId: REGION,
+        NetworkInterfaceId: eni.NetworkInterfaceId,
+        SecondaryPrivateIpAddressCount: 1,
+      }),
+    );
     emu.clearFaults();
     await sleep(10);
     const r = await fetch(`${emu.url}/_emulator/calls?since=${t2}&action=AssignPrivateIpAddresses`);
@@ -84,6 +138,8 @@ describe('the ECS emulator call journal', () => {
     expect(body.calls[0].ips).toHaveLength(1);
     const bad = await fetch(`${emu.url}/_emulator/calls?since=yesterday`);
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as any).error).toBe('since must be a time in milliseconds since the epoch, not "yesterday"');
+    expect(((await bad.json()) as any).error).toBe(
+      'since must be a time in milliseconds since the epoch, not "yesterday"',
+    );
   });
 });

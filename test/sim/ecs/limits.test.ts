@@ -15,8 +15,13 @@ beforeAll(async () => {
 afterAll(() => emu.close());
 
 const create = (extra: Record<string, unknown> = {}): Promise<any> =>
-  ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], ...extra }, { method: 'POST' });
-const attach = (eni: string, instance: string) => ecs.request('AttachNetworkInterface', { RegionId: REGION, NetworkInterfaceId: eni, InstanceId: instance });
+  ecs.request(
+    'CreateNetworkInterface',
+    { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'], ...extra },
+    { method: 'POST' },
+  );
+const attach = (eni: string, instance: string) =>
+  ecs.request('AttachNetworkInterface', { RegionId: REGION, NetworkInterfaceId: eni, InstanceId: instance });
 const statusOf = async (id: string): Promise<string | undefined> => {
   const r: any = await ecs.request('DescribeNetworkInterfaces', { RegionId: REGION, NetworkInterfaceId: [id] });
   return r.NetworkInterfaceSets.NetworkInterfaceSet[0]?.Status;
@@ -25,7 +30,9 @@ const statusOf = async (id: string): Promise<string | undefined> => {
 describe('limits of a real region', () => {
   it('runs a vSwitch out of addresses with InvalidVSwitchId.IpNotEnough and keeps AvailableIpAddressCount true', async () => {
     const vpc = pop(emu.url, 'vpc');
-    const free = async () => ((await vpc.request('DescribeVSwitches', { RegionId: REGION, VSwitchId: 'vsw-i-small' })) as any).VSwitches.VSwitch[0].AvailableIpAddressCount;
+    const free = async () =>
+      ((await vpc.request('DescribeVSwitches', { RegionId: REGION, VSwitchId: 'vsw-i-small' })) as any).VSwitches
+        .VSwitch[0].AvailableIpAddressCount;
     expect(await free()).toBe(6); // a /27 has 28 usable addresses; 22 are held by others
     await create({ VSwitchId: 'vsw-i-small', SecondaryPrivateIpAddressCount: 3 });
     expect(await free()).toBe(2);
@@ -43,20 +50,38 @@ describe('limits of a real region', () => {
     const c = await create();
     await attach(a.NetworkInterfaceId, 'i-demo-01');
     await attach(b.NetworkInterfaceId, 'i-demo-01');
-    expect(await failure(attach(c.NetworkInterfaceId, 'i-demo-01'))).toMatchObject({ code: 'EniPerInstanceLimitExceeded', status: 403 });
+    expect(await failure(attach(c.NetworkInterfaceId, 'i-demo-01'))).toMatchObject({
+      code: 'EniPerInstanceLimitExceeded',
+      status: 403,
+    });
     await eventually(async () => (await statusOf(b.NetworkInterfaceId)) === 'InUse');
-    const inst: any = await ecs.request('DescribeInstances', { RegionId: REGION, InstanceIds: JSON.stringify(['i-demo-01']) });
-    expect(inst.Instances.Instance[0].NetworkInterfaces.NetworkInterface.map((n: any) => n.Type)).toEqual(['Primary', 'Secondary', 'Secondary']);
+    const inst: any = await ecs.request('DescribeInstances', {
+      RegionId: REGION,
+      InstanceIds: JSON.stringify(['i-demo-01']),
+    });
+    expect(inst.Instances.Instance[0].NetworkInterfaces.NetworkInterface.map((n: any) => n.Type)).toEqual([
+      'Primary',
+      'Secondary',
+      'Secondary',
+    ]);
   });
 
   it('enforces EniPrivateIpAddressQuantity on attach and on assign', async () => {
     // ecs.g7.large allows 6 IPv4 addresses per ENI; i-demo-13 is one (zone h).
     const big = await create({ SecondaryPrivateIpAddressCount: 6 });
-    expect(await failure(attach(big.NetworkInterfaceId, 'i-demo-13'))).toMatchObject({ code: 'InvalidOperation.Ipv4CountExceeded', status: 403 });
+    expect(await failure(attach(big.NetworkInterfaceId, 'i-demo-13'))).toMatchObject({
+      code: 'InvalidOperation.Ipv4CountExceeded',
+      status: 403,
+    });
     const ok = await create({ SecondaryPrivateIpAddressCount: 3 });
     await attach(ok.NetworkInterfaceId, 'i-demo-13');
     await eventually(async () => (await statusOf(ok.NetworkInterfaceId)) === 'InUse');
-    const assign = (n: number) => ecs.request('AssignPrivateIpAddresses', { RegionId: REGION, NetworkInterfaceId: ok.NetworkInterfaceId, SecondaryPrivateIpAddressCount: n });
+    const assign = (n: number) =>
+      ecs.request('AssignPrivateIpAddresses', {
+        RegionId: REGION,
+        NetworkInterfaceId: ok.NetworkInterfaceId,
+        SecondaryPrivateIpAddressCount: n,
+      });
     expect((await failure(assign(3))).code).toBe('InvalidOperation.Ipv4CountExceeded');
     await assign(2);
     expect((await failure(assign(1))).code).toBe('InvalidOperation.Ipv4CountExceeded');
@@ -70,10 +95,23 @@ describe('limits of a real region', () => {
     expect(b.PrivateIpSets).toEqual(a.PrivateIpSets);
     expect(b.RequestId).not.toBe(a.RequestId);
     expect(emu.state().enis.length).toBe(before + 1);
-    expect(await failure(create({ ClientToken: 'token-1', SecondaryPrivateIpAddressCount: 3 }))).toMatchObject({ code: 'IdempotentParameterMismatch', status: 400 });
+    expect(await failure(create({ ClientToken: 'token-1', SecondaryPrivateIpAddressCount: 3 }))).toMatchObject({
+      code: 'IdempotentParameterMismatch',
+      status: 400,
+    });
 
-    const x: any = await ecs.request('AssignPrivateIpAddresses', { RegionId: REGION, NetworkInterfaceId: a.NetworkInterfaceId, SecondaryPrivateIpAddressCount: 2, ClientToken: 'assign-1' });
-    const y: any = await ecs.request('AssignPrivateIpAddresses', { RegionId: REGION, NetworkInterfaceId: a.NetworkInterfaceId, SecondaryPrivateIpAddressCount: 2, ClientToken: 'assign-1' });
+    const x: any = await ecs.request('AssignPrivateIpAddresses', {
+      RegionId: REGION,
+      NetworkInterfaceId: a.NetworkInterfaceId,
+      SecondaryPrivateIpAddressCount: 2,
+      ClientToken: 'assign-1',
+    });
+    const y: any = await ecs.request('AssignPrivateIpAddresses', {
+      RegionId: REGION,
+      NetworkInterfaceId: a.NetworkInterfaceId,
+      SecondaryPrivateIpAddressCount: 2,
+      ClientToken: 'assign-1',
+    });
     expect(y.AssignedPrivateIpAddressesSet).toEqual(x.AssignedPrivateIpAddressesSet);
     expect(emu.state().enis.find((e) => e.id === a.NetworkInterfaceId)!.secondaryIps).toHaveLength(4);
   });

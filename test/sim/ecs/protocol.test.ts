@@ -32,7 +32,10 @@ async function signedCall(extra: Record<string, string>, opts: { secret?: string
 describe('common parameters and authentication', () => {
   it('answers a signed GET and a signed POST from pop-core', async () => {
     const vpc = pop(emu.url, 'vpc');
-    const get = (await vpc.request('DescribeVpcs', { RegionId: REGION })) as { Vpcs: { Vpc: Array<{ VpcId: string }> }; RequestId: string };
+    const get = (await vpc.request('DescribeVpcs', { RegionId: REGION })) as {
+      Vpcs: { Vpc: Array<{ VpcId: string }> };
+      RequestId: string;
+    };
     const post = (await vpc.request('DescribeVpcs', { RegionId: REGION }, { method: 'POST' })) as typeof get;
     expect(get.Vpcs.Vpc.map((v) => v.VpcId)).toEqual(['vpc-demo']);
     expect(post.Vpcs.Vpc).toHaveLength(1);
@@ -40,7 +43,11 @@ describe('common parameters and authentication', () => {
   });
 
   it('rejects a wrong secret with SignatureDoesNotMatch and the server string to sign', async () => {
-    const f = await failure(pop(emu.url, 'ecs', { accessKeyId: 'demo', accessKeySecret: 'wrong' }).request('DescribeInstances', { RegionId: REGION }));
+    const f = await failure(
+      pop(emu.url, 'ecs', { accessKeyId: 'demo', accessKeySecret: 'wrong' }).request('DescribeInstances', {
+        RegionId: REGION,
+      }),
+    );
     expect(f.code).toBe('SignatureDoesNotMatch');
     expect(f.status).toBe(400);
     expect(f.data.Message).toContain('server string to sign is:GET&%2F&');
@@ -49,7 +56,11 @@ describe('common parameters and authentication', () => {
   });
 
   it('rejects an unknown AccessKeyId', async () => {
-    const f = await failure(pop(emu.url, 'ecs', { accessKeyId: 'nobody', accessKeySecret: 'x' }).request('DescribeInstances', { RegionId: REGION }));
+    const f = await failure(
+      pop(emu.url, 'ecs', { accessKeyId: 'nobody', accessKeySecret: 'x' }).request('DescribeInstances', {
+        RegionId: REGION,
+      }),
+    );
     expect(f.code).toBe('InvalidAccessKeyId.NotFound');
   });
 
@@ -63,7 +74,10 @@ describe('common parameters and authentication', () => {
   it('rejects a timestamp more than 15 minutes off, and a malformed one', async () => {
     const old = new Date(Date.now() - 20 * 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
     expect(await signedCall({ Timestamp: old })).toMatchObject({ status: 400, body: { Code: 'IllegalTimestamp' } });
-    expect(await signedCall({ Timestamp: 'yesterday' })).toMatchObject({ status: 400, body: { Code: 'IllegalTimestamp' } });
+    expect(await signedCall({ Timestamp: 'yesterday' })).toMatchObject({
+      status: 400,
+      body: { Code: 'IllegalTimestamp' },
+    });
   });
 
   it('names a missing common parameter', async () => {
@@ -74,9 +88,14 @@ describe('common parameters and authentication', () => {
 
   it('answers an unknown action, an action of the other product and an unknown version', async () => {
     const ecs = pop(emu.url, 'ecs');
-    expect(await failure(ecs.request('DescribeUnicorns', { RegionId: REGION }))).toMatchObject({ code: 'InvalidAction.NotFound', status: 404 });
+    expect(await failure(ecs.request('DescribeUnicorns', { RegionId: REGION }))).toMatchObject({
+      code: 'InvalidAction.NotFound',
+      status: 404,
+    });
     expect((await failure(ecs.request('DescribeVSwitches', { RegionId: REGION }))).code).toBe('InvalidAction.NotFound');
-    const f = await failure(new RPCClient({ endpoint: emu.url, apiVersion: '2099-01-01', ...DEMO_KEY }).request('DescribeInstances', {}));
+    const f = await failure(
+      new RPCClient({ endpoint: emu.url, apiVersion: '2099-01-01', ...DEMO_KEY }).request('DescribeInstances', {}),
+    );
     expect(f).toMatchObject({ code: 'InvalidParameter', status: 400 });
   });
 
@@ -85,7 +104,9 @@ describe('common parameters and authentication', () => {
     const f = await failure(ecs.request('DescribeInstances', {}));
     expect(f.code).toBe('MissingParameter');
     expect(f.data.Message).toContain('RegionId');
-    expect((await failure(ecs.request('DescribeInstances', { RegionId: 'us-west-1' }))).code).toBe('InvalidRegionId.NotFound');
+    expect((await failure(ecs.request('DescribeInstances', { RegionId: 'us-west-1' }))).code).toBe(
+      'InvalidRegionId.NotFound',
+    );
     // DescribeInstanceTypes takes no RegionId.
     await expect(ecs.request('DescribeInstanceTypes', {})).resolves.toBeDefined();
   });

@@ -42,8 +42,16 @@ describe('per-action quotas', () => {
     await sleep(60);
     await vpc.request('DescribeVpcs', { RegionId: REGION });
     const ecs = pop(emu.url);
-    const eni: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'] });
-    await ecs.request('AttachNetworkInterface', { RegionId: REGION, NetworkInterfaceId: eni.NetworkInterfaceId, InstanceId: 'i-demo-04' });
+    const eni: any = await ecs.request('CreateNetworkInterface', {
+      RegionId: REGION,
+      VSwitchId: 'vsw-h-pods',
+      SecurityGroupIds: ['sg-demo-pods'],
+    });
+    await ecs.request('AttachNetworkInterface', {
+      RegionId: REGION,
+      NetworkInterfaceId: eni.NetworkInterfaceId,
+      InstanceId: 'i-demo-04',
+    });
     await sleep(150); // 2 s of emulated time is 100 ms
     expect(emu.state().enis.find((e) => e.id === eni.NetworkInterfaceId)!.status).toBe('InUse');
   });
@@ -52,8 +60,14 @@ describe('per-action quotas', () => {
 describe('fault injection', () => {
   it('injects error codes per action through the control handle', async () => {
     emu = await emulator();
-    emu.setFaults({ rules: [{ action: 'DescribeInstances', kind: 'error', code: 'ServiceUnavailable', rate: 1 }], seed: 7 });
-    expect(await failure(pop(emu.url).request('DescribeInstances', { RegionId: REGION }))).toMatchObject({ code: 'ServiceUnavailable', status: 503 });
+    emu.setFaults({
+      rules: [{ action: 'DescribeInstances', kind: 'error', code: 'ServiceUnavailable', rate: 1 }],
+      seed: 7,
+    });
+    expect(await failure(pop(emu.url).request('DescribeInstances', { RegionId: REGION }))).toMatchObject({
+      code: 'ServiceUnavailable',
+      status: 503,
+    });
     await expect(pop(emu.url).request('DescribeSecurityGroups', { RegionId: REGION })).resolves.toBeDefined();
     emu.clearFaults();
     await expect(pop(emu.url).request('DescribeInstances', { RegionId: REGION })).resolves.toBeDefined();
@@ -61,18 +75,31 @@ describe('fault injection', () => {
 
   it('serves non-JSON 502 pages and timeouts, settable over the admin path', async () => {
     emu = await emulator();
-    const put = await fetch(`${emu.url}/_emulator/faults`, { method: 'PUT', body: JSON.stringify({ rules: [{ action: 'DescribeVpcs', kind: 'non-json', rate: 1 }] }) });
+    const put = await fetch(`${emu.url}/_emulator/faults`, {
+      method: 'PUT',
+      body: JSON.stringify({ rules: [{ action: 'DescribeVpcs', kind: 'non-json', rate: 1 }] }),
+    });
     expect(put.status).toBe(200);
-    const e1: any = await pop(emu.url, 'vpc').request('DescribeVpcs', { RegionId: REGION }).catch((e) => e);
+    const e1: any = await pop(emu.url, 'vpc')
+      .request('DescribeVpcs', { RegionId: REGION })
+      .catch((e) => e);
     expect(e1.name).toBe('SyntaxError');
 
-    await fetch(`${emu.url}/_emulator/faults`, { method: 'PUT', body: JSON.stringify({ rules: [{ action: 'DescribeVpcs', kind: 'timeout', rate: 1 }] }) });
-    const e2: any = await pop(emu.url, 'vpc').request('DescribeVpcs', { RegionId: REGION }, { timeout: 300 }).catch((e) => e);
+    await fetch(`${emu.url}/_emulator/faults`, {
+      method: 'PUT',
+      body: JSON.stringify({ rules: [{ action: 'DescribeVpcs', kind: 'timeout', rate: 1 }] }),
+    });
+    const e2: any = await pop(emu.url, 'vpc')
+      .request('DescribeVpcs', { RegionId: REGION }, { timeout: 300 })
+      .catch((e) => e);
     expect(e2.name).toBe('RequestTimeoutError');
 
     const stats = (await (await fetch(`${emu.url}/_emulator/stats`)).json()) as any;
     expect(stats.calls.DescribeVpcs).toEqual({ NonJson: 1, Timeout: 1 });
-    const bad = await fetch(`${emu.url}/_emulator/faults`, { method: 'PUT', body: JSON.stringify({ rules: [{ kind: 'error', rate: 2 }] }) });
+    const bad = await fetch(`${emu.url}/_emulator/faults`, {
+      method: 'PUT',
+      body: JSON.stringify({ rules: [{ kind: 'error', rate: 2 }] }),
+    });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as any).error).toMatch(/faults\.rules\[0\]\.rate/);
     expect((await fetch(`${emu.url}/_emulator/faults`, { method: 'DELETE' })).status).toBe(200);
@@ -84,7 +111,11 @@ describe('fault injection', () => {
     emu.setFaults({ latencyMs: 150, stuckDetachRate: 1 });
     const ecs = pop(emu.url);
     const t0 = Date.now();
-    const eni: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'] });
+    const eni: any = await ecs.request('CreateNetworkInterface', {
+      RegionId: REGION,
+      VSwitchId: 'vsw-h-pods',
+      SecurityGroupIds: ['sg-demo-pods'],
+    });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
     emu.setFaults({ stuckDetachRate: 1 });
     const id = eni.NetworkInterfaceId;
@@ -103,8 +134,16 @@ describe('fault injection', () => {
     emu = await emulator();
     emu.setFaults({ attachFailRate: 1 });
     const ecs = pop(emu.url);
-    const eni: any = await ecs.request('CreateNetworkInterface', { RegionId: REGION, VSwitchId: 'vsw-h-pods', SecurityGroupIds: ['sg-demo-pods'] });
-    await ecs.request('AttachNetworkInterface', { RegionId: REGION, NetworkInterfaceId: eni.NetworkInterfaceId, InstanceId: 'i-demo-04' });
+    const eni: any = await ecs.request('CreateNetworkInterface', {
+      RegionId: REGION,
+      VSwitchId: 'vsw-h-pods',
+      SecurityGroupIds: ['sg-demo-pods'],
+    });
+    await ecs.request('AttachNetworkInterface', {
+      RegionId: REGION,
+      NetworkInterfaceId: eni.NetworkInterfaceId,
+      InstanceId: 'i-demo-04',
+    });
     await sleep(150);
     const e = emu.state().enis.find((x) => x.id === eni.NetworkInterfaceId)!;
     expect(e.status).toBe('Available');

@@ -5,7 +5,11 @@ import { ServiceAccountTokens, TOKEN_ISSUER, type Identity } from '../../../src/
 import type { KubeObject } from '../../../src/sim/kube/types.js';
 
 let rv = 0;
-function put(store: Store, resource: string, o: Omit<KubeObject, 'metadata'> & { metadata: KubeObject['metadata'] }): KubeObject {
+function put(
+  store: Store,
+  resource: string,
+  o: Omit<KubeObject, 'metadata'> & { metadata: KubeObject['metadata'] },
+): KubeObject {
   const t = store.types.get(resource)!;
   const obj = { ...o, metadata: { uid: `uid-${++rv}`, resourceVersion: String(rv), ...o.metadata } };
   store.put(t, obj);
@@ -24,7 +28,11 @@ describe('service-account tokens', () => {
 
   it('verifies its own tokens until they expire', () => {
     const { tokens, advance } = setup();
-    const { token, expirationTimestamp } = tokens.issue({ namespace: 'team', serviceAccount: 'robot', expirationSeconds: 600 });
+    const { token, expirationTimestamp } = tokens.issue({
+      namespace: 'team',
+      serviceAccount: 'robot',
+      expirationSeconds: 600,
+    });
     expect(expirationTimestamp).toBe('2026-11-30T12:10:00Z');
     expect(tokens.verify(token)?.name).toBe('system:serviceaccount:team:robot');
     advance(599);
@@ -52,31 +60,63 @@ describe('service-account tokens', () => {
   it('refuses to issue for a missing account, a short lifetime or a pod of another uid', () => {
     const { store, tokens } = setup();
     put(store, 'pods', { metadata: { name: 'p', namespace: 'team' }, spec: {} });
-    expect(() => tokens.issue({ namespace: 'team', serviceAccount: 'ghost' })).toThrow('serviceaccounts "ghost" not found');
-    expect(() => tokens.issue({ namespace: 'team', serviceAccount: 'robot', expirationSeconds: 60 })).toThrow('may not specify a duration less than 10 minutes');
-    expect(() => tokens.issue({ namespace: 'team', serviceAccount: 'robot', boundObject: { kind: 'Pod', name: 'p', uid: 'other' } })).toThrow('does not match the UID in record');
+    expect(() => tokens.issue({ namespace: 'team', serviceAccount: 'ghost' })).toThrow(
+      'serviceaccounts "ghost" not found',
+    );
+    expect(() => tokens.issue({ namespace: 'team', serviceAccount: 'robot', expirationSeconds: 60 })).toThrow(
+      'may not specify a duration less than 10 minutes',
+    );
+    expect(() =>
+      tokens.issue({
+        namespace: 'team',
+        serviceAccount: 'robot',
+        boundObject: { kind: 'Pod', name: 'p', uid: 'other' },
+      }),
+    ).toThrow('does not match the UID in record');
   });
 });
 
 describe('RBAC evaluation', () => {
-  const user: Identity = { name: 'system:serviceaccount:team:op', groups: ['system:serviceaccounts', 'system:serviceaccounts:team', 'system:authenticated'] };
+  const user: Identity = {
+    name: 'system:serviceaccount:team:op',
+    groups: ['system:serviceaccounts', 'system:serviceaccounts:team', 'system:authenticated'],
+  };
   const setup = (rules: object[], binding: 'ClusterRoleBinding' | 'RoleBinding' = 'ClusterRoleBinding') => {
     const store = new Store(100);
     put(store, 'clusterroles.rbac.authorization.k8s.io', { metadata: { name: 'r' }, rules });
     const subject = { kind: 'ServiceAccount', name: 'op', namespace: 'team' };
-    if (binding === 'ClusterRoleBinding') put(store, 'clusterrolebindings.rbac.authorization.k8s.io', { metadata: { name: 'b' }, roleRef: { kind: 'ClusterRole', name: 'r' }, subjects: [subject] });
-    else put(store, 'rolebindings.rbac.authorization.k8s.io', { metadata: { name: 'b', namespace: 'team' }, roleRef: { kind: 'ClusterRole', name: 'r' }, subjects: [subject] });
+    if (binding === 'ClusterRoleBinding')
+      put(store, 'clusterrolebindings.rbac.authorization.k8s.io', {
+        metadata: { name: 'b' },
+        roleRef: { kind: 'ClusterRole', name: 'r' },
+        subjects: [subject],
+      });
+    else
+      put(store, 'rolebindings.rbac.authorization.k8s.io', {
+        metadata: { name: 'b', namespace: 'team' },
+        roleRef: { kind: 'ClusterRole', name: 'r' },
+        subjects: [subject],
+      });
     return (a: Attributes) => authorize(store, user, a);
   };
   type ResourceAttributes = Extract<Attributes, { resourceRequest: true }>;
-  const res = (a: Partial<ResourceAttributes> & { verb: string }): Attributes => ({ resourceRequest: true, apiGroup: '', resource: 'pods', ...a });
+  const res = (a: Partial<ResourceAttributes> & { verb: string }): Attributes => ({
+    resourceRequest: true,
+    apiGroup: '',
+    resource: 'pods',
+    ...a,
+  });
   const path = (p: string): Attributes => ({ resourceRequest: false, verb: 'get', path: p });
 
   it('matches subresources exactly or through */subresource', () => {
     const can = setup([{ apiGroups: ['apps'], resources: ['*/scale'], verbs: ['update'] }]);
-    expect(can(res({ verb: 'update', apiGroup: 'apps', resource: 'deployments', subresource: 'scale', namespace: 'x' }))).toBe(true);
+    expect(
+      can(res({ verb: 'update', apiGroup: 'apps', resource: 'deployments', subresource: 'scale', namespace: 'x' })),
+    ).toBe(true);
     expect(can(res({ verb: 'update', apiGroup: 'apps', resource: 'deployments', namespace: 'x' }))).toBe(false);
-    expect(can(res({ verb: 'update', apiGroup: 'apps', resource: 'deployments', subresource: 'status', namespace: 'x' }))).toBe(false);
+    expect(
+      can(res({ verb: 'update', apiGroup: 'apps', resource: 'deployments', subresource: 'status', namespace: 'x' })),
+    ).toBe(false);
   });
 
   it('matches non-resource URLs exactly or by a trailing *, and only through cluster bindings', () => {

@@ -15,8 +15,14 @@ function tinyChart(): string {
   writeFileSync(join(dir, 'Chart.yaml'), 'apiVersion: v2\nname: tiny\nversion: 0.1.0\n');
   writeFileSync(join(dir, 'values.yaml'), 'message: hello\n');
   mkdirSync(join(dir, 'templates'));
-  writeFileSync(join(dir, 'templates', 'cm.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  message: {{ .Values.message | quote }}\n');
-  writeFileSync(join(dir, 'values.schema.json'), JSON.stringify({ type: 'object', properties: { message: { type: 'string' } }, required: ['message'] }));
+  writeFileSync(
+    join(dir, 'templates', 'cm.yaml'),
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  message: {{ .Values.message | quote }}\n',
+  );
+  writeFileSync(
+    join(dir, 'values.schema.json'),
+    JSON.stringify({ type: 'object', properties: { message: { type: 'string' } }, required: ['message'] }),
+  );
   return dir;
 }
 
@@ -32,7 +38,11 @@ beforeAll(async () => {
 afterAll(() => emu.close());
 
 const post = async (path: string, body: Buffer) => {
-  const res = await fetch(`${emu.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/vnd.kubernetes.protobuf' }, body });
+  const res = await fetch(`${emu.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/vnd.kubernetes.protobuf' },
+    body,
+  });
   return { status: res.status, body: (await res.json()) as any };
 };
 
@@ -41,11 +51,25 @@ const getYaml = async (args: string[]) => YAML.parse((await k(['get', ...args, '
 describe('kubectl create sends protobuf bodies the emulator decodes', () => {
   it('creates a Namespace', async () => {
     expect(await k(['create', 'namespace', 'proto'])).toMatchObject({ code: 0, stdout: 'namespace/proto created\n' });
-    expect(await getYaml(['namespace', 'proto'])).toMatchObject({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'proto' } });
+    expect(await getYaml(['namespace', 'proto'])).toMatchObject({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'proto' },
+    });
   });
 
   it('creates a Secret with its bytes intact', async () => {
-    const r = await k(['create', 'secret', 'generic', 'creds', '-n', 'proto', '--from-literal=id=LTAI-x', '--from-literal=key=s3cr3t/+=', '--type=example.io/creds']);
+    const r = await k([
+      'create',
+      'secret',
+      'generic',
+      'creds',
+      '-n',
+      'proto',
+      '--from-literal=id=LTAI-x',
+      '--from-literal=key=s3cr3t/+=',
+      '--type=example.io/creds',
+    ]);
     expect(r).toMatchObject({ code: 0, stdout: 'secret/creds created\n' });
     const s = await getYaml(['secret', 'creds', '-n', 'proto']);
     expect(s.type).toBe('example.io/creds');
@@ -54,48 +78,116 @@ describe('kubectl create sends protobuf bodies the emulator decodes', () => {
   });
 
   it('creates a ConfigMap, empty values kept', async () => {
-    expect((await k(['create', 'configmap', 'settings', '-n', 'proto', '--from-literal=mode=fast', '--from-literal=empty='])).code).toBe(0);
+    expect(
+      (await k(['create', 'configmap', 'settings', '-n', 'proto', '--from-literal=mode=fast', '--from-literal=empty=']))
+        .code,
+    ).toBe(0);
     const cm = await getYaml(['configmap', 'settings', '-n', 'proto']);
     expect(cm.data).toEqual({ mode: 'fast', empty: '' });
   });
 
   it('creates a ServiceAccount and a ClusterIP Service with an int target port', async () => {
-    expect((await k(['create', 'serviceaccount', 'robot', '-n', 'proto'])).stdout).toBe('serviceaccount/robot created\n');
-    expect((await k(['create', 'service', 'clusterip', 'web', '-n', 'proto', '--tcp=80:8080'])).stdout).toBe('service/web created\n');
+    expect((await k(['create', 'serviceaccount', 'robot', '-n', 'proto'])).stdout).toBe(
+      'serviceaccount/robot created\n',
+    );
+    expect((await k(['create', 'service', 'clusterip', 'web', '-n', 'proto', '--tcp=80:8080'])).stdout).toBe(
+      'service/web created\n',
+    );
     const svc = await getYaml(['service', 'web', '-n', 'proto']);
-    expect(svc.spec).toMatchObject({ type: 'ClusterIP', selector: { app: 'web' }, ports: [{ name: '80-8080', port: 80, protocol: 'TCP', targetPort: 8080 }] });
+    expect(svc.spec).toMatchObject({
+      type: 'ClusterIP',
+      selector: { app: 'web' },
+      ports: [{ name: '80-8080', port: 80, protocol: 'TCP', targetPort: 8080 }],
+    });
   });
 
   it('creates RBAC objects with empty API groups kept', async () => {
-    expect((await k(['create', 'role', 'reader', '-n', 'proto', '--verb=get,list', '--resource=pods,leases.coordination.k8s.io'])).code).toBe(0);
+    expect(
+      (
+        await k([
+          'create',
+          'role',
+          'reader',
+          '-n',
+          'proto',
+          '--verb=get,list',
+          '--resource=pods,leases.coordination.k8s.io',
+        ])
+      ).code,
+    ).toBe(0);
     const role = await getYaml(['role', 'reader', '-n', 'proto']);
     expect(role.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list'] },
     ]);
-    expect((await k(['create', 'rolebinding', 'robot-reads', '-n', 'proto', '--role=reader', '--serviceaccount=proto:robot'])).code).toBe(0);
-    expect((await getYaml(['rolebinding', 'robot-reads', '-n', 'proto'])).subjects).toEqual([{ kind: 'ServiceAccount', name: 'robot', namespace: 'proto' }]);
+    expect(
+      (
+        await k([
+          'create',
+          'rolebinding',
+          'robot-reads',
+          '-n',
+          'proto',
+          '--role=reader',
+          '--serviceaccount=proto:robot',
+        ])
+      ).code,
+    ).toBe(0);
+    expect((await getYaml(['rolebinding', 'robot-reads', '-n', 'proto'])).subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'robot', namespace: 'proto' },
+    ]);
   });
 
   it('creates a Deployment with its pod template, keeping replicas 0 and the command', async () => {
-    const r = await k(['create', 'deployment', 'idle', '-n', 'proto', '--image=busybox:1.36', '--replicas=0', '--port=8080', '--', 'sleep', '3600']);
+    const r = await k([
+      'create',
+      'deployment',
+      'idle',
+      '-n',
+      'proto',
+      '--image=busybox:1.36',
+      '--replicas=0',
+      '--port=8080',
+      '--',
+      'sleep',
+      '3600',
+    ]);
     expect(r.stdout).toBe('deployment.apps/idle created\n');
     const d = await getYaml(['deployment', 'idle', '-n', 'proto']);
     expect(d.spec).toMatchObject({
       replicas: 0,
       selector: { matchLabels: { app: 'idle' } },
-      template: { metadata: { labels: { app: 'idle' } }, spec: { containers: [{ name: 'busybox', image: 'busybox:1.36', command: ['sleep', '3600'], ports: [{ containerPort: 8080 }] }] } },
+      template: {
+        metadata: { labels: { app: 'idle' } },
+        spec: {
+          containers: [
+            { name: 'busybox', image: 'busybox:1.36', command: ['sleep', '3600'], ports: [{ containerPort: 8080 }] },
+          ],
+        },
+      },
     });
   });
 
   it('creates a PodDisruptionBudget with an int-or-string bound', async () => {
-    expect((await k(['create', 'poddisruptionbudget', 'keep', '-n', 'proto', '--selector=app=idle', '--min-available=50%'])).code).toBe(0);
-    expect((await getYaml(['pdb', 'keep', '-n', 'proto'])).spec).toEqual({ minAvailable: '50%', selector: { matchLabels: { app: 'idle' } } });
+    expect(
+      (await k(['create', 'poddisruptionbudget', 'keep', '-n', 'proto', '--selector=app=idle', '--min-available=50%']))
+        .code,
+    ).toBe(0);
+    expect((await getYaml(['pdb', 'keep', '-n', 'proto'])).spec).toEqual({
+      minAvailable: '50%',
+      selector: { matchLabels: { app: 'idle' } },
+    });
   });
 
   it('refuses a kind it does not decode, naming it; an unserved kind is not found first', async () => {
     const node = await post('/api/v1/nodes', k8sProtobuf('v1', 'Node', [pb.message(1, pb.string(1, 'n1'))]));
-    expect(node).toMatchObject({ status: 415, body: { message: 'the emulator does not decode protobuf bodies of v1 Node; send it as JSON (Content-Type: application/json) instead' } });
+    expect(node).toMatchObject({
+      status: 415,
+      body: {
+        message:
+          'the emulator does not decode protobuf bodies of v1 Node; send it as JSON (Content-Type: application/json) instead',
+      },
+    });
     const job = await k(['create', 'job', 'once', '-n', 'proto', '--image=busybox']);
     expect(job.stderr).toContain('the server could not find the requested resource');
   });
@@ -109,7 +201,14 @@ describe('kubectl create sends protobuf bodies the emulator decodes', () => {
     const time = (no: number, seconds: number, nanos: number) => pb.message(no, pb.int(1, seconds), pb.int(2, nanos));
     const body = k8sProtobuf('coordination.k8s.io/v1', 'Lease', [
       pb.message(1, pb.string(1, 'operator-lock'), pb.string(2, ''), pb.string(3, 'proto')),
-      pb.message(2, pb.string(1, 'pod-a'), pb.int(2, 15), time(3, 1796054400, 123456789), time(4, 1796054401, 5000), pb.int(5, 0)),
+      pb.message(
+        2,
+        pb.string(1, 'pod-a'),
+        pb.int(2, 15),
+        time(3, 1796054400, 123456789),
+        time(4, 1796054401, 5000),
+        pb.int(5, 0),
+      ),
     ]);
     const res = await post('/apis/coordination.k8s.io/v1/namespaces/proto/leases', body);
     expect(res.status).toBe(201);
@@ -125,7 +224,13 @@ describe('kubectl create sends protobuf bodies the emulator decodes', () => {
   it("decodes an Event as client-go's event recorder sends it", async () => {
     const body = k8sProtobuf('v1', 'Event', [
       pb.message(1, pb.string(1, 'pool-a.1'), pb.string(3, 'proto')),
-      pb.message(2, pb.string(1, 'ENIPool'), pb.string(3, 'pool-a'), pb.string(4, 'uid-1'), pb.string(5, 'eniipam.io/v1alpha1')),
+      pb.message(
+        2,
+        pb.string(1, 'ENIPool'),
+        pb.string(3, 'pool-a'),
+        pb.string(4, 'uid-1'),
+        pb.string(5, 'eniipam.io/v1alpha1'),
+      ),
       pb.string(3, 'Throttled'),
       pb.string(4, 'the OpenAPI throttled CreateNetworkInterface'),
       pb.message(5, pb.string(1, 'eni-ipam-operator')),
@@ -150,10 +255,15 @@ describe('kubectl create sends protobuf bodies the emulator decodes', () => {
   });
 
   it('refuses a field it does not decode instead of dropping it', async () => {
-    const body = k8sProtobuf('coordination.k8s.io/v1', 'Lease', [pb.message(1, pb.string(1, 'odd'), pb.string(3, 'proto')), pb.message(2, pb.string(1, 'x'), pb.string(99, 'future'))]);
+    const body = k8sProtobuf('coordination.k8s.io/v1', 'Lease', [
+      pb.message(1, pb.string(1, 'odd'), pb.string(3, 'proto')),
+      pb.message(2, pb.string(1, 'x'), pb.string(99, 'future')),
+    ]);
     const res = await post('/apis/coordination.k8s.io/v1/namespaces/proto/leases', body);
     expect(res.status).toBe(415);
-    expect(res.body.message).toBe('the protobuf coordination.k8s.io/v1 Lease has fields the emulator does not decode; send it as JSON (Content-Type: application/json) instead');
+    expect(res.body.message).toBe(
+      'the protobuf coordination.k8s.io/v1 Lease has fields the emulator does not decode; send it as JSON (Content-Type: application/json) instead',
+    );
   });
 
   it('refuses a protobuf body it cannot decode with a clear error', async () => {
@@ -184,12 +294,27 @@ describe('/openapi/v2 for kubectl client-side validation', () => {
   it("validates the items of a List against a CRD's schema, as kubectl does with a real server", async () => {
     await k(['apply', '-f', '-'], YAML.stringify(WIDGET_CRD));
     await k(['wait', '--for=condition=Established', 'crd/widgets.example.io', '--timeout=10s']);
-    const item = (name: string, spec: object) => ({ apiVersion: 'example.io/v1', kind: 'Widget', metadata: { name, namespace: 'default' }, spec });
-    const bad = await k(['apply', '-f', '-'], YAML.stringify({ apiVersion: 'v1', kind: 'List', items: [item('w1', { size: 1 }), item('w2', { size: 'two', shape: 'round' })] }));
+    const item = (name: string, spec: object) => ({
+      apiVersion: 'example.io/v1',
+      kind: 'Widget',
+      metadata: { name, namespace: 'default' },
+      spec,
+    });
+    const bad = await k(
+      ['apply', '-f', '-'],
+      YAML.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [item('w1', { size: 1 }), item('w2', { size: 'two', shape: 'round' })],
+      }),
+    );
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('unknown field "shape" in io.example.v1.Widget.spec');
     expect(bad.stderr).toContain('invalid type for io.example.v1.Widget.spec.size: got "string", expected "integer"');
-    const good = await k(['apply', '-f', '-'], YAML.stringify({ apiVersion: 'v1', kind: 'List', items: [item('w1', { size: 1 }), item('w2', { size: 2 })] }));
+    const good = await k(
+      ['apply', '-f', '-'],
+      YAML.stringify({ apiVersion: 'v1', kind: 'List', items: [item('w1', { size: 1 }), item('w2', { size: 2 })] }),
+    );
     expect(good.stdout).toBe('widget.example.io/w1 created\nwidget.example.io/w2 created\n');
   });
 
@@ -197,8 +322,12 @@ describe('/openapi/v2 for kubectl client-side validation', () => {
     const res = await fetch(`${emu.url}/openapi/v2`, { headers: { accept: 'application/json' } });
     const doc = (await res.json()) as any;
     expect(doc.swagger).toBe('2.0');
-    expect(doc.definitions['io.example.v1.Widget']['x-kubernetes-group-version-kind']).toEqual([{ group: 'example.io', version: 'v1', kind: 'Widget' }]);
-    expect(doc.definitions['io.k8s.api.core.v1.ConfigMap']['x-kubernetes-group-version-kind']).toEqual([{ group: '', version: 'v1', kind: 'ConfigMap' }]);
+    expect(doc.definitions['io.example.v1.Widget']['x-kubernetes-group-version-kind']).toEqual([
+      { group: 'example.io', version: 'v1', kind: 'Widget' },
+    ]);
+    expect(doc.definitions['io.k8s.api.core.v1.ConfigMap']['x-kubernetes-group-version-kind']).toEqual([
+      { group: '', version: 'v1', kind: 'ConfigMap' },
+    ]);
   });
 });
 
@@ -207,7 +336,9 @@ describe('helm against the emulator', () => {
     const chart = tinyChart();
     expect((await helm(['install', 'tiny', chart, '-n', 'helm-a', '--create-namespace'])).code).toBe(0);
     expect((await getYaml(['configmap', 'tiny-cm', '-n', 'helm-a'])).data).toEqual({ message: 'hello' });
-    expect((await k(['get', 'secret', 'sh.helm.release.v1.tiny.v1', '-n', 'helm-a', '-o', 'jsonpath={.type}'])).stdout).toBe('helm.sh/release.v1');
+    expect(
+      (await k(['get', 'secret', 'sh.helm.release.v1.tiny.v1', '-n', 'helm-a', '-o', 'jsonpath={.type}'])).stdout,
+    ).toBe('helm.sh/release.v1');
     expect((await helm(['upgrade', 'tiny', chart, '-n', 'helm-a', '--set', 'message=bye'])).code).toBe(0);
     expect((await getYaml(['configmap', 'tiny-cm', '-n', 'helm-a'])).data).toEqual({ message: 'bye' });
     expect((await helm(['rollback', 'tiny', '1', '-n', 'helm-a'])).code).toBe(0);
@@ -225,10 +356,19 @@ describe('helm against the emulator', () => {
   });
 
   it('installs and uninstalls charts/eni-ipam (its pods do not run here)', async () => {
-    const r = await helm(['install', 'eni-ipam', CHART, '-n', 'kube-system', ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!])]);
+    const r = await helm([
+      'install',
+      'eni-ipam',
+      CHART,
+      '-n',
+      'kube-system',
+      ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!]),
+    ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect((await k(['get', 'deployment,daemonset', '-n', 'kube-system', '-o', 'name'])).stdout).toBe('deployment.apps/eni-ipam-operator\ndaemonset.apps/eni-ipam-agent\n');
+    expect((await k(['get', 'deployment,daemonset', '-n', 'kube-system', '-o', 'name'])).stdout).toBe(
+      'deployment.apps/eni-ipam-operator\ndaemonset.apps/eni-ipam-agent\n',
+    );
     expect((await helm(['uninstall', 'eni-ipam', '-n', 'kube-system'])).code).toBe(0);
     expect((await k(['get', 'deployment,daemonset,secrets', '-n', 'kube-system', '-o', 'name'])).stdout).toBe('');
   });

@@ -1,5 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, CustomObjectsApi, ListWatch, PatchStrategy, Watch, makeInformer, setHeaderOptions, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  ListWatch,
+  PatchStrategy,
+  Watch,
+  makeInformer,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1ConfigMap,
+} from '@kubernetes/client-node';
 import type { KubeEmulator } from '../../../src/sim/kube/index.js';
 import { eventually, sleep } from '../../helpers/ecs.js';
 import { WIDGET_CRD, http, kube, widget } from '../../helpers/kube.js';
@@ -17,11 +27,19 @@ afterEach(async () => {
   await emu.close();
 });
 
-const cm = (name: string, labels: Record<string, string> = {}, data: Record<string, string> = {}): V1ConfigMap => ({ metadata: { name, labels }, data });
+const cm = (name: string, labels: Record<string, string> = {}, data: Record<string, string> = {}): V1ConfigMap => ({
+  metadata: { name, labels },
+  data,
+});
 
 /** An informer on ConfigMaps in `default` that records what it sees. */
 async function configMapInformer(labelSelector?: string) {
-  const informer = makeInformer(kc, '/api/v1/namespaces/default/configmaps', () => core.listNamespacedConfigMap({ namespace: 'default', labelSelector }), labelSelector);
+  const informer = makeInformer(
+    kc,
+    '/api/v1/namespaces/default/configmaps',
+    () => core.listNamespacedConfigMap({ namespace: 'default', labelSelector }),
+    labelSelector,
+  );
   const seen: string[] = [];
   informer.on('add', (o) => seen.push(`add ${o.metadata!.name}`));
   informer.on('update', (o) => seen.push(`update ${o.metadata!.name} ${o.data?.v ?? ''}`));
@@ -51,7 +69,10 @@ describe('client-node informers against the emulator', () => {
     const { informer, seen } = await configMapInformer();
     await eventually(() => seen.includes('add a'));
     await core.createNamespacedConfigMap({ namespace: 'default', body: cm('b') });
-    await core.patchNamespacedConfigMap({ namespace: 'default', name: 'a', body: { data: { v: '1' } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await core.patchNamespacedConfigMap(
+      { namespace: 'default', name: 'a', body: { data: { v: '1' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
     await core.deleteNamespacedConfigMap({ namespace: 'default', name: 'b' });
     await eventually(() => seen.includes('delete b'));
     expect(seen).toEqual(['add a', 'add b', 'update a 1', 'delete b']);
@@ -80,13 +101,21 @@ describe('client-node informers against the emulator', () => {
     await pause();
     await core.deleteNamespacedConfigMap({ namespace: 'default', name: 'gone' });
     await core.createNamespacedConfigMap({ namespace: 'default', body: cm('new') });
-    await core.patchNamespacedConfigMap({ namespace: 'default', name: 'keep', body: { data: { v: '2' } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await core.patchNamespacedConfigMap(
+      { namespace: 'default', name: 'keep', body: { data: { v: '2' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
     emu.compact();
     const lists = emu.requests()['list configmaps'];
     await resume();
     await eventually(() => informer.list('default').length === 2 && informer.get('keep', 'default')?.data?.v === '2');
     expect(emu.requests()['list configmaps']).toBe(lists + 1);
-    expect(informer.list('default').map((o) => o.metadata!.name).sort()).toEqual(['keep', 'new']);
+    expect(
+      informer
+        .list('default')
+        .map((o) => o.metadata!.name)
+        .sort(),
+    ).toEqual(['keep', 'new']);
     expect(seen).toEqual(['add keep', 'add gone', 'delete gone', 'update keep 2', 'add new']);
   });
 
@@ -106,19 +135,33 @@ describe('client-node informers against the emulator', () => {
 
   it('answers a watch from a resourceVersion older than the history with 410 in the stream', async () => {
     const first = await core.createNamespacedConfigMap({ namespace: 'default', body: cm('x') });
-    for (let i = 0; i < 60; i++) await core.patchNamespacedConfigMap({ namespace: 'default', name: 'x', body: { data: { v: String(i) } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    for (let i = 0; i < 60; i++)
+      await core.patchNamespacedConfigMap(
+        { namespace: 'default', name: 'x', body: { data: { v: String(i) } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
     const events: Array<{ type: string; code?: number }> = [];
     await new Promise<void>((resolve) => {
-      void new Watch(kc).watch('/api/v1/namespaces/default/configmaps', { resourceVersion: first.metadata!.resourceVersion }, (type, obj) => events.push({ type, code: obj.code }), () => resolve());
+      void new Watch(kc).watch(
+        '/api/v1/namespaces/default/configmaps',
+        { resourceVersion: first.metadata!.resourceVersion },
+        (type, obj) => events.push({ type, code: obj.code }),
+        () => resolve(),
+      );
     });
     expect(events).toEqual([{ type: 'ERROR', code: 410 }]);
   });
 
   it('sends bookmarks that advance the resourceVersion when asked', async () => {
     const rvs: string[] = [];
-    const req = await new Watch(kc).watch('/api/v1/namespaces/default/configmaps', { allowWatchBookmarks: true, resourceVersion: '1' }, (type, obj) => {
-      if (type === 'BOOKMARK') rvs.push(obj.metadata.resourceVersion);
-    }, () => undefined);
+    const req = await new Watch(kc).watch(
+      '/api/v1/namespaces/default/configmaps',
+      { allowWatchBookmarks: true, resourceVersion: '1' },
+      (type, obj) => {
+        if (type === 'BOOKMARK') rvs.push(obj.metadata.resourceVersion);
+      },
+      () => undefined,
+    );
     stops.push(() => req.abort());
     await eventually(() => rvs.length >= 1);
     await core.createNamespacedConfigMap({ namespace: 'default', body: cm('later') });
@@ -129,9 +172,15 @@ describe('client-node informers against the emulator', () => {
     await core.createNamespacedConfigMap({ namespace: 'default', body: cm('m', { team: 'a' }) });
     const { seen } = await configMapInformer('team=a');
     await eventually(() => seen.includes('add m'));
-    await core.patchNamespacedConfigMap({ namespace: 'default', name: 'm', body: { metadata: { labels: { team: 'b' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await core.patchNamespacedConfigMap(
+      { namespace: 'default', name: 'm', body: { metadata: { labels: { team: 'b' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
     await eventually(() => seen.includes('delete m'));
-    await core.patchNamespacedConfigMap({ namespace: 'default', name: 'm', body: { metadata: { labels: { team: 'a' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await core.patchNamespacedConfigMap(
+      { namespace: 'default', name: 'm', body: { metadata: { labels: { team: 'a' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
     await eventually(() => seen.filter((s) => s === 'add m').length === 2);
     expect(seen).toEqual(['add m', 'delete m', 'add m']);
   });
@@ -144,7 +193,14 @@ describe('client-node informers against the emulator', () => {
     const informer = new ListWatch(
       path,
       new Watch(kc),
-      () => api.listNamespacedCustomObject({ group: 'example.io', version: 'v1', namespace: 'default', plural: 'widgets', fieldSelector: 'metadata.name=mine' }),
+      () =>
+        api.listNamespacedCustomObject({
+          group: 'example.io',
+          version: 'v1',
+          namespace: 'default',
+          plural: 'widgets',
+          fieldSelector: 'metadata.name=mine',
+        }),
       false,
       undefined,
       'metadata.name=mine',
@@ -153,7 +209,14 @@ describe('client-node informers against the emulator', () => {
     informer.on('add', (o: { metadata?: { name?: string } }) => names.push(o.metadata!.name!));
     await informer.start();
     stops.push(() => void informer.stop());
-    for (const n of ['other', 'mine']) await api.createNamespacedCustomObject({ group: 'example.io', version: 'v1', namespace: 'default', plural: 'widgets', body: widget(n) });
+    for (const n of ['other', 'mine'])
+      await api.createNamespacedCustomObject({
+        group: 'example.io',
+        version: 'v1',
+        namespace: 'default',
+        plural: 'widgets',
+        body: widget(n),
+      });
     await eventually(() => names.includes('mine'));
     await sleep(100);
     expect(names).toEqual(['mine']);

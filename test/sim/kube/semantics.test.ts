@@ -8,35 +8,48 @@ import { WIDGETS, WIDGET_CRD, http, kube, widget } from '../../helpers/kube.js';
 let emu: KubeEmulator;
 beforeAll(async () => {
   ({ emu } = await kube());
-  expect((await http(emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', WIDGET_CRD)).status).toBe(201);
+  expect((await http(emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', WIDGET_CRD)).status).toBe(
+    201,
+  );
 });
 afterAll(() => emu.close());
 
-const create = (name: string, spec?: Record<string, unknown>, labels?: Record<string, string>) => http(emu, 'POST', WIDGETS, widget(name, spec, labels));
-const merge = (path: string, body: unknown, query = '') => http(emu, 'PATCH', `${path}${query}`, body, 'application/merge-patch+json');
+const create = (name: string, spec?: Record<string, unknown>, labels?: Record<string, string>) =>
+  http(emu, 'POST', WIDGETS, widget(name, spec, labels));
+const merge = (path: string, body: unknown, query = '') =>
+  http(emu, 'PATCH', `${path}${query}`, body, 'application/merge-patch+json');
 
 describe('CRDs', () => {
   it('registers the kind at once, with discovery and the accepted conditions', async () => {
     const crd = await http(emu, 'GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.io');
-    expect(crd.body.status.conditions.map((c: { type: string; status: string }) => `${c.type}=${c.status}`)).toEqual(['NamesAccepted=True', 'Established=True']);
+    expect(crd.body.status.conditions.map((c: { type: string; status: string }) => `${c.type}=${c.status}`)).toEqual([
+      'NamesAccepted=True',
+      'Established=True',
+    ]);
     expect(crd.body.status.acceptedNames).toMatchObject({ kind: 'Widget', listKind: 'WidgetList', singular: 'widget' });
     const groups = await http(emu, 'GET', '/apis');
     expect(groups.body.groups.map((g: { name: string }) => g.name)).toContain('example.io');
     const resources = await http(emu, 'GET', '/apis/example.io/v1');
     expect(resources.body.resources.map((r: { name: string }) => r.name)).toEqual(['widgets', 'widgets/status']);
     const openapi = await http(emu, 'GET', '/openapi/v3');
-    expect(openapi.body.paths['apis/example.io/v1'].serverRelativeURL).toMatch(/^\/openapi\/v3\/apis\/example\.io\/v1\?hash=/);
+    expect(openapi.body.paths['apis/example.io/v1'].serverRelativeURL).toMatch(
+      /^\/openapi\/v3\/apis\/example\.io\/v1\?hash=/,
+    );
   });
 
   it('rejects a non-structural schema with the field that lacks a type', async () => {
     const bad = structuredClone(WIDGET_CRD);
     bad.metadata.name = 'gadgets.example.io';
     Object.assign(bad.spec.names, { plural: 'gadgets', singular: 'gadget', kind: 'Gadget', shortNames: [] });
-    (bad.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties as Record<string, unknown>).loose = { description: 'no type' };
+    (bad.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties as Record<string, unknown>).loose = {
+      description: 'no type',
+    };
     const r = await http(emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', bad);
     expect(r.status).toBe(422);
     expect(r.body.reason).toBe('Invalid');
-    expect(r.body.details.causes[0].field).toBe('spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[loose].type');
+    expect(r.body.details.causes[0].field).toBe(
+      'spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[loose].type',
+    );
   });
 
   it('applies a changed CRD at once', async () => {
@@ -71,7 +84,10 @@ describe('create, update and conflicts', () => {
     expect(r.body.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
     expect(r.body.metadata.creationTimestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     const again = await create('c1');
-    expect(again).toMatchObject({ status: 409, body: { reason: 'AlreadyExists', message: 'widgets.example.io "c1" already exists' } });
+    expect(again).toMatchObject({
+      status: 409,
+      body: { reason: 'AlreadyExists', message: 'widgets.example.io "c1" already exists' },
+    });
   });
 
   it('generates names, and needs a name or generateName', async () => {
@@ -89,12 +105,24 @@ describe('create, update and conflicts', () => {
     const stale = await http(emu, 'PUT', `${WIDGETS}/c2`, { ...v1, spec: { size: 6 } });
     expect(stale).toMatchObject({
       status: 409,
-      body: { reason: 'Conflict', message: 'Operation cannot be fulfilled on widgets.example.io "c2": the object has been modified; please apply your changes to the latest version and try again' },
+      body: {
+        reason: 'Conflict',
+        message:
+          'Operation cannot be fulfilled on widgets.example.io "c2": the object has been modified; please apply your changes to the latest version and try again',
+      },
     });
-    const noRv = await http(emu, 'PUT', `${WIDGETS}/c2`, { ...v1, metadata: { ...v1.metadata, resourceVersion: undefined } });
+    const noRv = await http(emu, 'PUT', `${WIDGETS}/c2`, {
+      ...v1,
+      metadata: { ...v1.metadata, resourceVersion: undefined },
+    });
     expect(noRv.status).toBe(422);
-    expect(noRv.body.message).toContain('metadata.resourceVersion: Invalid value: 0x0: must be specified for an update');
-    const rvInPatch = await merge(`${WIDGETS}/c2`, { metadata: { resourceVersion: v1.metadata.resourceVersion }, spec: { size: 1 } });
+    expect(noRv.body.message).toContain(
+      'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update',
+    );
+    const rvInPatch = await merge(`${WIDGETS}/c2`, {
+      metadata: { resourceVersion: v1.metadata.resourceVersion },
+      spec: { size: 1 },
+    });
     expect(rvInPatch.status).toBe(409);
   });
 
@@ -121,7 +149,10 @@ describe('create, update and conflicts', () => {
   });
 
   it('needs the namespace to exist', async () => {
-    const r = await http(emu, 'POST', '/apis/example.io/v1/namespaces/nowhere/widgets', { ...widget('x'), metadata: { name: 'x' } });
+    const r = await http(emu, 'POST', '/apis/example.io/v1/namespaces/nowhere/widgets', {
+      ...widget('x'),
+      metadata: { name: 'x' },
+    });
     expect(r).toMatchObject({ status: 404, body: { reason: 'NotFound', message: 'namespaces "nowhere" not found' } });
   });
 });
@@ -144,9 +175,21 @@ describe('pruning, defaulting and validation', () => {
     const bad = await create('d2', { size: 'big', color: 'green', tags: { a: 1 } });
     expect(bad.status).toBe(422);
     expect(bad.body.details.causes).toEqual([
-      { reason: 'FieldValueInvalid', field: 'spec.size', message: 'Invalid value: "big": spec.size in body must be of type integer: "string"' },
-      { reason: 'FieldValueNotSupported', field: 'spec.color', message: 'Unsupported value: "green": supported values: "red", "blue"' },
-      { reason: 'FieldValueInvalid', field: 'spec.tags.a', message: 'Invalid value: 1: spec.tags.a in body must be of type string: "integer"' },
+      {
+        reason: 'FieldValueInvalid',
+        field: 'spec.size',
+        message: 'Invalid value: "big": spec.size in body must be of type integer: "string"',
+      },
+      {
+        reason: 'FieldValueNotSupported',
+        field: 'spec.color',
+        message: 'Unsupported value: "green": supported values: "red", "blue"',
+      },
+      {
+        reason: 'FieldValueInvalid',
+        field: 'spec.tags.a',
+        message: 'Invalid value: 1: spec.tags.a in body must be of type string: "integer"',
+      },
     ]);
     expect(bad.body.message).toMatch(/^Widget\.example\.io "d2" is invalid: \[spec\.size: Invalid value/);
   });
@@ -180,38 +223,90 @@ describe('deletion and finalizers', () => {
 describe('patches', () => {
   it('refuses strategic merge patch on custom objects and accepts it on built-ins', async () => {
     await create('s1');
-    const smp = await http(emu, 'PATCH', `${WIDGETS}/s1`, { spec: { size: 2 } }, 'application/strategic-merge-patch+json');
+    const smp = await http(
+      emu,
+      'PATCH',
+      `${WIDGETS}/s1`,
+      { spec: { size: 2 } },
+      'application/strategic-merge-patch+json',
+    );
     expect(smp).toMatchObject({ status: 415, body: { reason: 'UnsupportedMediaType' } });
-    await http(emu, 'POST', '/api/v1/namespaces/default/pods', { metadata: { name: 'p' }, spec: { containers: [{ name: 'a', image: 'x' }, { name: 'b', image: 'y' }] } });
-    const r = await http(emu, 'PATCH', '/api/v1/namespaces/default/pods/p', { spec: { containers: [{ name: 'b', image: 'z' }] } }, 'application/strategic-merge-patch+json');
-    expect(r.body.spec.containers).toEqual([{ name: 'a', image: 'x' }, { name: 'b', image: 'z' }]);
+    await http(emu, 'POST', '/api/v1/namespaces/default/pods', {
+      metadata: { name: 'p' },
+      spec: {
+        containers: [
+          { name: 'a', image: 'x' },
+          { name: 'b', image: 'y' },
+        ],
+      },
+    });
+    const r = await http(
+      emu,
+      'PATCH',
+      '/api/v1/namespaces/default/pods/p',
+      { spec: { containers: [{ name: 'b', image: 'z' }] } },
+      'application/strategic-merge-patch+json',
+    );
+    expect(r.body.spec.containers).toEqual([
+      { name: 'a', image: 'x' },
+      { name: 'b', image: 'z' },
+    ]);
   });
 
   it('requires fieldManager for apply and forbids force elsewhere', async () => {
-    const noManager = await http(emu, 'PATCH', `${WIDGETS}/s1`, widget('s1', { size: 3 }), 'application/apply-patch+yaml');
+    const noManager = await http(
+      emu,
+      'PATCH',
+      `${WIDGETS}/s1`,
+      widget('s1', { size: 3 }),
+      'application/apply-patch+yaml',
+    );
     expect(noManager.status).toBe(422);
-    expect(noManager.body.message).toBe('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+    expect(noManager.body.message).toBe(
+      'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+    );
     const force = await merge(`${WIDGETS}/s1`, { spec: { size: 3 } }, '?force=true');
     expect(force.status).toBe(422);
     expect(force.body.message).toContain('force: Forbidden: may not be specified for non-apply patch');
   });
 
   it('creates with apply and answers conflicts between managers with 409 and causes', async () => {
-    const yaml = (size: number) => `apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: s2\nspec:\n  size: ${size}\n`;
+    const yaml = (size: number) =>
+      `apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: s2\nspec:\n  size: ${size}\n`;
     const first = await http(emu, 'PATCH', `${WIDGETS}/s2?fieldManager=a`, yaml(1), 'application/apply-patch+yaml');
     expect(first.status).toBe(201);
     const clash = await http(emu, 'PATCH', `${WIDGETS}/s2?fieldManager=b`, yaml(2), 'application/apply-patch+yaml');
     expect(clash.status).toBe(409);
-    expect(clash.body.details.causes).toEqual([{ reason: 'FieldManagerConflict', message: 'conflict with "a"', field: '.spec.size' }]);
-    const forced = await http(emu, 'PATCH', `${WIDGETS}/s2?fieldManager=b&force=true`, yaml(2), 'application/apply-patch+yaml');
+    expect(clash.body.details.causes).toEqual([
+      { reason: 'FieldManagerConflict', message: 'conflict with "a"', field: '.spec.size' },
+    ]);
+    const forced = await http(
+      emu,
+      'PATCH',
+      `${WIDGETS}/s2?fieldManager=b&force=true`,
+      yaml(2),
+      'application/apply-patch+yaml',
+    );
     expect(forced.body.spec.size).toBe(2);
     // Manager a stops applying spec.size: b still owns it, so it stays.
-    await http(emu, 'PATCH', `${WIDGETS}/s2?fieldManager=a`, 'apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: s2\n', 'application/apply-patch+yaml');
+    await http(
+      emu,
+      'PATCH',
+      `${WIDGETS}/s2?fieldManager=a`,
+      'apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: s2\n',
+      'application/apply-patch+yaml',
+    );
     expect((await http(emu, 'GET', `${WIDGETS}/s2`)).body.spec.size).toBe(2);
   });
 
   it('answers a failed JSON patch test with 422', async () => {
-    const r = await http(emu, 'PATCH', `${WIDGETS}/s1`, [{ op: 'test', path: '/spec/size', value: 42 }], 'application/json-patch+json');
+    const r = await http(
+      emu,
+      'PATCH',
+      `${WIDGETS}/s1`,
+      [{ op: 'test', path: '/spec/size', value: 42 }],
+      'application/json-patch+json',
+    );
     expect(r.status).toBe(422);
   });
 });
@@ -222,7 +317,8 @@ describe('lists and selectors', () => {
       ['l1', { env: 'prod', tier: 'web' }],
       ['l2', { env: 'dev', tier: 'web' }],
       ['l3', { env: 'prod' }],
-    ] as const) await create(n, { size: 1 }, l);
+    ] as const)
+      await create(n, { size: 1 }, l);
   });
 
   it.each([
@@ -245,13 +341,34 @@ describe('lists and selectors', () => {
   });
 
   it('selects Pods by node and phase and Events by involved object', async () => {
-    for (const [n, node, phase] of [['pa', 'n1', 'Running'], ['pb', 'n2', 'Pending'], ['pc', 'n1', 'Pending']]) {
-      await http(emu, 'POST', '/api/v1/namespaces/default/pods', { metadata: { name: n }, spec: { nodeName: node, containers: [] }, status: { phase } });
+    for (const [n, node, phase] of [
+      ['pa', 'n1', 'Running'],
+      ['pb', 'n2', 'Pending'],
+      ['pc', 'n1', 'Pending'],
+    ]) {
+      await http(emu, 'POST', '/api/v1/namespaces/default/pods', {
+        metadata: { name: n },
+        spec: { nodeName: node, containers: [] },
+        status: { phase },
+      });
     }
-    const r = await http(emu, 'GET', `/api/v1/pods?fieldSelector=${encodeURIComponent('spec.nodeName=n1,status.phase!=Running')}`);
+    const r = await http(
+      emu,
+      'GET',
+      `/api/v1/pods?fieldSelector=${encodeURIComponent('spec.nodeName=n1,status.phase!=Running')}`,
+    );
     expect(r.body.items.map((p: { metadata: { name: string } }) => p.metadata.name)).toEqual(['pc']);
-    await http(emu, 'POST', '/api/v1/namespaces/default/events', { metadata: { name: 'e1' }, involvedObject: { kind: 'Widget', name: 'l1', namespace: 'default' }, reason: 'X', message: 'y' });
-    const ev = await http(emu, 'GET', `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent('involvedObject.name=l1,involvedObject.kind=Widget')}`);
+    await http(emu, 'POST', '/api/v1/namespaces/default/events', {
+      metadata: { name: 'e1' },
+      involvedObject: { kind: 'Widget', name: 'l1', namespace: 'default' },
+      reason: 'X',
+      message: 'y',
+    });
+    const ev = await http(
+      emu,
+      'GET',
+      `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent('involvedObject.name=l1,involvedObject.kind=Widget')}`,
+    );
     expect(ev.body.items).toHaveLength(1);
   });
 
@@ -275,13 +392,21 @@ describe('lists and selectors', () => {
     const rv = Number((await http(emu, 'GET', WIDGETS)).body.metadata.resourceVersion);
     expect((await http(emu, 'GET', `${WIDGETS}?resourceVersion=0`)).status).toBe(200);
     expect((await http(emu, 'GET', `${WIDGETS}?resourceVersion=${rv}&resourceVersionMatch=Exact`)).status).toBe(200);
-    expect((await http(emu, 'GET', `${WIDGETS}?resourceVersion=${rv + 1000}&resourceVersionMatch=NotOlderThan`)).status).toBe(504);
+    expect(
+      (await http(emu, 'GET', `${WIDGETS}?resourceVersion=${rv + 1000}&resourceVersionMatch=NotOlderThan`)).status,
+    ).toBe(504);
     expect((await http(emu, 'GET', `${WIDGETS}?resourceVersionMatch=Exact`)).status).toBe(400);
   });
 
   it('serves Tables with printer columns and metadata-only rows', async () => {
-    const res = await fetch(`${emu.url}${WIDGETS}/l1`, { headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } });
-    const t = (await res.json()) as { kind: string; columnDefinitions: Array<{ name: string; priority: number }>; rows: Array<{ cells: unknown[]; object: { kind: string } }> };
+    const res = await fetch(`${emu.url}${WIDGETS}/l1`, {
+      headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' },
+    });
+    const t = (await res.json()) as {
+      kind: string;
+      columnDefinitions: Array<{ name: string; priority: number }>;
+      rows: Array<{ cells: unknown[]; object: { kind: string } }>;
+    };
     expect(t.kind).toBe('Table');
     expect(t.columnDefinitions.map((c) => c.name)).toEqual(['Name', 'Size', 'Color', 'Phase', 'Age']);
     expect(t.columnDefinitions.find((c) => c.name === 'Color')!.priority).toBe(1);
@@ -320,7 +445,9 @@ describe('faults and persistence', () => {
     const b = await kube({ statePath });
     const got = await http(b.emu, 'GET', `${WIDGETS}/kept`);
     expect(got.body.spec.size).toBe(4);
-    expect(Number((await http(b.emu, 'GET', WIDGETS)).body.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(rv));
+    expect(Number((await http(b.emu, 'GET', WIDGETS)).body.metadata.resourceVersion)).toBeGreaterThanOrEqual(
+      Number(rv),
+    );
     await b.emu.close();
   });
 });
@@ -336,11 +463,24 @@ describe('the scale subresource', () => {
     const base = '/apis/example.io/v1/namespaces/default/pools';
     await http(emu, 'POST', base, { ...widget('p'), kind: 'Pool', spec: { size: 2 } });
     const scale = await http(emu, 'GET', `${base}/p/scale`);
-    expect(scale.body).toMatchObject({ kind: 'Scale', apiVersion: 'autoscaling/v1', spec: { replicas: 2 }, status: { replicas: 0 } });
-    const patched = await http(emu, 'PATCH', `${base}/p/scale`, { spec: { replicas: 5 } }, 'application/merge-patch+json');
+    expect(scale.body).toMatchObject({
+      kind: 'Scale',
+      apiVersion: 'autoscaling/v1',
+      spec: { replicas: 2 },
+      status: { replicas: 0 },
+    });
+    const patched = await http(
+      emu,
+      'PATCH',
+      `${base}/p/scale`,
+      { spec: { replicas: 5 } },
+      'application/merge-patch+json',
+    );
     expect(patched.body.spec.replicas).toBe(5);
     expect((await http(emu, 'GET', `${base}/p`)).body.spec.size).toBe(5);
-    expect((await http(emu, 'PATCH', `${base}/p/scale`, { spec: { replicas: -1 } }, 'application/merge-patch+json')).status).toBe(422);
+    expect(
+      (await http(emu, 'PATCH', `${base}/p/scale`, { spec: { replicas: -1 } }, 'application/merge-patch+json')).status,
+    ).toBe(422);
     const discovery = await http(emu, 'GET', '/apis/example.io/v1');
     expect(discovery.body.resources.map((r: { name: string }) => r.name)).toContain('pools/scale');
   });
@@ -354,7 +494,10 @@ describe('watch details', () => {
     expect(emu.openWatches()).toBeGreaterThanOrEqual(1);
     const text = await res.text();
     expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
-    const events = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    const events = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
     expect(events.length).toBeGreaterThan(0);
     expect(events.every((e) => e.type === 'ADDED')).toBe(true);
     expect(emu.openWatches()).toBe(0);

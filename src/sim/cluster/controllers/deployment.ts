@@ -1,4 +1,3 @@
- 
 import type { KubeObject } from '../../kube/types.js';
 import { controllerOf, ownerRef, setCondition, type Objects } from '../objects.js';
 import { deploymentLimits, sameTemplate, templateHash } from './rollout-math.js';
@@ -6,11 +5,29 @@ import { deploymentLimits, sameTemplate, templateHash } from './rollout-math.js'
 const REVISION = 'deployment.kubernetes.io/revision';
 const revisionOf = (rs: KubeObject): number => Number(rs.metadata.annotations?.[REVISION] ?? 0);
 
-function setReplicas(objects: Objects, rs: KubeObject, replicas: number, d: KubeObject, extra: Record<string, string> = {}): KubeObject {
+function setReplicas(
+  objects: Objects,
+  rs: KubeObject,
+  replicas: number,
+  d: KubeObject,
+  extra: Record<string, string> = {},
+): KubeObject {
   const want = d.spec?.replicas ?? 1;
-  const annotations = { ...rs.metadata.annotations, 'deployment.kubernetes.io/desired-replicas': String(want), 'deployment.kubernetes.io/max-replicas': String(want + deploymentLimits(d).surge), ...extra };
-  if (rs.spec.replicas === replicas && JSON.stringify(annotations) === JSON.stringify(rs.metadata.annotations)) return rs;
-  return objects.update('replicasets.apps', { ...rs, metadata: { ...rs.metadata, annotations }, spec: { ...rs.spec, replicas } }) ?? rs;
+  const annotations = {
+    ...rs.metadata.annotations,
+    'deployment.kubernetes.io/desired-replicas': String(want),
+    'deployment.kubernetes.io/max-replicas': String(want + deploymentLimits(d).surge),
+    ...extra,
+  };
+  if (rs.spec.replicas === replicas && JSON.stringify(annotations) === JSON.stringify(rs.metadata.annotations))
+    return rs;
+  return (
+    objects.update('replicasets.apps', {
+      ...rs,
+      metadata: { ...rs.metadata, annotations },
+      spec: { ...rs.spec, replicas },
+    }) ?? rs
+  );
 }
 
 /**
@@ -23,7 +40,9 @@ export function reconcileDeployments(objects: Objects): void {
   for (const d of objects.list('deployments.apps')) {
     if (d.metadata.deletionTimestamp) continue;
     const ns = d.metadata.namespace;
-    const owned = objects.list('replicasets.apps', ns).filter((rs) => controllerOf(rs)?.uid === d.metadata.uid && !rs.metadata.deletionTimestamp);
+    const owned = objects
+      .list('replicasets.apps', ns)
+      .filter((rs) => controllerOf(rs)?.uid === d.metadata.uid && !rs.metadata.deletionTimestamp);
     const want = d.spec?.replicas ?? 1;
     const maxRevision = Math.max(0, ...owned.map(revisionOf));
     let current = owned.find((rs) => sameTemplate(rs.spec?.template, d.spec?.template));
@@ -33,11 +52,21 @@ export function reconcileDeployments(objects: Objects): void {
       if (!current) {
         const hash = templateHash(d.spec?.template);
         const template = structuredClone(d.spec?.template ?? {});
-        template.metadata = { ...template.metadata, labels: { ...template.metadata?.labels, 'pod-template-hash': hash } };
+        template.metadata = {
+          ...template.metadata,
+          labels: { ...template.metadata?.labels, 'pod-template-hash': hash },
+        };
         const selector = structuredClone(d.spec?.selector ?? {});
         selector.matchLabels = { ...selector.matchLabels, 'pod-template-hash': hash };
         const recreate = d.spec?.strategy?.type === 'Recreate';
-        const start = recreate ? 0 : old.length ? Math.min(want, Math.max(0, want + deploymentLimits(d).surge - old.reduce((n, rs) => n + (rs.spec?.replicas ?? 0), 0))) : want;
+        const start = recreate
+          ? 0
+          : old.length
+            ? Math.min(
+                want,
+                Math.max(0, want + deploymentLimits(d).surge - old.reduce((n, rs) => n + (rs.spec?.replicas ?? 0), 0)),
+              )
+            : want;
         current = objects.create('replicasets.apps', {
           apiVersion: 'apps/v1',
           kind: 'ReplicaSet',
@@ -45,7 +74,11 @@ export function reconcileDeployments(objects: Objects): void {
             name: `${d.metadata.name}-${hash}`,
             namespace: ns,
             labels: { ...template.metadata.labels },
-            annotations: { [REVISION]: String(maxRevision + 1), 'deployment.kubernetes.io/desired-replicas': String(want), 'deployment.kubernetes.io/max-replicas': String(want + deploymentLimits(d).surge) },
+            annotations: {
+              [REVISION]: String(maxRevision + 1),
+              'deployment.kubernetes.io/desired-replicas': String(want),
+              'deployment.kubernetes.io/max-replicas': String(want + deploymentLimits(d).surge),
+            },
             ownerReferences: [ownerRef(d)],
           },
           spec: { replicas: start, minReadySeconds: d.spec?.minReadySeconds, selector, template },
@@ -58,10 +91,18 @@ export function reconcileDeployments(objects: Objects): void {
       // The Deployment carries the revision of its current ReplicaSet, as kubectl rollout history shows it.
       const revision = String(revisionOf(current));
       if (d.metadata.annotations?.[REVISION] !== revision) {
-        objects.update('deployments.apps', { ...d, metadata: { ...d.metadata, annotations: { ...d.metadata.annotations, [REVISION]: revision } } });
+        objects.update('deployments.apps', {
+          ...d,
+          metadata: { ...d.metadata, annotations: { ...d.metadata.annotations, [REVISION]: revision } },
+        });
       }
     }
-    writeStatus(objects, d, current, owned.filter((rs) => rs.metadata.uid !== current?.metadata.uid));
+    writeStatus(
+      objects,
+      d,
+      current,
+      owned.filter((rs) => rs.metadata.uid !== current?.metadata.uid),
+    );
     pruneHistory(objects, d);
   }
 }
@@ -113,12 +154,26 @@ function writeStatus(objects: Objects, d: KubeObject, current: KubeObject | unde
   const available = sum((rs) => rs.status?.availableReplicas);
   const minAvailable = want - deploymentLimits(d).unavailable;
   const cur = current ? fresh(current) : undefined;
-  const complete = updated === want && replicas === want && available >= want && (cur?.status?.observedGeneration ?? 0) >= (cur?.metadata.generation ?? 0);
+  const complete =
+    updated === want &&
+    replicas === want &&
+    available >= want &&
+    (cur?.status?.observedGeneration ?? 0) >= (cur?.metadata.generation ?? 0);
   let conditions = setCondition(
     d.status?.conditions,
     available >= minAvailable
-      ? { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' }
-      : { type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.' },
+      ? {
+          type: 'Available',
+          status: 'True',
+          reason: 'MinimumReplicasAvailable',
+          message: 'Deployment has minimum availability.',
+        }
+      : {
+          type: 'Available',
+          status: 'False',
+          reason: 'MinimumReplicasUnavailable',
+          message: 'Deployment does not have minimum availability.',
+        },
     { lastUpdateTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') },
   );
   const rsName = current?.metadata.name ?? '';
@@ -127,8 +182,18 @@ function writeStatus(objects: Objects, d: KubeObject, current: KubeObject | unde
     d.spec?.paused
       ? { type: 'Progressing', status: 'Unknown', reason: 'DeploymentPaused', message: 'Deployment is paused' }
       : complete
-        ? { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: `ReplicaSet "${rsName}" has successfully progressed.` }
-        : { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${rsName}" is progressing.` },
+        ? {
+            type: 'Progressing',
+            status: 'True',
+            reason: 'NewReplicaSetAvailable',
+            message: `ReplicaSet "${rsName}" has successfully progressed.`,
+          }
+        : {
+            type: 'Progressing',
+            status: 'True',
+            reason: 'ReplicaSetUpdated',
+            message: `ReplicaSet "${rsName}" is progressing.`,
+          },
     { lastUpdateTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') },
   );
   objects.updateStatus('deployments.apps', d.metadata.namespace, d.metadata.name!, {
@@ -145,8 +210,13 @@ function writeStatus(objects: Objects, d: KubeObject, current: KubeObject | unde
 /** Keeps revisionHistoryLimit (default 10) old ReplicaSets scaled to zero, deleting older ones. */
 function pruneHistory(objects: Objects, d: KubeObject): void {
   const limit = d.spec?.revisionHistoryLimit ?? 10;
-  const owned = objects.list('replicasets.apps', d.metadata.namespace).filter((rs) => controllerOf(rs)?.uid === d.metadata.uid && !rs.metadata.deletionTimestamp);
+  const owned = objects
+    .list('replicasets.apps', d.metadata.namespace)
+    .filter((rs) => controllerOf(rs)?.uid === d.metadata.uid && !rs.metadata.deletionTimestamp);
   const maxRevision = Math.max(0, ...owned.map(revisionOf));
-  const idle = owned.filter((rs) => revisionOf(rs) < maxRevision && (rs.spec?.replicas ?? 0) === 0 && (rs.status?.replicas ?? 0) === 0).sort((a, b) => revisionOf(a) - revisionOf(b));
-  for (const rs of idle.slice(0, Math.max(0, idle.length - limit))) objects.delete('replicasets.apps', rs.metadata.namespace, rs.metadata.name!);
+  const idle = owned
+    .filter((rs) => revisionOf(rs) < maxRevision && (rs.spec?.replicas ?? 0) === 0 && (rs.status?.replicas ?? 0) === 0)
+    .sort((a, b) => revisionOf(a) - revisionOf(b));
+  for (const rs of idle.slice(0, Math.max(0, idle.length - limit)))
+    objects.delete('replicasets.apps', rs.metadata.namespace, rs.metadata.name!);
 }

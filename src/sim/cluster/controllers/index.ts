@@ -46,7 +46,10 @@ export function startControllers(objects: Objects, logger: Logger, o: { caCert?:
   const soon = () => {
     scheduled ??= setTimeout(pass, 10);
   };
-  const unsubscribe = objects.onChange(['namespaces', 'pods', 'nodes', 'replicasets.apps', 'deployments.apps', 'daemonsets.apps'], soon);
+  const unsubscribe = objects.onChange(
+    ['namespaces', 'pods', 'nodes', 'replicasets.apps', 'deployments.apps', 'daemonsets.apps'],
+    soon,
+  );
   const tick = setInterval(pass, 1000);
   tick.unref();
   soon();

@@ -29,7 +29,10 @@ function termMatches(term: any, node: KubeObject): boolean {
         return false;
     }
   };
-  return (term.matchExpressions ?? []).every((e: any) => check(e, labels[e.key])) && (term.matchFields ?? []).every((e: any) => check(e, e.key === 'metadata.name' ? node.metadata.name : undefined));
+  return (
+    (term.matchExpressions ?? []).every((e: any) => check(e, labels[e.key])) &&
+    (term.matchFields ?? []).every((e: any) => check(e, e.key === 'metadata.name' ? node.metadata.name : undefined))
+  );
 }
 
 /**
@@ -37,19 +40,27 @@ function termMatches(term: any, node: KubeObject): boolean {
  * taints with NoSchedule or NoExecute effects the pod does not tolerate, then nodeSelector
  * and required node affinity.
  */
-export function unfitReason(podSpec: any, node: KubeObject, o: { ignoreUnschedulable?: boolean } = {}): string | undefined {
+export function unfitReason(
+  podSpec: any,
+  node: KubeObject,
+  o: { ignoreUnschedulable?: boolean } = {},
+): string | undefined {
   const taints: any[] = [...(node.spec?.taints ?? [])];
-  if (node.spec?.unschedulable && !o.ignoreUnschedulable) taints.push({ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' });
+  if (node.spec?.unschedulable && !o.ignoreUnschedulable)
+    taints.push({ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' });
   for (const taint of taints) {
     if (taint.effect !== 'NoSchedule' && taint.effect !== 'NoExecute') continue;
-    if (!(podSpec?.tolerations ?? []).some((t: any) => tolerates(t, taint))) return `had untolerated taint {${taint.key}: ${taint.value ?? ''}}`;
+    if (!(podSpec?.tolerations ?? []).some((t: any) => tolerates(t, taint)))
+      return `had untolerated taint {${taint.key}: ${taint.value ?? ''}}`;
   }
   for (const [k, v] of Object.entries(podSpec?.nodeSelector ?? {})) {
     if (node.metadata.labels?.[k] !== v) return "didn't match Pod's node affinity/selector";
   }
   const terms = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
-  if (terms?.length && !terms.some((t: any) => termMatches(t, node))) return "didn't match Pod's node affinity/selector";
+  if (terms?.length && !terms.some((t: any) => termMatches(t, node)))
+    return "didn't match Pod's node affinity/selector";
   return undefined;
 }
 
-export const nodeReady = (n: KubeObject): boolean => (n.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+export const nodeReady = (n: KubeObject): boolean =>
+  (n.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');

@@ -1,6 +1,14 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { KubeObject } from '../../kube/types.js';
-import { controllerOf, ownerRef, podActive, podAvailable, podReady, selectorMatches, type Objects } from '../objects.js';
+import {
+  controllerOf,
+  ownerRef,
+  podActive,
+  podAvailable,
+  podReady,
+  selectorMatches,
+  type Objects,
+} from '../objects.js';
 import { nameSuffix } from './rollout-math.js';
 
 /** The active pods a ReplicaSet or DaemonSet controls. */
@@ -9,7 +17,12 @@ export function ownedPods(objects: Objects, owner: KubeObject): KubeObject[] {
 }
 
 /** A new pod from an owner's template, as the controllers create them (generateName, controller reference). */
-export function podFromTemplate(owner: KubeObject, template: any, extraLabels: Record<string, string> = {}, nodeName?: string): KubeObject {
+export function podFromTemplate(
+  owner: KubeObject,
+  template: any,
+  extraLabels: Record<string, string> = {},
+  nodeName?: string,
+): KubeObject {
   const t = structuredClone(template ?? {});
   return {
     apiVersion: 'v1',
@@ -29,7 +42,11 @@ export function podFromTemplate(owner: KubeObject, template: any, extraLabels: R
 /** Which pods go first when scaling down: unscheduled, then not ready, then the newest. */
 function deletionOrder(a: KubeObject, b: KubeObject): number {
   const rank = (p: KubeObject) => (p.spec?.nodeName ? 0 : 2) + (podReady(p) ? 0 : 1);
-  return rank(b) - rank(a) || Date.parse(b.metadata.creationTimestamp ?? '') - Date.parse(a.metadata.creationTimestamp ?? '') || (b.metadata.name! < a.metadata.name! ? -1 : 1);
+  return (
+    rank(b) - rank(a) ||
+    Date.parse(b.metadata.creationTimestamp ?? '') - Date.parse(a.metadata.creationTimestamp ?? '') ||
+    (b.metadata.name! < a.metadata.name! ? -1 : 1)
+  );
 }
 
 /**
@@ -45,13 +62,18 @@ export function reconcileReplicaSets(objects: Objects): void {
     if (active.length < want) {
       for (let i = active.length; i < want; i++) objects.create('pods', podFromTemplate(rs, rs.spec.template));
     } else if (active.length > want) {
-      for (const p of [...active].sort(deletionOrder).slice(0, active.length - want)) objects.delete('pods', p.metadata.namespace, p.metadata.name!);
+      for (const p of [...active].sort(deletionOrder).slice(0, active.length - want))
+        objects.delete('pods', p.metadata.namespace, p.metadata.name!);
     }
-    const now = objects.list('pods', rs.metadata.namespace).filter((p) => controllerOf(p)?.uid === rs.metadata.uid && podActive(p));
+    const now = objects
+      .list('pods', rs.metadata.namespace)
+      .filter((p) => controllerOf(p)?.uid === rs.metadata.uid && podActive(p));
     const minReady = rs.spec?.minReadySeconds ?? 0;
     objects.updateStatus('replicasets.apps', rs.metadata.namespace, rs.metadata.name!, {
       replicas: now.length,
-      fullyLabeledReplicas: now.filter((p) => selectorMatches({ matchLabels: rs.spec?.template?.metadata?.labels ?? {} }, p.metadata.labels)).length,
+      fullyLabeledReplicas: now.filter((p) =>
+        selectorMatches({ matchLabels: rs.spec?.template?.metadata?.labels ?? {} }, p.metadata.labels),
+      ).length,
       readyReplicas: now.filter(podReady).length,
       availableReplicas: now.filter((p) => podAvailable(p, minReady)).length,
       observedGeneration: rs.metadata.generation,

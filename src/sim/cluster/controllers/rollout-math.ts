@@ -2,7 +2,12 @@
 import { createHash } from 'node:crypto';
 
 /** An IntOrString (`2`, `"25%"`) against a total, as Kubernetes scales maxSurge and maxUnavailable. */
-export function scaled(v: number | string | undefined, total: number, roundUp: boolean, fallback: number | string): number {
+export function scaled(
+  v: number | string | undefined,
+  total: number,
+  roundUp: boolean,
+  fallback: number | string,
+): number {
   const x = v ?? fallback;
   if (typeof x === 'number') return x;
   const m = /^(\d+)%$/.exec(x);

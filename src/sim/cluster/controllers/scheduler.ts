@@ -1,4 +1,3 @@
- 
 import type { KubeObject } from '../../kube/types.js';
 import { controllerOf, podActive, setCondition, type Objects } from '../objects.js';
 import { nodeReady, unfitReason } from './node-fit.js';
@@ -10,7 +9,12 @@ import { nodeReady, unfitReason } from './node-fit.js';
  * node fits gets PodScheduled=False with the scheduler's message.
  */
 export function schedulePods(objects: Objects): void {
-  const pending = objects.list('pods').filter((p) => !p.spec?.nodeName && podActive(p) && (p.spec?.schedulerName ?? 'default-scheduler') === 'default-scheduler');
+  const pending = objects
+    .list('pods')
+    .filter(
+      (p) =>
+        !p.spec?.nodeName && podActive(p) && (p.spec?.schedulerName ?? 'default-scheduler') === 'default-scheduler',
+    );
   if (!pending.length) return;
   const nodes = objects.list('nodes').filter((n) => !n.metadata.deletionTimestamp);
   for (const pod of pending) {
@@ -22,12 +26,20 @@ export function schedulePods(objects: Objects): void {
       else fits.push(n);
     }
     if (!fits.length) {
-      const detail = [...reasons].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([why, count]) => `${count} node(s) ${why}`).join(', ');
+      const detail = [...reasons]
+        .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+        .map(([why, count]) => `${count} node(s) ${why}`)
+        .join(', ');
       const message = `0/${nodes.length} nodes are available${detail ? `: ${detail}` : ''}. preemption: not eligible.`;
       objects.updateStatus('pods', pod.metadata.namespace, pod.metadata.name!, {
         ...pod.status,
         phase: 'Pending',
-        conditions: setCondition(pod.status?.conditions, { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }),
+        conditions: setCondition(pod.status?.conditions, {
+          type: 'PodScheduled',
+          status: 'False',
+          reason: 'Unschedulable',
+          message,
+        }),
       });
       continue;
     }
@@ -39,7 +51,8 @@ export function schedulePods(objects: Objects): void {
     };
     const best = fits
       .map((n) => ({ n, l: load(n) }))
-      .sort((a, b) => a.l[0]! - b.l[0]! || a.l[1]! - b.l[1]! || (a.n.metadata.name! < b.n.metadata.name! ? -1 : 1))[0]!.n;
+      .sort((a, b) => a.l[0]! - b.l[0]! || a.l[1]! - b.l[1]! || (a.n.metadata.name! < b.n.metadata.name! ? -1 : 1))[0]!
+      .n;
     const bound = objects.update('pods', { ...pod, spec: { ...pod.spec, nodeName: best.metadata.name } });
     if (!bound) continue;
     objects.updateStatus('pods', pod.metadata.namespace, pod.metadata.name!, {

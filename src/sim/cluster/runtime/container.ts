@@ -26,7 +26,14 @@ export function imageConfig(checkout: string): ImageConfig {
   const text = readFileSync(join(checkout, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
   const stages = text.split(/^FROM\s/m);
   const last = stages.at(-1)!;
-  const cfg: ImageConfig = { repositories: IMAGE_REPOSITORIES, workdir: '/', entrypoint: [], user: 0, group: 0, env: { PATH: DEFAULT_PATH } };
+  const cfg: ImageConfig = {
+    repositories: IMAGE_REPOSITORIES,
+    workdir: '/',
+    entrypoint: [],
+    user: 0,
+    group: 0,
+    env: { PATH: DEFAULT_PATH },
+  };
   for (const line of last.split('\n')) {
     const m = /^(WORKDIR|ENTRYPOINT|USER|ENV)\s+(.*)$/.exec(line.trim());
     if (!m) continue;
@@ -44,10 +51,13 @@ export function imageConfig(checkout: string): ImageConfig {
       cfg.user = Number(u);
       cfg.group = Number(g ?? u);
     }
-    if (m[1] === 'ENV') for (const kv of arg.match(/\S+=("[^"]*"|\S+)/g) ?? []) cfg.env[kv.slice(0, kv.indexOf('='))] = kv.slice(kv.indexOf('=') + 1).replace(/^"|"$/g, '');
+    if (m[1] === 'ENV')
+      for (const kv of arg.match(/\S+=("[^"]*"|\S+)/g) ?? [])
+        cfg.env[kv.slice(0, kv.indexOf('='))] = kv.slice(kv.indexOf('=') + 1).replace(/^"|"$/g, '');
   }
   if (!cfg.entrypoint.length) throw new Error(`${join(checkout, 'Dockerfile')} has no ENTRYPOINT in its last stage`);
-  if (Number.isNaN(cfg.user) || Number.isNaN(cfg.group)) throw new Error(`${join(checkout, 'Dockerfile')}: USER must be numeric (uid:gid)`);
+  if (Number.isNaN(cfg.user) || Number.isNaN(cfg.group))
+    throw new Error(`${join(checkout, 'Dockerfile')}: USER must be numeric (uid:gid)`);
   return cfg;
 }
 
@@ -228,10 +238,26 @@ export function containerScript(c: ContainerSpec): string {
 /** Starts a container: its process is the entrypoint itself (every step execs), so signals reach it. */
 export function startContainer(c: ContainerSpec, log: LogBuffer): ChildProcess {
   mkdirSync(c.stageDir, { recursive: true });
-  const child = spawn('nsenter', [`--net=/run/netns/${c.netns}`, '--', 'unshare', '--mount', '--uts', '--propagation', 'private', '--', '/bin/sh', '-c', containerScript(c)], {
-    env: c.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'nsenter',
+    [
+      `--net=/run/netns/${c.netns}`,
+      '--',
+      'unshare',
+      '--mount',
+      '--uts',
+      '--propagation',
+      'private',
+      '--',
+      '/bin/sh',
+      '-c',
+      containerScript(c),
+    ],
+    {
+      env: c.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout!.on('data', (d: Buffer) => log.write(d));
   child.stderr!.on('data', (d: Buffer) => log.write(d));
   child.on('close', () => log.end());

@@ -9,13 +9,24 @@ export class ConfigError extends Error {}
 
 /** `$(VAR)` references to earlier variables, as Kubernetes expands them in env, command and args (`$$` escapes). */
 export function expand(text: string, vars: Record<string, string>): string {
-  return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (m, name: string | undefined) => (m === '$$' ? '$' : name !== undefined && name in vars ? vars[name]! : m));
+  return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (m, name: string | undefined) =>
+    m === '$$' ? '$' : name !== undefined && name in vars ? vars[name]! : m,
+  );
 }
 
 const quantityBytes = (q: string): string => {
   const m = /^(\d+)(Ki|Mi|Gi|Ti|K|M|G|T)?$/.exec(q);
   if (!m) return q;
-  const mult: Record<string, number> = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4, K: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+  const mult: Record<string, number> = {
+    Ki: 1024,
+    Mi: 1024 ** 2,
+    Gi: 1024 ** 3,
+    Ti: 1024 ** 4,
+    K: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+  };
   return String(Number(m[1]) * (m[2] ? mult[m[2]]! : 1));
 };
 
@@ -40,7 +51,9 @@ function keyOf(ctx: EnvContext, kind: 'secrets' | 'configmaps', ref: any): strin
   const raw = kind === 'secrets' ? o.data?.[ref.key] : o.data?.[ref.key];
   if (raw === undefined) {
     if (ref.optional) return undefined;
-    throw new ConfigError(`couldn't find key ${ref.key} in ${kind === 'secrets' ? 'Secret' : 'ConfigMap'} ${ctx.pod.metadata.namespace}/${ref.name}`);
+    throw new ConfigError(
+      `couldn't find key ${ref.key} in ${kind === 'secrets' ? 'Secret' : 'ConfigMap'} ${ctx.pod.metadata.namespace}/${ref.name}`,
+    );
   }
   return kind === 'secrets' ? Buffer.from(String(raw), 'base64').toString('utf8') : String(raw);
 }
@@ -69,7 +82,9 @@ export function containerEnv(ctx: EnvContext, container: any, uid: number): Reco
       if (ref.optional) continue;
       throw new ConfigError(`${kind === 'secrets' ? 'secret' : 'configmap'} "${ref.name}" not found`);
     }
-    for (const [k, v] of Object.entries(o.data ?? {})) env[`${from.prefix ?? ''}${k}`] = kind === 'secrets' ? Buffer.from(String(v), 'base64').toString('utf8') : String(v);
+    for (const [k, v] of Object.entries(o.data ?? {}))
+      env[`${from.prefix ?? ''}${k}`] =
+        kind === 'secrets' ? Buffer.from(String(v), 'base64').toString('utf8') : String(v);
   }
   for (const e of container.env ?? []) {
     let v: string | undefined;

@@ -5,7 +5,16 @@ import { join } from 'node:path';
 import type { Logger } from '../../../observability/logger.js';
 import type { KubeObject } from '../../kube/types.js';
 import { now, type Objects } from '../objects.js';
-import { IMAGE_REPOSITORIES, LogBuffer, containerArgv, containerScript, imageConfig, runsImage, startContainer, type ImageConfig } from './container.js';
+import {
+  IMAGE_REPOSITORIES,
+  LogBuffer,
+  containerArgv,
+  containerScript,
+  imageConfig,
+  runsImage,
+  startContainer,
+  type ImageConfig,
+} from './container.js';
 import { ConfigError, containerEnv, expand } from './env.js';
 import type { ClusterNetwork, NodeNetwork } from './network.js';
 import { runProbe } from './probes.js';
@@ -94,7 +103,19 @@ export class Kubelet {
           continue;
         }
         if (['Succeeded', 'Failed'].includes(pod.status?.phase)) continue;
-        run = { uid, pod, ownNetns: false, podDir: join(this.o.dir, 'pods', uid), startTime: now(), initialized: false, containers: new Map(), tokens: [], tokenTimers: [], terminating: false, gone: false };
+        run = {
+          uid,
+          pod,
+          ownNetns: false,
+          podDir: join(this.o.dir, 'pods', uid),
+          startTime: now(),
+          initialized: false,
+          containers: new Map(),
+          tokens: [],
+          tokenTimers: [],
+          terminating: false,
+          gone: false,
+        };
         this.pods.set(uid, run);
         void this.runPod(run).catch((e) => this.log.error({ pod: pod.metadata.name, err: e }, 'pod failed to run'));
       }
@@ -113,9 +134,23 @@ export class Kubelet {
   private async runPod(run: PodRun): Promise<void> {
     const pod = run.pod;
     const spec = pod.spec ?? {};
-    const all = [...(spec.initContainers ?? []).map((c: any) => ({ c, init: true })), ...(spec.containers ?? []).map((c: any) => ({ c, init: false }))];
+    const all = [
+      ...(spec.initContainers ?? []).map((c: any) => ({ c, init: true })),
+      ...(spec.containers ?? []).map((c: any) => ({ c, init: false })),
+    ];
     for (const { c, init } of all) {
-      run.containers.set(c.name, { spec: c, init, log: new LogBuffer(), restartCount: 0, state: { waiting: { reason: init ? 'PodInitializing' : 'ContainerCreating' } }, lastState: {}, ready: false, started: false, backoffMs: 0, timers: [] });
+      run.containers.set(c.name, {
+        spec: c,
+        init,
+        log: new LogBuffer(),
+        restartCount: 0,
+        state: { waiting: { reason: init ? 'PodInitializing' : 'ContainerCreating' } },
+        lastState: {},
+        ready: false,
+        started: false,
+        backoffMs: 0,
+        timers: [],
+      });
     }
     const foreign = all.find(({ c }) => !runsImage(String(c.image ?? '')));
     if (foreign) {
@@ -144,7 +179,20 @@ export class Kubelet {
     while (!dirs && !run.terminating) {
       try {
         run.tokens = [];
-        dirs = await setUpVolumes({ objects: this.o.objects, pod: run.pod, node: this.o.node, hostIP: this.o.network.hostIP, podIP: run.podIP, podDir: run.podDir, nodeRoot: join(this.o.dir, 'root'), mint: this.o.mint, caCert: this.o.caCert }, run.tokens);
+        dirs = await setUpVolumes(
+          {
+            objects: this.o.objects,
+            pod: run.pod,
+            node: this.o.node,
+            hostIP: this.o.network.hostIP,
+            podIP: run.podIP,
+            podDir: run.podDir,
+            nodeRoot: join(this.o.dir, 'root'),
+            mint: this.o.mint,
+            caCert: this.o.caCert,
+          },
+          run.tokens,
+        );
         run.waiting = undefined;
       } catch (e) {
         if (!(e instanceof MountError)) throw e;
@@ -158,7 +206,15 @@ export class Kubelet {
     for (const v of spec.volumes ?? []) if (v.hostPath) this.hostPaths.add(v.hostPath.path);
     for (const t of run.tokens) {
       const every = Math.max(1000, t.expirationSeconds * 800);
-      run.tokenTimers.push(setInterval(() => void t.refresh().catch((e) => this.log.warn({ pod: pod.metadata.name, err: e }, 'service-account token refresh failed')), every));
+      run.tokenTimers.push(
+        setInterval(
+          () =>
+            void t
+              .refresh()
+              .catch((e) => this.log.warn({ pod: pod.metadata.name, err: e }, 'service-account token refresh failed')),
+          every,
+        ),
+      );
     }
     this.pushStatus(run);
     for (const c of run.containers.values()) {
@@ -195,7 +251,13 @@ export class Kubelet {
       const policy = run.pod.spec?.restartPolicy ?? 'Always';
       if (policy === 'Never' || (policy === 'OnFailure' && code === 0)) {
         const done = [...run.containers.values()].filter((x) => !x.init).every((x) => x.state.terminated);
-        if (done) this.pushStatus(run, [...run.containers.values()].some((x) => !x.init && x.state.terminated.exitCode !== 0) ? 'Failed' : 'Succeeded');
+        if (done)
+          this.pushStatus(
+            run,
+            [...run.containers.values()].some((x) => !x.init && x.state.terminated.exitCode !== 0)
+              ? 'Failed'
+              : 'Succeeded',
+          );
         return;
       }
       // Ten minutes of running resets the back-off.
@@ -208,7 +270,12 @@ export class Kubelet {
     c.backoffMs = c.backoffMs ? Math.min(MAX_BACKOFF_MS, c.backoffMs * 2) : (this.o.backoffBaseMs ?? 10_000);
     const message = `back-off ${Math.round(c.backoffMs / 1000)}s restarting failed container=${c.spec.name} pod=${run.pod.metadata.name}_${run.pod.metadata.namespace}(${run.uid})`;
     c.state = { waiting: { reason: 'CrashLoopBackOff', message } };
-    this.event(run, 'Warning', 'BackOff', `Back-off restarting failed container ${c.spec.name} in pod ${run.pod.metadata.name}_${run.pod.metadata.namespace}(${run.uid})`);
+    this.event(
+      run,
+      'Warning',
+      'BackOff',
+      `Back-off restarting failed container ${c.spec.name} in pod ${run.pod.metadata.name}_${run.pod.metadata.namespace}(${run.uid})`,
+    );
     this.pushStatus(run);
     const until = Date.now() + c.backoffMs;
     while (!run.terminating && Date.now() < until) await sleep(Math.min(200, until - Date.now()));
@@ -223,7 +290,19 @@ export class Kubelet {
     let env: Record<string, string>;
     try {
       if (sc.runAsNonRoot && uid === 0) throw new ConfigError('container has runAsNonRoot and image will run as root');
-      env = containerEnv({ objects: this.o.objects, pod, hostIP: this.o.network.hostIP, podIP: run.podIP!, apiHost: this.o.apiHost, apiPort: this.o.apiPort, image: this.image }, c.spec, uid);
+      env = containerEnv(
+        {
+          objects: this.o.objects,
+          pod,
+          hostIP: this.o.network.hostIP,
+          podIP: run.podIP!,
+          apiHost: this.o.apiHost,
+          apiPort: this.o.apiPort,
+          image: this.image,
+        },
+        c.spec,
+        uid,
+      );
     } catch (e) {
       if (!(e instanceof ConfigError)) throw e;
       c.state = { waiting: { reason: 'CreateContainerConfigError', message: e.message } };
@@ -236,7 +315,12 @@ export class Kubelet {
       c.previous = c.log;
       c.log = new LogBuffer();
     }
-    const groups = [...new Set([...(sc.fsGroup !== undefined ? [sc.fsGroup] : []), ...(pod.spec?.securityContext?.supplementalGroups ?? [])])];
+    const groups = [
+      ...new Set([
+        ...(sc.fsGroup !== undefined ? [sc.fsGroup] : []),
+        ...(pod.spec?.securityContext?.supplementalGroups ?? []),
+      ]),
+    ];
     const drop: string[] = c.spec.securityContext?.capabilities?.drop ?? [];
     const proc = startContainer(
       {
@@ -265,7 +349,11 @@ export class Kubelet {
     c.ready = !c.init && !c.spec.readinessProbe && !c.spec.startupProbe;
     this.event(run, 'Normal', 'Started', `Started container ${c.spec.name}`);
     this.pushStatus(run);
-    c.exited = new Promise<number>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? (signal === 'SIGKILL' ? 137 : signal === 'SIGTERM' ? 143 : 128))));
+    c.exited = new Promise<number>((resolve) =>
+      proc.on('exit', (code, signal) =>
+        resolve(code ?? (signal === 'SIGKILL' ? 137 : signal === 'SIGTERM' ? 143 : 128)),
+      ),
+    );
     if (!c.init) this.startProbes(run, c);
     const code = await c.exited;
     c.timers.forEach(clearTimeout);
@@ -274,7 +362,9 @@ export class Kubelet {
     c.ready = false;
     c.started = false;
     c.restartCount += run.terminating || c.init ? 0 : 1;
-    c.state = { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', startedAt, finishedAt: now() } };
+    c.state = {
+      terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', startedAt, finishedAt: now() },
+    };
     if (!c.init) c.lastState = { terminated: c.state.terminated };
     this.log.info({ pod: pod.metadata.name, container: c.spec.name, exitCode: code }, 'container exited');
     this.pushStatus(run);
@@ -340,7 +430,10 @@ export class Kubelet {
     if (!proc || !c.exited) return;
     proc.kill('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
-    const killed = await Promise.race([c.exited.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceSeconds * 1000)))]);
+    const killed = await Promise.race([
+      c.exited.then(() => false),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceSeconds * 1000))),
+    ]);
     clearTimeout(timer);
     if (killed && c.proc === proc) {
       proc.kill('SIGKILL');
@@ -351,16 +444,23 @@ export class Kubelet {
   /** Stops a pod's containers (within its deletion grace period), removes its sandbox, then deletes it for good. */
   private async terminate(run: PodRun, graceful: boolean): Promise<void> {
     run.terminating = true;
-    const grace = graceful ? (run.pod.metadata.deletionGracePeriodSeconds ?? run.pod.spec?.terminationGracePeriodSeconds ?? 30) : 0;
+    const grace = graceful
+      ? (run.pod.metadata.deletionGracePeriodSeconds ?? run.pod.spec?.terminationGracePeriodSeconds ?? 30)
+      : 0;
     const live = [...run.containers.values()].filter((c) => c.proc);
-    if (live.length && graceful) this.event(run, 'Normal', 'Killing', `Stopping container ${live.map((c) => c.spec.name).join(', ')}`);
+    if (live.length && graceful)
+      this.event(run, 'Normal', 'Killing', `Stopping container ${live.map((c) => c.spec.name).join(', ')}`);
     await Promise.all(live.map((c) => this.stopContainer(c, grace)));
     run.tokenTimers.forEach(clearInterval);
     if (run.ownNetns && run.netns) await this.o.cluster.removePod(run.netns);
     rmSync(run.podDir, { recursive: true, force: true });
     if (run.statusTimer) clearTimeout(run.statusTimer);
     this.pods.delete(run.uid);
-    if (!run.gone) this.o.objects.delete('pods', run.pod.metadata.namespace, run.pod.metadata.name!, { gracePeriodSeconds: 0, uid: run.uid });
+    if (!run.gone)
+      this.o.objects.delete('pods', run.pod.metadata.namespace, run.pod.metadata.name!, {
+        gracePeriodSeconds: 0,
+        uid: run.uid,
+      });
   }
 
   /**
@@ -368,7 +468,10 @@ export class Kubelet {
    * (those its pods mount) where they are on the node: a CNI plugin call as the container
    * runtime makes it, say.
    */
-  exec(argv: string[], o: { stdin?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  exec(
+    argv: string[],
+    o: { stdin?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
     const root = join(this.o.dir, 'root');
     const stageDir = join(this.o.dir, 'exec', String(++this.execs));
     const script = containerScript({
@@ -392,11 +495,27 @@ export class Kubelet {
     return new Promise((resolve) => {
       const child = execFile(
         'nsenter',
-        [`--net=/run/netns/${this.o.network.netns}`, '--', 'unshare', '--mount', '--uts', '--propagation', 'private', '--', '/bin/sh', '-c', script],
+        [
+          `--net=/run/netns/${this.o.network.netns}`,
+          '--',
+          'unshare',
+          '--mount',
+          '--uts',
+          '--propagation',
+          'private',
+          '--',
+          '/bin/sh',
+          '-c',
+          script,
+        ],
         { env: { PATH: this.image.env.PATH ?? '/usr/bin:/bin', ...o.env }, timeout: o.timeoutMs ?? 30_000 },
         (err, stdout, stderr) => {
           rmSync(stageDir, { recursive: true, force: true });
-          resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0, stdout, stderr });
+          resolve({
+            code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0,
+            stdout,
+            stderr,
+          });
         },
       );
       child.stdin!.end(o.stdin ?? '');

@@ -44,7 +44,10 @@ export function namespacesUnavailable(tools: string[], packages: string): string
 
 /** Why this machine cannot run emulated nodes, or undefined when it can. */
 export function runtimeUnavailable(): string | undefined {
-  return namespacesUnavailable(['ip', 'unshare', 'nsenter', 'chroot', 'setpriv', 'mount', 'iptables'], 'iproute2, util-linux, coreutils, mount, iptables');
+  return namespacesUnavailable(
+    ['ip', 'unshare', 'nsenter', 'chroot', 'setpriv', 'mount', 'iptables'],
+    'iproute2, util-linux, coreutils, mount, iptables',
+  );
 }
 
 /** One emulated node's host network: a namespace on the cluster's bridge, with its pod range. */
@@ -82,8 +85,11 @@ export class ClusterNetwork {
     const addrs = await ip('-4', '-o', 'addr', 'show');
     const used = (o: number) => routes.includes(`10.${o}.`) || addrs.includes(` 10.${o}.`);
     // Claimed with a lock file, so that two clusters starting at once never take the same subnet.
-    const free = Array.from({ length: 50 }, (_, i) => 200 + ((i + (process.pid % 50)) % 50)).find((o) => !used(o) && claim(o));
-    if (free === undefined) throw new Error('no free 10.200-249.0.0/16 subnet on this machine for the emulated cluster');
+    const free = Array.from({ length: 50 }, (_, i) => 200 + ((i + (process.pid % 50)) % 50)).find(
+      (o) => !used(o) && claim(o),
+    );
+    if (free === undefined)
+      throw new Error('no free 10.200-249.0.0/16 subnet on this machine for the emulated cluster');
     const id = `${free}${shortHash(`${process.pid}${Date.now()}`).slice(0, 3)}`;
     const net = new ClusterNetwork(id, `ecbr${id}`.slice(0, 15), free);
     await ip('link', 'add', net.bridge, 'type', 'bridge');
@@ -117,7 +123,24 @@ export class ClusterNetwork {
     if (metadata) {
       const to = `${metadata.host}:${metadata.port}`;
       for (const chain of ['PREROUTING', 'OUTPUT']) {
-        await inNs(netns, 'iptables', '-t', 'nat', '-A', chain, '-d', `${METADATA_ADDRESS}/32`, '-p', 'tcp', '--dport', '80', '-j', 'DNAT', '--to-destination', to);
+        await inNs(
+          netns,
+          'iptables',
+          '-t',
+          'nat',
+          '-A',
+          chain,
+          '-d',
+          `${METADATA_ADDRESS}/32`,
+          '-p',
+          'tcp',
+          '--dport',
+          '80',
+          '-j',
+          'DNAT',
+          '--to-destination',
+          to,
+        );
       }
     }
     return { netns, hostIP, podCIDR, gateway };
@@ -167,7 +190,8 @@ export class ClusterNetwork {
     const list = await ip('netns', 'list').catch(() => '');
     for (const line of list.split('\n')) {
       const name = line.split(' ')[0];
-      if (name && (name.startsWith(`ecp${this.id}-`) || name.startsWith(`ecn${this.id}-`))) await ip('netns', 'del', name).catch(() => undefined);
+      if (name && (name.startsWith(`ecp${this.id}-`) || name.startsWith(`ecn${this.id}-`)))
+        await ip('netns', 'del', name).catch(() => undefined);
     }
     await ip('link', 'del', this.bridge).catch(() => undefined);
     rmSync(lockFile(this.octet), { force: true });

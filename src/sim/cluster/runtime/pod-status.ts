@@ -60,16 +60,36 @@ export function podStatus(run: PodRun, pod: KubeObject, node: string, hostIP: st
   const inits = [...run.containers.values()].filter((c) => c.init);
   const mains = [...run.containers.values()].filter((c) => !c.init);
   const ready = run.initialized && mains.length > 0 && mains.every((c) => c.ready);
-  const phase = run.finalPhase ?? (run.initialized && mains.some((c) => c.proc || c.state.terminated || c.lastState.terminated) ? 'Running' : 'Pending');
+  const phase =
+    run.finalPhase ??
+    (run.initialized && mains.some((c) => c.proc || c.state.terminated || c.lastState.terminated)
+      ? 'Running'
+      : 'Pending');
   // Pods bound by their controller (DaemonSets) never went through the scheduler's condition.
   let conditions = setCondition(pod.status?.conditions, { type: 'PodScheduled', status: 'True' });
   conditions = setCondition(conditions, { type: 'PodReadyToStartContainers', status: run.netns ? 'True' : 'False' });
   conditions = setCondition(
     conditions,
-    run.initialized || !inits.length ? { type: 'Initialized', status: 'True' } : { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${inits.filter((c) => !c.state.terminated || c.state.terminated.exitCode !== 0).map((c) => c.spec.name).join(' ')}]` },
+    run.initialized || !inits.length
+      ? { type: 'Initialized', status: 'True' }
+      : {
+          type: 'Initialized',
+          status: 'False',
+          reason: 'ContainersNotInitialized',
+          message: `containers with incomplete status: [${inits
+            .filter((c) => !c.state.terminated || c.state.terminated.exitCode !== 0)
+            .map((c) => c.spec.name)
+            .join(' ')}]`,
+        },
   );
   const notReady = mains.filter((c) => !c.ready).map((c) => c.spec.name);
-  const readyCond = ready ? { status: 'True' } : { status: 'False', reason: 'ContainersNotReady', message: `containers with unready status: [${notReady.join(' ')}]` };
+  const readyCond = ready
+    ? { status: 'True' }
+    : {
+        status: 'False',
+        reason: 'ContainersNotReady',
+        message: `containers with unready status: [${notReady.join(' ')}]`,
+      };
   conditions = setCondition(conditions, { type: 'ContainersReady', ...readyCond });
   conditions = setCondition(conditions, { type: 'Ready', ...readyCond });
   return {
@@ -87,14 +107,30 @@ export function podStatus(run: PodRun, pod: KubeObject, node: string, hostIP: st
 }
 
 /** An Event about a pod, as the kubelet reports it. */
-export function recordPodEvent(objects: Objects, pod: KubeObject, node: string, type: 'Normal' | 'Warning', reason: string, message: string): void {
+export function recordPodEvent(
+  objects: Objects,
+  pod: KubeObject,
+  node: string,
+  type: 'Normal' | 'Warning',
+  reason: string,
+  message: string,
+): void {
   const at = now();
   {
     objects.create('events', {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: { name: `${pod.metadata.name}.${Date.now().toString(16)}${Math.random().toString(16).slice(2, 6)}`, namespace: pod.metadata.namespace },
-      involvedObject: { kind: 'Pod', namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid, apiVersion: 'v1' },
+      metadata: {
+        name: `${pod.metadata.name}.${Date.now().toString(16)}${Math.random().toString(16).slice(2, 6)}`,
+        namespace: pod.metadata.namespace,
+      },
+      involvedObject: {
+        kind: 'Pod',
+        namespace: pod.metadata.namespace,
+        name: pod.metadata.name,
+        uid: pod.metadata.uid,
+        apiVersion: 'v1',
+      },
       reason,
       message,
       type,

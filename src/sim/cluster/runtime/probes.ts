@@ -38,13 +38,27 @@ export function runProbe(probe: any, container: any, podIP: string, pid: number 
     return new Promise((resolve) => {
       const headers: Record<string, string> = { 'user-agent': 'kube-probe/1.32', accept: '*/*' };
       for (const h of g.httpHeaders ?? []) headers[h.name] = h.value;
-      const req = (scheme === 'HTTPS' ? httpsRequest : httpRequest)({ host, port, path: g.path ?? '/', method: 'GET', headers, timeout: timeoutMs, rejectUnauthorized: false }, (res) => {
-        res.resume();
-        const code = res.statusCode ?? 0;
-        resolve(code >= 200 && code < 400 ? { ok: true } : { ok: false, message: `HTTP probe failed with statuscode: ${code}` });
-      });
-      req.on('timeout', () => req.destroy(new Error('context deadline exceeded (Client.Timeout exceeded while awaiting headers)')));
-      req.on('error', (e) => resolve({ ok: false, message: `Get "${scheme.toLowerCase()}://${host}:${port}${g.path ?? '/'}": ${e.message}` }));
+      const req = (scheme === 'HTTPS' ? httpsRequest : httpRequest)(
+        { host, port, path: g.path ?? '/', method: 'GET', headers, timeout: timeoutMs, rejectUnauthorized: false },
+        (res) => {
+          res.resume();
+          const code = res.statusCode ?? 0;
+          resolve(
+            code >= 200 && code < 400
+              ? { ok: true }
+              : { ok: false, message: `HTTP probe failed with statuscode: ${code}` },
+          );
+        },
+      );
+      req.on('timeout', () =>
+        req.destroy(new Error('context deadline exceeded (Client.Timeout exceeded while awaiting headers)')),
+      );
+      req.on('error', (e) =>
+        resolve({
+          ok: false,
+          message: `Get "${scheme.toLowerCase()}://${host}:${port}${g.path ?? '/'}": ${e.message}`,
+        }),
+      );
       req.end();
     });
   }
@@ -72,10 +86,19 @@ export function runProbe(probe: any, container: any, podIP: string, pid: number 
   if (probe.exec) {
     if (!pid) return Promise.resolve({ ok: false, message: 'the container is not running' });
     return new Promise((resolve) => {
-      execFile('nsenter', ['-t', String(pid), '-m', '-u', '-n', '-r', '-w', '--', ...(probe.exec.command ?? [])], { timeout: timeoutMs }, (err, stdout, stderr) => {
-        if (!err) resolve({ ok: true });
-        else resolve({ ok: false, message: (err as any).killed ? `command timed out` : `${stdout}${stderr}`.trim() || err.message });
-      });
+      execFile(
+        'nsenter',
+        ['-t', String(pid), '-m', '-u', '-n', '-r', '-w', '--', ...(probe.exec.command ?? [])],
+        { timeout: timeoutMs },
+        (err, stdout, stderr) => {
+          if (!err) resolve({ ok: true });
+          else
+            resolve({
+              ok: false,
+              message: (err as any).killed ? `command timed out` : `${stdout}${stderr}`.trim() || err.message,
+            });
+        },
+      );
     });
   }
   return Promise.resolve({ ok: false, message: 'the probe has no handler (httpGet, tcpSocket or exec)' });

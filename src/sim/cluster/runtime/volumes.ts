@@ -5,7 +5,14 @@ import type { KubeObject } from '../../kube/types.js';
 import type { Objects } from '../objects.js';
 
 /** Mints a service-account token for a pod (the TokenRequest API, bound to the pod). */
-export type TokenMinter = (r: { namespace: string; serviceAccountName: string; audiences: string[]; expirationSeconds: number; pod: { name: string; uid: string }; node: string }) => Promise<{ token: string; expirationTimestamp: string }>;
+export type TokenMinter = (r: {
+  namespace: string;
+  serviceAccountName: string;
+  audiences: string[];
+  expirationSeconds: number;
+  pod: { name: string; uid: string };
+  node: string;
+}) => Promise<{ token: string; expirationTimestamp: string }>;
 
 /** A volume mounted in a container: a directory (or file) on the machine and where it goes. */
 export interface Mount {
@@ -63,9 +70,13 @@ export function fieldValue(ctx: { pod: KubeObject; hostIP: string; podIP: string
     case 'metadata.uid':
       return p.metadata.uid ?? '';
     case 'metadata.labels':
-      return Object.entries(p.metadata.labels ?? {}).map(([k, v]) => `${k}="${String(v)}"`).join('\n');
+      return Object.entries(p.metadata.labels ?? {})
+        .map(([k, v]) => `${k}="${String(v)}"`)
+        .join('\n');
     case 'metadata.annotations':
-      return Object.entries(p.metadata.annotations ?? {}).map(([k, v]) => `${k}="${String(v)}"`).join('\n');
+      return Object.entries(p.metadata.annotations ?? {})
+        .map(([k, v]) => `${k}="${String(v)}"`)
+        .join('\n');
     case 'spec.nodeName':
       return p.spec?.nodeName ?? '';
     case 'spec.serviceAccountName':
@@ -81,7 +92,12 @@ export function fieldValue(ctx: { pod: KubeObject; hostIP: string; podIP: string
   }
 }
 
-function dataOf(ctx: VolumeContext, kind: 'secrets' | 'configmaps', name: string, optional: boolean): Record<string, Buffer> | undefined {
+function dataOf(
+  ctx: VolumeContext,
+  kind: 'secrets' | 'configmaps',
+  name: string,
+  optional: boolean,
+): Record<string, Buffer> | undefined {
   const o = ctx.objects.get(kind, ctx.pod.metadata.namespace, name);
   if (!o) {
     if (optional) return undefined;
@@ -97,7 +113,14 @@ function dataOf(ctx: VolumeContext, kind: 'secrets' | 'configmaps', name: string
   return out;
 }
 
-function writeKeys(ctx: VolumeContext, dir: string, data: Record<string, Buffer>, items: any[] | undefined, mode: number, what: string): void {
+function writeKeys(
+  ctx: VolumeContext,
+  dir: string,
+  data: Record<string, Buffer>,
+  items: any[] | undefined,
+  mode: number,
+  what: string,
+): void {
   if (items?.length) {
     for (const it of items) {
       const v = data[it.key];
@@ -107,15 +130,22 @@ function writeKeys(ctx: VolumeContext, dir: string, data: Record<string, Buffer>
   } else for (const [k, v] of Object.entries(data)) writeFile(ctx, join(dir, k), v, mode);
 }
 
-async function tokenFile(ctx: VolumeContext, path: string, audience: string | undefined, expirationSeconds: number, mode: number, tokens: TokenFile[]): Promise<void> {
+async function tokenFile(
+  ctx: VolumeContext,
+  path: string,
+  audience: string | undefined,
+  expirationSeconds: number,
+  mode: number,
+  tokens: TokenFile[],
+): Promise<void> {
   const refresh = async () => {
     const t = await ctx
       .mint({
-      namespace: ctx.pod.metadata.namespace!,
-      serviceAccountName: ctx.pod.spec?.serviceAccountName ?? 'default',
-      audiences: audience ? [audience] : [],
-      expirationSeconds,
-      pod: { name: ctx.pod.metadata.name!, uid: ctx.pod.metadata.uid! },
+        namespace: ctx.pod.metadata.namespace!,
+        serviceAccountName: ctx.pod.spec?.serviceAccountName ?? 'default',
+        audiences: audience ? [audience] : [],
+        expirationSeconds,
+        pod: { name: ctx.pod.metadata.name!, uid: ctx.pod.metadata.uid! },
         node: ctx.node,
       })
       .catch((e: Error) => {
@@ -130,7 +160,15 @@ async function tokenFile(ctx: VolumeContext, path: string, audience: string | un
 async function projected(ctx: VolumeContext, dir: string, v: any, tokens: TokenFile[]): Promise<void> {
   const mode = v.defaultMode ?? 0o644;
   for (const s of v.sources ?? []) {
-    if (s.serviceAccountToken) await tokenFile(ctx, join(dir, s.serviceAccountToken.path), s.serviceAccountToken.audience, s.serviceAccountToken.expirationSeconds ?? 3600, mode, tokens);
+    if (s.serviceAccountToken)
+      await tokenFile(
+        ctx,
+        join(dir, s.serviceAccountToken.path),
+        s.serviceAccountToken.audience,
+        s.serviceAccountToken.expirationSeconds ?? 3600,
+        mode,
+        tokens,
+      );
     if (s.secret) {
       const d = dataOf(ctx, 'secrets', s.secret.name, Boolean(s.secret.optional));
       if (d) writeKeys(ctx, dir, d, s.secret.items, mode, `secret "${s.secret.name}"`);
@@ -139,7 +177,9 @@ async function projected(ctx: VolumeContext, dir: string, v: any, tokens: TokenF
       const d = dataOf(ctx, 'configmaps', s.configMap.name, Boolean(s.configMap.optional));
       if (d) writeKeys(ctx, dir, d, s.configMap.items, mode, `configmap "${s.configMap.name}"`);
     }
-    if (s.downwardAPI) for (const it of s.downwardAPI.items ?? []) writeFile(ctx, join(dir, it.path), fieldValue(ctx, it.fieldRef?.fieldPath ?? ''), it.mode ?? mode);
+    if (s.downwardAPI)
+      for (const it of s.downwardAPI.items ?? [])
+        writeFile(ctx, join(dir, it.path), fieldValue(ctx, it.fieldRef?.fieldPath ?? ''), it.mode ?? mode);
   }
 }
 
@@ -161,7 +201,8 @@ export async function setUpVolumes(ctx: VolumeContext, tokens: TokenFile[]): Pro
         const type = v.hostPath.type ?? '';
         if (type === 'DirectoryOrCreate' || type === '') mkdirSync(path, { recursive: true, mode: 0o755 });
         else if (type === 'FileOrCreate' && !existsSync(path)) writeFile(ctx, path, '', 0o644);
-        else if (!existsSync(path)) throw new MountError(`hostPath type check failed: ${v.hostPath.path} does not exist`);
+        else if (!existsSync(path))
+          throw new MountError(`hostPath type check failed: ${v.hostPath.path} does not exist`);
         dirs.set(v.name, path);
         continue;
       }
@@ -173,10 +214,28 @@ export async function setUpVolumes(ctx: VolumeContext, tokens: TokenFile[]): Pro
         if (d) writeKeys(ctx, dir, d, v.secret.items, v.secret.defaultMode ?? 0o644, `secret "${v.secret.secretName}"`);
       } else if (v.configMap) {
         const d = dataOf(ctx, 'configmaps', v.configMap.name, Boolean(v.configMap.optional));
-        if (d) writeKeys(ctx, dir, d, v.configMap.items, v.configMap.defaultMode ?? 0o644, `configmap "${v.configMap.name}"`);
+        if (d)
+          writeKeys(
+            ctx,
+            dir,
+            d,
+            v.configMap.items,
+            v.configMap.defaultMode ?? 0o644,
+            `configmap "${v.configMap.name}"`,
+          );
       } else if (v.projected) await projected(ctx, dir, v.projected, tokens);
-      else if (v.downwardAPI) for (const it of v.downwardAPI.items ?? []) writeFile(ctx, join(dir, it.path), fieldValue(ctx, it.fieldRef?.fieldPath ?? ''), it.mode ?? v.downwardAPI.defaultMode ?? 0o644);
-      else throw new MountError('this volume type is not emulated (Secret, ConfigMap, projected, downwardAPI, emptyDir and hostPath are)');
+      else if (v.downwardAPI)
+        for (const it of v.downwardAPI.items ?? [])
+          writeFile(
+            ctx,
+            join(dir, it.path),
+            fieldValue(ctx, it.fieldRef?.fieldPath ?? ''),
+            it.mode ?? v.downwardAPI.defaultMode ?? 0o644,
+          );
+      else
+        throw new MountError(
+          'this volume type is not emulated (Secret, ConfigMap, projected, downwardAPI, emptyDir and hostPath are)',
+        );
     } catch (e) {
       throw e instanceof MountError && e.message.startsWith('MountVolume') ? e : fail(e as Error);
     }
@@ -194,7 +253,11 @@ export async function setUpVolumes(ctx: VolumeContext, tokens: TokenFile[]): Pro
 
 function automounts(ctx: VolumeContext): boolean {
   if (ctx.pod.spec?.automountServiceAccountToken === false) return false;
-  const sa = ctx.objects.get('serviceaccounts', ctx.pod.metadata.namespace, ctx.pod.spec?.serviceAccountName ?? 'default');
+  const sa = ctx.objects.get(
+    'serviceaccounts',
+    ctx.pod.metadata.namespace,
+    ctx.pod.spec?.serviceAccountName ?? 'default',
+  );
   return ctx.pod.spec?.automountServiceAccountToken === true || sa?.automountServiceAccountToken !== false;
 }
 
