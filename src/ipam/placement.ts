@@ -19,11 +19,9 @@ const hasTags = (have: Record<string, string>, want: Record<string, string>): bo
  * The vSwitches a pool may use in its zone: those named (in their order), then those whose
  * tags match (by id). Neither given: none, which the class validation reports.
  */
-export function candidateVSwitches(p: Placement, all: VSwitchInfo[], vpcId: string, zoneId: string): VSwitchInfo[] {
+export function candidateVSwitches<V extends VSwitchInfo>(p: Placement, all: V[], vpcId: string, zoneId: string): V[] {
   const inZone = all.filter((v) => v.vpcId === vpcId && v.zoneId === zoneId);
-  const named = (p.vSwitchIDs ?? [])
-    .map((id) => inZone.find((v) => v.id === id))
-    .filter((v): v is VSwitchInfo => Boolean(v));
+  const named = (p.vSwitchIDs ?? []).map((id) => inZone.find((v) => v.id === id)).filter((v): v is V => Boolean(v));
   const tagged =
     p.vSwitchTags && Object.keys(p.vSwitchTags).length
       ? inZone.filter((v) => hasTags(v.tags, p.vSwitchTags!)).sort((a, b) => (a.id < b.id ? -1 : 1))

@@ -14,7 +14,7 @@ import type { CloudState } from './cloud-state.js';
 import type { OperatorConfig } from './config.js';
 import type { EventRecorder } from '../kube/events.js';
 import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
-import { setCondition } from './pool-status.js';
+import { setCondition } from '../ipam/conditions.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, securityGroupsFor } from '../ipam/placement.js';
 import { TAGS } from './cloud-state.js';
 

@@ -3,8 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { CloudError, type CreateEniRequest, type EcsApi, type NetworkInterface } from '../cloud/index.js';
 import type { Logger } from '../observability/logger.js';
 import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
+import { isShutdown, type CloudFailures } from './cloud-failures.js';
 import type { OperatorConfig } from './config.js';
-import type { FailureMemory } from './failures.js';
+import { addIncoming, type NodeMemories } from './node-memory.js';
+import type { EniWork, PoolEvents } from './ports.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { StatePoller } from './poller.js';
 
@@ -15,12 +17,13 @@ export interface LifecycleDeps {
   metrics: OperatorMetrics;
   config: OperatorConfig;
   logger: Logger;
+  memory: NodeMemories;
+  events: PoolEvents;
+  failures: CloudFailures;
+  now: () => number;
   enqueue: (name: string, afterMs?: number) => void;
-  event: (pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string) => void;
-  onCloudError: (pool: ENIPool, e: unknown, vSwitchId?: string) => Promise<void>;
   /** An ENI's IPs reached its pool. */
   published: (name: string) => void;
-  failures: FailureMemory;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -30,18 +33,10 @@ const outcomeUnknown = (e: unknown) => e instanceof CloudError && e.outcomeUnkno
 /**
  * The asynchronous life of an ENI, run in the background so that a reconcile returns at once:
  * create it with all its IPs, attach it and wait for InUse through the shared poller (trusting
- * the cloud over a lost answer), or detach and delete it. It keeps count of the IPs on their
- * way to each node, so that the planner does not ask for them twice.
+ * the cloud over a lost answer), or detach and delete it. What is in flight is kept in the
+ * node's memory (IPs coming, ENIs attaching or being removed), which planning reads.
  */
-export class EniLifecycle {
-  /** IPs on their way to each node: ENIs being created or attached. */
-  private readonly incoming = new Map<string, { enis: number; ips: number }>();
-  /** ENIs being attached or waited for. */
-  private readonly attaching = new Set<string>();
-  /** ENIs this operator removed itself; any other ENI that leaves a pool was removed behind its back. */
-  private readonly removedByUs = new Set<string>();
-  /** ENIs being detached and deleted: no longer part of their pool, though they still hold a slot. */
-  private readonly removing = new Set<string>();
+export class EniLifecycle implements EniWork {
   private stopped = false;
 
   constructor(private readonly d: LifecycleDeps) {}
@@ -51,35 +46,15 @@ export class EniLifecycle {
     this.stopped = true;
   }
 
-  coming(name: string): { enis: number; ips: number } {
-    return this.incoming.get(name) ?? { enis: 0, ips: 0 };
-  }
-
-  /** Whether this ENI is already being attached or waited for. */
-  tracking(eniId: string): boolean {
-    return this.attaching.has(eniId);
-  }
-
-  isRemoving(eniId: string): boolean {
-    return this.removing.has(eniId);
-  }
-
-  /** Whether we removed this ENI (asked once: the answer is forgotten). */
-  removedItself(eniId: string): boolean {
-    return this.removing.has(eniId) || this.removedByUs.delete(eniId);
-  }
-
-  private addIncoming(name: string, enis: number, ips: number): void {
-    const c = this.incoming.get(name) ?? { enis: 0, ips: 0 };
-    const next = { enis: c.enis + enis, ips: c.ips + ips };
-    if (next.enis <= 0 && next.ips <= 0) this.incoming.delete(name);
-    else this.incoming.set(name, next);
+  private event(pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    this.d.events.record(pool, type, reason, message);
   }
 
   /** Create an ENI carrying all its IPs, attach it, and publish it the moment it is InUse. */
   create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
     const name = pool.metadata.name;
-    this.addIncoming(name, 1, ips);
+    const memory = this.d.memory.of(name);
+    addIncoming(memory, 1, ips);
     const clientToken = randomUUID();
     const tags = {
       ...(pool.spec.eniTags ?? {}),
@@ -100,16 +75,14 @@ export class EniLifecycle {
           clientToken,
           description: `eni-ipam pool ENI of node ${name}`,
         });
-        this.d.failures.succeeded(name, 'CreateNetworkInterface');
+        memory.failures.delete('CreateNetworkInterface');
         this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
         this.d.cloud.took(vSwitchId, ips);
         this.d.cloud.upsert(eni);
-        this.d.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
+        this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
       } catch (e) {
-        this.addIncoming(name, -1, -ips);
-        await this.d
-          .onCloudError(pool, e, vSwitchId)
-          .catch((err) => this.failedInBackground(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, err));
+        addIncoming(memory, -1, -ips);
+        await this.failed(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, e, vSwitchId);
         return;
       }
       this.attach(pool, eni, { counted: ips });
@@ -151,22 +124,26 @@ export class EniLifecycle {
     throw last;
   }
 
-  /** A background failure: held back per node and action, said once (Events fold repeats), looked at again after the back-off. */
-  private failedInBackground(pool: ENIPool, reason: string, what: string, err: unknown): void {
+  /**
+   * A background failure: what it means is handled (see CloudFailures); an action held back is
+   * said once (Events fold repeats) and looked at again after its back-off.
+   */
+  private async failed(pool: ENIPool, reason: string, what: string, err: unknown, vSwitchId?: string): Promise<void> {
     const name = pool.metadata.name;
     if (!(err instanceof CloudError)) {
-      this.d.event(pool, 'Warning', reason, `${what}: ${(err as Error).message}`);
+      this.event(pool, 'Warning', reason, `${what}: ${(err as Error).message}`);
       this.d.enqueue(name, 2000);
       return;
     }
-    if (err.code === 'Client.NotLeading' || err.code === 'Transport.Closed') return;
-    const r = this.d.failures.record(name, err, Date.now());
-    this.d.logger.warn(
-      { node: name, action: err.action, code: err.code, requestId: err.requestId, retryInMs: r.until - Date.now() },
-      `${what} failed`,
-    );
-    this.d.event(pool, 'Warning', reason, `${what}: ${r.message}`);
-    this.d.enqueue(name, r.until - Date.now() + 50);
+    if (isShutdown(err)) return;
+    const r = await this.d.failures.respond(pool, err, vSwitchId).catch((e: Error) => {
+      this.d.logger.warn({ node: name, err: e.message }, `${what} failed, and so did the resync after it`);
+      this.d.enqueue(name, 2000);
+      return undefined;
+    });
+    if (!r) return;
+    this.event(pool, 'Warning', reason, `${what}: ${r.message}`);
+    this.d.enqueue(name, r.until - this.d.now() + 50);
   }
 
   /**
@@ -176,8 +153,9 @@ export class EniLifecycle {
   attach(pool: ENIPool, eni: NetworkInterface, o: { counted?: number; alreadyAttaching?: boolean } = {}): void {
     const name = pool.metadata.name;
     const carried = o.counted ?? 1 + eni.secondaryIps.length;
-    if (o.counted === undefined) this.addIncoming(name, 1, carried);
-    this.attaching.add(eni.id);
+    const memory = this.d.memory.of(name);
+    if (o.counted === undefined) addIncoming(memory, 1, carried);
+    memory.attaching.add(eni.id);
     const alreadyAttaching = o.alreadyAttaching ?? false;
     void (async () => {
       try {
@@ -186,7 +164,7 @@ export class EniLifecycle {
         if (!alreadyAttaching) {
           try {
             await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
-            this.d.failures.succeeded(name, 'AttachNetworkInterface');
+            memory.failures.delete('AttachNetworkInterface');
             this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
             this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
           } catch (e) {
@@ -198,7 +176,7 @@ export class EniLifecycle {
         if (attached) {
           this.d.cloud.upsert(attached);
           this.d.published(name);
-          this.d.event(
+          this.event(
             pool,
             'Normal',
             'AttachedENI',
@@ -213,7 +191,7 @@ export class EniLifecycle {
           failure instanceof CloudError &&
           (failure.retryable || failure.code.startsWith('Client.') || failure.code === 'Transport.Closed')
         ) {
-          this.failedInBackground(
+          await this.failed(
             pool,
             'AttachFailed',
             `attaching ${eni.id} to ${pool.spec.instanceID} (kept for a later attach)`,
@@ -222,7 +200,7 @@ export class EniLifecycle {
           return;
         }
         if (this.d.config.mode !== 'normal') {
-          this.d.event(
+          this.event(
             pool,
             'Warning',
             'AttachFailed',
@@ -230,13 +208,13 @@ export class EniLifecycle {
           );
           return;
         }
-        this.d.event(
+        this.event(
           pool,
           'Warning',
           'AttachFailed',
           `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`,
         );
-        await this.deleteEni(eni.id).catch((err) =>
+        await this.deleteEni(pool, eni.id).catch((err) =>
           this.d.logger.warn(
             { node: name, eni: eni.id, err: (err as Error).message },
             'could not delete an ENI whose attach failed; GC will',
@@ -252,12 +230,10 @@ export class EniLifecycle {
                 `${eni.id} fell back to Available instead of reaching InUse`,
                 undefined,
               );
-        await this.d
-          .onCloudError(pool, cause)
-          .catch((err) => this.failedInBackground(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, err));
+        await this.failed(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, cause);
       } finally {
-        this.addIncoming(name, -1, -carried);
-        this.attaching.delete(eni.id);
+        addIncoming(memory, -1, -carried);
+        memory.attaching.delete(eni.id);
         this.d.enqueue(name);
       }
     })();
@@ -280,13 +256,14 @@ export class EniLifecycle {
   }
 
   /** Detach (if attached) and delete an ENI, waiting through the shared poller. */
-  async deleteEni(id: string): Promise<void> {
-    this.removing.add(id);
-    this.removedByUs.add(id);
+  async deleteEni(pool: ENIPool, id: string): Promise<void> {
+    const memory = this.d.memory.of(pool.metadata.name);
+    memory.removing.add(id);
+    memory.removedByUs.add(id);
     try {
       await this.detachAndDelete(id);
     } finally {
-      this.removing.delete(id);
+      memory.removing.delete(id);
     }
   }
 
@@ -310,10 +287,10 @@ export class EniLifecycle {
   }
 
   remove(pool: ENIPool, eni: NetworkInterface): void {
-    if (this.removing.has(eni.id)) return;
-    void this.deleteEni(eni.id)
-      .then(() => this.d.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
-      .catch((e) => this.d.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))
+    if (this.d.memory.of(pool.metadata.name).removing.has(eni.id)) return;
+    void this.deleteEni(pool, eni.id)
+      .then(() => this.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
+      .catch((e) => this.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))
       .finally(() => this.d.enqueue(pool.metadata.name));
   }
 }

@@ -13,7 +13,11 @@ import type { OperatorConfig } from './config.js';
 import { EventRecorder } from '../kube/events.js';
 import { collectLeakedEnis } from './gc.js';
 import { OperatorMetrics, type FleetView } from './metrics.js';
+import { CloudFailures } from './cloud-failures.js';
+import { EniLifecycle } from './eni-lifecycle.js';
+import { NodeMemories } from './node-memory.js';
 import { PoolReconciler } from './pool-reconciler.js';
+import { KubePoolStore, poolEvents } from './pool-store.js';
 import { StatePoller } from './poller.js';
 
 /** The work queue's keys: a pool (named after its node) or a class, as `kind/name`. */
@@ -62,6 +66,7 @@ export class Operator {
   private readonly nodes: Informer<V1Node>;
   private readonly pendingPods: Informer<V1Pod>;
   private readonly poolReconciler: PoolReconciler;
+  private readonly enis: EniLifecycle;
   private readonly classReconciler: ClassReconciler;
   private elector?: LeaderElector;
   private workers?: Promise<void>;
@@ -127,19 +132,36 @@ export class Operator {
       onChange: (_, p) => p.spec?.nodeName && enqueuePool(p.spec.nodeName),
     });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
-    this.poolReconciler = new PoolReconciler({
-      kc,
-      pools: this.pools,
-      nodes: this.nodes,
-      pendingPods: this.pendingPods,
+    // The pool side: one memory per node, shared by the reconciler and the background ENI work.
+    const memory = new NodeMemories();
+    const now = () => Date.now();
+    const pool = { events: poolEvents(events), memory, logger, now, enqueue: enqueuePool };
+    const failures = new CloudFailures({ ...pool, cloud: this.cloud });
+    this.enis = new EniLifecycle({
+      ...pool,
       api,
       cloud: this.cloud,
       poller: this.poller,
-      events,
       metrics: this.metrics,
       config,
-      logger,
-      enqueue: enqueuePool,
+      failures,
+      published: (name) => this.poolReconciler.published(name),
+    });
+    this.poolReconciler = new PoolReconciler({
+      ...pool,
+      cache: {
+        pool: (name) => this.pools.get(name),
+        pools: () => this.pools.list(),
+        node: (name) => this.nodes.get(name),
+        pendingPods: () => this.pendingPods.list(),
+      },
+      store: new KubePoolStore(kc),
+      cloud: this.cloud,
+      ecs: api,
+      enis: this.enis,
+      failures,
+      metrics: this.metrics,
+      config,
       mayWrite: () => this.mayMutate(),
     });
     this.metrics.fleet = () => this.fleet();
@@ -237,7 +259,7 @@ export class Operator {
           // once (mutating calls already check the lease before they are sent), then exit.
           this.o.logger.error({ identity: le.identity }, 'leadership lost; dropping queued work and stopping');
           this.timers.forEach(clearInterval);
-          this.poolReconciler.stop();
+          this.enis.stop();
           void this.queue.shutdown();
           void this.elector?.stop({ release: false }); // no campaign during the last seconds
           this.onLost();
@@ -344,7 +366,7 @@ export class Operator {
   async stop(): Promise<void> {
     this.stopping = true;
     this.timers.forEach(clearInterval);
-    this.poolReconciler.stop();
+    this.enis.stop();
     await this.queue.shutdown();
     await this.workers;
     this.poller.stop();

@@ -1,4 +1,4 @@
-import type { Condition, ENIPoolStatus, PoolENI } from '../api/types.js';
+import type { ENIPoolStatus, PoolENI } from '../api/types.js';
 import type { NetworkInterface, VSwitch } from '../cloud/index.js';
 import { vSwitchGateway } from '../ipam/gateway.js';
 
@@ -21,13 +21,6 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[]): P
       };
     })
     .sort((a, b) => (a.deviceIndex ?? 99) - (b.deviceIndex ?? 99) || (a.id < b.id ? -1 : 1));
-}
-
-/** Sets a condition, keeping its lastTransitionTime unless its status changes. */
-export function setCondition(list: Condition[], c: Omit<Condition, 'lastTransitionTime'>, now: string): Condition[] {
-  const old = list.find((x) => x.type === c.type);
-  const next: Condition = { ...c, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : now };
-  return [...list.filter((x) => x.type !== c.type), next].sort((a, b) => (a.type < b.type ? -1 : 1));
 }
 
 /** The operator's part of a pool's status, for a merge patch (the agent's fields are left alone). */
@@ -60,7 +53,7 @@ let lastStamp = 0;
  * this process, so that an ack to an earlier request for the same IP cannot pass for an
  * answer to this one.
  */
-export function requestStamp(): string {
-  lastStamp = Math.max(Date.now(), lastStamp + 1);
+export function requestStamp(now: number): string {
+  lastStamp = Math.max(now, lastStamp + 1);
   return new Date(lastStamp).toISOString();
 }

@@ -1,0 +1,27 @@
+/** What a failure of one action on one node means until that action succeeds there again. */
+export interface FailureRecord {
+  action: string;
+  code: string;
+  /** The cloud's words and a hint, without a request id (so repeated Events fold into one). */
+  message: string;
+  permanent: boolean;
+  count: number;
+  /** No new attempt of this action for this node before this time (ms). */
+  until: number;
+}
+
+/** The failure that holds this action back now, if any. */
+export function heldBack(failures: readonly FailureRecord[], action: string, now: number): FailureRecord | undefined {
+  return failures.find((r) => r.action === action && r.until > now);
+}
+
+/** Why a pool is degraded: a permanent failure, or a transient one that keeps coming back. */
+export function degradedBy(failures: readonly FailureRecord[]): FailureRecord | undefined {
+  return failures.find((r) => r.permanent || r.count >= 3);
+}
+
+/** When the earliest back-off ends (to look again then). */
+export function nextAttempt(failures: readonly FailureRecord[], now: number): number | undefined {
+  const ends = failures.map((r) => r.until).filter((t) => t > now);
+  return ends.length ? Math.min(...ends) : undefined;
+}

@@ -1,0 +1,414 @@
+import type { Condition, ENIPool, ENIPoolStatus } from '../api/types.js';
+import { planAllocation, type EniView } from './allocate.js';
+import { podIpCapacity, type InstanceLimits } from './capacity.js';
+import { conditionTime, setCondition, type PlannedCondition } from './conditions.js';
+import { degradedBy, heldBack, nextAttempt, type FailureRecord } from './failure-record.js';
+import {
+  MAX_SECURITY_GROUPS_PER_ENI,
+  candidateVSwitches,
+  securityGroupsFor,
+  type SecurityGroupInfo,
+  type VSwitchInfo,
+} from './placement.js';
+import { planRelease, type ReleaseInput } from './release.js';
+import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing, type Usage } from './sizing.js';
+
+/** One ENI as the operator knows it, and what the operator is doing with it. */
+export interface EniFact {
+  id: string;
+  status: string;
+  instanceId?: string;
+  vSwitchId: string;
+  primaryIp: string;
+  secondaryIps: string[];
+  /** Created by this cluster. */
+  ours: boolean;
+  /** Being detached and deleted by the operator: no longer part of the pool, though it holds a slot. */
+  removing: boolean;
+  /** Being attached, or waited for, by the operator. */
+  attaching: boolean;
+}
+
+/** Everything one reconcile of a pool looks at, read once, as plain data. */
+export interface PoolObservation {
+  now: number;
+  mode: 'normal' | 'no-release' | 'read-only';
+  vpcId: string;
+  /** From the cache, or read afresh when the cache shows a confirmed release. */
+  pool: ENIPool;
+  /** The instance type's limits; undefined when the type is unknown. */
+  limits?: InstanceLimits;
+  /** Secondary ENIs attached (or attaching) to the instance, whoever owns them. */
+  instanceEnis: EniFact[];
+  /** ENIs this cluster created for the node, attached or not. */
+  ownedEnis: EniFact[];
+  /** ENIs being created or attached in the background, and the IPs they carry. */
+  inFlight: { enis: number; ips: number };
+  /** Pods scheduled to the node that still wait for an IP. */
+  pendingPods: number;
+  vSwitches: Array<VSwitchInfo & { blocked: boolean }>;
+  /** Only needed (and only read) when the pool selects security groups by tag. */
+  securityGroups: SecurityGroupInfo[];
+  /** ENIs the operator removed itself, so that their leaving the pool is no news. */
+  removedByUs: ReadonlySet<string>;
+  /** The name of requests made now: a time no earlier request carries. */
+  requestStamp: string;
+  /** Why the pool cannot be served now (its node is gone), if it cannot: nothing is changed. */
+  unservable?: { reason: string; message: string };
+}
+
+export type ShortfallReason = 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded';
+export interface Shortfall {
+  reason: ShortfallReason;
+  message: string;
+}
+
+/** What the operator remembers of a node between reconciles, as far as planning reads it. */
+export interface PoolMemory {
+  /** Since when the pool has lacked IPs (for the deficit-to-published metric). */
+  deficitSince?: number;
+  /** Since when the pool has been in excess without a break. */
+  excessSince?: number;
+  /** Why the pool cannot get what it needs, once found. */
+  shortfall?: Shortfall;
+  /** Cloud failures per action and their back-off. */
+  failures: readonly FailureRecord[];
+}
+
+export interface PlannedEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+/** The operator's part of the pool's status once the plan is carried out. */
+export interface PlannedStatus {
+  /** The ENIs to publish (their addresses are rendered from the cloud after the changes). */
+  eniIds: string[];
+  summary: NonNullable<ENIPoolStatus['summary']>;
+  releaseRequests: Record<string, string>;
+  conditions: Condition[];
+  observedGeneration?: number;
+}
+
+/** Everything one reconcile does, decided at once. */
+export interface PoolPlan {
+  /** Our ENIs left half-done (created, or attaching): attached, or waited for, not replaced. */
+  adopt: Array<{ eniId: string; alreadyAttaching: boolean }>;
+  assign: Array<{ eniId: string; vSwitchId: string; count: number }>;
+  /** New ENIs, each created with all its IPs, then attached. */
+  create: Array<{ vSwitchId: string; ips: number }>;
+  securityGroupIds: string[];
+  /** Confirmed IPs to unassign, at most 50 per call. */
+  unassign: Array<{ eniId: string; ips: string[] }>;
+  /** ENIs whose every address was confirmed free: detached and deleted. */
+  deleteEnis: string[];
+  status: PlannedStatus;
+  events: PlannedEvent[];
+  memory: Omit<PoolMemory, 'failures'>;
+  requeueAfterMs?: number;
+}
+
+/** IPs per UnassignPrivateIpAddresses call (ECS limit). */
+export const UNASSIGN_BATCH = 50;
+
+const ipsOf = (e: { secondaryIps: string[] }) => 1 + e.secondaryIps.length;
+
+/** A pool's sizing with the ceiling resolved against what its instance type holds. */
+export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing => ({
+  minAllocate: spec.minAllocate ?? 0,
+  preAllocate: spec.preAllocate ?? 8,
+  maxAboveWatermark: spec.maxAboveWatermark ?? 0,
+  maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
+});
+
+/**
+ * Released IPs still cooling down, and when each cool-down ends (IPs not in use): until then
+ * the node cannot hand them out, so they count as used, and they are not released.
+ */
+export function coolingIps(status: ENIPoolStatus | undefined, now: number): Array<{ ip: string; until: number }> {
+  const used = status?.used ?? {};
+  return Object.entries(status?.cooling ?? {})
+    .filter(([ip]) => !(ip in used))
+    .map(([ip, until]) => ({ ip, until: Date.parse(until) }))
+    .filter((c) => c.until > now);
+}
+
+/** The acks that name a request; one of the old shape (a bare string) answers none. */
+export const acksOf = (status: ENIPoolStatus | undefined): ReleaseInput['acks'] =>
+  new Map(Object.entries(status?.releaseAcks ?? {}).filter(([, a]) => typeof a === 'object' && a !== null));
+
+type Changes = Pick<PoolPlan, 'adopt' | 'assign' | 'create' | 'securityGroupIds' | 'unassign' | 'deleteEnis'>;
+const noChanges = (): Changes => ({
+  adopt: [],
+  assign: [],
+  create: [],
+  securityGroupIds: [],
+  unassign: [],
+  deleteEnis: [],
+});
+
+/**
+ * One pool, planned at once: what to attach, assign, create, request, unassign and delete, the
+ * status with its conditions once that is done, the Events, and when to look again. Sizing is
+ * computed once from the observation; allocation and release both start from it.
+ */
+export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
+  const { pool, limits, now } = o;
+  const spec = pool.spec;
+  const events: PlannedEvent[] = [];
+  const memory = { deficitSince: m.deficitSince, excessSince: m.excessSince, shortfall: m.shortfall };
+  const sizing = limits ? sizingOf(spec, limits) : undefined;
+  const finish = (plan: Omit<PoolPlan, 'status' | 'events' | 'memory'>, s: StatusInput): PoolPlan => {
+    const retry = nextAttempt(m.failures, now);
+    const requeueAfterMs = retry === undefined ? plan.requeueAfterMs : min(plan.requeueAfterMs, retry - now + 50);
+    return {
+      ...plan,
+      requeueAfterMs,
+      events,
+      memory,
+      status: plannedStatus(o, m.failures, memory.shortfall, sizing, s, events),
+    };
+  };
+  const notReady = (reason: string, message: string, requeueAfterMs?: number, adopt: PoolPlan['adopt'] = []) =>
+    finish({ ...noChanges(), adopt, requeueAfterMs }, { notReady: { reason, message } });
+
+  if (o.unservable) return notReady(o.unservable.reason, o.unservable.message);
+  if (!spec.instanceID || !spec.instanceType || !spec.zoneID) {
+    const why = 'the pool names no ECS instance, instance type or zone; the node lacks its providerID or labels';
+    return notReady('NoInstance', why);
+  }
+  if (!limits || !sizing) {
+    events.push(
+      warning('UnknownInstanceType', `instance type ${spec.instanceType} is not known to DescribeInstanceTypes`),
+    );
+    return notReady('UnknownInstanceType', `instance type ${spec.instanceType} is unknown`, 60_000);
+  }
+  const mayAllocate = o.mode !== 'read-only';
+  const mayRelease = o.mode === 'normal';
+  const blocked = (action: string) => heldBack(m.failures, action, now) !== undefined;
+  const idle = (e: EniFact) => !e.attaching && !e.removing;
+
+  // Our ENIs that another operator instance left half-done are finished, not replaced.
+  const adopt: PoolPlan['adopt'] = [];
+  if (mayAllocate && !blocked('AttachNetworkInterface')) {
+    for (const e of o.ownedEnis.filter(idle)) {
+      if (e.status === 'Available' && !e.instanceId) adopt.push({ eniId: e.id, alreadyAttaching: false });
+      else if (e.status === 'Attaching' && e.instanceId === spec.instanceID)
+        adopt.push({ eniId: e.id, alreadyAttaching: true });
+    }
+  }
+  const adopted = new Set(adopt.map((a) => a.eniId));
+  const mine = (e: EniFact) => e.ours && !e.removing;
+  const views: EniView[] = o.instanceEnis.map((e) =>
+    mine(e)
+      ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: ipsOf(e) }
+      : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: limits.ipv4PerEni },
+  );
+  const inUse = o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse');
+  const available = sum(inUse.map(ipsOf));
+  const cooling = coolingIps(pool.status, now);
+  const usage: Usage = {
+    available,
+    used: Object.keys(pool.status?.used ?? {}).length + cooling.length,
+    pending: o.pendingPods,
+  };
+  // On their way: ENIs in flight, those adopted now, and ours parked Available (an attach held back).
+  const parked = o.ownedEnis.filter((e) => idle(e) && e.status === 'Available' && !e.instanceId);
+  const waiting = o.ownedEnis.filter((e) => adopted.has(e.id) && e.status === 'Attaching');
+  const coming = {
+    enis: o.inFlight.enis + parked.length + waiting.length,
+    ips: o.inFlight.ips + sum([...parked, ...waiting].map(ipsOf)),
+  };
+  const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
+  if (needed(sizing, usage) > 0 && memory.deficitSince === undefined) memory.deficitSince = now;
+
+  // Wanting more than the ceiling allows is a shortfall too, though nothing is left to plan.
+  const unbounded = { ...sizing, maxAllocate: Number.MAX_SAFE_INTEGER };
+  const beyondCeiling = needed(unbounded, usage) > 0 && available + coming.ips >= sizing.maxAllocate;
+  if (beyondCeiling) memory.shortfall = { reason: 'InstanceLimit', message: ceilingMessage(spec, limits, sizing) };
+
+  const changes: Changes = { ...noChanges(), adopt };
+  if (want > 0 && mayAllocate) {
+    const candidates = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID).map(({ id, free, blocked }) => ({
+      id,
+      free,
+      blocked,
+    }));
+    // While attaches fail on this node, new ENIs would only pile up unattached.
+    const allow = {
+      assign: !blocked('AssignPrivateIpAddresses'),
+      create: !blocked('CreateNetworkInterface') && !blocked('AttachNetworkInterface'),
+    };
+    const selection = spec.vSwitchSelection ?? 'MostFreeIPs';
+    const alloc = planAllocation({
+      want,
+      enis: views,
+      limits,
+      vSwitches: candidates,
+      selection,
+      creating: coming.enis,
+      allow,
+    });
+    if (alloc.shortfall && alloc.planned === 0 && coming.enis === 0 && allow.assign && allow.create) {
+      memory.shortfall =
+        alloc.shortfall === 'instance-limit'
+          ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
+          : { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID, candidates) };
+    } else if (alloc.planned > 0) memory.shortfall = undefined;
+    const creates = alloc.ops.flatMap((op) => (op.kind === 'create' ? [{ vSwitchId: op.vSwitchId, ips: op.ips }] : []));
+    const sgs = creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
+    if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
+      const message = `${sgs.length} security groups match the pool (${sgs.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
+      events.push(warning('TooManySecurityGroups', message));
+      return notReady('TooManySecurityGroups', message, undefined, adopt);
+    }
+    changes.assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
+    changes.create = creates;
+    changes.securityGroupIds = sgs;
+  } else if (want === 0 && !beyondCeiling) memory.shortfall = undefined;
+
+  // Release: requests, withdrawals, unassigns of confirmed IPs, ENIs confirmed empty.
+  let releaseRequests: Record<string, string> = {};
+  let requeueAfterMs: number | undefined;
+  if (mayRelease && spec.releaseExcessIPs !== false) {
+    releaseRequests = { ...(pool.status?.releaseRequests ?? {}) };
+    const ex = excess(sizing, usage);
+    memory.excessSince = ex > 0 ? (memory.excessSince ?? now) : undefined;
+    const delayMs = (spec.releaseDelaySeconds ?? 180) * 1000;
+    const release = planRelease({
+      enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps })),
+      used: new Set(Object.keys(pool.status?.used ?? {})),
+      excess: ex,
+      excessSince: memory.excessSince,
+      now,
+      delayMs,
+      cooling: new Set(cooling.map((c) => c.ip)),
+      requests: new Map(Object.entries(pool.status?.releaseRequests ?? {})),
+      acks: acksOf(pool.status),
+      deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
+    });
+    for (const ip of release.withdraw) delete releaseRequests[ip];
+    for (const ip of release.request) releaseRequests[ip] = o.requestStamp;
+    if (!blocked('UnassignPrivateIpAddresses')) {
+      for (const u of release.unassign) {
+        for (let i = 0; i < u.ips.length; i += UNASSIGN_BATCH)
+          changes.unassign.push({ eniId: u.eniId, ips: u.ips.slice(i, i + UNASSIGN_BATCH) });
+        for (const ip of u.ips) delete releaseRequests[ip];
+      }
+    }
+    for (const id of release.deleteEnis) {
+      const eni = inUse.find((e) => e.id === id)!;
+      changes.deleteEnis.push(id);
+      for (const ip of [eni.primaryIp, ...eni.secondaryIps]) delete releaseRequests[ip];
+    }
+    const since = memory.excessSince;
+    if (ex > 0 && since !== undefined && now - since < delayMs) requeueAfterMs = delayMs - (now - since) + 50;
+  }
+  // When the last cool-down ends the need drops: look again then, whatever the agent writes.
+  if (cooling.length) requeueAfterMs = min(requeueAfterMs, Math.max(...cooling.map((c) => c.until)) - now + 50);
+
+  return finish({ ...changes, requeueAfterMs }, { releaseRequests, changes });
+}
+
+interface StatusInput {
+  notReady?: { reason: string; message: string };
+  /** Absent: the requests stay as they are. */
+  releaseRequests?: Record<string, string>;
+  changes?: Pick<PoolPlan, 'assign' | 'unassign' | 'deleteEnis'>;
+}
+
+/** The status the pool will have once the changes are made: its ENIs, summary and conditions. */
+function plannedStatus(
+  o: PoolObservation,
+  failures: readonly FailureRecord[],
+  short: Shortfall | undefined,
+  sizing: Sizing | undefined,
+  s: StatusInput,
+  events: PlannedEvent[],
+): PlannedStatus {
+  const { pool, now } = o;
+  const instanceId = pool.spec.instanceID;
+  const deleted = new Set(s.changes?.deleteEnis ?? []);
+  const published = instanceId
+    ? o.ownedEnis.filter(
+        (e) => (e.instanceId === instanceId || e.status === 'Available') && !e.removing && !deleted.has(e.id),
+      )
+    : [];
+  const changed =
+    sum((s.changes?.assign ?? []).map((a) => a.count)) - sum((s.changes?.unassign ?? []).map((u) => u.ips.length));
+  const available = sum(published.filter((e) => e.status === 'InUse').map(ipsOf)) + changed;
+  const used = Object.keys(pool.status?.used ?? {}).length;
+  const busy = used + coolingIps(pool.status, now).length;
+  const releaseRequests = s.releaseRequests ?? pool.status?.releaseRequests ?? {};
+  const need = sizing ? needed(sizing, { available, used: busy, pending: o.pendingPods }) : 0;
+  const maxAllocate = sizing?.maxAllocate ?? 0;
+  const ready: Omit<PlannedCondition, 'type'> = s.notReady
+    ? { status: 'False', ...s.notReady }
+    : need === 0
+      ? {
+          status: 'True',
+          reason: available >= maxAllocate && maxAllocate > 0 ? 'AtCapacity' : 'PoolFilled',
+          message: `${available - busy} of ${available} IPs free`,
+        }
+      : {
+          status: 'False',
+          reason: short ? short.reason : 'Allocating',
+          message: short ? short.message : `${need} more IPs are being allocated`,
+        };
+  const failing = degradedBy(failures);
+  const planned: PlannedCondition[] = [
+    { type: 'Ready', ...ready },
+    short
+      ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message }
+      : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' },
+    failing
+      ? {
+          type: 'Degraded',
+          status: 'True',
+          reason: failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing',
+          message: failing.message,
+        }
+      : { type: 'Degraded', status: 'False', reason: 'Healthy', message: '' },
+  ];
+  const at = conditionTime(now);
+  const conditions = planned.reduce((list, c) => setCondition(list, c, at), pool.status?.conditions ?? []);
+  // What the pool said that the cloud now contradicts (an ENI detached or deleted behind our back).
+  const eniIds = published.map((e) => e.id);
+  const removing = new Set(o.ownedEnis.filter((e) => e.removing).map((e) => e.id));
+  for (const old of pool.status?.enis ?? []) {
+    if (eniIds.includes(old.id) || deleted.has(old.id) || removing.has(old.id) || o.removedByUs.has(old.id)) continue;
+    events.push(
+      warning(
+        'ENIGone',
+        `ENI ${old.id} is no longer on ${instanceId} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`,
+      ),
+    );
+  }
+  return {
+    eniIds,
+    summary: { enis: eniIds.length, available, used, needed: need, releasing: Object.keys(releaseRequests).length },
+    releaseRequests,
+    conditions,
+    observedGeneration: pool.metadata.generation,
+  };
+}
+
+function ceilingMessage(spec: ENIPool['spec'], limits: InstanceLimits, sizing: Sizing): string {
+  const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < podIpCapacity(limits);
+  if (byClass) return `the pool is at its maxAllocate of ${sizing.maxAllocate} IPs`;
+  const shape = `${limits.eniQuantity - 1} secondary ENIs × ${limits.ipv4PerEni}`;
+  return `instance ${spec.instanceID} (${spec.instanceType}) holds at most ${sizing.maxAllocate} pod IPs (${shape}); the pool wants more`;
+}
+
+const instanceFullMessage = (spec: ENIPool['spec'], limits: InstanceLimits) =>
+  `instance ${spec.instanceID} (${spec.instanceType}) holds no more ENIs or IPs (${limits.eniQuantity} ENIs × ${limits.ipv4PerEni} IPs)`;
+
+function noVSwitchMessage(zoneId: string, candidates: Array<{ id: string; free: number; blocked: boolean }>): string {
+  const seen = candidates.map((c) => `${c.id}: ${c.blocked ? 'blocked' : c.free}`).join(', ');
+  return `no vSwitch of the class in ${zoneId} has free addresses (${seen || 'none match'})`;
+}
+
+const warning = (reason: string, message: string): PlannedEvent => ({ type: 'Warning', reason, message });
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const min = (a: number | undefined, b: number) => Math.min(a ?? Infinity, b);

@@ -1,0 +1,66 @@
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { ENIPool } from '../api/types.js';
+import type { EcsApi, NetworkInterface } from '../cloud/index.js';
+import type { CloudState } from './cloud-state.js';
+
+/**
+ * The narrow interfaces the pool reconciler works through. The operator gives it the real
+ * ones (informers, the API server, the cloud-state cache, the ECS client, the ENI lifecycle);
+ * the one-reconcile tests give it in-memory fakes of the same shapes.
+ */
+
+/** What a reconcile reads of the cluster: the informers' caches. */
+export interface ClusterCache {
+  pool(name: string): ENIPool | undefined;
+  pools(): readonly ENIPool[];
+  node(name: string): V1Node | undefined;
+  /** Pods in phase Pending, on every node. */
+  pendingPods(): readonly V1Pod[];
+}
+
+/** What a reconcile writes, or reads live, on the API server. */
+export interface PoolStore {
+  /** The pool as the API server has it now (not the cache); undefined when it is gone. */
+  readPool(name: string): Promise<ENIPool | undefined>;
+  setFinalizers(name: string, finalizers: string[]): Promise<void>;
+  /** A merge patch of the status, refused with a 409 unless the pool is still at this resourceVersion. */
+  patchStatus(name: string, resourceVersion: string | undefined, patch: Record<string, unknown>): Promise<void>;
+  /** Deletes the pool (already gone is fine). */
+  deletePool(name: string): Promise<void>;
+  /** Whether the Node exists on the API server (a live read; any error but 404 is thrown). */
+  nodeExists(name: string): Promise<boolean>;
+}
+
+/** Events about a pool. */
+export interface PoolEvents {
+  record(pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string): void;
+}
+
+/** The cloud as a reconcile knows it: the cloud-state cache, and the refreshes it asks of it. */
+export type CloudView = Pick<
+  CloudState,
+  | 'get'
+  | 'upsert'
+  | 'enisOfInstance'
+  | 'ownedBy'
+  | 'vSwitches'
+  | 'securityGroups'
+  | 'instanceType'
+  | 'blocked'
+  | 'block'
+  | 'took'
+  | 'resyncInstance'
+>;
+
+/** The cloud calls a reconcile makes itself (ENIs are created and deleted by the lifecycle). */
+export type IpCalls = Pick<EcsApi, 'assignPrivateIpAddresses' | 'unassignPrivateIpAddresses' | 'describeInstances'>;
+
+/** The background life of ENIs: create and attach, attach, detach and delete. */
+export interface EniWork {
+  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void;
+  attach(pool: ENIPool, eni: NetworkInterface, o?: { alreadyAttaching?: boolean }): void;
+  /** Deletes an emptied ENI in the background. */
+  remove(pool: ENIPool, eni: NetworkInterface): void;
+  /** Detaches (if attached) and deletes an ENI, and waits until it is gone. */
+  deleteEni(pool: ENIPool, id: string): Promise<void>;
+}
