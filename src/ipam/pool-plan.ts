@@ -10,7 +10,7 @@ import {
   type SecurityGroupInfo,
   type VSwitchInfo,
 } from './placement.js';
-import { planRelease, type ReleaseInput } from './release.js';
+import { acksOf, planRelease } from './release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing, type Usage } from './sizing.js';
 
 /** One ENI as the operator knows it, and what the operator is doing with it. */
@@ -133,10 +133,6 @@ export function coolingIps(status: ENIPoolStatus | undefined, now: number): Arra
     .map(([ip, until]) => ({ ip, until: Date.parse(until) }))
     .filter((c) => c.until > now);
 }
-
-/** The acks that name a request; one of the old shape (a bare string) answers none. */
-export const acksOf = (status: ENIPoolStatus | undefined): ReleaseInput['acks'] =>
-  new Map(Object.entries(status?.releaseAcks ?? {}).filter(([, a]) => typeof a === 'object' && a !== null));
 
 type Changes = Pick<PoolPlan, 'adopt' | 'assign' | 'create' | 'securityGroupIds' | 'unassign' | 'deleteEnis'>;
 const noChanges = (): Changes => ({

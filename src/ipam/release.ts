@@ -1,3 +1,5 @@
+import type { ENIPoolStatus } from '../api/types.js';
+
 /** One of the node's ENIs that the operator created, with its addresses. */
 export interface ReleasableEni {
   id: string;
@@ -111,4 +113,20 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
     if (ips.length) plan.unassign.push({ eniId: eni.id, ips });
   }
   return plan;
+}
+
+/** The acks of a status that name a request; one of the old shape (a bare string) answers none. */
+export const acksOf = (status: ENIPoolStatus | undefined): Map<string, Ack> =>
+  new Map(Object.entries(status?.releaseAcks ?? {}).filter(([, a]) => typeof a === 'object' && a !== null));
+
+/**
+ * Whether a status shows an address the agent confirmed free for its current request: planning
+ * on it may unassign, so the operator first reads the pool afresh (a cache may be older than
+ * the agent's last word, or than the operator's own last write).
+ */
+export function showsConfirmedRelease(status: ENIPoolStatus | undefined): boolean {
+  const requests = new Map(Object.entries(status?.releaseRequests ?? {}));
+  const acks = acksOf(status);
+  const used = status?.used ?? {};
+  return [...requests.keys()].some((ip) => !(ip in used) && answerTo(ip, requests, acks) === 'ready');
 }

@@ -1,7 +1,6 @@
 import type { ENIPool } from '../api/types.js';
 import type { NetworkInterface } from '../cloud/index.js';
-import { answerTo } from '../ipam/release.js';
-import { acksOf } from '../ipam/pool-plan.js';
+import { acksOf, answerTo } from '../ipam/release.js';
 import type { Logger } from '../observability/logger.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { NodeMemories } from './node-memory.js';

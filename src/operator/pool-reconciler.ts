@@ -1,8 +1,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ENIPool } from '../api/types.js';
 import { CloudError, type NetworkInterface } from '../cloud/index.js';
-import { answerTo } from '../ipam/release.js';
-import { acksOf, planPool, type EniFact, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
+import { showsConfirmedRelease } from '../ipam/release.js';
+import { planPool, type EniFact, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
 import { isConflict } from '../kube/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { TAGS } from './cloud-state.js';
@@ -87,7 +87,7 @@ export class PoolReconciler {
   private async observe(cached: ENIPool): Promise<PoolObservation | undefined> {
     const { cloud, config, memory } = this.d;
     const name = cached.metadata.name;
-    const pool = showsConfirmedRelease(cached) && config.mode === 'normal' ? await this.d.store.readPool(name) : cached;
+    const pool = showsConfirmedRelease(cached.status) && config.mode === 'normal' ? await this.d.store.readPool(name) : cached;
     if (!pool) return undefined;
     const { instanceID, instanceType } = pool.spec;
     const m = memory.of(name);
@@ -239,14 +239,6 @@ export class PoolReconciler {
     const plan = planPool({ ...observation, unservable: { reason, message } }, memory);
     await this.publish(observation.pool, plan);
   }
-}
-
-/** Whether the pool shows an address the agent confirmed free for its current request. */
-function showsConfirmedRelease(pool: ENIPool): boolean {
-  const requests = new Map(Object.entries(pool.status?.releaseRequests ?? {}));
-  const acks = acksOf(pool.status);
-  const used = pool.status?.used ?? {};
-  return [...requests.keys()].some((ip) => !(ip in used) && answerTo(ip, requests, acks) === 'ready');
 }
 
 /** A pod scheduled to the node that still waits for an IP from the pool (host-network pods need none). */

@@ -2,15 +2,15 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { ENIPool, ENIPoolStatus, ReleaseAck } from '../../src/api/types.js';
 import { agentStatus, allocate, emptyState, release, type AgentState } from '../../src/agent/allocator.js';
-import { planRelease, type Ack } from '../../src/ipam/release.js';
+import { planRelease, showsConfirmedRelease, type Ack } from '../../src/ipam/release.js';
 
 /**
  * A model of the release handshake between the operator and one node agent, over the pool's
  * status as the API server stores it (every version kept, so each side can act on a stale
  * cache). It runs the real pure functions of both sides (planRelease; allocate, release,
  * agentStatus) and the operator shell's three safeguards: acks matched to their request,
- * status writes that carry the resourceVersion they were planned from, and a fresh read of the
- * pool before any unassign. Invariant: nothing unassigned is held by a pod or cooling down.
+ * status writes that carry the resourceVersion they were planned from, and planning on a fresh
+ * read of the pool whenever the cache shows an address confirmed free (so before any unassign). Invariant: nothing unassigned is held by a pod or cooling down.
  */
 
 const ENI = { id: 'eni-a', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2', '10.0.0.3', '10.0.0.4', '10.0.0.5'] };
@@ -40,7 +40,7 @@ interface Safeguards {
   matchAcks: boolean;
   /** Status writes carry the resourceVersion they were planned from. */
   precondition: boolean;
-  /** The pool is read afresh before IPs are unassigned. */
+  /** A pool whose cache shows a confirmed release is read afresh and planned on as it is now. */
   liveRead: boolean;
 }
 
@@ -137,22 +137,22 @@ function run(steps: Step[], s: Safeguards): void {
         now += step.ms;
         break;
       case 'op': {
-        const p = plan(opView, step.excess);
-        const confirmedNow = s.liveRead
-          ? new Set(plan(latest(), step.excess).unassign.flatMap((u) => u.ips))
-          : undefined;
-        const unassign = p.unassign.flatMap((u) => u.ips).filter((ip) => !confirmedNow || confirmedNow.has(ip));
+        // As the shell does: a cache that shows a confirmed release is not planned on; the pool
+        // is read afresh (the latest version) and planned on, and the write carries that version.
+        const from = s.liveRead && showsConfirmedRelease(history[opView]) ? latest() : opView;
+        const p = plan(from, step.excess);
+        const unassign = p.unassign.flatMap((u) => u.ips);
         for (const ip of unassign) {
           const holder = Object.values(agent.allocations).find((a) => a.ip === ip);
           if (holder) throw new Error(`unassigned ${ip}, which pod ${holder.pod} holds`);
           if ((agent.cooling[ip] ?? 0) > now) throw new Error(`unassigned ${ip} while it cools down`);
           cloud.secondaryIps = cloud.secondaryIps.filter((x) => x !== ip);
         }
-        const requests = { ...history[opView]!.releaseRequests };
+        const requests = { ...history[from]!.releaseRequests };
         for (const ip of [...p.withdraw, ...unassign]) delete requests[ip];
         for (const ip of p.request) requests[ip] = new Date(now + ++stamp).toISOString();
         // The cache learns of this write only later (opRefresh), as an informer does.
-        write(opView, { releaseRequests: requests, enis: published() });
+        write(from, { releaseRequests: requests, enis: published() });
         break;
       }
     }
