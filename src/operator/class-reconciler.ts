@@ -33,6 +33,7 @@ export interface ClassDeps {
   events: EventRecorder;
   config: OperatorConfig;
   logger: Logger;
+  now: () => number;
 }
 
 /** A pool with this annotation set to "true" is the user's: the operator never rewrites its spec. */
@@ -229,9 +230,9 @@ export class ClassReconciler {
     if (!node.internalIp) return undefined;
     // An address moves to another instance when its instance is released: the answer expires.
     const known = this.instanceByIp.get(node.internalIp);
-    if (known && Date.now() - known.at < INSTANCE_BY_IP_TTL_MS) return known.id;
+    if (known && this.d.now() - known.at < INSTANCE_BY_IP_TTL_MS) return known.id;
     const [found] = await this.d.api.describeInstances({ privateIps: [node.internalIp], vpcId: this.d.config.vpcId });
-    if (found) this.instanceByIp.set(node.internalIp, { id: found.id, at: Date.now() });
+    if (found) this.instanceByIp.set(node.internalIp, { id: found.id, at: this.d.now() });
     else this.instanceByIp.delete(node.internalIp);
     return found?.id;
   }

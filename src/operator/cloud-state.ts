@@ -39,6 +39,7 @@ export class CloudState {
     private readonly clusterId: string,
     private readonly logger: Logger,
     private readonly ttlMs = 60_000,
+    private readonly now: () => number = () => Date.now(),
   ) {}
 
   /**
@@ -135,9 +136,9 @@ export class CloudState {
   }
 
   async vSwitches(force = false): Promise<VSwitch[]> {
-    if (force || Date.now() - this.vSwitchesAt > this.ttlMs) {
+    if (force || this.now() - this.vSwitchesAt > this.ttlMs) {
       this.vSwitchList = await this.api.describeVSwitches({ vpcId: this.vpcId });
-      this.vSwitchesAt = Date.now();
+      this.vSwitchesAt = this.now();
       this.blocked.clear();
     }
     return this.vSwitchList;
@@ -145,11 +146,11 @@ export class CloudState {
 
   /** Marks a vSwitch exhausted: it is skipped until the next refresh of the vSwitch list. */
   block(vSwitchId: string): void {
-    this.blocked.set(vSwitchId, Date.now());
+    this.blocked.set(vSwitchId, this.now());
     const v = this.vSwitchList.find((x) => x.id === vSwitchId);
     if (v) v.availableIpCount = 0;
     // Come back to it after a shortened refresh.
-    this.vSwitchesAt = Math.min(this.vSwitchesAt, Date.now() - this.ttlMs / 2);
+    this.vSwitchesAt = Math.min(this.vSwitchesAt, this.now() - this.ttlMs / 2);
   }
 
   /** Accounts addresses taken from a vSwitch by our own calls, until the next refresh. */
@@ -159,9 +160,9 @@ export class CloudState {
   }
 
   async securityGroups(force = false): Promise<SecurityGroup[]> {
-    if (force || Date.now() - this.sgAt > this.ttlMs) {
+    if (force || this.now() - this.sgAt > this.ttlMs) {
       this.sgList = await this.api.describeSecurityGroups({ vpcId: this.vpcId });
-      this.sgAt = Date.now();
+      this.sgAt = this.now();
     }
     return this.sgList;
   }

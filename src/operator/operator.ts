@@ -91,7 +91,8 @@ export class Operator {
         return k.kind === 'class' ? Number.MAX_SAFE_INTEGER : this.poolDeficit(k.name);
       },
     );
-    this.cloud = new CloudState(api, config.vpcId, config.clusterId, logger);
+    const now = () => Date.now();
+    this.cloud = new CloudState(api, config.vpcId, config.clusterId, logger, undefined, now);
     this.poller = new StatePoller(api, logger, config.pollMinIntervalMs, config.pollMaxIntervalMs);
     const custom = kc.makeApiClient(CustomObjectsApi);
     const core = kc.makeApiClient(CoreV1Api);
@@ -134,7 +135,6 @@ export class Operator {
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
     // The pool side: one memory per node, shared by the reconciler and the background ENI work.
     const memory = new NodeMemories();
-    const now = () => Date.now();
     const pool = { events: poolEvents(events), memory, logger, now, enqueue: enqueuePool };
     const failures = new CloudFailures({ ...pool, cloud: this.cloud });
     this.enis = new EniLifecycle({
@@ -175,6 +175,7 @@ export class Operator {
       events,
       config,
       logger,
+      now,
     });
   }
 
