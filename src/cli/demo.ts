@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runDemo } from '../sim/demo/demo.js';
+import { runDemo } from '../demo/demo.js';
 import { untilSignal, type CommandSpec } from './args.js';
 
 const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
