@@ -243,6 +243,7 @@ async function recentEvents(core: CoreV1Api): Promise<string[]> {
     .slice(-5)
     .map(
       (e) =>
-        `${e.type === 'Warning' ? '!' : ' '} ${e.reason} ${e.involvedObject.kind}/${e.involvedObject.name}: ${e.message}`,
+        `${e.type === 'Warning' ? '!' : ' '} ${e.reason} ` +
+        `${e.involvedObject.kind}/${e.involvedObject.name}: ${e.message}`,
     );
 }
