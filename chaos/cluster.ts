@@ -119,14 +119,12 @@ export class ChaosCluster {
       deleteEmptyENIs: true,
       ...o.classSpec,
     };
-    await kc
-      .makeApiClient(CustomObjectsApi)
-      .createClusterCustomObject({
-        group: GROUP,
-        version: VERSION,
-        plural: 'enipoolclasses',
-        body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'chaos' }, spec },
-      });
+    await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'enipoolclasses',
+      body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'chaos' }, spec },
+    });
     c.waiting = [...ecs.world.instances.values()].filter((i) => i.hostName.startsWith('node-')).map((i) => i.id);
     await c.registerNodes(c.waiting.length - (o.heldBack ?? 0), o.start?.agents !== false);
     if (o.start?.operators !== false) for (let i = 0; i < o.replicas; i++) await c.startOperator();

@@ -145,9 +145,7 @@ export class MiniRuntime {
     return r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
   }
 
-  async add(
-    pod: PodSpec,
-  ): Promise<{
+  async add(pod: PodSpec): Promise<{
     ips: Array<{ address: string; gateway: string }>;
     interfaces?: Array<{ name: string; sandbox?: string }>;
   }> {

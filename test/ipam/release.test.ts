@@ -2,15 +2,13 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { planRelease, type Ack, type ReleaseInput } from '../../src/ipam/release.js';
 
-const enisArb = fc
-  .array(fc.nat(6), { minLength: 1, maxLength: 4 })
-  .map((counts) =>
-    counts.map((n, e) => ({
-      id: `eni-${e}`,
-      primaryIp: `10.0.${e}.1`,
-      secondaryIps: Array.from({ length: n }, (_, k) => `10.0.${e}.${k + 2}`),
-    })),
-  );
+const enisArb = fc.array(fc.nat(6), { minLength: 1, maxLength: 4 }).map((counts) =>
+  counts.map((n, e) => ({
+    id: `eni-${e}`,
+    primaryIp: `10.0.${e}.1`,
+    secondaryIps: Array.from({ length: n }, (_, k) => `10.0.${e}.${k + 2}`),
+  })),
+);
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const T1 = '2026-01-01T00:00:05.000Z';
@@ -28,20 +26,18 @@ const inputArb = enisArb.chain((enis) => {
     delayMs: fc.constantFrom(0, 5000, 20_000),
     requests: fc.subarray(ips).map((a) => new Map(a.map((ip) => [ip, T1] as const))),
     cooling: fc.subarray(ips).map((a) => new Set(a)),
-    acks: fc
-      .subarray(ips)
-      .chain((a) =>
-        fc
-          .tuple(
-            ...a.map(() =>
-              fc.record({
-                answer: fc.constantFrom('ready' as const, 'do-not-release' as const),
-                requestedAt: fc.constantFrom(T0, T1),
-              }),
-            ),
-          )
-          .map((v) => new Map(a.map((ip, i) => [ip, v[i]!] as const))),
-      ),
+    acks: fc.subarray(ips).chain((a) =>
+      fc
+        .tuple(
+          ...a.map(() =>
+            fc.record({
+              answer: fc.constantFrom('ready' as const, 'do-not-release' as const),
+              requestedAt: fc.constantFrom(T0, T1),
+            }),
+          ),
+        )
+        .map((v) => new Map(a.map((ip, i) => [ip, v[i]!] as const))),
+    ),
     deleteEmptyEnis: fc.boolean(),
   });
 });
