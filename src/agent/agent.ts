@@ -168,7 +168,8 @@ export class Agent {
           target,
           'Warning',
           'RecoveredAllocations',
-          `the agent's state lacked ${ips.length} addresses in use (${ips.join(', ')}); they are kept and not handed out until their pods are gone`,
+          `the agent's state lacked ${ips.length} addresses in use (${ips.join(', ')}); ` +
+            'they are kept and not handed out until their pods are gone',
         );
       }
     }
@@ -199,7 +200,8 @@ export class Agent {
         { apiVersion: pool.apiVersion, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid },
         'Warning',
         'StrayAllocation',
-        `IP ${a.ip} of pod ${a.pod} (ENI ${a.eniId}) is no longer in the pool; the agent keeps the allocation until the pod releases it`,
+        `IP ${a.ip} of pod ${a.pod} (ENI ${a.eniId}) is no longer in the pool; ` +
+          'the agent keeps the allocation until the pod releases it',
       );
     }
     this.scheduleStatus();

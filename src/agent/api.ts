@@ -130,7 +130,9 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
         if (route === 'GET /v1/allocations') return send(res, 200, { allocations: agent.list() });
         return send(res, 404, {
           error: 'not-found',
-          message: `no route ${route}; the agent serves POST /v1/cni, POST /v1/allocate, POST /v1/release and GET /v1/allocations`,
+          message:
+            `no route ${route}; ` +
+            'the agent serves POST /v1/cni, POST /v1/allocate, POST /v1/release and GET /v1/allocations',
         });
       } catch (e) {
         if (e instanceof HttpError) {

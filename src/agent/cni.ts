@@ -92,7 +92,8 @@ function parseConf(stdin: string): NetConf {
   ) {
     throw new CniError(
       CNI_ERRORS.invalidConfig,
-      `ipam.timeoutSeconds must be a number of seconds above 0 and at most 600, got ${JSON.stringify(ipam.timeoutSeconds)}`,
+      'ipam.timeoutSeconds must be a number of seconds above 0 and at most 600, ' +
+        `got ${JSON.stringify(ipam.timeoutSeconds)}`,
     );
   }
   return c as unknown as NetConf;

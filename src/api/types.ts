@@ -80,7 +80,9 @@ const placementAndSizing = {
 
 /** A node cannot keep more IPs than it may have (maxAllocate 0 means the instance type's limit). */
 const SIZING_RULE = {
-  rule: '!has(self.maxAllocate) || self.maxAllocate == 0 || !has(self.minAllocate) || self.minAllocate <= self.maxAllocate',
+  rule:
+    '!has(self.maxAllocate) || self.maxAllocate == 0 || ' +
+    '!has(self.minAllocate) || self.minAllocate <= self.maxAllocate',
   message: 'minAllocate must not exceed maxAllocate (0 means the instance type\u2019s limit)',
 };
 
@@ -160,7 +162,8 @@ export const eniPoolStatus = s.object({
   }),
   releaseRequests: s.map(s.string({ format: 'date-time' }), {
     description:
-      'IP -> when its release was requested (operator); the time names the request, and an ack answers only the request it names.',
+      'IP -> when its release was requested (operator); ' +
+      'the time names the request, and an ack answers only the request it names.',
   }),
   conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),
   observedGeneration: s.int({ minimum: 0 }),

@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runDemo } from '../sim/demo/demo.js';
+import { runDemo } from '../demo/demo.js';
 import { untilSignal, type CommandSpec } from './args.js';
 
 const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
@@ -8,9 +8,12 @@ const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be g
 export const demoCommand: CommandSpec = {
   name: 'demo',
   summary:
-    'Run the whole product on this machine: emulated ECS and Kubernetes, the operator, an agent per node, and pods coming and going.',
+    'Run the whole product on this machine: emulated ECS and Kubernetes, the operator, an agent per node, ' +
+    'and pods coming and going.',
   description:
-    'Runs until Ctrl-C or --duration, then prints a summary. In a terminal it shows a live view; otherwise one line per change. kubectl works against the emulated cluster (the command is printed).',
+    'Runs until Ctrl-C or --duration, then prints a summary. ' +
+    'In a terminal it shows a live view; otherwise one line per change. ' +
+    'kubectl works against the emulated cluster (the command is printed).',
   flags: [
     {
       name: 'nodes',

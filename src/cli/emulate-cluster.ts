@@ -14,7 +14,8 @@ import { untilSignal, type CommandSpec } from './args.js';
 export const emulateCluster: CommandSpec = {
   name: 'emulate cluster',
   summary:
-    'Run a local cluster to install the chart into: both emulators and N nodes that run eni-ipam’s pods (needs root).',
+    'Run a local cluster to install the chart into: ' +
+    'both emulators and N nodes that run eni-ipam’s pods (needs root).',
   description: [
     'Starts the ECS emulator and the Kubernetes API (TLS, RBAC) on a bridge, the workload controllers',
     '(Deployments, DaemonSets, scheduling, garbage collection) and N nodes, one per emulated ECS instance.',

@@ -44,7 +44,9 @@ export const emulateKube: CommandSpec = {
     {
       name: 'auth',
       type: 'boolean',
-      help: 'require credentials and authorize every request with RBAC (the kubeconfig stays cluster-admin); needs --tls',
+      help:
+        'require credentials and authorize every request with RBAC ' +
+        '(the kubeconfig stays cluster-admin); needs --tls',
     },
     {
       name: 'history',

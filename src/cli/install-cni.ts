@@ -4,7 +4,8 @@ import { UsageError, type CommandSpec } from './args.js';
 export const installCniCommand: CommandSpec = {
   name: 'install-cni',
   summary:
-    'Install eni-ipam-cni (one static binary) and a conflist on this host; the agent DaemonSet runs it as an init container.',
+    'Install eni-ipam-cni (one static binary) and a conflist on this host; ' +
+    'the agent DaemonSet runs it as an init container.',
   flags: [
     { name: 'bin-dir', type: 'string', value: 'DIR', default: '/opt/cni/bin', help: 'the host’s CNI plugin folder' },
     {

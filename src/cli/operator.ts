@@ -85,7 +85,9 @@ export const operatorCommand: CommandSpec = {
   name: 'operator',
   summary: 'Run the IPAM operator: keep every node’s ENIPool topped up with VPC IPs from ENIs.',
   description:
-    'Credentials, first found wins: --ram-role; --credentials-dir; RRSA (ALIBABA_CLOUD_ROLE_ARN, ALIBABA_CLOUD_OIDC_PROVIDER_ARN and ALIBABA_CLOUD_OIDC_TOKEN_FILE, as ACK injects them); ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (and optional ALIBABA_CLOUD_SECURITY_TOKEN).',
+    'Credentials, first found wins: --ram-role; --credentials-dir; RRSA (ALIBABA_CLOUD_ROLE_ARN, ' +
+    'ALIBABA_CLOUD_OIDC_PROVIDER_ARN and ALIBABA_CLOUD_OIDC_TOKEN_FILE, as ACK injects them); ' +
+    'ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (and optional ALIBABA_CLOUD_SECURITY_TOKEN).',
   flags: [
     {
       name: 'kubeconfig',

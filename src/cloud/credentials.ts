@@ -26,7 +26,8 @@ export function envCredentials(env: NodeJS.ProcessEnv = process.env): Credential
   const secret = env.ALIBABA_CLOUD_ACCESS_KEY_SECRET;
   if (!id || !secret) {
     throw new CredentialsError(
-      'no cloud credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, mount them as files (--credentials-dir), or use an ECS RAM role (--ram-role)',
+      'no cloud credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, ' +
+        'mount them as files (--credentials-dir), or use an ECS RAM role (--ram-role)',
     );
   }
   return staticCredentials(
@@ -176,7 +177,8 @@ export function oidcRoleCredentials(o: OidcRoleOptions): CredentialsProvider {
       token = (await readFile(o.tokenFile, 'utf8')).trim();
     } catch (e) {
       throw new CredentialsError(
-        `RRSA role ${o.roleArn}: cannot read the service-account token ${o.tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+        `RRSA role ${o.roleArn}: cannot read the service-account token ${o.tokenFile}: ` +
+          `${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
       );
     }
     const form = new URLSearchParams({
@@ -203,7 +205,8 @@ export function oidcRoleCredentials(o: OidcRoleOptions): CredentialsProvider {
     const c = body.Credentials;
     if (!res.ok || !c?.AccessKeyId || !c.AccessKeySecret) {
       throw new CredentialsError(
-        `RRSA role ${o.roleArn}: AssumeRoleWithOIDC answered HTTP ${res.status} ${body.Code ?? ''}: ${body.Message ?? 'no credentials'}`,
+        `RRSA role ${o.roleArn}: AssumeRoleWithOIDC answered HTTP ${res.status} ` +
+          `${body.Code ?? ''}: ${body.Message ?? 'no credentials'}`,
       );
     }
     return {

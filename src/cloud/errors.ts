@@ -95,7 +95,9 @@ export class CloudError extends Error {
     readonly attempts = 1,
   ) {
     super(
-      `${action}: ${code}: ${cloudMessage}${requestId ? ` (RequestId ${requestId})` : ''}${attempts > 1 ? ` after ${attempts} attempts` : ''}`,
+      `${action}: ${code}: ${cloudMessage}` +
+        (requestId ? ` (RequestId ${requestId})` : '') +
+        (attempts > 1 ? ` after ${attempts} attempts` : ''),
     );
     this.name = 'CloudError';
     this.kind = classify(code);

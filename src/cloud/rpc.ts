@@ -96,7 +96,10 @@ export class RpcCaller {
 
   private readonly longWaitLogged = new Map<string, number>();
 
-  /** Throws for a call that must not go out now: the client is closed, the caller no longer leads, or it waited too long. */
+  /**
+   * Throws for a call that must not go out now: the client is closed, the caller no longer leads,
+   * or it waited too long.
+   */
   private checkSendable(action: string, waitedMs: number): void {
     if (this.closed)
       throw new CloudError(action, TRANSPORT_CODES.closed, 'the client was closed before the call was sent', undefined);
@@ -119,7 +122,8 @@ export class RpcCaller {
       throw new CloudError(
         action,
         CLIENT_CODES.queueTimeout,
-        `not sent: it waited ${(waitedMs / 1000).toFixed(1)} s in the ${action} rate limiter, more than ${(this.o.retry.maxQueueMs / 1000).toFixed(1)} s`,
+        `not sent: it waited ${(waitedMs / 1000).toFixed(1)} s in the ${action} rate limiter, ` +
+          `more than ${(this.o.retry.maxQueueMs / 1000).toFixed(1)} s`,
         undefined,
       );
     }

@@ -47,7 +47,10 @@ export interface EmulatedCluster {
   close(): Promise<void>;
 }
 
-/** Service-account tokens from the API server's TokenRequest, bound to the pod, as the kubelet gets them for projected volumes. */
+/**
+ * Service-account tokens from the API server's TokenRequest, bound to the pod, as the kubelet gets
+ * them for projected volumes.
+ */
 export const boundTokens =
   (kube: KubeEmulator): TokenMinter =>
   async (r) => {

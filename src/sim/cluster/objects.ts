@@ -76,7 +76,10 @@ export class Objects {
     return this.writer.create(this.request(kind, { namespace: obj.metadata.namespace, body: obj })).body as KubeObject;
   }
 
-  /** Replaces an object (the resourceVersion it carries is a precondition); undefined on a conflict or when it is gone. */
+  /**
+   * Replaces an object (the resourceVersion it carries is a precondition); undefined on a conflict
+   * or when it is gone.
+   */
   update(kind: Kind, obj: KubeObject): KubeObject | undefined {
     return this.tolerate(
       () =>
@@ -98,7 +101,10 @@ export class Objects {
     );
   }
 
-  /** Deletes as a client would (pods on a node with a runtime terminate gracefully); gracePeriodSeconds 0 removes at once. */
+  /**
+   * Deletes as a client would (pods on a node with a runtime terminate gracefully);
+   * gracePeriodSeconds 0 removes at once.
+   */
   delete(
     kind: Kind,
     namespace: string | undefined,

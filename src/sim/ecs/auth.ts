@@ -66,7 +66,8 @@ export class Authenticator {
     if (!signatureMatches(expected, params.Signature)) {
       throw apiError(
         'SignatureDoesNotMatch',
-        `Specified signature is not matched with our calculation. server string to sign is:${stringToSign(method, params)}`,
+        'Specified signature is not matched with our calculation. ' +
+          `server string to sign is:${stringToSign(method, params)}`,
       );
     }
     const ts = params.Timestamp!;
@@ -74,7 +75,8 @@ export class Authenticator {
     if (Number.isNaN(t))
       throw apiError(
         'IllegalTimestamp',
-        `The input parameter "Timestamp" that is mandatory for processing this request is not supplied or malformed: "${ts}".`,
+        'The input parameter "Timestamp" that is mandatory for processing this request ' +
+          `is not supplied or malformed: "${ts}".`,
       );
     if (Math.abs(now - t) > CLOCK_SKEW_MS) {
       throw apiError(

@@ -241,7 +241,8 @@ export function attachNetworkInterface(ctx: ActionContext) {
   if (ipv4Count(eni) > type.eniPrivateIpAddressQuantity) {
     throw apiError(
       'InvalidOperation.Ipv4CountExceeded',
-      `ENI ${eni.id} has ${ipv4Count(eni)} IPv4 addresses; ${type.id} allows ${type.eniPrivateIpAddressQuantity} per ENI.`,
+      `ENI ${eni.id} has ${ipv4Count(eni)} IPv4 addresses; ` +
+        `${type.id} allows ${type.eniPrivateIpAddressQuantity} per ENI.`,
     );
   }
   if (eni.ipv6.length > type.eniIpv6AddressQuantity) {
@@ -315,7 +316,8 @@ export function assignPrivateIpAddresses(ctx: ActionContext) {
     if (after > type.eniPrivateIpAddressQuantity) {
       throw apiError(
         'InvalidOperation.Ipv4CountExceeded',
-        `ENI ${eni.id} would have ${after} IPv4 addresses and prefixes; ${type.id} allows ${type.eniPrivateIpAddressQuantity}.`,
+        `ENI ${eni.id} would have ${after} IPv4 addresses and prefixes; ` +
+          `${type.id} allows ${type.eniPrivateIpAddressQuantity}.`,
       );
     }
   } else {
@@ -376,7 +378,8 @@ export function assignIpv6Addresses(ctx: ActionContext) {
     if (eni.ipv6.length + v6.total > type.eniIpv6AddressQuantity) {
       throw apiError(
         'InvalidOperation.Ipv6CountExceeded',
-        `ENI ${eni.id} would have ${eni.ipv6.length + v6.total} IPv6 addresses; ${type.id} allows ${type.eniIpv6AddressQuantity}.`,
+        `ENI ${eni.id} would have ${eni.ipv6.length + v6.total} IPv6 addresses; ` +
+          `${type.id} allows ${type.eniIpv6AddressQuantity}.`,
       );
     }
   }

@@ -142,7 +142,9 @@ export async function startEcsEmulator(opts: EcsEmulatorOptions = {}): Promise<E
       }
     }
     return json(404, {
-      error: `no admin route ${route}; try GET stats, GET state, GET calls, GET/PUT/DELETE faults, POST stats/reset, DELETE instances/ID`,
+      error:
+        `no admin route ${route}; ` +
+        'try GET stats, GET state, GET calls, GET/PUT/DELETE faults, POST stats/reset, DELETE instances/ID',
     });
   };
 

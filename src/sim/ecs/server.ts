@@ -159,7 +159,8 @@ export function rpcHandler(deps: RpcDeps) {
         res
           .writeHead(502, { 'content-type': 'text/html' })
           .end(
-            '<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>',
+            '<html><head><title>502 Bad Gateway</title></head>' +
+              '<body><center><h1>502 Bad Gateway</h1></center></body></html>',
           );
         return;
       }

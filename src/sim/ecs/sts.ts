@@ -36,7 +36,8 @@ export function assumeRoleWithOidc(
       'EntityNotExist.OIDCProvider',
       `The OIDC provider ${raw.OIDCProviderArn} is not trusted by ${raw.RoleArn}.`,
     );
-  // The fixture's token, or a service-account token of the cluster (audience sts.aliyuncs.com, as RRSA's projected token has).
+  // The fixture's token, or a service-account token of the cluster (audience sts.aliyuncs.com, as
+  // RRSA's projected token has).
   const subject =
     role.token === raw.OIDCToken ? 'system:serviceaccount' : verifier?.(raw.OIDCToken, 'sts.aliyuncs.com');
   if (!subject) throw apiError('AuthenticationFail.OIDCToken.Invalid', 'The OIDC token is invalid or expired.');

@@ -79,7 +79,8 @@ function tokenRequest(ctx: AuthEndpointContext, namespace: string, name: string,
     throw new StatusError(
       422,
       'Invalid',
-      `TokenRequest.authentication.k8s.io "${name}" is invalid: spec.boundObjectRef.kind: Unsupported value: "${ref.kind}": supported values: "Pod", "Secret"`,
+      `TokenRequest.authentication.k8s.io "${name}" is invalid: ` +
+        `spec.boundObjectRef.kind: Unsupported value: "${ref.kind}": supported values: "Pod", "Secret"`,
     );
   }
   try {
@@ -128,7 +129,8 @@ function selfSubjectAccessReview(ctx: AuthEndpointContext, read: () => any): Res
     throw new StatusError(
       422,
       'Invalid',
-      'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "": exactly one of nonResourceAttributes or resourceAttributes must be specified',
+      'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "": ' +
+        'exactly one of nonResourceAttributes or resourceAttributes must be specified',
     );
   const a: Attributes = r
     ? {

@@ -6,7 +6,10 @@ import type { KubeObject, ResourceType } from './types.js';
 const SERVICE_RANGE = { base: (10 << 24) | (96 << 16), size: 1 << 16 };
 const ipString = (n: number) => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join('.');
 
-/** Guaranteed (every container's CPU and memory limits equal its requests), Burstable (some request or limit), else BestEffort. */
+/**
+ * Guaranteed (every container's CPU and memory limits equal its requests), Burstable (some request
+ * or limit), else BestEffort.
+ */
 function qosClass(spec: any): string {
   const containers: any[] = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
   const r = (c: any, kind: 'requests' | 'limits', res: string) => c.resources?.[kind]?.[res];

@@ -53,7 +53,8 @@ export const conflict = (t: ResourceType, name: string) =>
   new StatusError(
     409,
     'Conflict',
-    `Operation cannot be fulfilled on ${qualified(t)} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+    `Operation cannot be fulfilled on ${qualified(t)} "${name}": the object has been modified; ` +
+      'please apply your changes to the latest version and try again',
     { name, group: t.group, kind: t.resource },
   );
 
@@ -81,6 +82,7 @@ export const unsupportedMediaType = (type: string) =>
   new StatusError(
     415,
     'UnsupportedMediaType',
-    `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${type})`,
+    'the body of the request was in an unknown format - accepted media types include: ' +
+      `application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${type})`,
   );
 export const gone = (message: string) => new StatusError(410, 'Expired', message);

@@ -163,7 +163,8 @@ function statusFor(rule: KubeFaultRule, r: KubeRequestInfo): StatusError {
       return new StatusError(
         403,
         'Forbidden',
-        `${subject} is forbidden: User "${user}" cannot ${r.verb} resource "${r.resource}${sub}" in API group "${r.group}" ${scope}`,
+        `${subject} is forbidden: User "${user}" cannot ${r.verb} ` +
+          `resource "${r.resource}${sub}" in API group "${r.group}" ${scope}`,
         details,
       );
     }
@@ -178,7 +179,8 @@ function statusFor(rule: KubeFaultRule, r: KubeRequestInfo): StatusError {
       return new StatusError(
         409,
         'Conflict',
-        `Operation cannot be fulfilled on ${what} "${r.name ?? ''}": the object has been modified; please apply your changes to the latest version and try again`,
+        `Operation cannot be fulfilled on ${what} "${r.name ?? ''}": the object has been modified; ` +
+          'please apply your changes to the latest version and try again',
         details,
       );
     case 410:

@@ -47,7 +47,8 @@ export function parseBody(req: Request): any {
     return req.contentType.includes('yaml') ? YAML.parse(req.body) : JSON.parse(req.body);
   } catch (e) {
     throw badRequest(
-      `the body of the request is not valid ${req.contentType.includes('yaml') ? 'YAML' : 'JSON'}: ${(e as Error).message.split('\n')[0]}`,
+      `the body of the request is not valid ${req.contentType.includes('yaml') ? 'YAML' : 'JSON'}: ` +
+        `${(e as Error).message.split('\n')[0]}`,
     );
   }
 }
@@ -66,7 +67,10 @@ function checkMetadata(t: ResourceType, o: KubeObject): StatusCause[] {
     out.push({
       reason: 'FieldValueInvalid',
       field: 'metadata.name',
-      message: `metadata.name: Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+      message:
+        `metadata.name: Invalid value: "${name}": ` +
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', " +
+        'and must start and end with an alphanumeric character',
     });
   }
   for (const [k, v] of Object.entries(o.metadata.labels ?? {})) {
@@ -74,14 +78,19 @@ function checkMetadata(t: ResourceType, o: KubeObject): StatusCause[] {
       out.push({
         reason: 'FieldValueInvalid',
         field: `metadata.labels`,
-        message: `metadata.labels: Invalid value: "${v}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`,
+        message:
+          `metadata.labels: Invalid value: "${v}": ` +
+          "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', " +
+          'and must start and end with an alphanumeric character',
       });
     }
     if (!/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(k)) {
       out.push({
         reason: 'FieldValueInvalid',
         field: 'metadata.labels',
-        message: `metadata.labels: Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'`,
+        message:
+          `metadata.labels: Invalid value: "${k}": ` +
+          "name part must consist of alphanumeric characters, '-', '_' or '.'",
       });
     }
   }
@@ -115,7 +124,8 @@ function admitCustom(
   const unknown = prune(o, schema);
   if (unknown.length && fieldValidation === 'Strict') {
     throw badRequest(
-      `${t.kind} in version "${version}" cannot be handled as a ${t.kind}: strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`,
+      `${t.kind} in version "${version}" cannot be handled as a ${t.kind}: ` +
+        `strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`,
     );
   }
   if (unknown.length && fieldValidation === 'Warn') warnings.push(...unknown.map((f) => `unknown field "${f}"`));
@@ -162,7 +172,8 @@ export class Writer {
       throw badRequest(`the kind of the object (${o.kind}) does not match ${t.kind}`);
     if (o.apiVersion !== undefined && o.apiVersion !== groupVersion(t.group, req.version)) {
       throw badRequest(
-        `the API version in the data (${o.apiVersion}) does not match the expected API version (${groupVersion(t.group, req.version)})`,
+        `the API version in the data (${o.apiVersion}) does not match ` +
+          `the expected API version (${groupVersion(t.group, req.version)})`,
       );
     }
     o.metadata ??= {};
@@ -500,7 +511,10 @@ export class Writer {
   }
 }
 
-/** Seconds a deleted object has to terminate: only pods whose node runs a kubelet get one (DeleteOptions, else the pod's terminationGracePeriodSeconds, else 30). */
+/**
+ * Seconds a deleted object has to terminate: only pods whose node runs a kubelet get one
+ * (DeleteOptions, else the pod's terminationGracePeriodSeconds, else 30).
+ */
 function gracePeriod(store: Store, t: ResourceType, o: KubeObject, opts: any): number {
   if (t.resource !== 'pods' || t.group || !o.spec?.nodeName || !store.hooks.kubeletRuns?.(o.spec.nodeName)) return 0;
   if (['Succeeded', 'Failed'].includes(o.status?.phase)) return 0;

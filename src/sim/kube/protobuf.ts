@@ -82,7 +82,8 @@ function decodeExactly(type: protobuf.Type, raw: Uint8Array, what: string): Reco
     throw new StatusError(
       415,
       'UnsupportedMediaType',
-      `the protobuf ${what} has fields the emulator does not decode; send it as JSON (Content-Type: application/json) instead`,
+      `the protobuf ${what} has fields the emulator does not decode; ` +
+        'send it as JSON (Content-Type: application/json) instead',
     );
   }
   return type.toObject(msg, { longs: Number, bytes: String, defaults: false, arrays: false, objects: false }) as Record<
@@ -108,7 +109,8 @@ export function decodeProtobufObject(body: Buffer): Record<string, any> {
     throw new StatusError(
       415,
       'UnsupportedMediaType',
-      `the emulator does not decode protobuf bodies of ${apiVersion} ${kind || '(no kind)'}; send it as JSON (Content-Type: application/json) instead`,
+      `the emulator does not decode protobuf bodies of ${apiVersion} ${kind || '(no kind)'}; ` +
+        'send it as JSON (Content-Type: application/json) instead',
     );
   }
   const type = lookup(message);

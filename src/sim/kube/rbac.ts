@@ -103,7 +103,10 @@ export function rulesFor(store: Store, user: Identity, namespace: string | undef
   ];
 }
 
-/** RBAC as kube-apiserver evaluates it, with `system:masters` always allowed. RoleBindings never grant non-resource URLs. */
+/**
+ * RBAC as kube-apiserver evaluates it, with `system:masters` always allowed. RoleBindings never
+ * grant non-resource URLs.
+ */
 export function authorize(store: Store, user: Identity, a: Attributes): boolean {
   if (user.groups.includes('system:masters')) return true;
   return rulesFor(store, user, a.resourceRequest ? a.namespace : undefined).some((r) => ruleAllows(r, a));

@@ -30,7 +30,10 @@ function builtin(
 
 const REPLICAS = { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' };
 
-/** The built-in kinds the product needs; RBAC is stored, workloads run when a cluster's controllers do (src/sim/cluster). */
+/**
+ * The built-in kinds the product needs; RBAC is stored, workloads run when a cluster's controllers
+ * do (src/sim/cluster).
+ */
 export function builtinTypes(): ResourceType[] {
   const cluster = { namespaced: false };
   return [

@@ -49,7 +49,10 @@ export interface ServerState {
 const nameFromFieldSelector = (q: URLSearchParams): string | undefined =>
   /^metadata\.name==?([^,]+)$/.exec(q.get('fieldSelector') ?? '')?.[1];
 const unauthorized = () => new StatusError(401, 'Unauthorized', 'Unauthorized');
-/** Paths under /api/VERSION/ and /apis/GROUP/VERSION/ name resources; every other path is a non-resource URL for RBAC. */
+/**
+ * Paths under /api/VERSION/ and /apis/GROUP/VERSION/ name resources; every other path is a
+ * non-resource URL for RBAC.
+ */
 const isResourcePath = (segs: string[]) =>
   (segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4);
 
@@ -102,7 +105,8 @@ async function podLog(
     throw new StatusError(
       400,
       'BadRequest',
-      `container "${query.get('container') ?? pod.spec?.containers?.[0]?.name ?? ''}" in pod "${name}" is waiting to start: no node runs this pod`,
+      `container "${query.get('container') ?? pod.spec?.containers?.[0]?.name ?? ''}" in pod "${name}" ` +
+        'is waiting to start: no node runs this pod',
     );
   }
   await store.hooks.podLog(pod, query, res);
@@ -241,7 +245,9 @@ export function kubeHandler(s: ServerState) {
         name: r.name ?? nameFromFieldSelector(url.searchParams),
         namespace: r.namespace ?? (r.t.resource === 'namespaces' && group === '' ? r.name : undefined),
       });
-      const statKey = `${verb} ${r.t.group ? `${r.t.resource}.${r.t.group}` : r.t.resource}${r.subresource ? `/${r.subresource}` : ''}`;
+      const statKey =
+        `${verb} ${r.t.group ? `${r.t.resource}.${r.t.group}` : r.t.resource}` +
+        (r.subresource ? `/${r.subresource}` : '');
       s.requests[statKey] = (s.requests[statKey] ?? 0) + 1;
       if (await s.faultRules.apply(res, faultInfo(verb, r, path, store.rv))) return;
       const fault = s.faults.errors;

@@ -69,7 +69,10 @@ function cell(col: PrinterColumn, v: unknown): unknown {
   }
 }
 
-/** The STATUS kubectl shows for a pod: Init:N/M, a container's waiting or terminated reason, Terminating, else the phase. */
+/**
+ * The STATUS kubectl shows for a pod: Init:N/M, a container's waiting or terminated reason,
+ * Terminating, else the phase.
+ */
 function podStatusText(o: KubeObject): string {
   if (o.metadata.deletionTimestamp) return 'Terminating';
   let reason: string = o.status?.reason ?? o.status?.phase ?? 'Pending';

@@ -125,7 +125,8 @@ export class ServiceAccountTokens {
       if (req.boundObject.uid && req.boundObject.uid !== bound.metadata.uid) {
         throw new TokenRequestError(
           400,
-          `the UID in the bound object reference (${req.boundObject.uid}) does not match the UID in record (${bound.metadata.uid})`,
+          `the UID in the bound object reference (${req.boundObject.uid}) ` +
+            `does not match the UID in record (${bound.metadata.uid})`,
         );
       }
       claim[kind === 'Pod' ? 'pod' : 'secret'] = { name, uid: bound.metadata.uid };

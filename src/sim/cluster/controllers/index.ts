@@ -14,8 +14,9 @@ export interface Controllers {
 /**
  * The workload controllers a kube-controller-manager and kube-scheduler run, in process
  * next to the emulated API server: namespace defaults (the `default` ServiceAccount, the
- * root CA ConfigMap), garbage collection, Deployments, ReplicaSets, DaemonSets and scheduling. A pass runs shortly after any change to their kinds, and every
- * second (minReadySeconds and retries need time to pass).
+ * root CA ConfigMap), garbage collection, Deployments, ReplicaSets, DaemonSets and
+ * scheduling. A pass runs shortly after any change to their kinds, and every second
+ * (minReadySeconds and retries need time to pass).
  */
 export function startControllers(objects: Objects, logger: Logger, o: { caCert?: string } = {}): Controllers {
   let scheduled: NodeJS.Timeout | undefined;

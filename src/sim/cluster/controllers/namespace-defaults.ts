@@ -23,7 +23,9 @@ export function reconcileNamespaceDefaults(objects: Objects, caCert: string | un
           namespace: name,
           annotations: {
             'kubernetes.io/description':
-              'Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.',
+              'Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints ' +
+              'such as the internal service IP or kubernetes.default.svc. ' +
+              'No other usage is guaranteed across distributions of Kubernetes clusters.',
           },
         },
         data: { 'ca.crt': caCert },

@@ -61,7 +61,10 @@ export function imageConfig(checkout: string): ImageConfig {
   return cfg;
 }
 
-/** The repository of an image reference: `ghcr.io/eni-ipam/eni-ipam:0.1.0@sha256:...` is `ghcr.io/eni-ipam/eni-ipam`. */
+/**
+ * The repository of an image reference: `ghcr.io/eni-ipam/eni-ipam:0.1.0@sha256:...` is
+ * `ghcr.io/eni-ipam/eni-ipam`.
+ */
 export function imageRepository(image: string): string {
   const noDigest = image.split('@')[0]!;
   const lastSlash = noDigest.lastIndexOf('/');
@@ -209,7 +212,9 @@ export function containerScript(c: ContainerSpec): string {
     `mount --rbind /sys ${q(`${R}/sys`)}`,
     // A writable /tmp only where the root is writable, as on a node.
     ...(c.readOnlyRoot ? [] : [`mount -t tmpfs -o mode=1777 tmpfs ${q(`${R}/tmp`)}`]),
-    `mkdir -p ${q(`${R}${c.workdir}`)} && mount --bind ${q(c.checkout)} ${q(`${R}${c.workdir}`)} && mount -o remount,bind,ro ${q(`${R}${c.workdir}`)}`,
+    `mkdir -p ${q(`${R}${c.workdir}`)} && ` +
+      `mount --bind ${q(c.checkout)} ${q(`${R}${c.workdir}`)} && ` +
+      `mount -o remount,bind,ro ${q(`${R}${c.workdir}`)}`,
   ];
   for (const m of c.mounts) {
     const target = `${R}${inRoot(m.target)}`;

@@ -4,7 +4,10 @@ import type { Objects } from '../objects.js';
 import type { ImageConfig } from './container.js';
 import { fieldValue } from './volumes.js';
 
-/** A container the kubelet cannot configure (a missing Secret key, runAsNonRoot as root): CreateContainerConfigError. */
+/**
+ * A container the kubelet cannot configure (a missing Secret key, runAsNonRoot as root):
+ * CreateContainerConfigError.
+ */
 export class ConfigError extends Error {}
 
 /** `$(VAR)` references to earlier variables, as Kubernetes expands them in env, command and args (`$$` escapes). */
@@ -52,7 +55,8 @@ function keyOf(ctx: EnvContext, kind: 'secrets' | 'configmaps', ref: any): strin
   if (raw === undefined) {
     if (ref.optional) return undefined;
     throw new ConfigError(
-      `couldn't find key ${ref.key} in ${kind === 'secrets' ? 'Secret' : 'ConfigMap'} ${ctx.pod.metadata.namespace}/${ref.name}`,
+      `couldn't find key ${ref.key} in ${kind === 'secrets' ? 'Secret' : 'ConfigMap'} ` +
+        `${ctx.pod.metadata.namespace}/${ref.name}`,
     );
   }
   return kind === 'secrets' ? Buffer.from(String(raw), 'base64').toString('utf8') : String(raw);

@@ -156,7 +156,10 @@ export class Kubelet {
     if (foreign) {
       run.waiting = {
         reason: 'ImageNotRunnable',
-        message: `the emulated node ${this.o.node} runs only eni-ipam's own image (${IMAGE_REPOSITORIES.join(', ')}, any tag) as local processes; "${String(foreign.c.image)}" of container "${foreign.c.name}" is not it`,
+        message:
+          `the emulated node ${this.o.node} runs only eni-ipam's own image ` +
+          `(${IMAGE_REPOSITORIES.join(', ')}, any tag) as local processes; ` +
+          `"${String(foreign.c.image)}" of container "${foreign.c.name}" is not it`,
       };
       this.event(run, 'Warning', 'Failed', run.waiting.message);
       this.pushStatus(run);
@@ -242,7 +245,10 @@ export class Kubelet {
     return false;
   }
 
-  /** A regular container: restarted whenever it exits (restartPolicy Always; OnFailure: unless it exits 0; Never: not). */
+  /**
+   * A regular container: restarted whenever it exits (restartPolicy Always; OnFailure: unless it
+   * exits 0; Never: not).
+   */
   private async keepRunning(run: PodRun, c: ContainerRun, dirs: Map<string, string>): Promise<void> {
     while (!run.terminating) {
       const started = Date.now();
@@ -268,13 +274,16 @@ export class Kubelet {
 
   private async backOff(run: PodRun, c: ContainerRun): Promise<void> {
     c.backoffMs = c.backoffMs ? Math.min(MAX_BACKOFF_MS, c.backoffMs * 2) : (this.o.backoffBaseMs ?? 10_000);
-    const message = `back-off ${Math.round(c.backoffMs / 1000)}s restarting failed container=${c.spec.name} pod=${run.pod.metadata.name}_${run.pod.metadata.namespace}(${run.uid})`;
+    const message =
+      `back-off ${Math.round(c.backoffMs / 1000)}s restarting failed container=${c.spec.name} ` +
+      `pod=${run.pod.metadata.name}_${run.pod.metadata.namespace}(${run.uid})`;
     c.state = { waiting: { reason: 'CrashLoopBackOff', message } };
     this.event(
       run,
       'Warning',
       'BackOff',
-      `Back-off restarting failed container ${c.spec.name} in pod ${run.pod.metadata.name}_${run.pod.metadata.namespace}(${run.uid})`,
+      `Back-off restarting failed container ${c.spec.name} in pod ` +
+        `${run.pod.metadata.name}_${run.pod.metadata.namespace}(${run.uid})`,
     );
     this.pushStatus(run);
     const until = Date.now() + c.backoffMs;

@@ -57,7 +57,10 @@ function writeFile(ctx: VolumeContext, path: string, data: string | Buffer, mode
   if (fsGroup !== undefined) chownSync(path, 0, fsGroup);
 }
 
-/** The value of a downward-API fieldRef (metadata.name/namespace/uid/labels/annotations, spec.nodeName, spec.serviceAccountName, status.podIP/hostIP). */
+/**
+ * The value of a downward-API fieldRef (metadata.name/namespace/uid/labels/annotations,
+ * spec.nodeName, spec.serviceAccountName, status.podIP/hostIP).
+ */
 export function fieldValue(ctx: { pod: KubeObject; hostIP: string; podIP: string }, fieldPath: string): string {
   const p = ctx.pod;
   const m = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(fieldPath);

@@ -3,18 +3,18 @@ import { join } from 'node:path';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { Server } from 'node:http';
-import { Agent } from '../../agent/agent.js';
-import { serveAgentApi } from '../../agent/api.js';
-import { agentClient } from '../../agent/client.js';
-import { CRDS } from '../../api/crds.js';
-import { API_VERSION, GROUP, VERSION, type ENIPool } from '../../api/types.js';
-import { createCloudClient, staticCredentials } from '../../cloud/index.js';
-import { DEFAULT_OPERATOR_CONFIG } from '../../operator/config.js';
-import { Operator } from '../../operator/operator.js';
-import { serveObservability } from '../../observability/http.js';
-import { silentLogger } from '../../observability/logger.js';
-import { nodeObject, startEcsEmulator } from '../ecs/index.js';
-import { startKubeEmulator } from '../kube/index.js';
+import { Agent } from '../agent/agent.js';
+import { serveAgentApi } from '../agent/api.js';
+import { agentClient } from '../agent/client.js';
+import { CRDS } from '../api/crds.js';
+import { API_VERSION, GROUP, VERSION, type ENIPool } from '../api/types.js';
+import { createCloudClient, staticCredentials } from '../cloud/index.js';
+import { DEFAULT_OPERATOR_CONFIG } from '../operator/config.js';
+import { Operator } from '../operator/operator.js';
+import { serveObservability } from '../observability/http.js';
+import { silentLogger } from '../observability/logger.js';
+import { nodeObject, startEcsEmulator } from '../sim/ecs/index.js';
+import { startKubeEmulator } from '../sim/kube/index.js';
 import { MUTATING_SHOWN, renderLine, renderScreen, type DemoView } from './view.js';
 
 export interface DemoOptions {
@@ -243,6 +243,7 @@ async function recentEvents(core: CoreV1Api): Promise<string[]> {
     .slice(-5)
     .map(
       (e) =>
-        `${e.type === 'Warning' ? '!' : ' '} ${e.reason} ${e.involvedObject.kind}/${e.involvedObject.name}: ${e.message}`,
+        `${e.type === 'Warning' ? '!' : ' '} ${e.reason} ` +
+        `${e.involvedObject.kind}/${e.involvedObject.name}: ${e.message}`,
     );
 }

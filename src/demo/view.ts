@@ -34,7 +34,10 @@ export function renderLine(v: DemoView): string {
   const calls = MUTATING_SHOWN.map((a) => `${SHORT[a]} ${v.actions.find((x) => x.action === a)?.total ?? 0}`).join(
     ', ',
   );
-  return `nodes ready ${v.ready}/${v.nodes} | IPs available ${v.available} used ${v.used} | ${calls} | throttled ${v.throttled}`;
+  return (
+    `nodes ready ${v.ready}/${v.nodes} | IPs available ${v.available} used ${v.used} | ` +
+    `${calls} | throttled ${v.throttled}`
+  );
 }
 
 /** The full-screen form, redrawn in place in a terminal. */
@@ -53,7 +56,8 @@ export function renderScreen(v: DemoView, columns = 100): string[] {
     `eni-ipam demo — ${Math.floor(v.elapsedSeconds)} s   (Ctrl-C stops it)`,
     '',
     `nodes ready  ${bar(v.ready, v.nodes, 40)} ${v.ready}/${v.nodes}`,
-    `pod IPs      available ${v.available}, used ${v.used}; handed out ${v.allocations}, waits on an empty pool ${v.emptyPoolWaits}`,
+    `pod IPs      available ${v.available}, used ${v.used}; ` +
+      `handed out ${v.allocations}, waits on an empty pool ${v.emptyPoolWaits}`,
     `throttled    ${v.throttled}`,
     '',
     `  ${'OpenAPI action'.padEnd(36)} ${'calls'.padStart(7)}  last minute against the quota`,
