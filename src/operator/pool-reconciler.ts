@@ -87,7 +87,8 @@ export class PoolReconciler {
   private async observe(cached: ENIPool): Promise<PoolObservation | undefined> {
     const { cloud, config, memory } = this.d;
     const name = cached.metadata.name;
-    const pool = showsConfirmedRelease(cached.status) && config.mode === 'normal' ? await this.d.store.readPool(name) : cached;
+    const pool =
+      showsConfirmedRelease(cached.status) && config.mode === 'normal' ? await this.d.store.readPool(name) : cached;
     if (!pool) return undefined;
     const { instanceID, instanceType } = pool.spec;
     const m = memory.of(name);
