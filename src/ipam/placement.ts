@@ -39,7 +39,10 @@ export interface SecurityGroupInfo {
 /** ECS: an ENI joins at most five security groups. */
 export const MAX_SECURITY_GROUPS_PER_ENI = 5;
 
-/** The security groups of created ENIs: all those named and all those tagged (not one per VPC); more than five is the caller's error to report. */
+/**
+ * The security groups of created ENIs: all those named and all those tagged (not one per VPC);
+ * more than five is the caller's error to report.
+ */
 export function securityGroupsFor(
   p: { securityGroupIDs?: string[]; securityGroupTags?: Record<string, string> },
   all: SecurityGroupInfo[],

@@ -255,7 +255,9 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
     const creates = alloc.ops.flatMap((op) => (op.kind === 'create' ? [{ vSwitchId: op.vSwitchId, ips: op.ips }] : []));
     const sgs = creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
     if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
-      const message = `${sgs.length} security groups match the pool (${sgs.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
+      const message =
+        `${sgs.length} security groups match the pool (${sgs.join(', ')}); ` +
+        `an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
       events.push(warning('TooManySecurityGroups', message));
       return notReady('TooManySecurityGroups', message, undefined, adopt);
     }
@@ -377,7 +379,8 @@ function plannedStatus(
     events.push(
       warning(
         'ENIGone',
-        `ENI ${old.id} is no longer on ${instanceId} (found by a resync); its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`,
+        `ENI ${old.id} is no longer on ${instanceId} (found by a resync); ` +
+          `its ${old.ips?.length ?? 0} IPs are withdrawn from the pool`,
       ),
     );
   }
@@ -394,11 +397,13 @@ function ceilingMessage(spec: ENIPool['spec'], limits: InstanceLimits, sizing: S
   const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < podIpCapacity(limits);
   if (byClass) return `the pool is at its maxAllocate of ${sizing.maxAllocate} IPs`;
   const shape = `${limits.eniQuantity - 1} secondary ENIs × ${limits.ipv4PerEni}`;
-  return `instance ${spec.instanceID} (${spec.instanceType}) holds at most ${sizing.maxAllocate} pod IPs (${shape}); the pool wants more`;
+  const instance = `instance ${spec.instanceID} (${spec.instanceType})`;
+  return `${instance} holds at most ${sizing.maxAllocate} pod IPs (${shape}); the pool wants more`;
 }
 
 const instanceFullMessage = (spec: ENIPool['spec'], limits: InstanceLimits) =>
-  `instance ${spec.instanceID} (${spec.instanceType}) holds no more ENIs or IPs (${limits.eniQuantity} ENIs × ${limits.ipv4PerEni} IPs)`;
+  `instance ${spec.instanceID} (${spec.instanceType}) holds no more ENIs or IPs ` +
+  `(${limits.eniQuantity} ENIs × ${limits.ipv4PerEni} IPs)`;
 
 function noVSwitchMessage(zoneId: string, candidates: Array<{ id: string; free: number; blocked: boolean }>): string {
   const seen = candidates.map((c) => `${c.id}: ${c.blocked ? 'blocked' : c.free}`).join(', ');

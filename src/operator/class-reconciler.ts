@@ -114,7 +114,9 @@ export async function validateClass(
   if (groups.length > MAX_SECURITY_GROUPS_PER_ENI) {
     return {
       reason: 'TooManySecurityGroups',
-      message: `${groups.length} security groups match (${groups.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}: narrow securityGroupTags or list fewer securityGroupIDs`,
+      message:
+        `${groups.length} security groups match (${groups.join(', ')}); an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}: ` +
+        'narrow securityGroupTags or list fewer securityGroupIDs',
       zones: [],
     };
   }
@@ -122,7 +124,10 @@ export async function validateClass(
   if (tagCount > MAX_TAGS_PER_ENI) {
     return {
       reason: 'TooManyTags',
-      message: `eniTags has ${Object.keys(spec.eniTags ?? {}).length} tags; with the ${Object.keys(OWNERSHIP_TAG_KEYS).length} ownership tags an ENI would carry ${tagCount}, more than the ${MAX_TAGS_PER_ENI} ECS allows`,
+      message:
+        `eniTags has ${Object.keys(spec.eniTags ?? {}).length} tags; ` +
+        `with the ${Object.keys(OWNERSHIP_TAG_KEYS).length} ownership tags an ENI would carry ${tagCount}, ` +
+        `more than the ${MAX_TAGS_PER_ENI} ECS allows`,
       zones: [],
     };
   }
@@ -132,7 +137,9 @@ export async function validateClass(
   if (reserved.length)
     return {
       reason: 'ReservedTag',
-      message: `eniTags may not use the reserved keys ${reserved.join(', ')} (eni-ipam.io/ is the operator's; aliyun and acs: are the cloud's)`,
+      message:
+        `eniTags may not use the reserved keys ${reserved.join(', ')} ` +
+        "(eni-ipam.io/ is the operator's; aliyun and acs: are the cloud's)",
       zones: [],
     };
   if ((spec.maxAllocate ?? 0) > 0 && (spec.minAllocate ?? 0) > spec.maxAllocate!) {
@@ -208,7 +215,8 @@ export class ClassReconciler {
       if (pool.spec.className !== name || governed.some((n) => n.name === pool.spec.nodeName)) continue;
       const winner = nodes.find((n) => n.name === pool.spec.nodeName);
       const why = winner
-        ? `class ${name} no longer selects node ${pool.spec.nodeName} (${winningClass(classes, winner.labels)?.metadata.name ?? 'no class'} does)`
+        ? `class ${name} no longer selects node ${pool.spec.nodeName} ` +
+          `(${winningClass(classes, winner.labels)?.metadata.name ?? 'no class'} does)`
         : '';
       if (why && pool.metadata.annotations?.[MISMATCH_ANNOTATION] !== why) {
         await this.custom.patchClusterCustomObject(

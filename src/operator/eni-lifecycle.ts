@@ -204,7 +204,8 @@ export class EniLifecycle implements EniWork {
             pool,
             'Warning',
             'AttachFailed',
-            `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; mode ${this.d.config.mode} keeps it for a later attach`,
+            `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; ` +
+              `mode ${this.d.config.mode} keeps it for a later attach`,
           );
           return;
         }

@@ -19,7 +19,10 @@ export function hintFor(e: CloudError): string {
   }
   if (e.kind === 'permission') return "check the operator's credentials (AccessKey, RAM role or RRSA)";
   if (e.kind === 'throttled')
-    return `the account's ${e.action} quota is used up; lower --api-limits or --api-limit-scale if another tool shares it`;
+    return (
+      `the account's ${e.action} quota is used up; ` +
+      'lower --api-limits or --api-limit-scale if another tool shares it'
+    );
   if (e.kind === 'transient') return 'the cloud or the network failed; the operator retries with a growing delay';
   return 'the operator retries with a growing delay';
 }

@@ -57,7 +57,9 @@ export class NodeDeparture {
     const now = this.d.now();
     if (vanished >= 3 && vanished * 2 >= pools.length) {
       memory.goneSince = undefined;
-      const message = `${vanished} of ${pools.length} nodes vanished at once while their instances still exist; treating it as suspect and keeping every pool`;
+      const message =
+        `${vanished} of ${pools.length} nodes vanished at once while their instances still exist; ` +
+        'treating it as suspect and keeping every pool';
       this.d.logger.warn({ node: nodeName, vanished, pools: pools.length }, message);
       await this.d.notReady(pool, 'NodeGone', message);
       return { requeueAfterMs: 60_000 };
@@ -73,7 +75,9 @@ export class NodeDeparture {
       await this.d.store.deletePool(name);
       return {};
     }
-    const message = `node ${nodeName} is gone but instance ${instanceId} is ${instance.status}; its ENIs are kept until the instance is released or ${Math.round(graceMs / 1000)} s have passed`;
+    const message =
+      `node ${nodeName} is gone but instance ${instanceId} is ${instance.status}; ` +
+      `its ENIs are kept until the instance is released or ${Math.round(graceMs / 1000)} s have passed`;
     if (since === now) this.d.events.record(pool, 'Warning', 'NodeGone', message);
     await this.d.notReady(pool, 'NodeGone', message);
     return { requeueAfterMs: Math.min(60_000, graceMs - (now - since) + 50) };
@@ -126,7 +130,10 @@ export class NodeDeparture {
     }
     const kept = ours.filter((e) => !deletable.includes(e));
     if (kept.length) {
-      const message = `pool ${name} is deleted while node ${pool.spec.nodeName} runs; ${kept.map((e) => e.id).join(', ')} go once the agent confirms their addresses are free`;
+      const ids = kept.map((e) => e.id).join(', ');
+      const message =
+        `pool ${name} is deleted while node ${pool.spec.nodeName} runs; ` +
+        `${ids} go once the agent confirms their addresses are free`;
       events.record(pool, 'Warning', 'ENIsInUse', message);
       return { requeueAfterMs: 5_000 };
     }

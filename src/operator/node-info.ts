@@ -10,7 +10,10 @@ export interface NodeInfo {
   labels: Record<string, string>;
 }
 
-/** Reads the ECS instance of a Node: providerID `<region>.<instance>` (with or without `alicloud://`), standard labels. */
+/**
+ * Reads the ECS instance of a Node: providerID `<region>.<instance>` (with or without
+ * `alicloud://`), standard labels.
+ */
 export function nodeInfo(node: V1Node): NodeInfo {
   const labels = node.metadata?.labels ?? {};
   const provider = node.spec?.providerID ?? '';
