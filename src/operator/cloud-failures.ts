@@ -57,6 +57,7 @@ export class CloudFailures {
       // No retry frees a regional quota soon: the action is held back like a permanent failure.
       memory.shortfall = { reason: 'QuotaExceeded', message: r.message };
       events.record(pool, 'Warning', 'QuotaExceeded', r.message);
+      this.d.enqueue(name, 100); // to say so in the status
       return undefined;
     }
     return r;

@@ -1,6 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ENIPool } from '../api/types.js';
 import { CloudError, type NetworkInterface } from '../cloud/index.js';
+import type { FailureRecord } from '../ipam/failure-record.js';
 import { showsConfirmedRelease } from '../ipam/release.js';
 import { planPool, type EniFact, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
 import { isConflict } from '../kube/errors.js';
@@ -12,7 +13,7 @@ import type { OperatorMetrics } from './metrics.js';
 import { NodeDeparture } from './node-departure.js';
 import type { NodeMemories } from './node-memory.js';
 import type { ClusterCache, CloudView, EniWork, IpCalls, PoolEvents, PoolStore } from './ports.js';
-import { publishedEnis, requestStamp, statusPatch } from './pool-status.js';
+import { nextRequestStamp, publishedEnis, statusPatch, tookRequestStamp } from './pool-status.js';
 
 export interface PoolReconcilerDeps {
   cache: ClusterCache;
@@ -63,12 +64,21 @@ export class PoolReconciler {
     if (!cached.metadata.finalizers?.includes(FINALIZER)) {
       await this.d.store.setFinalizers(name, [...(cached.metadata.finalizers ?? []), FINALIZER]);
     }
-    const observation = await this.observe(cached);
+    let observation: PoolObservation | undefined;
+    try {
+      observation = await this.observe(cached);
+    } catch (e) {
+      // A describe the observation needs failed: held back like any call, looked at again after it.
+      const held = await this.failed(cached, e);
+      return { requeueAfterMs: held ? Math.max(AGAIN_MS, held.until - this.d.now() + 50) : undefined };
+    }
     if (!observation) return {};
-    const plan = planPool(observation, this.d.memory.forPlanning(name));
-    this.remember(name, observation, plan);
-    this.d.logger.debug({ node: name, ...counts(plan) }, 'pool planned');
-    if (!(await this.act(observation.pool, plan))) return { requeueAfterMs: AGAIN_MS };
+    const plan = this.decide(observation);
+    const failure = await this.act(observation.pool, plan);
+    // After a failure nothing is published: the pool is planned again on what the failure taught
+    // (soon when the action is now held back, so that Degraded shows; the failure's handler
+    // enqueued the pool itself otherwise).
+    if (failure) return { requeueAfterMs: failure.held ? AGAIN_MS : undefined };
     try {
       await this.publish(observation.pool, plan);
     } catch (e) {
@@ -82,15 +92,24 @@ export class PoolReconciler {
   /**
    * One plain observation of the pool. Releasing is destructive and the cache may be older than
    * the agent's last word (or our own last write): when the cache shows an address confirmed
-   * free, the pool is read afresh and planned on as the API server has it.
+   * free, the pool is read afresh and planned on as the API server has it. The reads that wait
+   * come first; what the operator holds in memory is then taken in one synchronous step, so the
+   * background ENI work cannot change it halfway.
    */
-  private async observe(cached: ENIPool): Promise<PoolObservation | undefined> {
+  private async observe(
+    cached: ENIPool,
+    unservable?: PoolObservation['unservable'],
+  ): Promise<PoolObservation | undefined> {
     const { cloud, config, memory } = this.d;
     const name = cached.metadata.name;
-    const pool =
-      showsConfirmedRelease(cached.status) && config.mode === 'normal' ? await this.d.store.readPool(name) : cached;
+    const fresh = showsConfirmedRelease(cached.status) && config.mode === 'normal';
+    const pool = fresh ? await this.d.store.readPool(name) : cached;
     if (!pool) return undefined;
-    const { instanceID, instanceType } = pool.spec;
+    const { instanceID, instanceType, securityGroupTags } = pool.spec;
+    const vSwitches = await cloud.vSwitches();
+    const limits = instanceType ? await cloud.instanceType(instanceType) : undefined;
+    const securityGroups = Object.keys(securityGroupTags ?? {}).length ? await cloud.securityGroups() : [];
+
     const m = memory.of(name);
     const fact = (e: NetworkInterface): EniFact => ({
       ...e,
@@ -98,23 +117,17 @@ export class PoolReconciler {
       removing: m.removing.has(e.id),
       attaching: m.attaching.has(e.id),
     });
-    const vSwitches = await cloud.vSwitches();
-    const byTag = Object.keys(pool.spec.securityGroupTags ?? {}).length > 0;
     const now = this.d.now();
+    const secondary = instanceID ? cloud.enisOfInstance(instanceID).filter((e) => e.type !== 'Primary') : [];
     return {
       now,
       mode: config.mode,
       vpcId: config.vpcId,
       pool,
-      limits: instanceType ? await cloud.instanceType(instanceType) : undefined,
-      instanceEnis: instanceID
-        ? cloud
-            .enisOfInstance(instanceID)
-            .filter((e) => e.type !== 'Primary')
-            .map(fact)
-        : [],
+      limits,
+      instanceEnis: secondary.map(fact),
       ownedEnis: cloud.ownedBy(name).map(fact),
-      inFlight: m.incoming,
+      inFlight: { ...m.incoming },
       pendingPods: this.d.cache.pendingPods().filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
       vSwitches: vSwitches.map((v) => ({
         id: v.id,
@@ -124,10 +137,22 @@ export class PoolReconciler {
         tags: v.tags,
         blocked: cloud.blocked.has(v.id),
       })),
-      securityGroups: byTag ? await cloud.securityGroups() : [],
+      securityGroups,
       removedByUs: new Set([...m.removing, ...m.removedByUs]),
-      requestStamp: requestStamp(now),
+      requestStamp: nextRequestStamp(now),
+      unservable,
     };
+  }
+
+  /** Plans once, and keeps what the plan decided in the node's memory; its Events are said now. */
+  private decide(o: PoolObservation): PoolPlan {
+    const name = o.pool.metadata.name;
+    const plan = planPool(o, this.d.memory.forPlanning(name));
+    this.remember(name, o, plan);
+    if (Object.values(plan.status.releaseRequests).includes(o.requestStamp)) tookRequestStamp(o.requestStamp);
+    for (const e of plan.events) this.d.events.record(o.pool, e.type, e.reason, e.message);
+    this.d.logger.debug({ node: name, ...counts(plan) }, 'pool planned');
+    return plan;
   }
 
   /** The node's memory takes what the plan decided; ENIs it removed and the pool no longer lists are forgotten. */
@@ -137,32 +162,29 @@ export class PoolReconciler {
     for (const old of o.pool.status?.enis ?? []) if (!plan.status.eniIds.includes(old.id)) m.removedByUs.delete(old.id);
   }
 
-  /** Carries the plan out; false when a cloud call failed (its meaning is handled, the pool planned again soon). */
-  private async act(pool: ENIPool, plan: PoolPlan): Promise<boolean> {
+  /** Carries the plan out; stops at the first failed call and answers what it meant. */
+  private async act(pool: ENIPool, plan: PoolPlan): Promise<{ held?: FailureRecord } | undefined> {
     const { cloud, enis } = this.d;
-    for (const e of plan.events) this.d.events.record(pool, e.type, e.reason, e.message);
-    const known = (id: string) => cloud.get(id);
     for (const a of plan.adopt) {
-      const eni = known(a.eniId);
+      const eni = cloud.get(a.eniId);
       if (eni) enis.attach(pool, eni, { alreadyAttaching: a.alreadyAttaching });
     }
-    let op: { vSwitchId?: string } = {};
+    let vSwitchId: string | undefined;
     try {
       for (const a of plan.assign) {
-        op = a;
+        vSwitchId = a.vSwitchId;
         await this.assign(pool, a);
       }
+      vSwitchId = undefined;
       for (const c of plan.create) enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds);
-      op = {};
       for (const u of plan.unassign) await this.unassign(pool, u);
       for (const id of plan.deleteEnis) {
-        const eni = known(id);
+        const eni = cloud.get(id);
         if (eni) enis.remove(pool, eni);
       }
-      return true;
+      return undefined;
     } catch (e) {
-      await this.failed(pool, e, op.vSwitchId);
-      return false;
+      return { held: await this.failed(pool, e, vSwitchId) };
     }
   }
 
@@ -194,14 +216,16 @@ export class PoolReconciler {
     this.d.metrics.cloudChanges.inc({ action });
   }
 
-  /** A failed call: its meaning is handled, and an action held back is said in an Event. */
-  private async failed(pool: ENIPool, e: unknown, vSwitchId?: string): Promise<void> {
+  /** A failed call: its meaning is handled; an action now held back is said in an Event and answered. */
+  private async failed(pool: ENIPool, e: unknown, vSwitchId?: string): Promise<FailureRecord | undefined> {
     if (!(e instanceof CloudError) || e.code === 'Client.NotLeading') throw e;
     // No answer: the call may have been carried out; the next plan starts from what the cloud holds.
-    if (e.outcomeUnknown)
+    if (e.outcomeUnknown) {
       await this.d.cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
+    }
     const held = await this.d.failures.respond(pool, e, vSwitchId);
     if (held) this.d.events.record(pool, 'Warning', 'CloudCallFailed', held.message);
+    return held;
   }
 
   /** The deficit of the node is met: its IPs reached the pool. */
@@ -234,11 +258,8 @@ export class PoolReconciler {
 
   /** The pool cannot be served now (its node is gone): Ready is false for this reason. */
   private async publishNotReady(pool: ENIPool, reason: string, message: string): Promise<void> {
-    const observation = await this.observe(pool);
-    if (!observation) return;
-    const memory = this.d.memory.forPlanning(pool.metadata.name);
-    const plan = planPool({ ...observation, unservable: { reason, message } }, memory);
-    await this.publish(observation.pool, plan);
+    const observation = await this.observe(pool, { reason, message });
+    if (observation) await this.publish(observation.pool, this.decide(observation));
   }
 }
 

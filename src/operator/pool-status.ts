@@ -48,12 +48,23 @@ export function statusPatch(
 }
 
 let lastStamp = 0;
+
 /**
- * The name of a new release request: its time, to the millisecond, never the same twice in
- * this process, so that an ack to an earlier request for the same IP cannot pass for an
- * answer to this one.
+ * The name of the next release request: its time, to the millisecond, never the same twice in
+ * this process, so that an ack to an earlier request for the same IP cannot pass for an answer
+ * to this one. Taken only once used (`tookRequestStamp`); a pool is planned by one worker at a time.
  */
+export function nextRequestStamp(now: number): string {
+  return new Date(Math.max(now, lastStamp + 1)).toISOString();
+}
+
+export function tookRequestStamp(stamp: string): void {
+  lastStamp = Math.max(lastStamp, Date.parse(stamp));
+}
+
+/** A request name, taken at once. */
 export function requestStamp(now: number): string {
-  lastStamp = Math.max(now, lastStamp + 1);
-  return new Date(lastStamp).toISOString();
+  const stamp = nextRequestStamp(now);
+  tookRequestStamp(stamp);
+  return stamp;
 }
