@@ -155,6 +155,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const events: PlannedEvent[] = [];
   const memory = { deficitSince: m.deficitSince, excessSince: m.excessSince, shortfall: m.shortfall };
   const sizing = limits ? sizingOf(spec, limits) : undefined;
+  const cooling = coolingIps(pool.status, now);
   const finish = (plan: Omit<PoolPlan, 'status' | 'events' | 'memory'>, s: StatusInput): PoolPlan => {
     const retry = nextAttempt(m.failures, now);
     const requeueAfterMs = retry === undefined ? plan.requeueAfterMs : min(plan.requeueAfterMs, retry - now + 50);
@@ -163,7 +164,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
       requeueAfterMs,
       events,
       memory,
-      status: plannedStatus(o, m.failures, memory.shortfall, sizing, s, events),
+      status: plannedStatus(o, m.failures, memory.shortfall, sizing, cooling.length, s, events),
     };
   };
   const notReady = (reason: string, message: string, requeueAfterMs?: number, adopt: PoolPlan['adopt'] = []) =>
@@ -203,7 +204,6 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   );
   const inUse = o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse');
   const available = sum(inUse.map(ipsOf));
-  const cooling = coolingIps(pool.status, now);
   const usage: Usage = {
     available,
     used: Object.keys(pool.status?.used ?? {}).length + cooling.length,
@@ -322,6 +322,7 @@ function plannedStatus(
   failures: readonly FailureRecord[],
   short: Shortfall | undefined,
   sizing: Sizing | undefined,
+  cooling: number,
   s: StatusInput,
   events: PlannedEvent[],
 ): PlannedStatus {
@@ -337,7 +338,7 @@ function plannedStatus(
     sum((s.changes?.assign ?? []).map((a) => a.count)) - sum((s.changes?.unassign ?? []).map((u) => u.ips.length));
   const available = sum(published.filter((e) => e.status === 'InUse').map(ipsOf)) + changed;
   const used = Object.keys(pool.status?.used ?? {}).length;
-  const busy = used + coolingIps(pool.status, now).length;
+  const busy = used + cooling;
   const releaseRequests = s.releaseRequests ?? pool.status?.releaseRequests ?? {};
   const need = sizing ? needed(sizing, { available, used: busy, pending: o.pendingPods }) : 0;
   const maxAllocate = sizing?.maxAllocate ?? 0;

@@ -42,7 +42,7 @@ export class CloudFailures {
       const message = `${e.action} on ${pool.spec.instanceID}: ${e.code}; resyncing the instance`;
       events.record(pool, 'Warning', 'InstanceLimit', message);
       await cloud.resyncInstance(pool.spec.instanceID!, name);
-      await cloud.instanceType(pool.spec.instanceType!, true);
+      await cloud.instanceType(pool.spec.instanceType!, { refresh: true });
       this.d.enqueue(name, 1000);
       return undefined;
     }

@@ -135,8 +135,8 @@ export class CloudState {
     return this.vSwitchList;
   }
 
-  async vSwitches(force = false): Promise<VSwitch[]> {
-    if (force || this.now() - this.vSwitchesAt > this.ttlMs) {
+  async vSwitches(o: { refresh?: boolean } = {}): Promise<VSwitch[]> {
+    if (o.refresh || this.now() - this.vSwitchesAt > this.ttlMs) {
       this.vSwitchList = await this.api.describeVSwitches({ vpcId: this.vpcId });
       this.vSwitchesAt = this.now();
       this.blocked.clear();
@@ -159,8 +159,8 @@ export class CloudState {
     if (v) v.availableIpCount = Math.max(0, v.availableIpCount - n);
   }
 
-  async securityGroups(force = false): Promise<SecurityGroup[]> {
-    if (force || this.now() - this.sgAt > this.ttlMs) {
+  async securityGroups(o: { refresh?: boolean } = {}): Promise<SecurityGroup[]> {
+    if (o.refresh || this.now() - this.sgAt > this.ttlMs) {
       this.sgList = await this.api.describeSecurityGroups({ vpcId: this.vpcId });
       this.sgAt = this.now();
     }
@@ -168,8 +168,8 @@ export class CloudState {
   }
 
   /** Limits of an instance type, fetched on a miss (never a region-wide list). */
-  async instanceType(id: string, force = false): Promise<InstanceTypeLimits | undefined> {
-    if (force || !this.types.has(id)) {
+  async instanceType(id: string, o: { refresh?: boolean } = {}): Promise<InstanceTypeLimits | undefined> {
+    if (o.refresh || !this.types.has(id)) {
       const [t] = await this.api.describeInstanceTypes([id]);
       if (t) this.types.set(id, t);
     }

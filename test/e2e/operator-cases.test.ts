@@ -63,7 +63,7 @@ describe('operator cases', () => {
       preAllocate: 4,
     });
     await c.startOperator();
-    await c.operators[0]!.cloud.vSwitches(true);
+    await c.operators[0]!.cloud.vSwitches({ refresh: true });
     // Another tenant takes the small vSwitch's last addresses after the operator described it.
     c.ecs.world.vSwitches.get('vsw-i-small')!.pool.take(6);
     const node = await c.addNode('i-demo-02');
