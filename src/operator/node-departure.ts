@@ -1,23 +1,12 @@
 import type { ENIPool } from '../api/types.js';
 import type { NetworkInterface } from '../cloud/index.js';
 import { acksOf, answerTo } from '../ipam/release.js';
-import type { Logger } from '../observability/logger.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
-import type { NodeMemories } from './node-memory.js';
 import { requestStamp } from './pool-status.js';
-import type { ClusterCache, CloudView, EniWork, IpCalls, PoolEvents, PoolStore } from './ports.js';
+import type { PoolSide } from './ports.js';
 
-export interface DepartureDeps {
-  cache: ClusterCache;
-  store: PoolStore;
-  cloud: CloudView;
-  ecs: IpCalls;
-  enis: EniWork;
-  events: PoolEvents;
-  memory: NodeMemories;
+export interface DepartureDeps extends PoolSide {
   config: Pick<OperatorConfig, 'mode' | 'nodeGoneGraceMs'>;
-  logger: Logger;
-  now: () => number;
   notReady: (pool: ENIPool, reason: string, message: string) => Promise<void>;
 }
 

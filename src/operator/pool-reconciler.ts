@@ -5,29 +5,18 @@ import type { FailureRecord } from '../ipam/failure-record.js';
 import { showsConfirmedRelease } from '../ipam/release.js';
 import { planPool, type EniFact, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
 import { isConflict } from '../kube/errors.js';
-import type { Logger } from '../observability/logger.js';
 import { TAGS } from './cloud-state.js';
 import type { CloudFailures } from './cloud-failures.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { OperatorMetrics } from './metrics.js';
 import { NodeDeparture } from './node-departure.js';
-import type { NodeMemories } from './node-memory.js';
-import type { ClusterCache, CloudView, EniWork, IpCalls, PoolEvents, PoolStore } from './ports.js';
+import type { PoolSide } from './ports.js';
 import { nextRequestStamp, publishedEnis, statusPatch, tookRequestStamp } from './pool-status.js';
 
-export interface PoolReconcilerDeps {
-  cache: ClusterCache;
-  store: PoolStore;
-  cloud: CloudView;
-  ecs: IpCalls;
-  enis: EniWork;
-  events: PoolEvents;
+export interface PoolReconcilerDeps extends PoolSide {
   failures: CloudFailures;
-  memory: NodeMemories;
   metrics: Pick<OperatorMetrics, 'poolIps' | 'cloudChanges' | 'deficitToPublished'>;
   config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode' | 'nodeGoneGraceMs'>;
-  logger: Logger;
-  now: () => number;
   enqueue: (name: string, afterMs?: number) => void;
   /** Whether this operator may still write what it knows (it leads on a fresh lease). */
   mayWrite: () => boolean;

@@ -1,7 +1,9 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { ENIPool } from '../api/types.js';
 import type { EcsApi, NetworkInterface } from '../cloud/index.js';
+import type { Logger } from '../observability/logger.js';
 import type { CloudState } from './cloud-state.js';
+import type { NodeMemories } from './node-memory.js';
 
 /**
  * The narrow interfaces the pool reconciler works through. The operator gives it the real
@@ -63,4 +65,17 @@ export interface EniWork {
   remove(pool: ENIPool, eni: NetworkInterface): void;
   /** Detaches (if attached) and deletes an ENI, and waits until it is gone. */
   deleteEni(pool: ENIPool, id: string): Promise<void>;
+}
+
+/** What every part of the pool side works with: the ports, the nodes' memory, a logger and a clock. */
+export interface PoolSide {
+  cache: ClusterCache;
+  store: PoolStore;
+  cloud: CloudView;
+  ecs: IpCalls;
+  enis: EniWork;
+  events: PoolEvents;
+  memory: NodeMemories;
+  logger: Logger;
+  now: () => number;
 }
