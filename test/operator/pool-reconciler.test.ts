@@ -696,6 +696,16 @@ const failures: Case[] = [
     },
   },
   {
+    // The client refuses every call once it is closed (a drain that timed out): as for a deposed
+    // leader, nothing is the cloud's fault, so nothing is held back and no Warning is written.
+    name: 'a call refused because the cloud client is closing (Transport.Closed): thrown, nothing held back, nothing said',
+    given: { enis: [e1(5)] },
+    before: (f) => f.ecs.fail('AssignPrivateIpAddresses', 'Transport.Closed'),
+    throws: 'Transport.Closed',
+    calls: [['AssignPrivateIpAddresses', 'eni-1', { count: 3 }]],
+    check: (f) => expect(f.memory.of(NODE).failures.size).toBe(0),
+  },
+  {
     name: 'a call refused as not leading: thrown as it is, nothing held back, nothing said',
     given: { enis: [e1(5)] },
     before: (f) => f.ecs.fail('AssignPrivateIpAddresses', 'Client.NotLeading'),
