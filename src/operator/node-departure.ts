@@ -2,6 +2,7 @@ import type { ENIPool } from '../api/types.js';
 import type { NetworkInterface } from '../cloud/index.js';
 import { answerTo } from '../ipam/release.js';
 import { acksOf } from '../ipam/pool-plan.js';
+import { apiErrorMessage } from '../kube/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { NodeMemories } from './node-memory.js';
@@ -42,7 +43,7 @@ export class NodeDeparture {
     try {
       exists = await this.d.store.nodeExists(nodeName);
     } catch (e) {
-      const why = (e as Error).message;
+      const why = apiErrorMessage(e);
       throw new Error(`node ${nodeName} is not in the cache and cannot be read (${why}); keeping its pool`);
     }
     if (exists) return { requeueAfterMs: 1000 }; // the cache lags: the Node is there

@@ -192,9 +192,14 @@ export type StoreWrite =
 
 type StoreMethod = 'readPool' | 'setFinalizers' | 'patchStatus' | 'deletePool' | 'nodeExists';
 
-/** An error as client-node throws it for an HTTP status. */
-export const apiError = (status: number, reason = 'Failed'): ApiException<string> =>
-  new ApiException(status, `HTTP-Code: ${status}`, JSON.stringify({ kind: 'Status', reason, code: status }), {});
+/** An error as client-node throws it for an HTTP status: the API server's Status as its body. */
+export const apiError = (status: number, reason = 'Failed', message = `injected ${status}`): ApiException<string> =>
+  new ApiException(
+    status,
+    `HTTP-Code: ${status}`,
+    JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message, reason, code: status }),
+    {},
+  );
 
 /**
  * The API server's pools and Nodes. Writes are recorded in order and applied to the pools it
@@ -211,7 +216,8 @@ export class FakePoolStore implements PoolStore {
 
   /** The next call of `method` throws `error` (an ApiException for a status code). */
   failNext(method: StoreMethod, error: number | Error): void {
-    const e = typeof error === 'number' ? apiError(error, error === 409 ? 'Conflict' : 'Failed') : error;
+    const reasons: Record<number, string> = { 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict' };
+    const e = typeof error === 'number' ? apiError(error, reasons[error] ?? 'InternalError') : error;
     this.failures.set(method, [...(this.failures.get(method) ?? []), e]);
   }
 

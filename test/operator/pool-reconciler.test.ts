@@ -16,6 +16,7 @@ import {
   NOW,
   TYPE,
   VPC,
+  apiError,
   conditionIn,
   conditionsOf,
   eni,
@@ -776,6 +777,23 @@ const departure: Case[] = [
     given: { enis: [e1(8)], nodes: [], liveNodes: [NODE] },
     reads: [`nodeExists ${NODE}`],
     requeue: 1000,
+  },
+  {
+    // An operator that may not read Nodes (an RBAC change) deletes nothing (from e2e/no-node-list).
+    name: 'node gone from the cache and its live read refused (403): thrown, the pool kept',
+    given: { enis: [e1(8)], nodes: [] },
+    before: (f) =>
+      f.store.failNext(
+        'nodeExists',
+        apiError(
+          403,
+          'Forbidden',
+          `nodes "${NODE}" is forbidden: User "system:serviceaccount:default:operator" cannot get resource "nodes"`,
+        ),
+      ),
+    reads: [`nodeExists ${NODE}`],
+    // The API server's words, as apiErrorMessage renders them (not client-node's message with the body as escaped JSON).
+    throws: `node ${NODE} is not in the cache and cannot be read (403 Forbidden: nodes "${NODE}" is forbidden: User "system:serviceaccount:default:operator" cannot get resource "nodes"); keeping its pool`,
   },
   {
     name: 'node gone and its instance gone: the pool deleted',
