@@ -587,6 +587,7 @@ const modes: Case[] = [
     status: { summary: summary(0, 0, 0, 8, 0) },
   },
   {
+    // From e2e/operator-cases, which lowered preAllocate to 0 in no-release mode and slept to see nothing requested.
     name: 'no-release: never requests a release, however long the excess lasted',
     given: {
       mode: 'no-release',
@@ -1016,6 +1017,24 @@ describe('a pool over a few reconciles (the clock moved by hand)', () => {
     const f = fixture({ enis: [e1(8)] });
     await f.reconcile();
     expect(f.statusWrites()).toHaveLength(1);
+    f.sync();
+    f.clearRecords();
+    expect(await f.reconcile()).toEqual({ requeueAfterMs: undefined });
+    expect(observed(f)).toEqual({ calls: [], eniWork: [], events: [], writes: [], reads: [] });
+  });
+
+  // From e2e/operator-cases ("stops at the instance limit ... wastes no calls"), which re-enqueued
+  // the full pool and slept to see that nothing happened.
+  it('at the instance limit, wants more than the instance holds and makes no call, now or on the next reconcile', async () => {
+    const f = fixture({ spec: { preAllocate: 30 }, enis: [e1(10), eni(2, 10)] });
+    expect(await f.reconcile()).toEqual({ requeueAfterMs: undefined });
+    expect(observed(f)).toEqual({ calls: [], eniWork: [], events: [], writes: ['patchStatus rv=7'], reads: [] });
+    expect(conditionsOf(lastPatch(f))).toEqual([
+      'Degraded=False/Healthy',
+      'Exhausted=True/InstanceLimit',
+      'Ready=True/AtCapacity',
+    ]);
+    expect(lastPatch(f)!.summary).toEqual(summary(2, 20, 0, 0, 0));
     f.sync();
     f.clearRecords();
     expect(await f.reconcile()).toEqual({ requeueAfterMs: undefined });
