@@ -1,6 +1,7 @@
 import type { ENIPool } from '../api/types.js';
 import type { NetworkInterface } from '../cloud/index.js';
 import { acksOf, answerTo } from '../ipam/release.js';
+import { apiErrorMessage } from '../kube/errors.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import { requestStamp } from './pool-status.js';
 import type { PoolSide } from './ports.js';
@@ -30,7 +31,7 @@ export class NodeDeparture {
     try {
       exists = await this.d.store.nodeExists(nodeName);
     } catch (e) {
-      const why = (e as Error).message;
+      const why = apiErrorMessage(e);
       throw new Error(`node ${nodeName} is not in the cache and cannot be read (${why}); keeping its pool`);
     }
     if (exists) return { requeueAfterMs: 1000 }; // the cache lags: the Node is there

@@ -6,7 +6,7 @@ import { showsConfirmedRelease } from '../ipam/release.js';
 import { planPool, type EniFact, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
 import { isConflict } from '../kube/errors.js';
 import { TAGS } from './cloud-state.js';
-import type { CloudFailures } from './cloud-failures.js';
+import { isShutdown, type CloudFailures } from './cloud-failures.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { OperatorMetrics } from './metrics.js';
 import { NodeDeparture } from './node-departure.js';
@@ -207,7 +207,7 @@ export class PoolReconciler {
 
   /** A failed call: its meaning is handled; an action now held back is said in an Event and answered. */
   private async failed(pool: ENIPool, e: unknown, vSwitchId?: string): Promise<FailureRecord | undefined> {
-    if (!(e instanceof CloudError) || e.code === 'Client.NotLeading') throw e;
+    if (!(e instanceof CloudError) || isShutdown(e)) throw e;
     // No answer: the call may have been carried out; the next plan starts from what the cloud holds.
     if (e.outcomeUnknown) {
       await this.d.cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);

@@ -13,10 +13,11 @@ import type { ENIPool } from '../../src/api/types.js';
 import { createCloudClient, staticCredentials, type CloudClient } from '../../src/cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG } from '../../src/operator/config.js';
 import { Operator } from '../../src/operator/operator.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import { nodeObject, type EcsEmulator } from '../../src/sim/ecs/index.js';
 import { issueServiceAccountToken, startKubeEmulator, type KubeEmulator } from '../../src/sim/kube/index.js';
-import { DEMO_KEY, REGION, emulator, eventually, sleep } from '../helpers/ecs.js';
+import { capturingLogger, metricValue } from '../helpers/cloud.js';
+import { DEMO_KEY, REGION, emulator, eventually } from '../helpers/ecs.js';
 
 let ecs: EcsEmulator;
 let kube: KubeEmulator;
@@ -29,7 +30,7 @@ afterAll(async () => {
   await ecs?.close();
 });
 
-function operator(kc: KubeConfig): Operator {
+function operator(kc: KubeConfig, logger: Logger = silentLogger()): Operator {
   let op: Operator | undefined = undefined;
   const client = createCloudClient({
     region: REGION,
@@ -43,7 +44,7 @@ function operator(kc: KubeConfig): Operator {
   op = new Operator({
     kc,
     api: client.api,
-    logger: silentLogger(),
+    logger,
     config: {
       ...DEFAULT_OPERATOR_CONFIG,
       clusterId: 'c-test',
@@ -140,9 +141,14 @@ describe('an operator that may not list Nodes (an RBAC change, an overloaded API
       currentContext: 'c',
     });
 
-    const second = operator(sa);
+    const { logger, lines } = capturingLogger();
+    const second = operator(sa, logger);
     void second.start();
-    await sleep(6000);
+    // Its LIST of Nodes is refused, and refused again after a back-off: long enough to have led,
+    // had it campaigned (the first operator gave the lease up), and to have deleted, had it reconciled.
+    const refusals = () =>
+      lines.filter((l) => l.includes('"path":"/api/v1/nodes"') && l.includes('watch failed') && l.includes('403'));
+    await eventually(() => refusals().length >= 2, 15_000, 100);
     expect(second.synced).toBe(false);
     expect(second.isLeader).toBe(false);
     expect((await pools()).map((p) => p.metadata.name).sort()).toEqual(
@@ -168,7 +174,14 @@ describe('an operator that may not list Nodes (an RBAC change, an overloaded API
       ],
     });
     await eventually(() => second.synced && second.isLeader, 90_000, 100);
-    await sleep(1000);
+    // Once it has reconciled every pool, not after a fixed time.
+    await eventually(
+      async () =>
+        (await metricValue(second.registry, 'eni_ipam_reconcile_duration_seconds_count', { kind: 'pool' })) >=
+        nodes.length,
+      15_000,
+      50,
+    );
     expect((await pools()).length).toBe(nodes.length);
     expect((await pools()).every(ready)).toBe(true);
     expect(ecs.mutatingCalls().DeleteNetworkInterface ?? 0).toBe(0);

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { ENIPool } from '../../src/api/types.js';
 import { CLUSTER_ID, allReady, ready, testCluster, type TestCluster } from '../helpers/cluster.js';
-import { REGION, eventually, pop, sleep } from '../helpers/ecs.js';
+import { REGION, eventually, pop } from '../helpers/ecs.js';
 
 let c: TestCluster;
 afterEach(() => c?.close());
@@ -85,11 +85,8 @@ describe('operator cases', () => {
     });
     expect(condition(pool, 'Exhausted')).toMatchObject({ reason: 'InstanceLimit' });
     expect(ready(pool)).toBe(true);
-    const calls = c.mutatingCalls();
-    expect(calls).toEqual({ CreateNetworkInterface: 2, AttachNetworkInterface: 2 });
-    c.operators[0]!.queue.add(`pool/${node}`);
-    await sleep(500);
-    expect(c.mutatingCalls()).toEqual(calls);
+    expect(c.mutatingCalls()).toEqual({ CreateNetworkInterface: 2, AttachNetworkInterface: 2 });
+    // That a full pool looked at again makes no call is a one-reconcile case (test/operator).
   });
 
   it('releases excess IPs through the handshake and never an IP in use', async () => {
@@ -188,7 +185,7 @@ describe('operator cases', () => {
     expect((await eventsFor(node)).filter((e) => e.startsWith('ENIGone'))).toEqual([]);
   });
 
-  it('allocates but never releases in no-release mode, and makes no mutating call in read-only mode', async () => {
+  it('allocates in no-release mode, and makes no mutating call in read-only mode', async () => {
     c = await testCluster();
     await c.addClass('default', { ...POD_CLASS, preAllocate: 6, releaseDelaySeconds: 0 });
     const readOnlyNode = await c.addNode('i-demo-04');
@@ -199,19 +196,8 @@ describe('operator cases', () => {
     await c.startOperator({ config: { mode: 'no-release' } });
     const [pool] = await allReady(c, [readOnlyNode]);
     expect(pool!.status!.summary!.available).toBe(6);
-    await c.custom.patchClusterCustomObject(
-      {
-        group: 'eniipam.io',
-        version: 'v1alpha1',
-        plural: 'enipools',
-        name: readOnlyNode,
-        body: { spec: { preAllocate: 0 } },
-      },
-      merge,
-    );
-    await sleep(500);
-    expect(Object.keys((await c.pool(readOnlyNode)).status?.releaseRequests ?? {})).toEqual([]);
     expect(c.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
+    // That no-release never requests a release, however long the excess, is a one-reconcile case (test/operator).
   });
 
   it('deletes the ENIs of a node that goes away, then lets its pool go', async () => {

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN } from '../helpers/cli.js';
-import { eventually, sleep } from '../helpers/ecs.js';
+import { eventually } from '../helpers/ecs.js';
 
 const KEY_ID = 'LTAI-recognisable-key-id';
 const SECRET = 'RecognisableSecret-9d1f7b3e';
@@ -74,9 +74,12 @@ describe('secrets under faults, end to end', () => {
       'metrics '.length,
     );
     const pools = await allReady(c, nodes, 60_000);
-    await sleep(500);
+    // Events are written asynchronously: wait for those of the refused creates, not for a fixed time.
+    const events = await eventually(async () => {
+      const list = await c.kc.makeApiClient(CoreV1Api).listEventForAllNamespaces({});
+      return list.items.some((e) => e.message?.includes('Forbidden.RAM')) ? list : undefined;
+    });
     const metrics = await (await fetch(metricsUrl)).text();
-    const events = await c.kc.makeApiClient(CoreV1Api).listEventForAllNamespaces({});
     child.kill('SIGTERM');
     await once(child, 'exit');
 
