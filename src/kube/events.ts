@@ -1,3 +1,4 @@
+import { apiErrorMessage } from './errors.js';
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.js';
 
@@ -69,7 +70,7 @@ export class EventRecorder {
       this.recent.set(key, { name: created.metadata!.name!, count: 1, at: now.getTime(), first: stamp });
       if (this.recent.size > 10_000) this.recent.delete(this.recent.keys().next().value!);
     } catch (e) {
-      this.logger.warn({ reason, object: target.name, err: (e as Error).message }, 'could not record an Event');
+      this.logger.warn({ reason, object: target.name, err: apiErrorMessage(e) }, 'could not record an Event');
     }
   }
 }

@@ -37,6 +37,7 @@ export class NodeDeparture {
     if (exists) return { requeueAfterMs: 1000 }; // the cache lags: the Node is there
     const instanceId = pool.spec.instanceID;
     const instance = instanceId ? (await this.d.ecs.describeInstances({ ids: [instanceId] }))[0] : undefined;
+    if (!this.d.mayWrite()) return {};
     if (!instance) {
       this.d.logger.info({ node: nodeName, instance: instanceId }, 'node and instance are gone; deleting the pool');
       await this.d.store.deletePool(name);
@@ -142,6 +143,7 @@ export class NodeDeparture {
     const requests = { ...(live.status?.releaseRequests ?? {}) };
     const missing = enis.flatMap((e) => [e.primaryIp, ...e.secondaryIps]).filter((ip) => !(ip in requests));
     if (missing.length) {
+      if (!this.d.mayWrite()) return new Set();
       const stamp = requestStamp(this.d.now());
       for (const ip of missing) requests[ip] = stamp;
       await this.d.store.patchStatus(name, live.metadata.resourceVersion, { releaseRequests: requests });
@@ -155,6 +157,7 @@ export class NodeDeparture {
   }
 
   private async letGo(pool: ENIPool): Promise<Result> {
+    if (!this.d.mayWrite()) return {};
     this.d.memory.of(pool.metadata.name).resyncedForTeardown = false;
     await this.d.store.setFinalizers(
       pool.metadata.name,

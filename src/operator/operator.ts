@@ -297,7 +297,7 @@ export class Operator {
     );
     const every = (ms: number, fn: () => Promise<void>) => {
       const t = setInterval(
-        () => void fn().catch((e) => this.o.logger.warn({ err: (e as Error).message }, 'periodic task failed')),
+        () => void fn().catch((e) => this.o.logger.warn({ err: apiErrorMessage(e) }, 'periodic task failed')),
         ms,
       );
       t.unref();

@@ -18,8 +18,6 @@ export interface PoolReconcilerDeps extends PoolSide {
   metrics: Pick<OperatorMetrics, 'poolIps' | 'cloudChanges' | 'deficitToPublished'>;
   config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode' | 'nodeGoneGraceMs'>;
   enqueue: (name: string, afterMs?: number) => void;
-  /** Whether this operator may still write what it knows (it leads on a fresh lease). */
-  mayWrite: () => boolean;
 }
 
 export type ReconcileResult = { requeueAfterMs?: number };
@@ -42,23 +40,36 @@ export class PoolReconciler {
   }
 
   async reconcile(name: string): Promise<ReconcileResult> {
-    const cached = this.d.cache.pool(name);
-    if (!cached) {
+    try {
+      return await this.reconcilePool(name);
+    } catch (e) {
+      // A write planned on an older pool than the server has: plan again on the newer pool, soon.
+      if (isConflict(e)) return { requeueAfterMs: AGAIN_MS };
+      throw e;
+    }
+  }
+
+  private async reconcilePool(name: string): Promise<ReconcileResult> {
+    let pool = this.d.cache.pool(name);
+    if (!pool) {
       this.d.memory.forget(name);
       return {};
     }
-    if (cached.metadata.deletionTimestamp) return this.departure.teardown(cached);
-    if (!this.d.cache.node(cached.spec.nodeName)) return this.departure.nodeMissing(cached);
+    if (pool.metadata.deletionTimestamp) return this.departure.teardown(pool);
+    if (!this.d.cache.node(pool.spec.nodeName)) return this.departure.nodeMissing(pool);
     this.d.memory.of(name).goneSince = undefined;
-    if (!cached.metadata.finalizers?.includes(FINALIZER)) {
-      await this.d.store.setFinalizers(name, [...(cached.metadata.finalizers ?? []), FINALIZER]);
+    if (!pool.metadata.finalizers?.includes(FINALIZER)) {
+      if (!this.d.mayWrite()) return {};
+      // Planned on the pool as written, so that the status write does not carry an older version.
+      pool = await this.d.store.setFinalizers(name, [...(pool.metadata.finalizers ?? []), FINALIZER]);
+      if (!pool) return {};
     }
     let observation: PoolObservation | undefined;
     try {
-      observation = await this.observe(cached);
+      observation = await this.observe(pool);
     } catch (e) {
       // A describe the observation needs failed: held back like any call, looked at again after it.
-      const held = await this.failed(cached, e);
+      const held = await this.failed(pool, e);
       return { requeueAfterMs: held ? Math.max(AGAIN_MS, held.until - this.d.now() + 50) : undefined };
     }
     if (!observation) return {};
@@ -68,13 +79,7 @@ export class PoolReconciler {
     // (soon when the action is now held back, so that Degraded shows; the failure's handler
     // enqueued the pool itself otherwise).
     if (failure) return { requeueAfterMs: failure.held ? AGAIN_MS : undefined };
-    try {
-      await this.publish(observation.pool, plan);
-    } catch (e) {
-      // The pool changed since it was read: plan again on the newer pool, soon.
-      if (isConflict(e)) return { requeueAfterMs: AGAIN_MS };
-      throw e;
-    }
+    await this.publish(observation.pool, plan);
     return { requeueAfterMs: plan.requeueAfterMs };
   }
 

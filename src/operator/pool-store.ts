@@ -21,9 +21,10 @@ export class KubePoolStore implements PoolStore {
     return (await ignoreNotFound(this.custom.getClusterCustomObjectStatus({ ...pools, name }))) as ENIPool | undefined;
   }
 
-  async setFinalizers(name: string, finalizers: string[]): Promise<void> {
+  async setFinalizers(name: string, finalizers: string[]): Promise<ENIPool | undefined> {
     const body = { metadata: { finalizers } };
-    await ignoreNotFound(this.custom.patchClusterCustomObject({ ...pools, name, body }, merge));
+    return (await ignoreNotFound(this.custom.patchClusterCustomObject({ ...pools, name, body }, merge))) as
+      ENIPool | undefined;
   }
 
   async patchStatus(name: string, resourceVersion: string | undefined, patch: Record<string, unknown>): Promise<void> {

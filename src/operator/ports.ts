@@ -24,7 +24,8 @@ export interface ClusterCache {
 export interface PoolStore {
   /** The pool as the API server has it now (not the cache); undefined when it is gone. */
   readPool(name: string): Promise<ENIPool | undefined>;
-  setFinalizers(name: string, finalizers: string[]): Promise<void>;
+  /** Answers the pool as written (undefined when it is gone). */
+  setFinalizers(name: string, finalizers: string[]): Promise<ENIPool | undefined>;
   /** A merge patch of the status, refused with a 409 unless the pool is still at this resourceVersion. */
   patchStatus(name: string, resourceVersion: string | undefined, patch: Record<string, unknown>): Promise<void>;
   /** Deletes the pool (already gone is fine). */
@@ -78,4 +79,6 @@ export interface PoolSide {
   memory: NodeMemories;
   logger: Logger;
   now: () => number;
+  /** Whether this operator may still write what it knows (it leads on a fresh lease). */
+  mayWrite: () => boolean;
 }

@@ -233,11 +233,12 @@ export class FakePoolStore implements PoolStore {
     return p && clone(p);
   }
 
-  async setFinalizers(name: string, finalizers: string[]): Promise<void> {
+  async setFinalizers(name: string, finalizers: string[]): Promise<ENIPool | undefined> {
     this.writes.push({ action: 'setFinalizers', name, finalizers: [...finalizers] });
     this.maybeFail('setFinalizers');
     const p = this.live.get(name);
     if (p) p.metadata = { ...p.metadata, finalizers: [...finalizers], resourceVersion: this.bump(p) };
+    return p && clone(p);
   }
 
   async patchStatus(name: string, resourceVersion: string | undefined, patch: Record<string, unknown>): Promise<void> {

@@ -361,10 +361,10 @@ const allocation: Case[] = [
     status: { summary: summary(0, 0, 0, 8, 0), conditions: conds('False/NoInstance'), enis: [] },
   },
   {
-    name: 'a pool without the finalizer gets it first; the status planned on the older pool is refused (409) and planned again soon',
+    name: 'a pool without the finalizer gets it first; the status is planned on the pool as written (no 409)',
     given: { metadata: { finalizers: ['someone/else'] }, enis: [e1(8)] },
-    writes: [`setFinalizers ${JSON.stringify(['someone/else', FINALIZER])}`, 'patchStatus rv=7'],
-    requeue: 100,
+    writes: [`setFinalizers ${JSON.stringify(['someone/else', FINALIZER])}`, 'patchStatus rv=8'],
+    requeue: undefined,
   },
 ];
 
@@ -804,6 +804,16 @@ const departure: Case[] = [
     writes: [`deletePool ${NODE}`],
   },
   {
+    name: 'node gone and its instance gone, but the lease is stale: nothing deleted',
+    given: { enis: [e1(8)], nodes: [], instances: [], mayWrite: false },
+    reads: [`nodeExists ${NODE}`],
+    calls: [['DescribeInstances', { ids: [INSTANCE] }]],
+  },
+  {
+    name: 'a pool without the finalizer on a stale lease: no write at all',
+    given: { metadata: { finalizers: [] }, enis: [e1(8)], mayWrite: false },
+  },
+  {
     name: 'node gone while its instance runs: kept, Ready False NodeGone, an Event',
     given: { enis: [e1(8)], nodes: [] },
     reads: [`nodeExists ${NODE}`],
@@ -831,13 +841,13 @@ const departure: Case[] = [
   {
     // Unlike the main path (a 409 there is planned again in 100 ms), the NotReady write of a
     // departing node lets the 409 out: the queue logs it as a failed reconcile and backs off.
-    name: 'node gone while its instance runs, a 409 on the NotReady write: thrown',
+    name: 'node gone while its instance runs, a 409 on the NotReady write: planned again soon',
     given: { enis: [e1(8)], nodes: [], live: (p) => ({ ...p, metadata: { ...p.metadata, resourceVersion: '8' } }) },
     reads: [`nodeExists ${NODE}`],
     calls: [['DescribeInstances', { ids: [INSTANCE] }]],
     events: ['Warning NodeGone'],
     writes: ['patchStatus rv=7'],
-    throws: 'HTTP-Code: 409',
+    requeue: 100,
   },
   {
     name: 'node gone for the grace period while its instance runs: the pool deleted',
