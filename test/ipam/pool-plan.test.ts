@@ -1,0 +1,494 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import type { ENIPool, ENIPoolStatus } from '../../src/api/types.js';
+import type { FailureRecord } from '../../src/ipam/failure-record.js';
+import {
+  planPool,
+  type EniFact,
+  type PoolMemory,
+  type PoolObservation,
+  type PoolPlan,
+} from '../../src/ipam/pool-plan.js';
+import {
+  CUR_STAMP,
+  INSTANCE,
+  NEW_STAMP,
+  NODE,
+  NOW,
+  TYPE,
+  VPC,
+  ZONE,
+  applyPlan,
+  caseArb,
+  iso,
+  ipsOf,
+  owner,
+  podIps,
+  sum,
+} from './pool-plan.arbitraries.js';
+
+const RUNS = { numRuns: 3000 };
+const held = (m: PoolMemory, action: string) => m.failures.some((f) => f.action === action && f.until > NOW);
+const ready = (p: PoolPlan) => p.status.conditions.find((c) => c.type === 'Ready')!;
+const exhausted = (p: PoolPlan) => p.status.conditions.find((c) => c.type === 'Exhausted')!;
+const NOT_READY = ['NodeGone', 'NoInstance', 'UnknownInstanceType', 'TooManySecurityGroups'];
+const eniOf = (o: PoolObservation, id: string) => [...o.instanceEnis, ...o.ownedEnis].find((e) => e.id === id)!;
+const released = (o: PoolObservation, p: PoolPlan) => [
+  ...p.unassign.flatMap((u) => u.ips),
+  ...p.deleteEnis.flatMap((id) => ipsOf(eniOf(o, id))),
+];
+const cloudChanges = (p: PoolPlan) => ({
+  adopt: p.adopt,
+  assign: p.assign,
+  create: p.create,
+  unassign: p.unassign,
+  deleteEnis: p.deleteEnis,
+});
+const noCloudChange = { adopt: [], assign: [], create: [], unassign: [], deleteEnis: [] };
+const planned = (p: PoolPlan) => sum(p.assign.map((a) => a.count)) + sum(p.create.map((c) => c.ips));
+const ceiling = (o: PoolObservation) => {
+  const max = o.pool.spec.maxAllocate ?? 0;
+  return max > 0 ? Math.min(max, podIps(o.limits!)) : podIps(o.limits!);
+};
+/** Whether the pool's class selects this vSwitch, in the node's zone and VPC. */
+const selectable = (o: PoolObservation, id: string) => {
+  const v = o.vSwitches.find((x) => x.id === id);
+  const { vSwitchIDs = [], vSwitchTags = {} } = o.pool.spec;
+  const byTag = Object.keys(vSwitchTags).length > 0 && Object.entries(vSwitchTags).every(([k, t]) => v?.tags[k] === t);
+  return !!v && v.vpcId === VPC && v.zoneId === ZONE && !v.blocked && (vSwitchIDs.includes(id) || byTag);
+};
+/** Ours, not being removed, and not already counted in flight. */
+const settled = (e: EniFact) => e.ours && !e.removing && !e.attaching;
+
+describe('pool planning (properties)', () => {
+  it('never releases an IP in use, nor newly requests one in use or cooling down', () => {
+    fc.assert(
+      fc.property(caseArb, ({ o, m }) => {
+        const plan = planPool(o, m);
+        const used = o.pool.status?.used ?? {};
+        for (const ip of released(o, plan)) expect(used).not.toHaveProperty([ip]);
+        const old = o.pool.status?.releaseRequests ?? {};
+        const cooling = Object.entries(o.pool.status?.cooling ?? {}).filter(([, t]) => Date.parse(t) > NOW);
+        for (const ip of Object.keys(plan.status.releaseRequests).filter((x) => !(x in old))) {
+          expect(used).not.toHaveProperty([ip]);
+          expect(cooling.map(([c]) => c)).not.toContain(ip);
+          expect(plan.status.releaseRequests[ip]).toBe(NEW_STAMP);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('releases only an IP whose current request has a matching ready ack', () => {
+    fc.assert(
+      fc.property(caseArb, ({ o, m }) => {
+        const plan = planPool(o, m);
+        const requests = o.pool.status?.releaseRequests ?? {};
+        const acks = o.pool.status?.releaseAcks ?? {};
+        for (const ip of released(o, plan)) {
+          expect(requests[ip]).toBeDefined();
+          expect(acks[ip]).toEqual({ answer: 'ready', requestedAt: requests[ip] });
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('never passes an instance, ENI, ceiling or vSwitch limit, and plans nothing held back', () => {
+    fc.assert(
+      fc.property(caseArb, ({ o, m }) => {
+        const plan = planPool(o, m);
+        if (!o.limits) return expect(cloudChanges(plan)).toEqual(noCloudChange);
+        const { eniQuantity, ipv4PerEni } = o.limits;
+        const parked = o.ownedEnis.filter((e) => settled(e) && e.status === 'Available' && !e.instanceId);
+        if (plan.create.length)
+          expect(o.instanceEnis.length + o.inFlight.enis + parked.length + plan.create.length).toBeLessThanOrEqual(
+            eniQuantity - 1,
+          );
+        for (const c of plan.create) expect(c.ips).toBeGreaterThan(0);
+        for (const c of plan.create) expect(c.ips).toBeLessThanOrEqual(Math.min(ipv4PerEni, 50));
+        for (const a of plan.assign) {
+          const e = o.instanceEnis.find((x) => x.id === a.eniId);
+          expect(e).toMatchObject({ ours: true, removing: false, status: 'InUse', vSwitchId: a.vSwitchId });
+          const added = sum(plan.assign.filter((x) => x.eniId === a.eniId).map((x) => x.count));
+          expect(ipsOf(e!).length + added).toBeLessThanOrEqual(ipv4PerEni);
+        }
+        // Every IP the node holds or will hold, each counted once: our ENIs (attached, attaching
+        // or parked; those we attach are in flight too) and the ENIs being created, plus the plan's.
+        const ours = o.ownedEnis.filter((e) => !e.removing);
+        const creating = o.inFlight.ips - sum(ours.filter((e) => e.attaching).map((e) => ipsOf(e).length));
+        const holding = sum(ours.map((e) => ipsOf(e).length)) + creating;
+        // Known defect (see 'counts an ENI attaching in the cloud as coming while attaches are held back').
+        const uncounted =
+          held(m, 'AttachNetworkInterface') && o.instanceEnis.some((e) => settled(e) && e.status === 'Attaching');
+        if (planned(plan) > 0 && !uncounted) expect(holding + planned(plan)).toBeLessThanOrEqual(ceiling(o));
+        for (const v of o.vSwitches) {
+          const taken = [...plan.assign, ...plan.create].filter((x) => x.vSwitchId === v.id);
+          if (taken.length) expect(selectable(o, v.id)).toBe(true);
+          expect(sum(taken.map((x) => ('count' in x ? x.count : x.ips)))).toBeLessThanOrEqual(v.free);
+        }
+        for (const x of [...plan.assign, ...plan.create]) expect(o.vSwitches.map((v) => v.id)).toContain(x.vSwitchId);
+        if (held(m, 'AssignPrivateIpAddresses')) expect(plan.assign).toEqual([]);
+        if (held(m, 'CreateNetworkInterface') || held(m, 'AttachNetworkInterface')) expect(plan.create).toEqual([]);
+        if (held(m, 'AttachNetworkInterface')) expect(plan.adopt).toEqual([]);
+        if (held(m, 'UnassignPrivateIpAddresses')) expect(plan.unassign).toEqual([]);
+      }),
+      RUNS,
+    );
+  });
+
+  it('changes nothing in read-only mode, and releases nothing without release', () => {
+    fc.assert(
+      fc.property(caseArb, ({ o, m }) => {
+        const plan = planPool(o, m);
+        if (o.mode === 'read-only') expect(cloudChanges(plan)).toEqual(noCloudChange);
+        if (o.mode !== 'normal' || o.pool.spec.releaseExcessIPs === false) {
+          expect(plan.unassign).toEqual([]);
+          expect(plan.deleteEnis).toEqual([]);
+          // A plan that is not ready keeps the requests as they are: by design when the pool cannot be
+          // served, a known defect for TooManySecurityGroups (see 'withdraws unconfirmed requests ...').
+          if (!NOT_READY.includes(ready(plan).reason!)) expect(plan.status.releaseRequests).toEqual({});
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('is at rest after one step, and deterministic', () => {
+    fc.assert(
+      fc.property(caseArb, (c) => {
+        const before = structuredClone(c);
+        const first = planPool(c.o, c.m);
+        expect(c).toEqual(before);
+        expect(planPool(c.o, c.m)).toEqual(first);
+        if (c.m.failures.some((f) => f.until > NOW)) return;
+        // Known defect (see 'sizes the pool without the IPs it releases in the same plan').
+        if (released(c.o, first).length) return;
+        // Known defect (see 'still assigns when too many security groups stop the creates').
+        if (ready(first).reason === 'TooManySecurityGroups') return;
+        const next = applyPlan(c, first);
+        const second = planPool(next.o, next.m);
+        expect({ assign: second.assign, create: second.create }).toEqual({ assign: [], create: [] });
+        const nothingComing = next.o.inFlight.enis === 0;
+        if (
+          nothingComing &&
+          c.o.mode !== 'read-only' &&
+          !first.memory.shortfall &&
+          !NOT_READY.includes(ready(first).reason!)
+        )
+          // Known defect (see 'keeps the shortfall when it plans only part of the need'): strictly, needed is 0.
+          expect(second.status.summary.needed === 0 || second.memory.shortfall !== undefined).toBe(true);
+      }),
+      RUNS,
+    );
+  });
+
+  it('publishes a consistent summary: its ENIs, their IPs, and Ready as the need says', () => {
+    fc.assert(
+      fc.property(caseArb, ({ o, m }) => {
+        const plan = planPool(o, m);
+        const { eniIds, summary } = plan.status;
+        expect(summary.enis).toBe(eniIds.length);
+        const gone = new Set(plan.deleteEnis);
+        const published = o.pool.spec.instanceID ? o.ownedEnis.filter((e) => !e.removing && !gone.has(e.id)) : [];
+        expect(eniIds).toEqual(published.map((e) => e.id));
+        const ips = sum(published.filter((e) => e.status === 'InUse').map((e) => ipsOf(e).length));
+        const unassigned = sum(plan.unassign.map((u) => u.ips.length));
+        expect(summary.available).toBe(ips + sum(plan.assign.map((a) => a.count)) - unassigned);
+        expect(summary.used).toBe(Object.keys(o.pool.status?.used ?? {}).length);
+        expect(summary.releasing).toBe(Object.keys(plan.status.releaseRequests).length);
+        const r = ready(plan);
+        if (NOT_READY.includes(r.reason!)) expect(r.status).toBe('False');
+        else expect(r.status === 'True').toBe(summary.needed === 0);
+        expect(exhausted(plan).status).toBe(plan.memory.shortfall ? 'True' : 'False');
+      }),
+      RUNS,
+    );
+  });
+
+  it('says an ENI is gone only when the pool listed it and the operator is not the one removing it', () => {
+    fc.assert(
+      fc.property(caseArb, ({ o, m }) => {
+        const plan = planPool(o, m);
+        const gone = plan.events.filter((e) => e.reason === 'ENIGone').map((e) => /^ENI (\S+) /.exec(e.message)![1]);
+        const removing = o.ownedEnis.filter((e) => e.removing).map((e) => e.id);
+        const expected = (o.pool.status?.enis ?? [])
+          .map((e) => e.id)
+          .filter(
+            (id) =>
+              !plan.status.eniIds.includes(id) &&
+              !removing.includes(id) &&
+              !plan.deleteEnis.includes(id) &&
+              !o.removedByUs.has(id),
+          );
+        expect(gone).toEqual(expected);
+      }),
+      RUNS,
+    );
+  });
+});
+
+// Table tests: one pool on i-node (3 ENIs x 10 IPs: 20 pod IPs), one vSwitch with room, the default sizing (8 free).
+const VSW = { id: 'vsw-a', zoneId: ZONE, vpcId: VPC, free: 100, tags: {}, blocked: false };
+/** An ENI of ours InUse on the instance with `ips` addresses 10.0.<i>.1.. (its primary first). */
+const eni = (i: number, ips: number, over: Partial<EniFact> = {}): EniFact => ({
+  id: `eni-${i}`,
+  status: 'InUse',
+  instanceId: INSTANCE,
+  vSwitchId: 'vsw-a',
+  primaryIp: `10.0.${i}.1`,
+  secondaryIps: Array.from({ length: ips - 1 }, (_, k) => `10.0.${i}.${k + 2}`),
+  ours: true,
+  removing: false,
+  attaching: false,
+  ...over,
+});
+const usedOf = (ips: string[]) => Object.fromEntries(ips.map((ip) => [ip, owner]));
+const mem = (over: Partial<PoolMemory> = {}): PoolMemory => ({ failures: [], ...over });
+const failure = (action: string, until: number): FailureRecord => ({
+  action,
+  code: 'Throttling',
+  message: 'throttled',
+  permanent: false,
+  count: 1,
+  until,
+});
+function observe(
+  x: Partial<Omit<PoolObservation, 'pool'>> & {
+    enis?: EniFact[];
+    spec?: Partial<ENIPool['spec']>;
+    status?: ENIPoolStatus;
+  } = {},
+): PoolObservation {
+  const { enis = [], spec, status, ...rest } = x;
+  return {
+    now: NOW,
+    mode: 'normal',
+    vpcId: VPC,
+    pool: {
+      apiVersion: 'eniipam.io/v1alpha1',
+      kind: 'ENIPool',
+      metadata: { name: NODE, generation: 1 },
+      spec: {
+        nodeName: NODE,
+        instanceID: INSTANCE,
+        instanceType: TYPE,
+        zoneID: ZONE,
+        vSwitchIDs: ['vsw-a'],
+        securityGroupIDs: ['sg-named'],
+        ...spec,
+      },
+      status,
+    },
+    limits: { eniQuantity: 3, ipv4PerEni: 10 },
+    instanceEnis: enis.filter((e) => e.instanceId === INSTANCE),
+    ownedEnis: enis.filter((e) => e.ours),
+    inFlight: { enis: 0, ips: 0 },
+    pendingPods: 0,
+    vSwitches: [VSW],
+    securityGroups: [],
+    removedByUs: new Set(),
+    requestStamp: NEW_STAMP,
+    ...rest,
+  };
+}
+const EARLIER = { reason: 'VSwitchExhausted' as const, message: 'earlier' };
+const GROUPS = Array.from({ length: 5 }, (_, i) => ({ id: `sg-${i}`, vpcId: VPC, tags: { pods: 'yes' } }));
+
+describe('pool planning (branches)', () => {
+  it('NoInstance: a pool naming no instance is not ready and changes nothing', () => {
+    const plan = planPool(observe({ spec: { instanceID: undefined } }), mem());
+    expect(cloudChanges(plan)).toEqual(noCloudChange);
+    expect(ready(plan)).toMatchObject({ status: 'False', reason: 'NoInstance' });
+    expect(plan.requeueAfterMs).toBeUndefined();
+  });
+
+  it('UnknownInstanceType: an Event, not ready, and a look again in a minute', () => {
+    const plan = planPool(observe({ limits: undefined }), mem());
+    expect(cloudChanges(plan)).toEqual(noCloudChange);
+    expect(plan.events).toEqual([
+      {
+        type: 'Warning',
+        reason: 'UnknownInstanceType',
+        message: 'instance type ecs.test is not known to DescribeInstanceTypes',
+      },
+    ]);
+    expect(ready(plan)).toMatchObject({
+      status: 'False',
+      reason: 'UnknownInstanceType',
+      message: 'instance type ecs.test is unknown',
+    });
+    expect(plan.requeueAfterMs).toBe(60_000);
+  });
+
+  it('unservable: not ready for the reason given, nothing changed, the requests kept', () => {
+    const status = { releaseRequests: { '10.0.0.2': CUR_STAMP } };
+    const unservable = { reason: 'NodeGone', message: 'the node is gone' };
+    const plan = planPool(observe({ enis: [eni(0, 2)], status, unservable }), mem());
+    expect(cloudChanges(plan)).toEqual(noCloudChange);
+    expect(ready(plan)).toMatchObject({ status: 'False', ...unservable });
+    expect(plan.status.releaseRequests).toEqual(status.releaseRequests);
+  });
+
+  it('TooManySecurityGroups: more than five groups stop the creates (an Event), the adopts go on', () => {
+    const parked = eni(9, 2, { status: 'Available', instanceId: undefined });
+    const o = observe({ enis: [parked], spec: { securityGroupTags: { pods: 'yes' } }, securityGroups: GROUPS });
+    const plan = planPool(o, mem());
+    const message = '6 security groups match the pool (sg-named, sg-0, sg-1, sg-2, sg-3, sg-4); an ENI joins at most 5';
+    expect(plan.events).toEqual([{ type: 'Warning', reason: 'TooManySecurityGroups', message }]);
+    expect(ready(plan)).toMatchObject({ status: 'False', reason: 'TooManySecurityGroups', message });
+    expect(cloudChanges(plan)).toEqual({ ...noCloudChange, adopt: [{ eniId: 'eni-9', alreadyAttaching: false }] });
+    const five = planPool({ ...o, securityGroups: GROUPS.slice(1) }, mem());
+    expect(five.create).toEqual([{ vSwitchId: 'vsw-a', ips: 6 }]);
+    expect(five.securityGroupIds).toEqual(['sg-named', 'sg-1', 'sg-2', 'sg-3', 'sg-4']);
+  });
+
+  it('beyond the ceiling: the maxAllocate of the class, or the capacity of the instance, says why', () => {
+    const full = (enis: EniFact[], spec: Partial<ENIPool['spec']>) =>
+      planPool(observe({ enis, spec, status: { used: usedOf(enis.flatMap(ipsOf)) } }), mem());
+    const byClass = full([eni(0, 10)], { maxAllocate: 10 });
+    expect(byClass.memory.shortfall).toEqual({
+      reason: 'InstanceLimit',
+      message: 'the pool is at its maxAllocate of 10 IPs',
+    });
+    expect(exhausted(byClass)).toMatchObject({ status: 'True', reason: 'InstanceLimit' });
+    expect(ready(byClass)).toMatchObject({ status: 'True', reason: 'AtCapacity' });
+    const message = 'instance i-node (ecs.test) holds at most 20 pod IPs (2 secondary ENIs × 10); the pool wants more';
+    for (const spec of [{ maxAllocate: 50 }, {}]) {
+      const byInstance = full([eni(0, 10), eni(1, 10)], spec);
+      expect(byInstance.memory.shortfall).toEqual({ reason: 'InstanceLimit', message });
+      expect(cloudChanges(byInstance)).toEqual(noCloudChange);
+    }
+  });
+
+  it('a full instance and exhausted vSwitches are told apart', () => {
+    const enis = [eni(0, 10, { ours: false }), eni(1, 10)];
+    const full = planPool(observe({ enis, status: { used: usedOf(ipsOf(enis[1]!)) } }), mem());
+    const message = 'instance i-node (ecs.test) holds no more ENIs or IPs (3 ENIs × 10 IPs)';
+    expect(full.memory.shortfall).toEqual({ reason: 'InstanceLimit', message });
+    expect(ready(full)).toMatchObject({ status: 'False', reason: 'InstanceLimit', message });
+    const dry = (over: Partial<PoolObservation>) => planPool(observe(over), mem()).memory.shortfall;
+    const say = (seen: string) => ({
+      reason: 'VSwitchExhausted',
+      message: `no vSwitch of the class in zone-a has free addresses (${seen})`,
+    });
+    expect(dry({ vSwitches: [{ ...VSW, free: 0 }] })).toEqual(say('vsw-a: 0'));
+    expect(dry({ vSwitches: [{ ...VSW, blocked: true }] })).toEqual(say('vsw-a: blocked'));
+    expect(dry({ vSwitches: [{ ...VSW, zoneId: 'zone-b' }] })).toEqual(say('none match'));
+  });
+
+  it('keeps the shortfall while ENIs are in flight, and clears it once something is planned or nothing wanted', () => {
+    const dry = observe({ vSwitches: [{ ...VSW, free: 0 }], inFlight: { enis: 1, ips: 3 } });
+    expect(planPool(dry, mem({ shortfall: EARLIER })).memory.shortfall).toBe(EARLIER);
+    expect(planPool(dry, mem()).memory.shortfall).toBeUndefined();
+    const room = planPool(observe(), mem({ shortfall: EARLIER }));
+    expect(room.create).toEqual([{ vSwitchId: 'vsw-a', ips: 8 }]);
+    expect(room.memory.shortfall).toBeUndefined();
+    expect(exhausted(room)).toMatchObject({ status: 'False', reason: 'CapacityLeft' });
+    expect(planPool(observe({ enis: [eni(0, 8)] }), mem({ shortfall: EARLIER })).memory.shortfall).toBeUndefined();
+  });
+
+  it('starts the excess clock, requests once the delay has passed, and stops the clock when the excess ends', () => {
+    const idle = observe({ enis: [eni(0, 10)] }); // 10 free, 8 kept: 2 in excess
+    const started = planPool(idle, mem());
+    expect(started.memory.excessSince).toBe(NOW);
+    expect(started.requeueAfterMs).toBe(180_050);
+    expect(started.status.releaseRequests).toEqual({});
+    const due = planPool(idle, mem({ excessSince: NOW - 180_000 }));
+    expect(due.status.releaseRequests).toEqual({ '10.0.0.2': NEW_STAMP, '10.0.0.3': NEW_STAMP });
+    expect(due.memory.excessSince).toBe(NOW - 180_000);
+    expect(due.requeueAfterMs).toBeUndefined();
+    expect(
+      planPool({ ...idle, pendingPods: 2 }, mem({ excessSince: NOW - 100_000 })).memory.excessSince,
+    ).toBeUndefined();
+  });
+
+  it('looks again at the earliest of the release delay, the last cool-down and a failure back-off', () => {
+    const since = mem({ excessSince: NOW - 100_000 });
+    const requeue = (status: ENIPoolStatus | undefined, m: PoolMemory) =>
+      planPool(observe({ enis: [eni(0, 10)], status }), m).requeueAfterMs;
+    const cooling = { cooling: { '10.0.0.2': iso(NOW + 30_000), '10.0.0.3': iso(NOW - 1) } };
+    expect(requeue(undefined, since)).toBe(80_050);
+    expect(requeue(cooling, since)).toBe(30_050);
+    const backOff = [failure('UnassignPrivateIpAddresses', NOW + 10_000), failure('AssignPrivateIpAddresses', NOW - 1)];
+    expect(requeue(cooling, { ...since, failures: backOff })).toBe(10_050);
+    expect(planPool(observe({ enis: [eni(0, 8)] }), mem({ failures: backOff })).requeueAfterMs).toBe(10_050);
+    expect(planPool(observe({ limits: undefined }), mem({ failures: backOff })).requeueAfterMs).toBe(10_050);
+  });
+
+  it('remembers since when the pool lacks IPs', () => {
+    expect(planPool(observe(), mem()).memory.deficitSince).toBe(NOW);
+    expect(planPool(observe(), mem({ deficitSince: NOW - 5000 })).memory.deficitSince).toBe(NOW - 5000);
+    expect(planPool(observe({ enis: [eni(0, 8)] }), mem()).memory.deficitSince).toBeUndefined();
+  });
+});
+
+/**
+ * Defects the properties found, kept as examples of what planPool should do: each fails today
+ * (so `it.failing` passes) and will pass once the defect is fixed (then make it a plain `it`).
+ */
+describe('pool planning (known defects)', () => {
+  it.failing('sizes the pool without the IPs it releases in the same plan', () => {
+    // 10 IPs, 2 in use: exactly 8 free, no excess. 10.0.0.10 was confirmed free for release
+    // earlier; today it is unassigned (a confirmed request is released, not withdrawn) while
+    // the sizing still counts it, so the plan leaves the pool one IP short and assigns nothing.
+    const status = {
+      used: usedOf(['10.0.0.1', '10.0.0.2']),
+      releaseRequests: { '10.0.0.10': CUR_STAMP },
+      releaseAcks: { '10.0.0.10': { answer: 'ready' as const, requestedAt: CUR_STAMP } },
+    };
+    const plan = planPool(observe({ enis: [eni(0, 10)], status }), mem());
+    expect(plan.status.summary.needed).toBe(0);
+  });
+
+  // 5 IPs, 4 in use, 10 pods waiting: 15 wanted, 5 fit on eni-0, 10 need a new ENI that six
+  // security groups forbid; 10.0.0.5 is requested for release (not confirmed).
+  const tooMany = observe({
+    enis: [eni(0, 5)],
+    pendingPods: 10,
+    spec: { securityGroupTags: { pods: 'yes' } },
+    securityGroups: GROUPS,
+    status: {
+      used: usedOf(['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4']),
+      releaseRequests: { '10.0.0.5': CUR_STAMP },
+    },
+  });
+
+  it.failing('still assigns when too many security groups stop the creates', () => {
+    expect(planPool(tooMany, mem()).assign).toEqual([{ kind: 'assign', eniId: 'eni-0', vSwitchId: 'vsw-a', count: 5 }]);
+  });
+
+  it.failing('withdraws unconfirmed requests of a pool in need even when security groups stop the plan', () => {
+    expect(planPool(tooMany, mem()).status.releaseRequests).toEqual({});
+  });
+
+  it.failing('counts an ENI attaching in the cloud as coming while attaches are held back', () => {
+    // eni-1 is Attaching (left by an earlier leader) with 20 IPs, which meet the need; with the
+    // attach held back it is neither adopted nor counted, so 2 IPs are assigned to eni-0: 32 IPs
+    // once eni-1 lands, above the maxAllocate of 30.
+    const o = observe({
+      limits: { eniQuantity: 3, ipv4PerEni: 20 },
+      spec: { maxAllocate: 30 },
+      enis: [eni(0, 10), eni(1, 20, { status: 'Attaching' })],
+      status: { used: usedOf(ipsOf(eni(0, 10)).slice(0, 4)) },
+    });
+    expect(planPool(o, mem({ failures: [failure('AttachNetworkInterface', NOW + 10_000)] })).assign).toEqual([]);
+  });
+
+  it.failing('keeps the shortfall when it plans only part of the need', () => {
+    // 8 wanted, the only vSwitch has 3 free: one ENI of 3 IPs, and the pool stays 5 short.
+    const plan = planPool(observe({ vSwitches: [{ ...VSW, free: 3 }] }), mem());
+    expect(plan.memory.shortfall).toMatchObject({ reason: 'VSwitchExhausted' });
+  });
+
+  it.failing('does not claim the ceiling while an ENI in flight brings what is needed', () => {
+    // 10 IPs all in use, an ENI of 10 on its way: 20 IPs, 10 free, which meets the need at the
+    // ceiling; the ceiling check counts the need without the IPs coming.
+    const o = observe({
+      enis: [eni(0, 10)],
+      status: { used: usedOf(ipsOf(eni(0, 10))) },
+      inFlight: { enis: 1, ips: 10 },
+    });
+    expect(planPool(o, mem()).memory.shortfall).toBeUndefined();
+  });
+});
