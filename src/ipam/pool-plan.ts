@@ -182,9 +182,19 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
     return notReady('UnknownInstanceType', `instance type ${spec.instanceType} is unknown`, 60_000);
   }
   const mayAllocate = o.mode !== 'read-only';
-  const mayRelease = o.mode === 'normal';
   const blocked = (action: string) => heldBack(m.failures, action, now) !== undefined;
   const idle = (e: EniFact) => !e.attaching && !e.removing;
+  const mine = (e: EniFact) => e.ours && !e.removing;
+  const inUse = o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse');
+  const available = sum(inUse.map(ipsOf));
+  const busy = Object.keys(pool.status?.used ?? {}).length + cooling.length;
+
+  // Release first: the confirmed IPs it gives back are not there for the allocation.
+  const release =
+    o.mode === 'normal' && spec.releaseExcessIPs !== false
+      ? planReleaseStep(o, sizing, { available, used: busy, pending: o.pendingPods }, inUse, memory, blocked)
+      : { releaseRequests: {}, unassign: [], deleteEnis: [], leaving: 0, requeueAfterMs: undefined };
+  const usage: Usage = { available: available - release.leaving, used: busy, pending: o.pendingPods };
 
   // Our ENIs that another operator instance left half-done are finished, not replaced.
   const adopt: PoolPlan['adopt'] = [];
@@ -195,36 +205,34 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
         adopt.push({ eniId: e.id, alreadyAttaching: true });
     }
   }
-  const adopted = new Set(adopt.map((a) => a.eniId));
-  const mine = (e: EniFact) => e.ours && !e.removing;
-  const views: EniView[] = o.instanceEnis.map((e) =>
-    mine(e)
-      ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: ipsOf(e) }
-      : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: limits.ipv4PerEni },
-  );
-  const inUse = o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse');
-  const available = sum(inUse.map(ipsOf));
-  const usage: Usage = {
-    available,
-    used: Object.keys(pool.status?.used ?? {}).length + cooling.length,
-    pending: o.pendingPods,
-  };
-  // On their way: ENIs in flight, those adopted now, and ours parked Available (an attach held back).
+  // On their way: ENIs in flight, ours parked Available (an attach held back or adopted now),
+  // and ours Attaching that nobody waits for yet. Those on the instance already hold a slot there.
   const parked = o.ownedEnis.filter((e) => idle(e) && e.status === 'Available' && !e.instanceId);
-  const waiting = o.ownedEnis.filter((e) => adopted.has(e.id) && e.status === 'Attaching');
+  const waiting = o.instanceEnis.filter((e) => mine(e) && idle(e) && e.status === 'Attaching');
   const coming = {
-    enis: o.inFlight.enis + parked.length + waiting.length,
+    enis: Math.max(0, o.inFlight.enis - o.instanceEnis.filter((e) => e.attaching).length) + parked.length,
     ips: o.inFlight.ips + sum([...parked, ...waiting].map(ipsOf)),
   };
-  const want = Math.max(0, toAllocate(sizing, { ...usage, available: available + coming.ips }));
+  // As the ENIs will be once the release is done (the shell unassigns before it assigns); an ENI
+  // being deleted still holds its slot until it is gone.
+  const deleted = new Set(release.deleteEnis);
+  const unassigned = (id: string) => sum(release.unassign.filter((u) => u.eniId === id).map((u) => u.ips.length));
+  const views: EniView[] = o.instanceEnis.map((e) =>
+    mine(e) && !deleted.has(e.id)
+      ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: ipsOf(e) - unassigned(e.id) }
+      : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: limits.ipv4PerEni },
+  );
+  const withComing = { ...usage, available: usage.available + coming.ips };
+  const want = Math.max(0, toAllocate(sizing, withComing));
   if (needed(sizing, usage) > 0 && memory.deficitSince === undefined) memory.deficitSince = now;
 
   // Wanting more than the ceiling allows is a shortfall too, though nothing is left to plan.
   const unbounded = { ...sizing, maxAllocate: Number.MAX_SAFE_INTEGER };
-  const beyondCeiling = needed(unbounded, usage) > 0 && available + coming.ips >= sizing.maxAllocate;
+  const beyondCeiling = needed(unbounded, withComing) > 0 && withComing.available >= sizing.maxAllocate;
   if (beyondCeiling) memory.shortfall = { reason: 'InstanceLimit', message: ceilingMessage(spec, limits, sizing) };
 
-  const changes: Changes = { ...noChanges(), adopt };
+  const changes: Changes = { ...noChanges(), adopt, unassign: release.unassign, deleteEnis: release.deleteEnis };
+  let unusable: StatusInput['notReady'];
   if (want > 0 && mayAllocate) {
     const candidates = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID).map(({ id, free, blocked }) => ({
       id,
@@ -246,67 +254,91 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
       creating: coming.enis,
       allow,
     });
-    if (alloc.shortfall && alloc.planned === 0 && coming.enis === 0 && allow.assign && allow.create) {
+    // Only a plan made with everything allowed and nothing in flight knows what the node lacks.
+    if (alloc.shortfall && coming.enis === 0 && allow.assign && allow.create) {
       memory.shortfall =
         alloc.shortfall === 'instance-limit'
           ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
           : { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID, candidates) };
-    } else if (alloc.planned > 0) memory.shortfall = undefined;
+    } else if (!alloc.shortfall) memory.shortfall = undefined;
+    changes.assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
     const creates = alloc.ops.flatMap((op) => (op.kind === 'create' ? [{ vSwitchId: op.vSwitchId, ips: op.ips }] : []));
     const sgs = creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
     if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
+      // No ENI can be created; assigns and releases need no security group and go on.
       const message =
         `${sgs.length} security groups match the pool (${sgs.join(', ')}); ` +
         `an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
       events.push(warning('TooManySecurityGroups', message));
-      return notReady('TooManySecurityGroups', message, undefined, adopt);
+      unusable = { reason: 'TooManySecurityGroups', message };
+    } else {
+      changes.create = creates;
+      changes.securityGroupIds = sgs;
     }
-    changes.assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
-    changes.create = creates;
-    changes.securityGroupIds = sgs;
   } else if (want === 0 && !beyondCeiling) memory.shortfall = undefined;
 
-  // Release: requests, withdrawals, unassigns of confirmed IPs, ENIs confirmed empty.
-  let releaseRequests: Record<string, string> = {};
-  let requeueAfterMs: number | undefined;
-  if (mayRelease && spec.releaseExcessIPs !== false) {
-    releaseRequests = { ...(pool.status?.releaseRequests ?? {}) };
-    const ex = excess(sizing, usage);
-    memory.excessSince = ex > 0 ? (memory.excessSince ?? now) : undefined;
-    const delayMs = (spec.releaseDelaySeconds ?? 180) * 1000;
-    const release = planRelease({
-      enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps })),
-      used: new Set(Object.keys(pool.status?.used ?? {})),
-      excess: ex,
-      excessSince: memory.excessSince,
-      now,
-      delayMs,
-      cooling: new Set(cooling.map((c) => c.ip)),
-      requests: new Map(Object.entries(pool.status?.releaseRequests ?? {})),
-      acks: acksOf(pool.status),
-      deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
-    });
-    for (const ip of release.withdraw) delete releaseRequests[ip];
-    for (const ip of release.request) releaseRequests[ip] = o.requestStamp;
-    if (!blocked('UnassignPrivateIpAddresses')) {
-      for (const u of release.unassign) {
-        for (let i = 0; i < u.ips.length; i += UNASSIGN_BATCH)
-          changes.unassign.push({ eniId: u.eniId, ips: u.ips.slice(i, i + UNASSIGN_BATCH) });
-        for (const ip of u.ips) delete releaseRequests[ip];
-      }
-    }
-    for (const id of release.deleteEnis) {
-      const eni = inUse.find((e) => e.id === id)!;
-      changes.deleteEnis.push(id);
-      for (const ip of [eni.primaryIp, ...eni.secondaryIps]) delete releaseRequests[ip];
-    }
-    const since = memory.excessSince;
-    if (ex > 0 && since !== undefined && now - since < delayMs) requeueAfterMs = delayMs - (now - since) + 50;
-  }
+  let requeueAfterMs = release.requeueAfterMs;
   // When the last cool-down ends the need drops: look again then, whatever the agent writes.
   if (cooling.length) requeueAfterMs = min(requeueAfterMs, Math.max(...cooling.map((c) => c.until)) - now + 50);
+  return finish(
+    { ...changes, requeueAfterMs },
+    { releaseRequests: release.releaseRequests, changes, notReady: unusable },
+  );
+}
 
-  return finish({ ...changes, requeueAfterMs }, { releaseRequests, changes });
+/**
+ * The release handshake's step: requests, withdrawals, unassigns of confirmed IPs (in batches
+ * of 50), ENIs confirmed empty; how many IPs leave the node now, and when the delay ends.
+ */
+function planReleaseStep(
+  o: PoolObservation,
+  sizing: Sizing,
+  usage: Usage,
+  inUse: EniFact[],
+  memory: Omit<PoolMemory, 'failures'>,
+  blocked: (action: string) => boolean,
+) {
+  const { pool, now } = o;
+  const spec = pool.spec;
+  const releaseRequests = { ...(pool.status?.releaseRequests ?? {}) };
+  const ex = excess(sizing, usage);
+  memory.excessSince = ex > 0 ? (memory.excessSince ?? now) : undefined;
+  const delayMs = (spec.releaseDelaySeconds ?? 180) * 1000;
+  const release = planRelease({
+    enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps })),
+    used: new Set(Object.keys(pool.status?.used ?? {})),
+    excess: ex,
+    excessSince: memory.excessSince,
+    now,
+    delayMs,
+    cooling: new Set(coolingIps(pool.status, now).map((c) => c.ip)),
+    requests: new Map(Object.entries(pool.status?.releaseRequests ?? {})),
+    acks: acksOf(pool.status),
+    deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
+  });
+  for (const ip of release.withdraw) delete releaseRequests[ip];
+  for (const ip of release.request) releaseRequests[ip] = o.requestStamp;
+  const unassign: PoolPlan['unassign'] = [];
+  if (!blocked('UnassignPrivateIpAddresses')) {
+    for (const u of release.unassign) {
+      for (let i = 0; i < u.ips.length; i += UNASSIGN_BATCH) {
+        unassign.push({ eniId: u.eniId, ips: u.ips.slice(i, i + UNASSIGN_BATCH) });
+      }
+      for (const ip of u.ips) delete releaseRequests[ip];
+    }
+  }
+  const deleted = inUse.filter((e) => release.deleteEnis.includes(e.id));
+  for (const ip of deleted.flatMap((e) => [e.primaryIp, ...e.secondaryIps])) delete releaseRequests[ip];
+  const leaving = sum(unassign.map((u) => u.ips.length)) + sum(deleted.map(ipsOf));
+  const since = memory.excessSince;
+  const pending = ex > 0 && since !== undefined && now - since < delayMs;
+  return {
+    releaseRequests,
+    unassign,
+    deleteEnis: deleted.map((e) => e.id),
+    leaving,
+    requeueAfterMs: pending ? delayMs - (now - since) + 50 : undefined,
+  };
 }
 
 interface StatusInput {

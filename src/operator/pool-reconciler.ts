@@ -165,13 +165,14 @@ export class PoolReconciler {
     }
     let vSwitchId: string | undefined;
     try {
+      // Released first: the plan may assign into the room an unassign makes on the same ENI.
+      for (const u of plan.unassign) await this.unassign(pool, u);
       for (const a of plan.assign) {
         vSwitchId = a.vSwitchId;
         await this.assign(pool, a);
       }
       vSwitchId = undefined;
       for (const c of plan.create) enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds);
-      for (const u of plan.unassign) await this.unassign(pool, u);
       for (const id of plan.deleteEnis) {
         const eni = cloud.get(id);
         if (eni) enis.remove(pool, eni);
