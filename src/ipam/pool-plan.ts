@@ -47,8 +47,8 @@ export interface PoolObservation {
   /** Pods scheduled to the node that still wait for an IP. */
   pendingPods: number;
   vSwitches: Array<VSwitchInfo & { blocked: boolean }>;
-  /** Only needed (and only read) when the pool selects security groups by tag. */
-  securityGroups: SecurityGroupInfo[];
+  /** Only needed (and only read) when the pool selects security groups by tag; undefined when that read failed. */
+  securityGroups?: SecurityGroupInfo[];
   /** ENIs the operator removed itself, so that their leaving the pool is no news. */
   removedByUs: ReadonlySet<string>;
   /** The name of requests made now: a time no earlier request carries. */
@@ -263,7 +263,8 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
     } else if (!alloc.shortfall) memory.shortfall = undefined;
     changes.assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
     const creates = alloc.ops.flatMap((op) => (op.kind === 'create' ? [{ vSwitchId: op.vSwitchId, ips: op.ips }] : []));
-    const sgs = creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
+    // Creates need the security groups: unknown (their describe failed, which is said), none is made.
+    const sgs = o.securityGroups && creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
     if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
       // No ENI can be created; assigns and releases need no security group and go on.
       const message =
@@ -271,7 +272,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
         `an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
       events.push(warning('TooManySecurityGroups', message));
       unusable = { reason: 'TooManySecurityGroups', message };
-    } else {
+    } else if (o.securityGroups) {
       changes.create = creates;
       changes.securityGroupIds = sgs;
     }

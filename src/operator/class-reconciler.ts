@@ -14,7 +14,7 @@ import type { CloudState } from './cloud-state.js';
 import type { OperatorConfig } from './config.js';
 import type { EventRecorder } from '../kube/events.js';
 import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
-import { setCondition } from '../ipam/conditions.js';
+import { conditionTime, setCondition } from '../ipam/conditions.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, securityGroupsFor } from '../ipam/placement.js';
 import { TAGS } from './cloud-state.js';
 
@@ -175,7 +175,7 @@ export class ClassReconciler {
     const classes = this.d.classes.list();
     const nodes = this.d.nodes.list().map(nodeInfo);
     const governed = nodes.filter((n) => winningClass(classes, n.labels)?.metadata.name === name);
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = conditionTime(this.d.now());
     const conditions = setCondition(
       cls.status?.conditions ?? [],
       {

@@ -27,8 +27,11 @@ export const isShutdown = (e: unknown): boolean =>
 export class CloudFailures {
   constructor(private readonly d: CloudFailureDeps) {}
 
-  /** Handles the failure; answers the back-off when the action is held back (the caller tells the user). */
-  async respond(pool: ENIPool, e: CloudError, vSwitchId?: string): Promise<FailureRecord | undefined> {
+  /**
+   * Handles the failure: answers the back-off the action is now held to (if any) and whether the
+   * user was told already (an Event of its own kind); otherwise the caller says it.
+   */
+  async respond(pool: ENIPool, e: CloudError, vSwitchId?: string): Promise<FailureResponse> {
     const { cloud, events } = this.d;
     const name = pool.metadata.name;
     if (e.kind === 'vswitch-exhausted' && vSwitchId) {
@@ -36,30 +39,40 @@ export class CloudFailures {
       const message = `vSwitch ${vSwitchId} has no free addresses (${e.code}); trying the zone's other vSwitches`;
       events.record(pool, 'Warning', 'VSwitchExhausted', message);
       this.d.enqueue(name, 100);
-      return undefined;
+      return { told: true };
     }
     if (e.kind === 'instance-limit') {
       const message = `${e.action} on ${pool.spec.instanceID}: ${e.code}; resyncing the instance`;
       events.record(pool, 'Warning', 'InstanceLimit', message);
       await cloud.resyncInstance(pool.spec.instanceID!, name);
       await cloud.instanceType(pool.spec.instanceType!, { refresh: true });
-      this.d.enqueue(name, 1000);
-      return undefined;
+      // Held back too: a limit the resync does not explain would otherwise be asked for every second.
+      return { held: this.hold(pool, e), told: true };
     }
-    const memory = this.d.memory.of(name);
-    const r = recordFailure(memory, e, this.d.now());
+    const held = this.hold(pool, e);
+    if (e.kind === 'quota-exceeded') {
+      // No retry frees a regional quota soon: the action is held back like a permanent failure.
+      this.d.memory.of(name).shortfall = { reason: 'QuotaExceeded', message: held.message };
+      events.record(pool, 'Warning', 'QuotaExceeded', held.message);
+      return { held, told: true };
+    }
+    return { held, told: false };
+  }
+
+  private hold(pool: ENIPool, e: CloudError): FailureRecord {
+    const name = pool.metadata.name;
+    const r = recordFailure(this.d.memory.of(name), e, this.d.now());
     const retryInMs = r.until - this.d.now();
     this.d.logger.warn(
       { node: name, action: e.action, code: e.code, requestId: e.requestId, retryInMs },
       'cloud call failed',
     );
-    if (e.kind === 'quota-exceeded') {
-      // No retry frees a regional quota soon: the action is held back like a permanent failure.
-      memory.shortfall = { reason: 'QuotaExceeded', message: r.message };
-      events.record(pool, 'Warning', 'QuotaExceeded', r.message);
-      this.d.enqueue(name, 100); // to say so in the status
-      return undefined;
-    }
     return r;
   }
+}
+
+/** What a failure meant: the back-off the action is held to, and whether an Event said so already. */
+export interface FailureResponse {
+  held?: FailureRecord;
+  told: boolean;
 }

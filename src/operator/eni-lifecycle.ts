@@ -5,7 +5,7 @@ import type { Logger } from '../observability/logger.js';
 import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
 import { isShutdown, type CloudFailures } from './cloud-failures.js';
 import type { OperatorConfig } from './config.js';
-import { addIncoming, type NodeMemories } from './node-memory.js';
+import { addIncoming, type NodeMemories, type NodeMemory } from './node-memory.js';
 import type { EniWork, PoolEvents } from './ports.js';
 import type { OperatorMetrics } from './metrics.js';
 import type { StatePoller } from './poller.js';
@@ -52,9 +52,12 @@ export class EniLifecycle implements EniWork {
 
   /** Create an ENI carrying all its IPs, attach it, and publish it the moment it is InUse. */
   create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
+    if (this.stopped) return;
     const name = pool.metadata.name;
     const memory = this.d.memory.of(name);
     addIncoming(memory, 1, ips);
+    // Taken from the vSwitch now, so that other pools planned meanwhile do not count on them too.
+    this.d.cloud.took(vSwitchId, ips);
     const clientToken = randomUUID();
     const tags = {
       ...(pool.spec.eniTags ?? {}),
@@ -66,7 +69,6 @@ export class EniLifecycle implements EniWork {
     void (async () => {
       let eni: NetworkInterface | undefined;
       try {
-        if (this.stopped) return;
         eni = await this.createResolved(name, {
           vSwitchId,
           securityGroupIds,
@@ -77,7 +79,6 @@ export class EniLifecycle implements EniWork {
         });
         memory.failures.delete('CreateNetworkInterface');
         this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
-        this.d.cloud.took(vSwitchId, ips);
         this.d.cloud.upsert(eni);
         this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
       } catch (e) {
@@ -85,7 +86,7 @@ export class EniLifecycle implements EniWork {
         await this.failed(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, e, vSwitchId);
         return;
       }
-      this.attach(pool, eni, { counted: ips });
+      this.attachCounted(pool, eni, memory, ips, false);
     })();
   }
 
@@ -141,22 +142,30 @@ export class EniLifecycle implements EniWork {
       this.d.enqueue(name, 2000);
       return undefined;
     });
-    if (!r) return;
-    this.event(pool, 'Warning', reason, `${what}: ${r.message}`);
-    this.d.enqueue(name, r.until - this.d.now() + 50);
+    if (!r?.held) return; // handled, and the pool enqueued, by the response itself
+    if (!r.told) this.event(pool, 'Warning', reason, `${what}: ${r.held.message}`);
+    this.d.enqueue(name, r.held.until - this.d.now() + 50);
   }
 
-  /**
-   * Attaches an ENI and waits for InUse. `counted`: the IPs it carries are already counted as
-   * coming (a create counted them); `alreadyAttaching`: no attach call, only the wait.
-   */
-  attach(pool: ENIPool, eni: NetworkInterface, o: { counted?: number; alreadyAttaching?: boolean } = {}): void {
+  /** Attaches one of our ENIs and waits for InUse; `alreadyAttaching`: no attach call, only the wait. */
+  attach(pool: ENIPool, eni: NetworkInterface, o: { alreadyAttaching?: boolean } = {}): void {
+    if (this.stopped) return;
+    const memory = this.d.memory.of(pool.metadata.name);
+    const carried = 1 + eni.secondaryIps.length;
+    addIncoming(memory, 1, carried);
+    this.attachCounted(pool, eni, memory, carried, o.alreadyAttaching ?? false);
+  }
+
+  /** The attach, its IPs already counted as coming in the node's memory (the record it started with). */
+  private attachCounted(
+    pool: ENIPool,
+    eni: NetworkInterface,
+    memory: NodeMemory,
+    carried: number,
+    alreadyAttaching: boolean,
+  ): void {
     const name = pool.metadata.name;
-    const carried = o.counted ?? 1 + eni.secondaryIps.length;
-    const memory = this.d.memory.of(name);
-    if (o.counted === undefined) addIncoming(memory, 1, carried);
     memory.attaching.add(eni.id);
-    const alreadyAttaching = o.alreadyAttaching ?? false;
     void (async () => {
       try {
         if (this.stopped) return;
@@ -199,14 +208,19 @@ export class EniLifecycle implements EniWork {
           );
           return;
         }
+        // Held back, so that a node whose attaches keep failing does not create (or adopt), fail and delete in a loop.
+        const cause =
+          failure instanceof CloudError
+            ? failure
+            : new CloudError(
+                'AttachNetworkInterface',
+                'OperationFailed.AttachFellBack',
+                `${eni.id} fell back to Available instead of reaching InUse`,
+                undefined,
+              );
         if (this.d.config.mode !== 'normal') {
-          this.event(
-            pool,
-            'Warning',
-            'AttachFailed',
-            `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; ` +
-              `mode ${this.d.config.mode} keeps it for a later attach`,
-          );
+          const what = `attaching ${eni.id} to ${pool.spec.instanceID} (mode ${this.d.config.mode} keeps it for a later attach)`;
+          await this.failed(pool, 'AttachFailed', what, cause);
           return;
         }
         this.event(
@@ -221,16 +235,6 @@ export class EniLifecycle implements EniWork {
             'could not delete an ENI whose attach failed; GC will',
           ),
         );
-        // Held back, so that a node whose attaches keep failing does not create, fail and delete in a loop.
-        const cause =
-          failure instanceof CloudError
-            ? failure
-            : new CloudError(
-                'AttachNetworkInterface',
-                'OperationFailed.AttachFellBack',
-                `${eni.id} fell back to Available instead of reaching InUse`,
-                undefined,
-              );
         await this.failed(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, cause);
       } finally {
         addIncoming(memory, -1, -carried);

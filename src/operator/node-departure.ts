@@ -108,7 +108,10 @@ export class NodeDeparture {
     const attached = ours.filter((e) => e.status === 'InUse');
     const handshake = attached.length > 0 && (await this.d.store.nodeExists(pool.spec.nodeName));
     const confirmed = handshake ? await this.confirmRelease(pool, attached) : undefined;
-    const deletable = confirmed ? ours.filter((e) => e.status !== 'InUse' || confirmed.has(e.id)) : ours;
+    // An ENI already being deleted (an emptied one, in the background) is waited for, not deleted twice.
+    const free = (e: NetworkInterface) =>
+      !memory.removing.has(e.id) && (!confirmed || e.status !== 'InUse' || confirmed.has(e.id));
+    const deletable = ours.filter(free);
     await Promise.all(deletable.map((e) => enis.deleteEni(pool, e.id)));
     if (deletable.length) {
       const ids = deletable.map((e) => e.id).join(', ');
@@ -119,6 +122,7 @@ export class NodeDeparture {
         `pool ${name} is deleted: deleted its ${deletable.length} ENIs (${ids})`,
       );
     }
+    if (ours.some((e) => memory.removing.has(e.id))) return { requeueAfterMs: 1000 };
     const kept = ours.filter((e) => !deletable.includes(e));
     if (kept.length) {
       const ids = kept.map((e) => e.id).join(', ');
@@ -159,10 +163,8 @@ export class NodeDeparture {
   private async letGo(pool: ENIPool): Promise<Result> {
     if (!this.d.mayWrite()) return {};
     this.d.memory.of(pool.metadata.name).resyncedForTeardown = false;
-    await this.d.store.setFinalizers(
-      pool.metadata.name,
-      (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
-    );
+    const finalizers = (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
+    await this.d.store.setFinalizers(pool.metadata.name, finalizers, pool.metadata.resourceVersion);
     return {};
   }
 }

@@ -1,17 +1,16 @@
-import type { V1Pod } from '@kubernetes/client-node';
 import type { ENIPool } from '../api/types.js';
 import { CloudError, type NetworkInterface } from '../cloud/index.js';
-import type { FailureRecord } from '../ipam/failure-record.js';
-import { showsConfirmedRelease } from '../ipam/release.js';
-import { planPool, type EniFact, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
+import { conditionTime, setCondition } from '../ipam/conditions.js';
+import { degradedBy } from '../ipam/failure-record.js';
+import { planPool, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
 import { isConflict } from '../kube/errors.js';
-import { TAGS } from './cloud-state.js';
-import { isShutdown, type CloudFailures } from './cloud-failures.js';
+import { isShutdown, type CloudFailures, type FailureResponse } from './cloud-failures.js';
 import { FINALIZER, type OperatorConfig } from './config.js';
 import type { OperatorMetrics } from './metrics.js';
 import { NodeDeparture } from './node-departure.js';
 import type { PoolSide } from './ports.js';
-import { nextRequestStamp, publishedEnis, statusPatch, tookRequestStamp } from './pool-status.js';
+import { describeHeldBack, observePool } from './pool-observer.js';
+import { publishedEnis, statusPatch, tookRequestStamp } from './pool-status.js';
 
 export interface PoolReconcilerDeps extends PoolSide {
   failures: CloudFailures;
@@ -61,16 +60,20 @@ export class PoolReconciler {
     if (!pool.metadata.finalizers?.includes(FINALIZER)) {
       if (!this.d.mayWrite()) return {};
       // Planned on the pool as written, so that the status write does not carry an older version.
-      pool = await this.d.store.setFinalizers(name, [...(pool.metadata.finalizers ?? []), FINALIZER]);
+      const finalizers = [...(pool.metadata.finalizers ?? []), FINALIZER];
+      pool = await this.d.store.setFinalizers(name, finalizers, pool.metadata.resourceVersion);
       if (!pool) return {};
     }
+    const waiting = describeHeldBack(this.d, name);
+    if (waiting) return { requeueAfterMs: waiting.until - this.d.now() + 50 };
     let observation: PoolObservation | undefined;
     try {
       observation = await this.observe(pool);
     } catch (e) {
-      // A describe the observation needs failed: held back like any call, looked at again after it.
-      const held = await this.failed(pool, e);
-      return { requeueAfterMs: held ? Math.max(AGAIN_MS, held.until - this.d.now() + 50) : undefined };
+      // A describe the observation needs failed: held back like any call, and said in the status.
+      const { held } = await this.failed(pool, e);
+      if (held) await this.publishDegraded(pool);
+      return { requeueAfterMs: held ? held.until - this.d.now() + 50 : undefined };
     }
     if (!observation) return {};
     const plan = this.decide(observation);
@@ -79,85 +82,32 @@ export class PoolReconciler {
     // (soon when the action is now held back, so that Degraded shows; the failure's handler
     // enqueued the pool itself otherwise).
     if (failure) return { requeueAfterMs: failure.held ? AGAIN_MS : undefined };
-    await this.publish(observation.pool, plan);
+    // The cloud changed under the plan (an ENI landed or went meanwhile): plan again on it.
+    if (!(await this.publish(observation.pool, plan))) return { requeueAfterMs: AGAIN_MS };
     return { requeueAfterMs: plan.requeueAfterMs };
   }
 
-  /**
-   * One plain observation of the pool. Releasing is destructive and the cache may be older than
-   * the agent's last word (or our own last write): when the cache shows an address confirmed
-   * free, the pool is read afresh and planned on as the API server has it. The reads that wait
-   * come first; what the operator holds in memory is then taken in one synchronous step, so the
-   * background ENI work cannot change it halfway.
-   */
-  private async observe(
-    cached: ENIPool,
-    unservable?: PoolObservation['unservable'],
-  ): Promise<PoolObservation | undefined> {
-    const { cloud, config, memory } = this.d;
-    const name = cached.metadata.name;
-    const fresh = showsConfirmedRelease(cached.status) && config.mode === 'normal';
-    const pool = fresh ? await this.d.store.readPool(name) : cached;
-    if (!pool) return undefined;
-    const { instanceID, instanceType, securityGroupTags } = pool.spec;
-    const vSwitches = await cloud.vSwitches();
-    const limits = instanceType ? await cloud.instanceType(instanceType) : undefined;
-    const securityGroups = Object.keys(securityGroupTags ?? {}).length ? await cloud.securityGroups() : [];
-
-    const m = memory.of(name);
-    const fact = (e: NetworkInterface): EniFact => ({
-      ...e,
-      ours: e.tags[TAGS.cluster] === config.clusterId,
-      removing: m.removing.has(e.id),
-      attaching: m.attaching.has(e.id),
-    });
-    const now = this.d.now();
-    const secondary = instanceID ? cloud.enisOfInstance(instanceID).filter((e) => e.type !== 'Primary') : [];
-    return {
-      now,
-      mode: config.mode,
-      vpcId: config.vpcId,
-      pool,
-      limits,
-      instanceEnis: secondary.map(fact),
-      ownedEnis: cloud.ownedBy(name).map(fact),
-      inFlight: { ...m.incoming },
-      pendingPods: this.d.cache.pendingPods().filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
-      vSwitches: vSwitches.map((v) => ({
-        id: v.id,
-        zoneId: v.zoneId,
-        vpcId: v.vpcId,
-        free: v.availableIpCount,
-        tags: v.tags,
-        blocked: cloud.blocked.has(v.id),
-      })),
-      securityGroups,
-      removedByUs: new Set([...m.removing, ...m.removedByUs]),
-      requestStamp: nextRequestStamp(now),
+  private observe(cached: ENIPool, unservable?: PoolObservation['unservable']): Promise<PoolObservation | undefined> {
+    return observePool(this.d, cached, {
       unservable,
-    };
+      securityGroupsFailed: async (e) => void (await this.failed(cached, e)),
+    });
   }
 
   /** Plans once, and keeps what the plan decided in the node's memory; its Events are said now. */
   private decide(o: PoolObservation): PoolPlan {
     const name = o.pool.metadata.name;
     const plan = planPool(o, this.d.memory.forPlanning(name));
-    this.remember(name, o, plan);
+    Object.assign(this.d.memory.of(name), plan.memory);
     if (Object.values(plan.status.releaseRequests).includes(o.requestStamp)) tookRequestStamp(o.requestStamp);
-    for (const e of plan.events) this.d.events.record(o.pool, e.type, e.reason, e.message);
+    // A deposed leader's plan is no news.
+    if (this.d.mayWrite()) for (const e of plan.events) this.d.events.record(o.pool, e.type, e.reason, e.message);
     this.d.logger.debug({ node: name, ...counts(plan) }, 'pool planned');
     return plan;
   }
 
-  /** The node's memory takes what the plan decided; ENIs it removed and the pool no longer lists are forgotten. */
-  private remember(name: string, o: PoolObservation, plan: PoolPlan): void {
-    const m = this.d.memory.of(name);
-    Object.assign(m, plan.memory);
-    for (const old of o.pool.status?.enis ?? []) if (!plan.status.eniIds.includes(old.id)) m.removedByUs.delete(old.id);
-  }
-
   /** Carries the plan out; stops at the first failed call and answers what it meant. */
-  private async act(pool: ENIPool, plan: PoolPlan): Promise<{ held?: FailureRecord } | undefined> {
+  private async act(pool: ENIPool, plan: PoolPlan): Promise<FailureResponse | undefined> {
     const { cloud, enis } = this.d;
     for (const a of plan.adopt) {
       const eni = cloud.get(a.eniId);
@@ -179,7 +129,7 @@ export class PoolReconciler {
       }
       return undefined;
     } catch (e) {
-      return { held: await this.failed(pool, e, vSwitchId) };
+      return await this.failed(pool, e, vSwitchId);
     }
   }
 
@@ -211,16 +161,17 @@ export class PoolReconciler {
     this.d.metrics.cloudChanges.inc({ action });
   }
 
-  /** A failed call: its meaning is handled; an action now held back is said in an Event and answered. */
-  private async failed(pool: ENIPool, e: unknown, vSwitchId?: string): Promise<FailureRecord | undefined> {
+  /** A failed call: its meaning is handled (see CloudFailures), and said in an Event if nothing said it yet. */
+  private async failed(pool: ENIPool, e: unknown, vSwitchId?: string): Promise<FailureResponse> {
     if (!(e instanceof CloudError) || isShutdown(e)) throw e;
     // No answer: the call may have been carried out; the next plan starts from what the cloud holds.
     if (e.outcomeUnknown) {
       await this.d.cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
     }
-    const held = await this.d.failures.respond(pool, e, vSwitchId);
-    if (held) this.d.events.record(pool, 'Warning', 'CloudCallFailed', held.message);
-    return held;
+    const response = await this.d.failures.respond(pool, e, vSwitchId);
+    if (response.held && !response.told)
+      this.d.events.record(pool, 'Warning', 'CloudCallFailed', response.held.message);
+    return response;
   }
 
   /** The deficit of the node is met: its IPs reached the pool. */
@@ -231,24 +182,45 @@ export class PoolReconciler {
     m.deficitSince = undefined;
   }
 
-  /** Writes the planned status, if it differs from the pool's, against the pool's resourceVersion. */
-  private async publish(pool: ENIPool, plan: PoolPlan): Promise<void> {
+  /**
+   * Writes the planned status, if it differs from the pool's, against the pool's resourceVersion.
+   * False when the cloud no longer matches the plan (a background ENI landed or went while it
+   * acted): nothing is written, the pool is planned again.
+   */
+  private async publish(pool: ENIPool, plan: PoolPlan): Promise<boolean> {
     const { cloud } = this.d;
     const name = pool.metadata.name;
     const { eniIds, summary, ...rest } = plan.status;
-    const enis = publishedEnis(
-      eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined),
-      await cloud.vSwitches(),
-    );
+    const now = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
+    const enis = publishedEnis(now, await cloud.vSwitches());
+    const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
+    if (enis.length !== eniIds.length || inUse !== summary.available) return false;
     const m = this.d.metrics.poolIps;
     for (const kind of ['available', 'used', 'needed', 'releasing'] as const)
       m.set({ node: name, kind }, summary[kind] ?? 0);
     const patch = statusPatch(pool.status, { enis, summary, ...rest });
     // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
-    if (!patch || !this.d.mayWrite()) return;
+    if (!this.d.mayWrite()) return true;
     // The resourceVersion makes the write a precondition: planned on an older pool than the
     // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
-    await this.d.store.patchStatus(name, pool.metadata.resourceVersion, patch);
+    if (patch) await this.d.store.patchStatus(name, pool.metadata.resourceVersion, patch);
+    // ENIs we removed that the pool no longer lists: their leaving was said; forget them.
+    const memory = this.d.memory.of(name);
+    for (const old of pool.status?.enis ?? []) {
+      if (!eniIds.includes(old.id) && !memory.removing.has(old.id)) memory.removedByUs.delete(old.id);
+    }
+    return true;
+  }
+
+  /** A describe the observation needs keeps failing: Degraded says so (nothing else can be planned). */
+  private async publishDegraded(pool: ENIPool): Promise<void> {
+    const failing = degradedBy([...this.d.memory.of(pool.metadata.name).failures.values()]);
+    if (!failing || !this.d.mayWrite()) return;
+    const reason = failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing';
+    const condition = { type: 'Degraded', status: 'True' as const, reason, message: failing.message };
+    const conditions = setCondition(pool.status?.conditions ?? [], condition, conditionTime(this.d.now()));
+    if (JSON.stringify(conditions) === JSON.stringify(pool.status?.conditions)) return;
+    await this.d.store.patchStatus(pool.metadata.name, pool.metadata.resourceVersion, { conditions });
   }
 
   /** The pool cannot be served now (its node is gone): Ready is false for this reason. */
@@ -257,9 +229,6 @@ export class PoolReconciler {
     if (observation) await this.publish(observation.pool, this.decide(observation));
   }
 }
-
-/** A pod scheduled to the node that still waits for an IP from the pool (host-network pods need none). */
-const waitsForIp = (p: V1Pod, node: string) => p.spec?.nodeName === node && !p.status?.podIP && !p.spec?.hostNetwork;
 
 const counts = (p: PoolPlan) => ({
   adopt: p.adopt.length,

@@ -21,8 +21,8 @@ export class KubePoolStore implements PoolStore {
     return (await ignoreNotFound(this.custom.getClusterCustomObjectStatus({ ...pools, name }))) as ENIPool | undefined;
   }
 
-  async setFinalizers(name: string, finalizers: string[]): Promise<ENIPool | undefined> {
-    const body = { metadata: { finalizers } };
+  async setFinalizers(name: string, finalizers: string[], resourceVersion?: string): Promise<ENIPool | undefined> {
+    const body = { metadata: { finalizers, resourceVersion } };
     return (await ignoreNotFound(this.custom.patchClusterCustomObject({ ...pools, name, body }, merge))) as
       ENIPool | undefined;
   }

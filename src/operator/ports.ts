@@ -24,8 +24,11 @@ export interface ClusterCache {
 export interface PoolStore {
   /** The pool as the API server has it now (not the cache); undefined when it is gone. */
   readPool(name: string): Promise<ENIPool | undefined>;
-  /** Answers the pool as written (undefined when it is gone). */
-  setFinalizers(name: string, finalizers: string[]): Promise<ENIPool | undefined>;
+  /**
+   * Sets the finalizers (refused with a 409 unless the pool is still at `resourceVersion`, when
+   * given); answers the pool as written, undefined when it is gone.
+   */
+  setFinalizers(name: string, finalizers: string[], resourceVersion?: string): Promise<ENIPool | undefined>;
   /** A merge patch of the status, refused with a 409 unless the pool is still at this resourceVersion. */
   patchStatus(name: string, resourceVersion: string | undefined, patch: Record<string, unknown>): Promise<void>;
   /** Deletes the pool (already gone is fine). */

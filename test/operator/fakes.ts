@@ -233,10 +233,12 @@ export class FakePoolStore implements PoolStore {
     return p && clone(p);
   }
 
-  async setFinalizers(name: string, finalizers: string[]): Promise<ENIPool | undefined> {
+  async setFinalizers(name: string, finalizers: string[], resourceVersion?: string): Promise<ENIPool | undefined> {
     this.writes.push({ action: 'setFinalizers', name, finalizers: [...finalizers] });
     this.maybeFail('setFinalizers');
     const p = this.live.get(name);
+    if (p && resourceVersion !== undefined && resourceVersion !== p.metadata.resourceVersion)
+      throw apiError(409, 'Conflict');
     if (p) p.metadata = { ...p.metadata, finalizers: [...finalizers], resourceVersion: this.bump(p) };
     return p && clone(p);
   }

@@ -1,6 +1,7 @@
 /**
- * Defects found in review of the observe -> plan -> act -> publish reshaping. Each test states the
- * behaviour the invariants ask for and fails on the current code.
+ * Defects found by a review of the observe -> plan -> act -> publish reshaping (each failed on the
+ * code it reviewed): describes the plan needs, the status after acting, the background ENI work,
+ * and failures a resync does not explain.
  */
 import { describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
@@ -100,8 +101,11 @@ describe('publish: the status as the cloud is after acting', () => {
       m.incoming = { enis: 0, ips: 0 };
       return assign(id, o);
     };
-    await f.reconcile();
+    // The cloud changed under the plan: nothing is written, the pool is planned again soon.
+    expect(await f.reconcile()).toEqual({ requeueAfterMs: 100 });
     expect(f.ecs.calls.map((c) => c.action)).toEqual(['AssignPrivateIpAddresses']);
+    expect(f.statusWrites()).toHaveLength(0);
+    await f.reconcile();
     const patch = lastPatch(f)!;
     const published = (patch.enis as Array<{ state: string; ips: string[] }>)
       .filter((e) => e.state === 'InUse')
@@ -235,6 +239,7 @@ describe('observe failures of the kinds the handler enqueues itself', () => {
     for (let i = 0; i < 5; i++) {
       f.enqueued.length = 0;
       const r = await f.reconcile();
+      f.sync(); // the informer brings the Degraded write back
       // The next look: the result's requeue, or the handler's own enqueue.
       const next = r.requeueAfterMs ?? f.enqueued.find(([n]) => n === NODE)?.[1];
       delays.push(next);
@@ -242,5 +247,6 @@ describe('observe failures of the kinds the handler enqueues itself', () => {
     }
     // Held back (permanent, from 5 s): no describe again within a second, five times over.
     expect(delays.every((d) => d !== undefined && d >= 1000)).toBe(true);
+    expect(f.describe.calls.filter((c) => c.action === 'DescribeVSwitches')).toHaveLength(5);
   });
 });
