@@ -11,7 +11,7 @@ import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../../src/operator/c
 import { EniLifecycle } from '../../src/operator/eni-lifecycle.js';
 import { OperatorMetrics } from '../../src/operator/metrics.js';
 import type { StatePoller } from '../../src/operator/poller.js';
-import { CLUSTER, NODE, VPC, conditionIn, eni, fixture, pool, type Fixture } from './fakes.js';
+import { CLUSTER, NODE, NOW, VPC, conditionIn, eni, fixture, pool, type Fixture } from './fakes.js';
 
 const forbidden = (action: string) => new CloudError(action, 'Forbidden.RAM', 'you are not authorized', 'req-0');
 const throttled = (action: string) => new CloudError(action, 'Throttling.User', 'slow down', 'req-0');
@@ -248,5 +248,48 @@ describe('observe failures of the kinds the handler enqueues itself', () => {
     // Held back (permanent, from 5 s): no describe again within a second, five times over.
     expect(delays.every((d) => d !== undefined && d >= 1000)).toBe(true);
     expect(f.describe.calls.filter((c) => c.action === 'DescribeVSwitches')).toHaveLength(5);
+  });
+});
+
+describe('the shell’s own branches', () => {
+  it('a finalizer write that finds the pool gone plans nothing', async () => {
+    const f = fixture({ metadata: { finalizers: [] }, enis: [eni(1, 5)] });
+    f.store.live.delete(NODE); // deleted on the API server; the cache has not seen it yet
+    expect(await f.reconcile()).toEqual({});
+    expect(f.ecs.calls).toEqual([]);
+    expect(f.statusWrites()).toEqual([]);
+  });
+
+  it('security groups held back after a failure: not described again, assigns go on, nothing created', async () => {
+    // 20 IPs wanted on a fresh ENI of 2: an assign fills eni-1; a new ENI would need the groups.
+    const f = fixture({
+      spec: { securityGroupTags: { pods: 'yes' }, preAllocate: 20 },
+      enis: [eni(1, 2)],
+      memory: (m) =>
+        m.failures.set('DescribeSecurityGroups', {
+          action: 'DescribeSecurityGroups',
+          code: 'Forbidden.RAM',
+          message: 'DescribeSecurityGroups: Forbidden.RAM: no; grant it',
+          permanent: true,
+          count: 1,
+          until: NOW + 60_000,
+        }),
+    });
+    await f.reconcile();
+    expect(f.describe.calls.map((c) => c.action)).not.toContain('DescribeSecurityGroups');
+    expect(f.ecs.calls.map((c) => c.action)).toEqual(['AssignPrivateIpAddresses']);
+    expect(f.enis.calls).toEqual([]);
+    expect(conditionIn(lastPatch(f), 'Degraded')).toMatchObject({ status: 'True', reason: 'CloudCallRefused' });
+  });
+
+  it('an ENI the plan would publish that left the cache while it acted: nothing written, planned again', async () => {
+    const f = fixture({ spec: { preAllocate: 20 }, enis: [eni(1, 5), eni(2, 10)] });
+    const assign = f.ecs.assignPrivateIpAddresses.bind(f.ecs);
+    f.ecs.assignPrivateIpAddresses = async (id, o) => {
+      f.cloud.forget('eni-2'); // a resync found it gone meanwhile
+      return assign(id, o);
+    };
+    expect(await f.reconcile()).toEqual({ requeueAfterMs: 100 });
+    expect(f.statusWrites()).toEqual([]);
   });
 });
