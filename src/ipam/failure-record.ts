@@ -1,3 +1,5 @@
+import type { PlannedCondition } from './conditions.js';
+
 /** What a failure of one action on one node means until that action succeeds there again. */
 export interface FailureRecord {
   action: string;
@@ -24,4 +26,12 @@ export function degradedBy(failures: readonly FailureRecord[]): FailureRecord | 
 export function nextAttempt(failures: readonly FailureRecord[], now: number): number | undefined {
   const ends = failures.map((r) => r.until).filter((t) => t > now);
   return ends.length ? Math.min(...ends) : undefined;
+}
+
+/** The Degraded condition the failures make: true for a permanent failure or a transient one that keeps coming back. */
+export function degradedCondition(failures: readonly FailureRecord[]): PlannedCondition {
+  const failing = degradedBy(failures);
+  if (!failing) return { type: 'Degraded', status: 'False', reason: 'Healthy', message: '' };
+  const reason = failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing';
+  return { type: 'Degraded', status: 'True', reason, message: failing.message };
 }

@@ -2,7 +2,7 @@ import type { Condition, ENIPool, ENIPoolStatus } from '../api/types.js';
 import { planAllocation, type EniView } from './allocate.js';
 import { podIpCapacity, type InstanceLimits } from './capacity.js';
 import { conditionTime, setCondition, type PlannedCondition } from './conditions.js';
-import { degradedBy, heldBack, nextAttempt, type FailureRecord } from './failure-record.js';
+import { degradedCondition, heldBack, nextAttempt, type FailureRecord } from './failure-record.js';
 import {
   MAX_SECURITY_GROUPS_PER_ENI,
   candidateVSwitches,
@@ -146,8 +146,9 @@ const noChanges = (): Changes => ({
 
 /**
  * One pool, planned at once: what to attach, assign, create, request, unassign and delete, the
- * status with its conditions once that is done, the Events, and when to look again. Sizing is
- * computed once from the observation; allocation and release both start from it.
+ * status with its conditions once that is done, the Events, and when to look again. Usage is
+ * read once from the observation; the release step goes first, and the allocation is sized on
+ * what the node keeps after it.
  */
 export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const { pool, limits, now } = o;
@@ -234,48 +235,10 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const changes: Changes = { ...noChanges(), adopt, unassign: release.unassign, deleteEnis: release.deleteEnis };
   let unusable: StatusInput['notReady'];
   if (want > 0 && mayAllocate) {
-    const candidates = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID).map(({ id, free, blocked }) => ({
-      id,
-      free,
-      blocked,
-    }));
-    // While attaches fail on this node, new ENIs would only pile up unattached.
-    const allow = {
-      assign: !blocked('AssignPrivateIpAddresses'),
-      create: !blocked('CreateNetworkInterface') && !blocked('AttachNetworkInterface'),
-    };
-    const selection = spec.vSwitchSelection ?? 'MostFreeIPs';
-    const alloc = planAllocation({
-      want,
-      enis: views,
-      limits,
-      vSwitches: candidates,
-      selection,
-      creating: coming.enis,
-      allow,
-    });
-    // Only a plan made with everything allowed and nothing in flight knows what the node lacks.
-    if (alloc.shortfall && coming.enis === 0 && allow.assign && allow.create) {
-      memory.shortfall =
-        alloc.shortfall === 'instance-limit'
-          ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
-          : { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID, candidates) };
-    } else if (!alloc.shortfall) memory.shortfall = undefined;
-    changes.assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
-    const creates = alloc.ops.flatMap((op) => (op.kind === 'create' ? [{ vSwitchId: op.vSwitchId, ips: op.ips }] : []));
-    // Creates need the security groups: unknown (their describe failed, which is said), none is made.
-    const sgs = o.securityGroups && creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
-    if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
-      // No ENI can be created; assigns and releases need no security group and go on.
-      const message =
-        `${sgs.length} security groups match the pool (${sgs.join(', ')}); ` +
-        `an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
-      events.push(warning('TooManySecurityGroups', message));
-      unusable = { reason: 'TooManySecurityGroups', message };
-    } else if (o.securityGroups) {
-      changes.create = creates;
-      changes.securityGroupIds = sgs;
-    }
+    const step = planAllocationStep(o, limits, { want, views, creating: coming.enis }, memory, blocked);
+    events.push(...step.events);
+    unusable = step.unusable;
+    Object.assign(changes, { assign: step.assign, create: step.create, securityGroupIds: step.securityGroupIds });
   } else if (want === 0 && !beyondCeiling) memory.shortfall = undefined;
 
   let requeueAfterMs = release.requeueAfterMs;
@@ -285,6 +248,55 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
     { ...changes, requeueAfterMs },
     { releaseRequests: release.releaseRequests, changes, notReady: unusable },
   );
+}
+
+/**
+ * The allocation step: the cheapest assigns and creates for `want` IPs in the class's vSwitches,
+ * minus the actions held back; what the node lacks when even that falls short (only known when
+ * everything is allowed and nothing is in flight); creates only with the security groups known
+ * and no more than an ENI may join.
+ */
+function planAllocationStep(
+  o: PoolObservation,
+  limits: InstanceLimits,
+  a: { want: number; views: EniView[]; creating: number },
+  memory: Omit<PoolMemory, 'failures'>,
+  blocked: (action: string) => boolean,
+) {
+  const spec = o.pool.spec;
+  const events: PlannedEvent[] = [];
+  const candidates = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID!).map(({ id, free, blocked }) => ({
+    id,
+    free,
+    blocked,
+  }));
+  // While attaches fail on this node, new ENIs would only pile up unattached.
+  const allow = {
+    assign: !blocked('AssignPrivateIpAddresses'),
+    create: !blocked('CreateNetworkInterface') && !blocked('AttachNetworkInterface'),
+  };
+  const selection = spec.vSwitchSelection ?? 'MostFreeIPs';
+  const alloc = planAllocation({ ...a, enis: a.views, limits, vSwitches: candidates, selection, allow });
+  if (alloc.shortfall && a.creating === 0 && allow.assign && allow.create) {
+    memory.shortfall =
+      alloc.shortfall === 'instance-limit'
+        ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
+        : { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) };
+  } else if (!alloc.shortfall) memory.shortfall = undefined;
+  const assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
+  const creates = alloc.ops.flatMap((op) => (op.kind === 'create' ? [{ vSwitchId: op.vSwitchId, ips: op.ips }] : []));
+  // Creates need the security groups: unknown (their describe failed, which is said), none is made.
+  const sgs = o.securityGroups && creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
+  if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
+    // No ENI can be created; assigns and releases need no security group and go on.
+    const message =
+      `${sgs.length} security groups match the pool (${sgs.join(', ')}); ` +
+      `an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
+    events.push(warning('TooManySecurityGroups', message));
+    return { assign, create: [], securityGroupIds: [], events, unusable: { reason: 'TooManySecurityGroups', message } };
+  }
+  const create = o.securityGroups ? creates : [];
+  return { assign, create, securityGroupIds: o.securityGroups ? sgs : [], events, unusable: undefined };
 }
 
 /**
@@ -388,20 +400,12 @@ function plannedStatus(
           reason: short ? short.reason : 'Allocating',
           message: short ? short.message : `${need} more IPs are being allocated`,
         };
-  const failing = degradedBy(failures);
   const planned: PlannedCondition[] = [
     { type: 'Ready', ...ready },
     short
       ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message }
       : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' },
-    failing
-      ? {
-          type: 'Degraded',
-          status: 'True',
-          reason: failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing',
-          message: failing.message,
-        }
-      : { type: 'Degraded', status: 'False', reason: 'Healthy', message: '' },
+    degradedCondition(failures),
   ];
   const at = conditionTime(now);
   const conditions = planned.reduce((list, c) => setCondition(list, c, at), pool.status?.conditions ?? []);

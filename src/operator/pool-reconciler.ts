@@ -1,7 +1,7 @@
 import type { ENIPool } from '../api/types.js';
 import { CloudError, type NetworkInterface } from '../cloud/index.js';
 import { conditionTime, setCondition } from '../ipam/conditions.js';
-import { degradedBy } from '../ipam/failure-record.js';
+import { degradedCondition } from '../ipam/failure-record.js';
 import { planPool, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
 import { isConflict } from '../kube/errors.js';
 import { isShutdown, type CloudFailures, type FailureResponse } from './cloud-failures.js';
@@ -193,8 +193,8 @@ export class PoolReconciler {
     const { cloud } = this.d;
     const name = pool.metadata.name;
     const { eniIds, summary, ...rest } = plan.status;
-    const now = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
-    const enis = publishedEnis(now, await cloud.vSwitches());
+    const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
+    const enis = publishedEnis(current, await cloud.vSwitches());
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
     if (enis.length !== eniIds.length || inUse !== summary.available) return false;
     const m = this.d.metrics.poolIps;
@@ -216,11 +216,9 @@ export class PoolReconciler {
 
   /** A describe the observation needs keeps failing: Degraded says so (nothing else can be planned). */
   private async publishDegraded(pool: ENIPool): Promise<void> {
-    const failing = degradedBy([...this.d.memory.of(pool.metadata.name).failures.values()]);
-    if (!failing || !this.d.mayWrite()) return;
-    const reason = failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing';
-    const condition = { type: 'Degraded', status: 'True' as const, reason, message: failing.message };
-    const conditions = setCondition(pool.status?.conditions ?? [], condition, conditionTime(this.d.now()));
+    const degraded = degradedCondition([...this.d.memory.of(pool.metadata.name).failures.values()]);
+    if (degraded.status !== 'True' || !this.d.mayWrite()) return;
+    const conditions = setCondition(pool.status?.conditions ?? [], degraded, conditionTime(this.d.now()));
     if (JSON.stringify(conditions) === JSON.stringify(pool.status?.conditions)) return;
     await this.d.store.patchStatus(pool.metadata.name, pool.metadata.resourceVersion, { conditions });
   }
