@@ -291,7 +291,7 @@ export class Operator {
       this.o.config.workers,
       (key) => this.reconcile(key),
       (key, err) => {
-        this.metrics.reconcileErrors.inc({ kind: key.split('/')[0] });
+        this.metrics.reconcileErrors.inc({ kind: parseKey(key).kind });
         this.o.logger.warn({ key, err: apiErrorMessage(err) }, 'reconcile failed');
       },
     );
