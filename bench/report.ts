@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { formatFiles } from './format.js';
 
 export const BENCH_DIR = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'bench');
 
@@ -51,6 +52,7 @@ export function writeResults(row: BenchRow, details: unknown): void {
   const re = new RegExp(`${begin}[\\s\\S]*?${end}`);
   text = re.test(text) ? text.replace(re, section) : `${text.trimEnd()}\n\n${section}\n`;
   writeFileSync(md, text.endsWith('\n') ? text : `${text}\n`);
+  formatFiles([json, md]);
 }
 
 function machine(): string {

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { formatFiles } from '../bench/format.js';
 import { ROOT } from './cluster.js';
 import { INVARIANTS } from './invariants.js';
 import type { ScenarioResult } from './scenario.js';
@@ -9,7 +10,9 @@ const DOC = join(ROOT, 'docs', 'RELIABILITY.md');
 
 export function saveResult(r: ScenarioResult): void {
   mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(join(RESULTS_DIR, `${r.scenario}.json`), `${JSON.stringify(r, null, 2)}\n`);
+  const file = join(RESULTS_DIR, `${r.scenario}.json`);
+  writeFileSync(file, `${JSON.stringify(r, null, 2)}\n`);
+  formatFiles([file]);
 }
 
 const cell = (r: ScenarioResult, k: string) => {
@@ -80,5 +83,6 @@ export function writeReport(order: string[]): string {
   }
   mkdirSync(join(ROOT, 'docs'), { recursive: true });
   writeFileSync(DOC, lines.join('\n'));
+  formatFiles([DOC]);
   return DOC;
 }
