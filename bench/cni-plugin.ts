@@ -13,6 +13,7 @@ import { StateFile } from '../src/agent/state-file.js';
 import { CRDS } from '../src/api/crds.js';
 import { startKubeEmulator } from '../src/sim/kube/index.js';
 import { BENCH_DIR, percentile, writeResults } from './report.js';
+import { agentArgs } from './process.js';
 
 export interface CniPluginOptions {
   runs: number;
@@ -175,19 +176,12 @@ async function agentWithPool(dir: string, ips: number): Promise<{ socket: string
   const child = spawn(
     CLI,
     [
-      'agent',
-      '--node',
-      'node-1',
-      '--kubeconfig',
-      join(dir, 'kubeconfig'),
-      '--state-dir',
-      join(dir, 'state'),
-      '--socket',
-      socket,
-      '--metrics-addr',
-      '127.0.0.1:0',
-      '--health-addr',
-      '127.0.0.1:0',
+      ...agentArgs({
+        node: 'node-1',
+        kubeconfig: join(dir, 'kubeconfig'),
+        stateDir: join(dir, 'state'),
+        socket: socket,
+      }),
       '--log-level',
       'warn',
     ],

@@ -17,7 +17,7 @@ import { silentLogger } from '../src/observability/logger.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator } from '../src/sim/ecs/index.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import YAML from 'yaml';
-import { firstLines } from './process.js';
+import { firstLines, operatorArgs } from './process.js';
 import { BENCH_DIR } from './report.js';
 import { benchWorld, type BenchWorldOptions } from './world.js';
 
@@ -111,28 +111,12 @@ export class BenchCluster {
           ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${process.env.BENCH_HEAPSNAPSHOT}`]
           : []),
         BIN,
-        'operator',
-        '--kubeconfig',
-        kubeconfig,
-        '--region',
-        'cn-hangzhou',
-        '--vpc-id',
-        'vpc-bench',
-        '--cluster-id',
-        'bench',
-        '--ecs-endpoint',
-        this.ecs.url,
-        '--vpc-endpoint',
-        this.ecs.url,
+        ...operatorArgs({ kubeconfig, vpcId: 'vpc-bench', clusterId: 'bench', ecs: this.ecs.url }),
         // Rates run k times faster with the emulator's clock; a burst is a count of calls, not a time, so it stays.
         '--api-limits',
         Object.entries(this.o.quotas ?? DEFAULT_API_LIMITS)
           .map(([a, perMinute]) => `${a}=${perMinute * this.o.timeScale}:${perMinute}`)
           .join(','),
-        '--metrics-addr',
-        '127.0.0.1:0',
-        '--health-addr',
-        '127.0.0.1:0',
         '--no-leader-elect',
         '--log-level',
         'warn',

@@ -12,7 +12,7 @@ import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '..
 import { kubeconfigFor } from '../src/sim/kube/kubeconfig.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
-import { firstLines } from '../bench/process.js';
+import { firstLines, operatorArgs } from '../bench/process.js';
 import { benchWorld } from '../bench/world.js';
 
 // From the sources (tests) or from dist-chaos/chaos (npm run chaos).
@@ -166,27 +166,11 @@ export class ChaosCluster {
     const accessKeyId = `operator-${index % 8}`;
     const args = [
       BIN,
-      'operator',
-      '--kubeconfig',
-      kubeconfig,
-      '--region',
-      'cn-hangzhou',
-      '--vpc-id',
-      'vpc-bench',
-      '--cluster-id',
-      CLUSTER_ID,
-      '--ecs-endpoint',
-      this.ecs.url,
-      '--vpc-endpoint',
-      this.ecs.url,
+      ...operatorArgs({ kubeconfig, vpcId: 'vpc-bench', clusterId: CLUSTER_ID, ecs: this.ecs.url }),
       '--api-limits',
       Object.entries(this.limits)
         .map(([a, l]) => `${a}=${l.perMinute}:${l.burst}`)
         .join(','),
-      '--metrics-addr',
-      '127.0.0.1:0',
-      '--health-addr',
-      '127.0.0.1:0',
       '--resync-interval',
       '30',
       '--gc-interval',

@@ -12,6 +12,7 @@ import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
+import { agentArgs } from '../../bench/process.js';
 
 const NODE = 'node-7';
 const IPS = Array.from({ length: 12 }, (_, i) => `10.7.0.${i + 10}`);
@@ -37,19 +38,7 @@ async function agent(stateDir: string, socket: string): Promise<ChildProcess> {
   const child = spawn(
     BIN,
     [
-      'agent',
-      '--node',
-      NODE,
-      '--kubeconfig',
-      join(dir, 'kubeconfig'),
-      '--state-dir',
-      stateDir,
-      '--socket',
-      socket,
-      '--metrics-addr',
-      '127.0.0.1:0',
-      '--health-addr',
-      '127.0.0.1:0',
+      ...agentArgs({ node: NODE, kubeconfig: join(dir, 'kubeconfig'), stateDir: stateDir, socket: socket }),
       '--status-interval',
       '0.1',
     ],

@@ -11,6 +11,7 @@ import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { BIN, runCli } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
+import { agentArgs } from '../../bench/process.js';
 
 let emu: KubeEmulator;
 let dir: string;
@@ -32,19 +33,12 @@ describe('eni-ipam agent', () => {
     const child = spawn(
       BIN,
       [
-        'agent',
-        '--node',
-        'node-9',
-        '--kubeconfig',
-        join(dir, 'kubeconfig'),
-        '--state-dir',
-        join(dir, 'state'),
-        '--socket',
-        socket,
-        '--metrics-addr',
-        '127.0.0.1:0',
-        '--health-addr',
-        '127.0.0.1:0',
+        ...agentArgs({
+          node: 'node-9',
+          kubeconfig: join(dir, 'kubeconfig'),
+          stateDir: join(dir, 'state'),
+          socket: socket,
+        }),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -70,19 +64,12 @@ describe('eni-ipam agent', () => {
   it('killed with SIGKILL in the middle of a burst, restarts with every completed allocation and gives no IP twice', async () => {
     const socket = join(dir, 'run2', 'agent.sock');
     const args = [
-      'agent',
-      '--node',
-      'node-9',
-      '--kubeconfig',
-      join(dir, 'kubeconfig'),
-      '--state-dir',
-      join(dir, 'state2'),
-      '--socket',
-      socket,
-      '--metrics-addr',
-      '127.0.0.1:0',
-      '--health-addr',
-      '127.0.0.1:0',
+      ...agentArgs({
+        node: 'node-9',
+        kubeconfig: join(dir, 'kubeconfig'),
+        stateDir: join(dir, 'state2'),
+        socket: socket,
+      }),
     ];
     const start = async () => {
       const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -11,6 +11,7 @@ import { UsageError } from '../../src/cli/args.js';
 import { testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN, runCli } from '../helpers/cli.js';
 import { DEMO_KEY, eventually } from '../helpers/ecs.js';
+import { operatorArgs } from '../../bench/process.js';
 
 let c: TestCluster;
 beforeAll(async () => {
@@ -65,23 +66,12 @@ describe('eni-ipam operator', () => {
     const child = spawn(
       BIN,
       [
-        'operator',
-        '--kubeconfig',
-        join(dir, 'kubeconfig'),
-        '--region',
-        'cn-hangzhou',
-        '--vpc-id',
-        'vpc-demo',
-        '--cluster-id',
-        'c-test',
-        '--ecs-endpoint',
-        c.ecs.url,
-        '--vpc-endpoint',
-        c.ecs.url,
-        '--metrics-addr',
-        '127.0.0.1:0',
-        '--health-addr',
-        '127.0.0.1:0',
+        ...operatorArgs({
+          kubeconfig: join(dir, 'kubeconfig'),
+          vpcId: 'vpc-demo',
+          clusterId: 'c-test',
+          ecs: c.ecs.url,
+        }),
         '--leader-elect-namespace',
         'default',
       ],

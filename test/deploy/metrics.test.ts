@@ -8,6 +8,7 @@ import { startCli } from '../helpers/cli.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 import { CREDENTIAL_FORMS, REQUIRED, run, template, tool } from '../helpers/helm.js';
+import { operatorArgs } from '../../bench/process.js';
 
 let c: TestCluster;
 const children: ChildProcess[] = [];
@@ -40,23 +41,7 @@ beforeAll(async () => {
   writeFileSync(kubeconfig, c.kube.kubeconfig);
   const operatorUrl = await start(
     [
-      'operator',
-      '--kubeconfig',
-      kubeconfig,
-      '--region',
-      'cn-hangzhou',
-      '--vpc-id',
-      'vpc-demo',
-      '--cluster-id',
-      'metrics',
-      '--ecs-endpoint',
-      c.ecs.url,
-      '--vpc-endpoint',
-      c.ecs.url,
-      '--metrics-addr',
-      '127.0.0.1:0',
-      '--health-addr',
-      '127.0.0.1:0',
+      ...operatorArgs({ kubeconfig, vpcId: 'vpc-demo', clusterId: 'metrics', ecs: c.ecs.url }),
       '--no-leader-elect',
       '--log-level',
       'warn',

@@ -7,6 +7,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN } from '../helpers/cli.js';
 import { DEMO_KEY, eventually } from '../helpers/ecs.js';
+import { operatorArgs } from '../../bench/process.js';
 
 let c: TestCluster;
 const children: ChildProcess[] = [];
@@ -19,23 +20,7 @@ function operatorProcess(kubeconfig: string, name: string): ChildProcess {
   const child = spawn(
     BIN,
     [
-      'operator',
-      '--kubeconfig',
-      kubeconfig,
-      '--region',
-      'cn-hangzhou',
-      '--vpc-id',
-      'vpc-demo',
-      '--cluster-id',
-      'c-test',
-      '--ecs-endpoint',
-      c.ecs.url,
-      '--vpc-endpoint',
-      c.ecs.url,
-      '--metrics-addr',
-      '127.0.0.1:0',
-      '--health-addr',
-      '127.0.0.1:0',
+      ...operatorArgs({ kubeconfig, vpcId: 'vpc-demo', clusterId: 'c-test', ecs: c.ecs.url }),
       '--leader-elect-namespace',
       'default',
       '--leader-elect-lease-duration',

@@ -9,6 +9,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
+import { operatorArgs } from '../../bench/process.js';
 
 const KEY_ID = 'LTAI-recognisable-key-id';
 const SECRET = 'RecognisableSecret-9d1f7b3e';
@@ -41,23 +42,12 @@ describe('secrets under faults, end to end', () => {
     const child = spawn(
       BIN,
       [
-        'operator',
-        '--kubeconfig',
-        join(dir, 'kubeconfig'),
-        '--region',
-        'cn-hangzhou',
-        '--vpc-id',
-        'vpc-demo',
-        '--cluster-id',
-        'c-test',
-        '--ecs-endpoint',
-        c.ecs.url,
-        '--vpc-endpoint',
-        c.ecs.url,
-        '--metrics-addr',
-        '127.0.0.1:0',
-        '--health-addr',
-        '127.0.0.1:0',
+        ...operatorArgs({
+          kubeconfig: join(dir, 'kubeconfig'),
+          vpcId: 'vpc-demo',
+          clusterId: 'c-test',
+          ecs: c.ecs.url,
+        }),
         '--no-leader-elect',
         '--log-level',
         'debug',
