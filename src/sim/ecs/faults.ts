@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import { describeSchemaError } from '../schema-errors.js';
 
 export interface FaultRule {
   /** The action it applies to; every action when absent. */
@@ -59,19 +60,7 @@ const validate = new Ajv({ strict: true }).compile(faultSchema);
 
 /** Validates a fault spec (from a fixture or the admin path); the message names the field. */
 export function parseFaultSpec(data: unknown): FaultSpec {
-  if (!validate(data)) {
-    const e = validate.errors![0]!;
-    const at =
-      e.instancePath
-        .replace(/\/(\d+)/g, '[$1]')
-        .replace(/\//g, '.')
-        .replace(/^\./, '') || '(top level)';
-    const extra =
-      e.keyword === 'additionalProperties'
-        ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"`
-        : '';
-    throw new Error(`faults.${at}: ${e.message}${extra}`);
-  }
+  if (!validate(data)) throw new Error(`faults.${describeSchemaError(validate.errors![0]!)}`);
   const spec = data as FaultSpec;
   spec.rules?.forEach((r, i) => {
     if (r.kind === 'error' && !r.code) throw new Error(`faults.rules[${i}].code: an error rule needs a code`);

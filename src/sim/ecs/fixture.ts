@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { cidrContains, parseCidr4 } from './addresses.js';
 import { parseFaultSpec, type FaultSpec } from './faults.js';
 import type { OidcRole } from './sts.js';
+import { describeSchemaError } from '../schema-errors.js';
 
 /** The emulated world: one region with its VPCs, vSwitches, instances, quotas and credentials. */
 export interface Fixture {
@@ -235,28 +236,9 @@ export class FixtureError extends Error {}
 const ajv = new Ajv({ allErrors: false, strict: true, verbose: true });
 const validateShape = ajv.compile(schema);
 
-function fieldPath(instancePath: string): string {
-  return instancePath
-    .split('/')
-    .filter(Boolean)
-    .map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`))
-    .join('');
-}
-
-function describeAjvError(e: ErrorObject): string {
-  const at = fieldPath(e.instancePath) || '(top level)';
-  if (e.keyword === 'additionalProperties') {
-    return `${at}: unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"`;
-  }
-  if (e.keyword === 'required')
-    return `${at}: missing required field "${(e.params as { missingProperty: string }).missingProperty}"`;
-  if (e.keyword === 'pattern') return `${at}: "${String(e.data)}" is not a valid value (expected ${e.params.pattern})`;
-  return `${at}: ${e.message ?? 'is invalid'}`;
-}
-
 /** Checks the shape and the cross-references of a fixture; throws FixtureError naming the field. */
 export function validateFixture(data: unknown): Fixture {
-  if (!validateShape(data)) throw new FixtureError(describeAjvError(validateShape.errors![0]!));
+  if (!validateShape(data)) throw new FixtureError(describeSchemaError(validateShape.errors![0]!));
   const f = data as Fixture;
   const fail = (field: string, why: string): never => {
     throw new FixtureError(`${field}: ${why}`);

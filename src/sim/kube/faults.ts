@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Ajv } from 'ajv';
 import { StatusError } from './errors.js';
+import { describeSchemaError } from '../schema-errors.js';
 
 export const KUBE_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] as const;
 export type KubeVerb = (typeof KUBE_VERBS)[number];
@@ -92,21 +93,7 @@ const validate = new Ajv({ strict: true }).compile(specSchema);
 
 /** Validates a fault spec (from PUT /_emulator/faults or a test); the message names the field. */
 export function parseKubeFaultSpec(data: unknown): KubeFaultSpec {
-  if (!validate(data)) {
-    const e = validate.errors![0]!;
-    const at =
-      e.instancePath
-        .replace(/\/(\d+)/g, '[$1]')
-        .replace(/\//g, '.')
-        .replace(/^\./, '') || '(top level)';
-    const extra =
-      e.keyword === 'additionalProperties'
-        ? ` "${(e.params as { additionalProperty: string }).additionalProperty}"`
-        : e.keyword === 'enum'
-          ? `: ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`
-          : '';
-    throw new Error(`faults.${at}: ${e.message}${extra}`);
-  }
+  if (!validate(data)) throw new Error(`faults.${describeSchemaError(validate.errors![0]!)}`);
   const spec = data as KubeFaultSpec;
   spec.rules?.forEach((r, i) => {
     const need = (field: keyof KubeFaultRule) => {
