@@ -1,28 +1,22 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Registry } from 'prom-client';
-import type { Server } from 'node:http';
+
 import { Agent } from '../../src/agent/agent.js';
-import { serveAgentApi } from '../../src/agent/api.js';
+
 import { agentClient } from '../../src/agent/client.js';
 import { GC_GRACE_MS, SUPPORTED_VERSIONS, answerCni, type CniAgent } from '../../src/agent/cni.js';
 import { StateFile } from '../../src/agent/state-file.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
-import { eventually } from '../helpers/ecs.js';
-import { kubeWithPool } from '../helpers/kube.js';
+
+import { agentOnSocket } from '../helpers/kube.js';
 
 /*
  * The CNI protocol, as the agent answers it on POST /v1/cni: exactly what eni-ipam-cni prints
  * and the code it exits with (test/cni/plugin.test.ts runs the same calls through the binary).
  */
 const IPS = Array.from({ length: 210 }, (_, i) => `10.2.${Math.floor(i / 250)}.${(i % 250) + 1}`);
-let emu: KubeEmulator;
 let agent: Agent;
-let server: Server;
 let socket: string;
 let dir: string;
 
@@ -53,29 +47,19 @@ async function cni(
   return { code: a.exitCode, stdout: a.stdout, out: a.stdout.trim() ? JSON.parse(a.stdout) : undefined };
 }
 
+let close: () => Promise<void>;
+
 beforeAll(async () => {
-  const k = await kubeWithPool('n', { cidr: '10.2.0.0/22', gateway: '10.2.3.253', ips: IPS, mac: '00:16:3e:00:00:0a' });
-  emu = k.emu;
-  dir = mkdtempSync(join(tmpdir(), 'cni-'));
-  socket = join(dir, 'agent.sock');
-  agent = new Agent({
-    kc: k.kc,
-    node: 'n',
-    stateDir: dir,
-    cooldownMs: 300,
-    statusIntervalMs: 200,
-    logger: silentLogger(),
-    registry: new Registry(),
-  });
-  await agent.start();
-  server = await serveAgentApi(agent, socket);
-  await eventually(() => agent.ready);
+  ({ agent, dir, socket, close } = await agentOnSocket(
+    'n',
+    { cidr: '10.2.0.0/22', gateway: '10.2.3.253', ips: IPS, mac: '00:16:3e:00:00:0a' },
+    {
+      cooldownMs: 300,
+      tmpPrefix: 'cni-',
+    },
+  ));
 });
-afterAll(async () => {
-  server.close();
-  await agent.stop();
-  await emu.close();
-});
+afterAll(() => close?.());
 
 describe('the CNI protocol on POST /v1/cni', () => {
   it('answers ADD with the address, prefix, gateway, default route and the ENI, and the same again', async () => {

@@ -1,29 +1,24 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtempSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { Registry } from 'prom-client';
-import type { Server as HttpServer } from 'node:http';
+
 import { Agent } from '../../src/agent/agent.js';
-import { serveAgentApi } from '../../src/agent/api.js';
+
 import { agentClient } from '../../src/agent/client.js';
 import { SUPPORTED_VERSIONS } from '../../src/agent/cni.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
-import { eventually } from '../helpers/ecs.js';
-import { kubeWithPool } from '../helpers/kube.js';
+
+import { agentOnSocket } from '../helpers/kube.js';
 
 /** The committed name, a link to the static binary `npm run build` writes (dist/bin/eni-ipam-cni). */
 const PLUGIN = fileURLToPath(new URL('../../bin/eni-ipam-cni', import.meta.url));
 const IPS = Array.from({ length: 20 }, (_, i) => `10.4.0.${i + 1}`);
-let emu: KubeEmulator;
 let agent: Agent;
-let server: HttpServer;
 let dir: string;
 let socket: string;
 
@@ -64,29 +59,19 @@ const vars = (command: string, container = 'c', extra: Record<string, string> = 
   ...extra,
 });
 
+let close: () => Promise<void>;
+
 beforeAll(async () => {
-  const k = await kubeWithPool('n', { cidr: '10.4.0.0/24', gateway: '10.4.0.253', ips: IPS, mac: '00:16:3e:00:00:0b' });
-  emu = k.emu;
-  dir = mkdtempSync(join(tmpdir(), 'plugin-'));
-  socket = join(dir, 'agent.sock');
-  agent = new Agent({
-    kc: k.kc,
-    node: 'n',
-    stateDir: dir,
-    cooldownMs: 100,
-    statusIntervalMs: 200,
-    logger: silentLogger(),
-    registry: new Registry(),
-  });
-  await agent.start();
-  server = await serveAgentApi(agent, socket);
-  await eventually(() => agent.ready);
+  ({ agent, dir, socket, close } = await agentOnSocket(
+    'n',
+    { cidr: '10.4.0.0/24', gateway: '10.4.0.253', ips: IPS, mac: '00:16:3e:00:00:0b' },
+    {
+      cooldownMs: 100,
+      tmpPrefix: 'plugin-',
+    },
+  ));
 });
-afterAll(async () => {
-  server?.close();
-  await agent?.stop();
-  await emu?.close();
-});
+afterAll(() => close?.());
 
 describe('eni-ipam-cni, the static binary', () => {
   it('is statically linked: ldd finds no shared library', () => {

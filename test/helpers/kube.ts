@@ -4,7 +4,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { Agent } from '../../src/agent/agent.js';
+import { serveAgentApi } from '../../src/agent/api.js';
 import { CRDS } from '../../src/api/crds.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { eventually } from './ecs.js';
 import { startKubeEmulator, type KubeEmulator, type KubeEmulatorOptions } from '../../src/sim/kube/index.js';
 
 export interface Kubectl {
@@ -149,4 +154,36 @@ export async function kubeWithPool(node: string, eni: { cidr: string; gateway: s
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
   return { ...k, custom };
+}
+
+/**
+ * A node agent over `kubeWithPool`'s pool, serving its API on a socket in a fresh folder, ready
+ * (it has seen its pool); `close` stops all three.
+ */
+export async function agentOnSocket(
+  node: string,
+  eni: Parameters<typeof kubeWithPool>[1],
+  o: { cooldownMs: number; tmpPrefix: string },
+) {
+  const k = await kubeWithPool(node, eni);
+  const dir = mkdtempSync(join(tmpdir(), o.tmpPrefix));
+  const socket = join(dir, 'agent.sock');
+  const agent = new Agent({
+    kc: k.kc,
+    node,
+    stateDir: dir,
+    cooldownMs: o.cooldownMs,
+    statusIntervalMs: 200,
+    logger: silentLogger(),
+    registry: new Registry(),
+  });
+  await agent.start();
+  const server = await serveAgentApi(agent, socket);
+  await eventually(() => agent.ready);
+  const close = async () => {
+    server.close();
+    await agent.stop();
+    await k.emu.close();
+  };
+  return { emu: k.emu, kc: k.kc, agent, server, dir, socket, close };
 }
