@@ -241,28 +241,21 @@ export function containerScript(c: ContainerSpec): string {
 }
 
 /** Starts a container: its process is the entrypoint itself (every step execs), so signals reach it. */
+/** nsenter's arguments for a shell script in the pod's network namespace, with a mount and UTS namespace of its own. */
+export function inPodNamespaces(netns: string, script: string): string[] {
+  return [
+    ...[`--net=/run/netns/${netns}`, '--'],
+    ...['unshare', '--mount', '--uts', '--propagation', 'private', '--'],
+    ...['/bin/sh', '-c', script],
+  ];
+}
+
 export function startContainer(c: ContainerSpec, log: LogBuffer): ChildProcess {
   mkdirSync(c.stageDir, { recursive: true });
-  const child = spawn(
-    'nsenter',
-    [
-      `--net=/run/netns/${c.netns}`,
-      '--',
-      'unshare',
-      '--mount',
-      '--uts',
-      '--propagation',
-      'private',
-      '--',
-      '/bin/sh',
-      '-c',
-      containerScript(c),
-    ],
-    {
-      env: c.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn('nsenter', inPodNamespaces(c.netns, containerScript(c)), {
+    env: c.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout!.on('data', (d: Buffer) => log.write(d));
   child.stderr!.on('data', (d: Buffer) => log.write(d));
   child.on('close', () => log.end());

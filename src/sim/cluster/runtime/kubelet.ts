@@ -14,6 +14,7 @@ import {
   runsImage,
   startContainer,
   type ImageConfig,
+  inPodNamespaces,
 } from './container.js';
 import { ConfigError, containerEnv, expand } from './env.js';
 import type { ClusterNetwork, NodeNetwork } from './network.js';
@@ -504,19 +505,7 @@ export class Kubelet {
     return new Promise((resolve) => {
       const child = execFile(
         'nsenter',
-        [
-          `--net=/run/netns/${this.o.network.netns}`,
-          '--',
-          'unshare',
-          '--mount',
-          '--uts',
-          '--propagation',
-          'private',
-          '--',
-          '/bin/sh',
-          '-c',
-          script,
-        ],
+        inPodNamespaces(this.o.network.netns, script),
         { env: { PATH: this.image.env.PATH ?? '/usr/bin:/bin', ...o.env }, timeout: o.timeoutMs ?? 30_000 },
         (err, stdout, stderr) => {
           rmSync(stageDir, { recursive: true, force: true });
