@@ -7,7 +7,7 @@ import { DEFAULT_SOCKET } from '../agent/cni.js';
 import { StateFileError } from '../agent/state-file.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
 import { createLogger } from '../observability/logger.js';
-import { UsageError, loadKubeconfig, untilSignal, type CommandSpec } from './args.js';
+import { type CommandSpec, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
 
 /** A group id, or a group name looked up in /etc/group. */
 function groupId(group: string): number {
@@ -96,14 +96,7 @@ export const agentCommand: CommandSpec = {
       default: process.env.POD_NAMESPACE ?? 'default',
       help: 'namespace of the Events about this node’s (cluster-scoped) pool',
     },
-    {
-      name: 'log-level',
-      type: 'string',
-      value: 'LEVEL',
-      default: 'info',
-      choices: ['debug', 'info', 'warn', 'error'],
-      help: 'log level',
-    },
+    LOG_LEVEL_FLAG,
   ],
   async run(f) {
     if (!f.node) throw new UsageError('--node is required (or set NODE_NAME)');

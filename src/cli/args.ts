@@ -23,6 +23,16 @@ export interface CommandSpec {
   run(flags: Record<string, string | number | boolean | undefined>): Promise<number>;
 }
 
+/** `--log-level`, the same for every long-running command. */
+export const LOG_LEVEL_FLAG: FlagSpec = {
+  name: 'log-level',
+  type: 'string',
+  value: 'LEVEL',
+  default: 'info',
+  choices: ['debug', 'info', 'warn', 'error'],
+  help: 'log level',
+};
+
 export type FlagValues = Record<string, string | number | boolean | undefined>;
 
 /** Parses `--name value`, `--name=value`, `--flag` and `--no-flag`; no positionals. */

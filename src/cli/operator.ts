@@ -18,7 +18,7 @@ import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.j
 import { Operator } from '../operator/operator.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
 import { createLogger } from '../observability/logger.js';
-import { UsageError, loadKubeconfig, untilSignal, type CommandSpec, type FlagValues } from './args.js';
+import { type CommandSpec, type FlagValues, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
 
 const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
 const nonNegativeNumber = (v: string | number) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
@@ -265,14 +265,7 @@ export const operatorCommand: CommandSpec = {
       help: 'retry period',
       check: positive,
     },
-    {
-      name: 'log-level',
-      type: 'string',
-      value: 'LEVEL',
-      default: 'info',
-      choices: ['debug', 'info', 'warn', 'error'],
-      help: 'log level',
-    },
+    LOG_LEVEL_FLAG,
   ],
   async run(f) {
     for (const req of ['region', 'vpc-id', 'cluster-id']) if (!f[req]) throw new UsageError(`--${req} is required`);
