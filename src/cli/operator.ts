@@ -295,6 +295,7 @@ export const operatorCommand: CommandSpec = {
       api: client.api,
       logger,
       registry,
+      credentialsSource: creds.source,
       config: {
         ...DEFAULT_OPERATOR_CONFIG,
         clusterId: String(f['cluster-id']),
@@ -318,7 +319,7 @@ export const operatorCommand: CommandSpec = {
           }
         : undefined,
     });
-    const checks = { live: () => true, ready: () => operator.synced };
+    const checks = { live: () => true, ready: () => operator.ready };
     const endpoints = await serveMetricsAndHealth(
       String(f['metrics-addr']),
       String(f['health-addr']),

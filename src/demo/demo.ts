@@ -108,7 +108,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
       retryPeriodSeconds: 2,
     },
   });
-  const metrics = await serveObservability(o.metricsAddr, registry, { live: () => true, ready: () => operator.synced });
+  const metrics = await serveObservability(o.metricsAddr, registry, { live: () => true, ready: () => operator.ready });
   o.out(`operator metrics ${metrics.url}/metrics`);
   await operator.start();
 

@@ -30,6 +30,12 @@ export function candidateVSwitches<V extends VSwitchInfo>(p: Placement, all: V[]
   return [...named, ...tagged].filter((v) => (seen.has(v.id) ? false : (seen.add(v.id), true)));
 }
 
+/** The zones of every vSwitch the placement selects in the VPC, sorted. */
+export function placementZones(p: Placement, all: VSwitchInfo[], vpcId: string): string[] {
+  const zones = new Set(all.filter((v) => v.vpcId === vpcId).map((v) => v.zoneId));
+  return [...zones].filter((z) => candidateVSwitches(p, all, vpcId, z).length > 0).sort();
+}
+
 export interface SecurityGroupInfo {
   id: string;
   vpcId: string;

@@ -6,6 +6,7 @@ import { degradedCondition, heldBack, nextAttempt, type FailureRecord } from './
 import {
   MAX_SECURITY_GROUPS_PER_ENI,
   candidateVSwitches,
+  placementZones,
   securityGroupsFor,
   type SecurityGroupInfo,
   type VSwitchInfo,
@@ -55,9 +56,11 @@ export interface PoolObservation {
   requestStamp: string;
   /** Why the pool cannot be served now (its node is gone), if it cannot: nothing is changed. */
   unservable?: { reason: string; message: string };
+  /** Why the operator cannot use the cloud at all now (its fleet-wide reads fail), if it cannot. */
+  cloudOutage?: { reason: string; message: string };
 }
 
-export type ShortfallReason = 'VSwitchExhausted' | 'InstanceLimit' | 'QuotaExceeded';
+export type ShortfallReason = 'VSwitchExhausted' | 'NoVSwitchInZone' | 'InstanceLimit' | 'QuotaExceeded';
 export interface Shortfall {
   reason: ShortfallReason;
   message: string;
@@ -281,7 +284,12 @@ function planAllocationStep(
     memory.shortfall =
       alloc.shortfall === 'instance-limit'
         ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
-        : { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) };
+        : candidates.length
+          ? { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) }
+          : {
+              reason: 'NoVSwitchInZone',
+              message: noVSwitchInZoneMessage(spec, placementZones(spec, o.vSwitches, o.vpcId)),
+            };
   } else if (!alloc.shortfall) memory.shortfall = undefined;
   const assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
   const creates = alloc.ops.flatMap((op) => (op.kind === 'create' ? [{ vSwitchId: op.vSwitchId, ips: op.ips }] : []));
@@ -405,7 +413,7 @@ function plannedStatus(
     short
       ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message }
       : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' },
-    degradedCondition(failures),
+    degradedOrOutage(failures, o.cloudOutage),
   ];
   const at = conditionTime(now);
   const conditions = planned.reduce((list, c) => setCondition(list, c, at), pool.status?.conditions ?? []);
@@ -442,6 +450,21 @@ function ceilingMessage(spec: ENIPool['spec'], limits: InstanceLimits, sizing: S
 const instanceFullMessage = (spec: ENIPool['spec'], limits: InstanceLimits) =>
   `instance ${spec.instanceID} (${spec.instanceType}) holds no more ENIs or IPs ` +
   `(${limits.eniQuantity} ENIs × ${limits.ipv4PerEni} IPs)`;
+
+/** A failure of this node's own calls says more than a fleet-wide outage; the outage, more than nothing. */
+function degradedOrOutage(
+  failures: readonly FailureRecord[],
+  outage: PoolObservation['cloudOutage'],
+): PlannedCondition {
+  const own = degradedCondition(failures);
+  return own.status === 'True' || !outage ? own : { type: 'Degraded', status: 'True', ...outage };
+}
+
+function noVSwitchInZoneMessage(spec: ENIPool['spec'], zones: string[]): string {
+  const of = spec.className ? `class ${spec.className}` : 'the pool';
+  const where = zones.length ? `its vSwitches are in ${zones.join(', ')}` : 'it selects no vSwitch of the VPC';
+  return `no vSwitch of ${of} is in zone ${spec.zoneID} (${where}): add one of zone ${spec.zoneID} to vSwitchIDs or vSwitchTags`;
+}
 
 function noVSwitchMessage(zoneId: string, candidates: Array<{ id: string; free: number; blocked: boolean }>): string {
   const seen = candidates.map((c) => `${c.id}: ${c.blocked ? 'blocked' : c.free}`).join(', ');

@@ -79,12 +79,12 @@ export class WorkQueue {
     this.timers.set(key, { at, timer });
   }
 
-  /** Adds the key again after its backoff (a failed reconcile). */
-  addRateLimited(key: string): void {
+  /** Adds the key again after its backoff (a failed reconcile), and not sooner than `floorMs`. */
+  addRateLimited(key: string, floorMs = 0): void {
     const failures = this.failures.get(key) ?? 0;
     this.failures.set(key, failures + 1);
     this.observer.retried?.();
-    this.addAfter(key, Math.max(this.backoff(failures), this.bucketDelay()));
+    this.addAfter(key, Math.max(floorMs, this.backoff(failures), this.bucketDelay()));
   }
 
   /** Clears a key's failures (a successful reconcile). */
@@ -169,11 +169,19 @@ export class WorkQueue {
   }
 }
 
+/**
+ * What a reconcile answers: when to look again, or `backoff` (not done, but no error either: a
+ * write refused as stale, a read that failed and was said) to come back after the key's own
+ * growing back-off, not sooner than `BACKOFF_FLOOR_MS`.
+ */
+export type ReconcileOutcome = { requeueAfterMs?: number; backoff?: boolean } | void;
+export const BACKOFF_FLOOR_MS = 100;
+
 /** Runs `workers` loops that take keys and reconcile them: success forgets, failure backs off, a requeue schedules. */
 export async function runWorkers(
   queue: WorkQueue,
   workers: number,
-  reconcile: (key: string) => Promise<{ requeueAfterMs?: number } | void>,
+  reconcile: (key: string) => Promise<ReconcileOutcome>,
   onError: (key: string, err: unknown) => void,
 ): Promise<void> {
   await Promise.all(
@@ -183,8 +191,11 @@ export async function runWorkers(
         if (key === undefined) return;
         try {
           const r = await reconcile(key);
-          queue.forget(key);
-          if (r?.requeueAfterMs !== undefined) queue.addAfter(key, r.requeueAfterMs);
+          if (r?.backoff) queue.addRateLimited(key, BACKOFF_FLOOR_MS);
+          else {
+            queue.forget(key);
+            if (r?.requeueAfterMs !== undefined) queue.addAfter(key, r.requeueAfterMs);
+          }
         } catch (e) {
           onError(key, e);
           queue.addRateLimited(key);

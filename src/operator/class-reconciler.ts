@@ -1,66 +1,20 @@
-import {
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-  type V1Node,
-} from '@kubernetes/client-node';
-import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass, type ENIPoolSpec } from '../api/types.js';
-import type { EcsApi } from '../cloud/index.js';
-import { isConflict } from '../kube/errors.js';
-import type { Informer } from '../kube/informer.js';
-import type { Logger } from '../observability/logger.js';
-import type { CloudState } from './cloud-state.js';
-import type { OperatorConfig } from './config.js';
-import type { EventRecorder } from '../kube/events.js';
-import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
-import { conditionTime, setCondition } from '../ipam/conditions.js';
+import { API_VERSION, type ENIPoolClass } from '../api/types.js';
+import { CloudError } from '../cloud/index.js';
+import { conditionTime, setCondition, type PlannedCondition } from '../ipam/conditions.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, securityGroupsFor } from '../ipam/placement.js';
 import { TAGS } from './cloud-state.js';
+import type { OperatorConfig } from './config.js';
+import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
+import type { ClassCloudView, ClassHealthView, PlacementSide } from './placement-ports.js';
 
-const INSTANCE_BY_IP_TTL_MS = 10 * 60_000;
 /** ECS: at most 20 tags on a resource. */
 const MAX_TAGS_PER_ENI = 20;
 const OWNERSHIP_TAG_KEYS = Object.fromEntries(Object.values(TAGS).map((k) => [k, '']));
 
-export interface ClassDeps {
-  kc: KubeConfig;
-  classes: Informer<ENIPoolClass>;
-  pools: Informer<ENIPool>;
-  nodes: Informer<V1Node>;
-  api: EcsApi;
-  cloud: CloudState;
-  events: EventRecorder;
-  config: OperatorConfig;
-  logger: Logger;
-  now: () => number;
-}
-
-/** A pool with this annotation set to "true" is the user's: the operator never rewrites its spec. */
-export const OVERRIDE_ANNOTATION = 'eniipam.io/override';
-export const MISMATCH_ANNOTATION = 'eniipam.io/class-mismatch';
-
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const POLICY_FIELDS = [
-  'vSwitchIDs',
-  'vSwitchTags',
-  'vSwitchSelection',
-  'securityGroupIDs',
-  'securityGroupTags',
-  'eniTags',
-  'minAllocate',
-  'preAllocate',
-  'maxAboveWatermark',
-  'maxAllocate',
-  'releaseExcessIPs',
-  'releaseDelaySeconds',
-  'deleteEmptyENIs',
-] as const;
-
 /** Why a class cannot work in this VPC, or undefined; and the zones its vSwitches cover. */
 export async function validateClass(
   c: ENIPoolClass,
-  cloud: CloudState,
+  cloud: ClassCloudView,
   vpcId: string,
 ): Promise<{ reason?: string; message: string; zones: string[] }> {
   const spec = c.spec;
@@ -157,145 +111,157 @@ export async function validateClass(
 }
 
 /**
- * Validates a class against the cloud and keeps one ENIPool per node it governs (the highest
- * priority class that selects the node), with the node's instance and the class's policy.
+ * A class as last judged: whether it can serve its nodes (`unread`: not known, as the cloud could
+ * not be read; its nodes get pools, which wait for the cloud), and the zones its vSwitches cover.
+ */
+export interface ClassVerdict {
+  generation?: number;
+  state: 'valid' | 'invalid' | 'unread';
+  reason?: string;
+  message: string;
+  zones: string[];
+}
+
+export interface ClassReconcilerDeps extends PlacementSide {
+  cloud: ClassCloudView;
+  health: ClassHealthView;
+  config: Pick<OperatorConfig, 'vpcId'>;
+  /** Every node is placed again (a class came, went or changed what it says). */
+  enqueueNodes: () => void;
+}
+
+export type ClassResult = { requeueAfterMs?: number; backoff?: boolean };
+
+const CLASS_API = { apiVersion: API_VERSION, kind: 'ENIPoolClass' } as const;
+const NODES_NAMED = 5;
+
+/**
+ * Judges a class against the cloud and says so in its status: `Valid` (the spec can work in
+ * this VPC), `Degraded` (the cloud cannot be read), `ZonesCovered` (every node it governs has a
+ * vSwitch of the class in its zone), and how many nodes it governs. The pools follow from the
+ * verdicts: when one changes, every node is placed again (see NodePlacement).
  */
 export class ClassReconciler {
-  private readonly custom: CustomObjectsApi;
-  private readonly instanceByIp = new Map<string, { id: string; at: number }>();
+  private readonly verdicts = new Map<string, ClassVerdict>();
 
-  constructor(private readonly d: ClassDeps) {
-    this.custom = d.kc.makeApiClient(CustomObjectsApi);
+  constructor(private readonly deps: ClassReconcilerDeps) {}
+
+  /** The class's verdict as last judged, or undefined before it has been. */
+  verdict(name: string): ClassVerdict | undefined {
+    return this.verdicts.get(name);
   }
 
-  async reconcile(name: string): Promise<void> {
-    const cls = this.d.classes.get(name);
-    if (!cls) return;
-    const verdict = await validateClass(cls, this.d.cloud, this.d.config.vpcId);
-    const classes = this.d.classes.list();
-    const nodes = this.d.nodes.list().map(nodeInfo);
-    const governed = nodes.filter((n) => winningClass(classes, n.labels)?.metadata.name === name);
-    const now = conditionTime(this.d.now());
-    const conditions = setCondition(
-      cls.status?.conditions ?? [],
-      {
-        type: 'Valid',
-        status: verdict.reason ? 'False' : 'True',
-        reason: verdict.reason ?? 'Valid',
-        message: verdict.message,
-      },
-      now,
+  async reconcile(name: string): Promise<ClassResult> {
+    const { cache, cloud, config, health } = this.deps;
+    const cls = cache.class(name);
+    if (!cls) {
+      // Deleted: its nodes go to the next class that selects them, or say that none does.
+      if (this.verdicts.delete(name)) this.deps.enqueueNodes();
+      return {};
+    }
+    const generation = cls.metadata.generation;
+    const before = this.verdicts.get(name);
+    let verdict: ClassVerdict;
+    let readFailed: { reason: string; message: string } | undefined;
+    try {
+      const v = await validateClass(cls, cloud, config.vpcId);
+      verdict = {
+        generation,
+        state: v.reason ? 'invalid' : 'valid',
+        reason: v.reason,
+        message: v.message,
+        zones: v.zones,
+      };
+    } catch (e) {
+      if (!(e instanceof CloudError)) throw e;
+      readFailed = health.causeOf(e);
+      // A cloud that cannot be read changes nothing of what was judged of this very spec.
+      verdict =
+        before && before.generation === generation
+          ? before
+          : { generation, state: 'unread', message: 'not judged yet: the cloud cannot be read', zones: [] };
+    }
+    const classes = cache.classes();
+    const governed = cache
+      .nodes()
+      .map(nodeInfo)
+      .filter((n) => winningClass(classes, n.labels)?.metadata.name === name);
+    const outage = readFailed ?? health.outage();
+    const planned: PlannedCondition[] = [
+      outage
+        ? { type: 'Degraded', status: 'True', ...outage }
+        : { type: 'Degraded', status: 'False', reason: 'CloudReadable', message: '' },
+    ];
+    planned.push(
+      verdict.state === 'unread'
+        ? { type: 'Valid', status: 'Unknown', reason: 'NotJudged', message: verdict.message }
+        : {
+            type: 'Valid',
+            status: verdict.state === 'valid' ? 'True' : 'False',
+            reason: verdict.reason ?? 'Valid',
+            message: verdict.message,
+          },
+      zoneCoverage(verdict, governed),
     );
-    const status = { matchedNodes: governed.length, conditions, observedGeneration: cls.metadata.generation };
-    if (
-      JSON.stringify(status) !==
+    await this.publish(cls, governed.length, planned);
+    this.verdicts.set(name, verdict);
+    if (JSON.stringify(before) !== JSON.stringify(verdict)) this.deps.enqueueNodes();
+    return readFailed ? { backoff: true } : {};
+  }
+
+  /** Writes the status if it changed; an Event for each condition that turned bad or changed its reason. */
+  private async publish(cls: ENIPoolClass, matchedNodes: number, planned: PlannedCondition[]): Promise<void> {
+    const name = cls.metadata.name;
+    const old = cls.status?.conditions ?? [];
+    const at = conditionTime(this.deps.now());
+    const conditions = planned.reduce((list, c) => setCondition(list, c, at), old);
+    const status = { matchedNodes, conditions, observedGeneration: cls.metadata.generation };
+    const same =
+      JSON.stringify(status) ===
       JSON.stringify({
         matchedNodes: cls.status?.matchedNodes,
         conditions: cls.status?.conditions,
         observedGeneration: cls.status?.observedGeneration,
-      })
-    ) {
-      if (verdict.reason && cls.status?.conditions?.find((c) => c.type === 'Valid')?.reason !== verdict.reason) {
-        void this.d.events.record(
-          { apiVersion: API_VERSION, kind: 'ENIPoolClass', name, uid: cls.metadata.uid },
-          'Warning',
-          verdict.reason,
-          verdict.message,
-        );
-      }
-      await this.custom.patchClusterCustomObjectStatus(
-        { group: GROUP, version: VERSION, plural: 'enipoolclasses', name, body: { status } },
-        merge,
-      );
+      });
+    if (same || !this.deps.mayWrite()) return;
+    for (const c of planned) {
+      const bad = c.type === 'Degraded' ? c.status === 'True' : c.status === 'False';
+      const was = old.find((x) => x.type === c.type);
+      if (bad && (was?.reason !== c.reason || was?.message !== c.message))
+        this.deps.events.record({ ...CLASS_API, name, uid: cls.metadata.uid }, 'Warning', c.reason!, c.message!);
     }
-    if (verdict.reason) return;
-    for (const node of governed) await this.ensurePool(cls, node);
-    // Pools this class made whose node it no longer governs are left alone, and flagged.
-    for (const pool of this.d.pools.list()) {
-      if (pool.spec.className !== name || governed.some((n) => n.name === pool.spec.nodeName)) continue;
-      const winner = nodes.find((n) => n.name === pool.spec.nodeName);
-      const why = winner
-        ? `class ${name} no longer selects node ${pool.spec.nodeName} ` +
-          `(${winningClass(classes, winner.labels)?.metadata.name ?? 'no class'} does)`
-        : '';
-      if (why && pool.metadata.annotations?.[MISMATCH_ANNOTATION] !== why) {
-        await this.custom.patchClusterCustomObject(
-          {
-            group: GROUP,
-            version: VERSION,
-            plural: 'enipools',
-            name: pool.metadata.name,
-            body: { metadata: { annotations: { [MISMATCH_ANNOTATION]: why } } },
-          },
-          merge,
-        );
-      }
-    }
+    await this.deps.store.patchClassStatus(name, status);
   }
+}
 
-  private async instanceOf(node: NodeInfo): Promise<string | undefined> {
-    if (node.instanceId) return node.instanceId;
-    if (!node.internalIp) return undefined;
-    // An address moves to another instance when its instance is released: the answer expires.
-    const known = this.instanceByIp.get(node.internalIp);
-    if (known && this.d.now() - known.at < INSTANCE_BY_IP_TTL_MS) return known.id;
-    const [found] = await this.d.api.describeInstances({ privateIps: [node.internalIp], vpcId: this.d.config.vpcId });
-    if (found) this.instanceByIp.set(node.internalIp, { id: found.id, at: this.d.now() });
-    else this.instanceByIp.delete(node.internalIp);
-    return found?.id;
-  }
-
-  private async ensurePool(cls: ENIPoolClass, node: NodeInfo): Promise<void> {
-    const existing = this.d.pools.get(node.name);
-    if (existing?.metadata.annotations?.[OVERRIDE_ANNOTATION] === 'true') return;
-    const spec: ENIPoolSpec = {
-      nodeName: node.name,
-      instanceID: await this.instanceOf(node),
-      instanceType: node.instanceType,
-      zoneID: node.zoneId,
-      vpcID: this.d.config.vpcId,
-      className: cls.metadata.name,
+/** Whether every node the class governs has one of its vSwitches in its zone. */
+function zoneCoverage(verdict: ClassVerdict, governed: NodeInfo[]): PlannedCondition {
+  if (verdict.state !== 'valid')
+    return {
+      type: 'ZonesCovered',
+      status: 'Unknown',
+      reason: verdict.state === 'unread' ? 'NotJudged' : 'ClassInvalid',
+      message: '',
     };
-    // A field the class drops is dropped from the pool too (null in the merge patch).
-    for (const f of POLICY_FIELDS) (spec as Record<string, unknown>)[f] = cls.spec[f] ?? null;
-    if (!existing) {
-      const clean = Object.fromEntries(
-        Object.entries(spec).filter(([, v]) => v !== null && v !== undefined),
-      ) as ENIPoolSpec;
-      const body: ENIPool = {
-        apiVersion: API_VERSION,
-        kind: 'ENIPool',
-        metadata: { name: node.name, labels: { 'eniipam.io/class': cls.metadata.name } },
-        spec: clean,
-      };
-      await this.custom
-        .createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', body })
-        .catch((e) => {
-          if (!isConflict(e)) throw e;
-        });
-      this.d.logger.info({ node: node.name, class: cls.metadata.name }, 'created ENIPool');
-      return;
-    }
-    const differs = Object.entries(spec).some(
-      ([k, v]) => v !== null && JSON.stringify(v) !== JSON.stringify((existing.spec as Record<string, unknown>)[k]),
-    );
-    if (differs || existing.metadata.annotations?.[MISMATCH_ANNOTATION]) {
-      await this.custom.patchClusterCustomObject(
-        {
-          group: GROUP,
-          version: VERSION,
-          plural: 'enipools',
-          name: node.name,
-          body: {
-            metadata: {
-              labels: { 'eniipam.io/class': cls.metadata.name },
-              annotations: { [MISMATCH_ANNOTATION]: null },
-            },
-            spec,
-          },
-        },
-        merge,
-      );
-    }
+  const uncovered = new Map<string, string[]>();
+  for (const n of governed) {
+    if (!n.zoneId || verdict.zones.includes(n.zoneId)) continue;
+    uncovered.set(n.zoneId, [...(uncovered.get(n.zoneId) ?? []), n.name]);
   }
+  if (!uncovered.size) return { type: 'ZonesCovered', status: 'True', reason: 'AllZonesCovered', message: '' };
+  const parts = [...uncovered.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([zone, names]) => {
+      const shown = names.sort().slice(0, NODES_NAMED).join(', ');
+      const more = names.length > NODES_NAMED ? ` and ${names.length - NODES_NAMED} more` : '';
+      return `zone ${zone} (${shown}${more})`;
+    });
+  return {
+    type: 'ZonesCovered',
+    status: 'False',
+    reason: 'NoVSwitchInZone',
+    message:
+      `nodes in ${parts.join('; ')} have no vSwitch of this class (its vSwitches cover ${verdict.zones.join(', ')}): ` +
+      'add a vSwitch of each of these zones to vSwitchIDs or vSwitchTags',
+  };
 }

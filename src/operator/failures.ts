@@ -46,3 +46,46 @@ export function recordFailure(m: NodeMemory, e: CloudError, now: number): Failur
   m.failures.set(e.action, r);
   return r;
 }
+
+const AUTH_CODES =
+  /^(SignatureDoesNotMatch|IncompleteSignature|InvalidAccessKeyId|InvalidSecurityToken|Client\.Credentials)/;
+
+/**
+ * Why no OpenAPI read works (a wrong AccessKey, a missing RAM permission, an endpoint that does
+ * not answer), as a condition reason and a message that names the fix. `credentials` says where
+ * the credentials come from (never their values).
+ */
+export function cloudFailureCause(e: unknown, credentials: string): { reason: string; code: string; message: string } {
+  if (!(e instanceof CloudError)) {
+    const text = e instanceof Error ? e.message : String(e);
+    return {
+      reason: 'CloudCredentialsUnavailable',
+      code: 'Client.Credentials',
+      message: `no credentials from ${credentials}: ${text}`,
+    };
+  }
+  const say = (reason: string, fix: string) => ({
+    reason,
+    code: e.code,
+    message: `${e.action}: ${e.code}: ${e.cloudMessage}; ${fix}`,
+  });
+  if (AUTH_CODES.test(e.code))
+    return say(
+      'CloudAuthFailed',
+      `the cloud refuses the operator's credentials (${credentials}): check the AccessKey id and secret ` +
+        '(the chart: credentials.secret.name), or the RAM role / RRSA settings',
+    );
+  if (e.kind === 'permission') return say('CloudPermissionDenied', hintFor(e));
+  if (e.code === 'Transport.Connection' || e.code === 'Transport.Timeout')
+    return say(
+      'CloudUnreachable',
+      'the OpenAPI endpoint does not answer: check --ecs-endpoint / --vpc-endpoint (the chart: endpoints.*) and ' +
+        'that this node reaches it (VPC-internal endpoints answer only inside the VPC)',
+    );
+  if (e.code === 'Transport.NonJsonBody' || e.code === 'Cloud.BadAnswer')
+    return say(
+      'CloudBadAnswer',
+      'the endpoint answers, but not as the ECS OpenAPI does (a proxy or gateway in between?): check the endpoint URL',
+    );
+  return say('CloudCallsFailing', hintFor(e));
+}

@@ -5,7 +5,7 @@ import type { EcsApi } from '../cloud/index.js';
 import { apiErrorMessage, ignoreNotFound } from '../kube/errors.js';
 import { Informer } from '../kube/informer.js';
 import { LeaderElector } from '../kube/leader-election.js';
-import { WorkQueue, runWorkers } from '../kube/workqueue.js';
+import { WorkQueue, runWorkers, type ReconcileOutcome } from '../kube/workqueue.js';
 import type { Logger } from '../observability/logger.js';
 import { ClassReconciler } from './class-reconciler.js';
 import { CloudState } from './cloud-state.js';
@@ -13,21 +13,26 @@ import type { OperatorConfig } from './config.js';
 import { EventRecorder } from '../kube/events.js';
 import { collectLeakedEnis } from './gc.js';
 import { OperatorMetrics, type FleetView } from './metrics.js';
-import { CloudFailures } from './cloud-failures.js';
+import { CloudFailures, isShutdown } from './cloud-failures.js';
 import { EniLifecycle } from './eni-lifecycle.js';
 import { NodeMemories } from './node-memory.js';
 import { PoolReconciler } from './pool-reconciler.js';
 import { KubePoolStore, poolEvents } from './pool-store.js';
 import { StatePoller } from './poller.js';
+import { NodePlacement } from './node-placement.js';
+import { KubePlacementStore, objectEvents } from './placement-store.js';
+import { CloudHealth } from './cloud-health.js';
 
-/** The work queue's keys: a pool (named after its node) or a class, as `kind/name`. */
-export type QueueKey = `pool/${string}` | `class/${string}`;
+/** The work queue's keys: a pool (named after its node), a class, or a node to place, as `kind/name`. */
+export type QueueKey = `pool/${string}` | `class/${string}` | `node/${string}`;
+type KeyKind = 'pool' | 'class' | 'node';
 export const poolKey = (name: string): QueueKey => `pool/${name}`;
 export const classKey = (name: string): QueueKey => `class/${name}`;
-export function parseKey(key: string): { kind: 'pool' | 'class'; name: string } {
+export const nodeKey = (name: string): QueueKey => `node/${name}`;
+export function parseKey(key: string): { kind: KeyKind; name: string } {
   const slash = key.indexOf('/');
   const kind = key.slice(0, slash);
-  if (kind !== 'pool' && kind !== 'class') throw new Error(`not a work queue key: "${key}"`);
+  if (kind !== 'pool' && kind !== 'class' && kind !== 'node') throw new Error(`not a work queue key: "${key}"`);
   return { kind, name: key.slice(slash + 1) };
 }
 
@@ -48,6 +53,8 @@ export interface OperatorOptions {
   registry?: Registry;
   /** Absent: this instance leads at once (one replica, or tests). */
   leaderElection?: LeaderElectionConfig;
+  /** Where the cloud credentials come from, for the fix a Degraded condition names (never their values). */
+  credentialsSource?: string;
 }
 
 /**
@@ -59,6 +66,7 @@ export class Operator {
   readonly metrics: OperatorMetrics;
   readonly registry: Registry;
   readonly cloud: CloudState;
+  readonly health: CloudHealth;
   readonly queue: WorkQueue;
   private readonly poller: StatePoller;
   private readonly pools: Informer<ENIPool>;
@@ -68,9 +76,12 @@ export class Operator {
   private readonly poolReconciler: PoolReconciler;
   private readonly enis: EniLifecycle;
   private readonly classReconciler: ClassReconciler;
+  private readonly placement: NodePlacement;
   private elector?: LeaderElector;
   private workers?: Promise<void>;
   private timers: NodeJS.Timeout[] = [];
+  private resyncTimer?: NodeJS.Timeout;
+  private probeTimer?: NodeJS.Timeout;
   private leading = false;
   private stopping = false;
   /** Resolves when leadership is lost (the process should exit). */
@@ -82,36 +93,49 @@ export class Operator {
     this.lostLeadership = new Promise((r) => (this.onLost = r));
     this.registry = o.registry ?? new Registry();
     this.metrics = new OperatorMetrics(this.registry);
-    // Classes first (they create pools), then the pools with the largest deficit.
+    // Classes first (their verdicts place nodes), then nodes (they create pools), then the pools
+    // with the largest deficit.
     this.queue = new WorkQueue(
       undefined,
       { depth: (n) => this.metrics.queueDepth.set(n), waited: (ms) => this.metrics.queueWait.observe(ms / 1000) },
       (key) => {
         const k = parseKey(key);
-        return k.kind === 'class' ? Number.MAX_SAFE_INTEGER : this.poolDeficit(k.name);
+        if (k.kind === 'class') return Number.MAX_SAFE_INTEGER;
+        if (k.kind === 'node') return Number.MAX_SAFE_INTEGER - 1;
+        return this.poolDeficit(k.name);
       },
     );
     const now = () => Date.now();
     this.cloud = new CloudState(api, config.vpcId, config.clusterId, logger, undefined, now);
+    this.health = new CloudHealth(this.registry, o.credentialsSource ?? 'the configured credentials', now);
     this.poller = new StatePoller(api, logger, config.pollMinIntervalMs, config.pollMaxIntervalMs);
     const custom = kc.makeApiClient(CustomObjectsApi);
     const core = kc.makeApiClient(CoreV1Api);
     const enqueuePool = (name: string, afterMs?: number) =>
       afterMs ? this.queue.addAfter(poolKey(name), afterMs) : this.queue.add(poolKey(name));
-    const enqueueClasses = () => this.classes.list().forEach((c) => this.queue.add(classKey(c.metadata.name)));
+    const enqueueNodes = () => this.nodes.list().forEach((n) => this.queue.add(nodeKey(n.metadata!.name!)));
     this.pools = new Informer<ENIPool>({
       kc,
       path: `/apis/${GROUP}/${VERSION}/enipools`,
       list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' }),
       logger,
-      onChange: (_, p) => enqueuePool(p.metadata.name),
+      onChange: (type, p) => {
+        enqueuePool(p.metadata.name);
+        // A pool deleted while its node stays is made again at once.
+        if (type === 'delete') this.queue.add(nodeKey(p.metadata.name));
+      },
     });
+    // A class that comes, goes or changes is judged again; its verdict places the nodes.
     this.classes = new Informer<ENIPoolClass>({
       kc,
       path: `/apis/${GROUP}/${VERSION}/enipoolclasses`,
       list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipoolclasses' }),
       logger,
-      onChange: (_, c) => this.queue.add(classKey(c.metadata.name)),
+      onChange: (_, c) => {
+        this.queue.add(classKey(c.metadata.name));
+        // Another class may win the nodes this one selected (a priority or selector changed).
+        this.classes.list().forEach((other) => this.queue.add(classKey(other.metadata.name)));
+      },
     });
     this.nodes = new Informer<V1Node>({
       kc,
@@ -119,7 +143,7 @@ export class Operator {
       list: () => core.listNode(),
       logger,
       onChange: (_, n) => {
-        enqueueClasses();
+        this.queue.add(nodeKey(n.metadata!.name!));
         enqueuePool(n.metadata!.name!);
       },
     });
@@ -135,7 +159,7 @@ export class Operator {
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
     // The pool side: one memory per node, shared by the reconciler and the background ENI work.
     const memory = new NodeMemories();
-    const pool = { events: poolEvents(events), memory, logger, now, enqueue: enqueuePool };
+    const pool = { events: poolEvents(events), health: this.health, memory, logger, now, enqueue: enqueuePool };
     const failures = new CloudFailures({ ...pool, cloud: this.cloud });
     this.enis = new EniLifecycle({
       ...pool,
@@ -165,17 +189,34 @@ export class Operator {
       mayWrite: () => this.mayMutate(),
     });
     this.metrics.fleet = () => this.fleet();
-    this.classReconciler = new ClassReconciler({
-      kc,
-      classes: this.classes,
-      pools: this.pools,
-      nodes: this.nodes,
-      api,
-      cloud: this.cloud,
-      events,
-      config,
+    const placement = {
+      cache: {
+        classes: () => this.classes.list(),
+        class: (name: string) => this.classes.get(name),
+        nodes: () => this.nodes.list(),
+        node: (name: string) => this.nodes.get(name),
+        pool: (name: string) => this.pools.get(name),
+      },
+      store: new KubePlacementStore(kc),
+      events: objectEvents(events),
       logger,
       now,
+      mayWrite: () => this.mayMutate(),
+    };
+    this.classReconciler = new ClassReconciler({
+      ...placement,
+      cloud: this.cloud,
+      health: this.health,
+      config,
+      enqueueNodes,
+    });
+    this.placement = new NodePlacement({
+      ...placement,
+      instances: api,
+      verdict: (name) => this.classReconciler.verdict(name),
+      config,
+      enqueueClass: (name) => this.queue.add(classKey(name)),
+      registry: this.registry,
     });
   }
 
@@ -206,6 +247,15 @@ export class Operator {
 
   get synced(): boolean {
     return Object.values(this.informers).every((i) => i.synced);
+  }
+
+  /**
+   * Ready to serve: every cache listed and the cloud answered a fleet-wide read (the leader: a full
+   * resync; a follower: its probe). A replica with wrong credentials never becomes ready, so a
+   * rollout (`helm upgrade --wait`) stops instead of replacing working replicas.
+   */
+  get ready(): boolean {
+    return this.synced && this.health.verified;
   }
 
   get isLeader(): boolean {
@@ -246,6 +296,7 @@ export class Operator {
     if (this.stopping) return;
     const le = this.o.leaderElection;
     if (!le) return this.lead();
+    void this.probeAndReschedule();
     this.elector = new LeaderElector({
       kc: this.o.kc,
       ...le,
@@ -260,6 +311,7 @@ export class Operator {
           // once (mutating calls already check the lease before they are sent), then exit.
           this.o.logger.error({ identity: le.identity }, 'leadership lost; dropping queued work and stopping');
           this.timers.forEach(clearInterval);
+          clearTimeout(this.resyncTimer);
           this.enis.stop();
           void this.queue.shutdown();
           void this.elector?.stop({ release: false }); // no campaign during the last seconds
@@ -270,22 +322,15 @@ export class Operator {
     this.elector.start();
   }
 
-  /** A new leader resyncs the cloud before it acts, then works. */
+  /**
+   * A new leader works at once, but plans nothing before a full resync of the cloud has
+   * succeeded: until then its reconciles only say why the cloud cannot be read.
+   */
   private async lead(): Promise<void> {
     if (this.stopping) return;
     this.leading = true;
     this.metrics.leader.set(1);
-    for (;;) {
-      try {
-        await this.fullResync();
-        break;
-      } catch (e) {
-        this.o.logger.error({ err: (e as Error).message }, 'initial ENI resync failed; retrying');
-        await new Promise((r) => setTimeout(r, 2000));
-        if (this.stopping) return;
-      }
-    }
-    this.enqueueAll();
+    clearTimeout(this.probeTimer);
     this.workers = runWorkers(
       this.queue,
       this.o.config.workers,
@@ -295,16 +340,62 @@ export class Operator {
         this.o.logger.warn({ key, err: apiErrorMessage(err) }, 'reconcile failed');
       },
     );
-    const every = (ms: number, fn: () => Promise<void>) => {
-      const t = setInterval(
-        () => void fn().catch((e) => this.o.logger.warn({ err: apiErrorMessage(e) }, 'periodic task failed')),
-        ms,
-      );
-      t.unref();
-      this.timers.push(t);
+    await this.resyncAndReschedule();
+    const t = setInterval(
+      () => void this.gc().catch((e) => this.o.logger.warn({ err: apiErrorMessage(e) }, 'garbage collection failed')),
+      this.o.config.gcIntervalMs,
+    );
+    t.unref();
+    this.timers.push(t);
+  }
+
+  /** One full resync, then the next: after the resync interval, or sooner (backing off) while they fail. */
+  private async resyncAndReschedule(): Promise<void> {
+    if (!this.leading || this.stopping) return;
+    await this.resync().catch(() => undefined); // said by cloudFailed
+    if (!this.leading || this.stopping) return;
+    const next = this.health.current ? this.health.retryDelayMs() : this.o.config.resyncIntervalMs;
+    clearTimeout(this.resyncTimer);
+    this.resyncTimer = setTimeout(() => void this.resyncAndReschedule(), next);
+    this.resyncTimer.unref();
+  }
+
+  /**
+   * A follower proves its credentials and endpoint with one small read (it is not ready before),
+   * then again every resync interval, so that its readiness and `eni_ipam_cloud_up` tell the truth.
+   */
+  private async probeAndReschedule(): Promise<void> {
+    if (this.leading || this.stopping) return;
+    try {
+      await this.o.api.describeNetworkInterfacesPage({ vpcId: this.o.config.vpcId }, { maxResults: 10 });
+      if (this.health.succeeded({ resync: false }))
+        this.o.logger.info({ credentials: this.o.credentialsSource }, 'cloud reads work');
+    } catch (e) {
+      this.cloudFailed(e, 'cloud probe');
+    }
+    if (this.leading || this.stopping) return;
+    const next = this.health.current ? this.health.retryDelayMs() : this.o.config.resyncIntervalMs;
+    this.probeTimer = setTimeout(() => void this.probeAndReschedule(), next);
+    this.probeTimer.unref();
+  }
+
+  /** A fleet-wide read failed: said once per cause (a log line, and every pool and class in Degraded), then retried. */
+  private cloudFailed(e: unknown, what: string): void {
+    if (isShutdown(e)) return;
+    const before = this.health.current;
+    const outage = this.health.failed(e);
+    const fields = {
+      reason: outage.reason,
+      code: outage.code,
+      failures: outage.failures,
+      retryInMs: this.health.retryDelayMs(),
     };
-    every(this.o.config.resyncIntervalMs, () => this.resync());
-    every(this.o.config.gcIntervalMs, () => this.gc().then(() => undefined));
+    if (before?.message === outage.message) {
+      this.o.logger.warn(fields, `${what} failed again: ${outage.message}`);
+      return;
+    }
+    this.o.logger.error(fields, `${what} failed: ${outage.message}`);
+    if (this.leading) this.enqueueAll();
   }
 
   /** A full resync of the cloud state, then every pool and class again (what the periodic resync does). */
@@ -316,13 +407,23 @@ export class Operator {
   private async fullResync(): Promise<void> {
     const cpu = process.cpuUsage();
     const started = Date.now();
-    const { enis, pages } = await this.cloud.fullResync();
+    let read: { enis: number; pages: number };
+    try {
+      read = await this.cloud.fullResync();
+    } catch (e) {
+      this.cloudFailed(e, 'ENI resync');
+      throw e;
+    }
     const used = process.cpuUsage(cpu);
     this.metrics.resyncs.inc();
-    this.metrics.resyncPages.set(pages);
-    this.metrics.resyncEnis.set(enis);
+    this.metrics.resyncPages.set(read.pages);
+    this.metrics.resyncEnis.set(read.enis);
     this.metrics.resyncCpu.set((used.user + used.system) / 1e6);
     this.metrics.resyncDuration.set((Date.now() - started) / 1000);
+    if (this.health.succeeded({ resync: true })) {
+      this.o.logger.info({ enis: read.enis, credentials: this.o.credentialsSource }, 'cloud reads work; planning');
+      this.enqueueAll();
+    }
   }
 
   /** Deletes leaked ENIs (after a fresh resync); returns their ids. */
@@ -349,14 +450,16 @@ export class Operator {
 
   private enqueueAll(): void {
     this.classes.list().forEach((c) => this.queue.add(classKey(c.metadata.name)));
+    this.nodes.list().forEach((n) => this.queue.add(nodeKey(n.metadata!.name!)));
     this.pools.list().forEach((p) => this.queue.add(poolKey(p.metadata.name)));
   }
 
-  private async reconcile(key: string): Promise<{ requeueAfterMs?: number } | void> {
+  private async reconcile(key: string): Promise<ReconcileOutcome> {
     const { kind, name } = parseKey(key);
     const end = this.metrics.reconcileDuration.startTimer({ kind });
     try {
       if (kind === 'class') return await this.classReconciler.reconcile(name);
+      if (kind === 'node') return await this.placement.reconcile(name);
       return await this.poolReconciler.reconcile(name);
     } finally {
       end();
@@ -367,6 +470,8 @@ export class Operator {
   async stop(): Promise<void> {
     this.stopping = true;
     this.timers.forEach(clearInterval);
+    clearTimeout(this.resyncTimer);
+    clearTimeout(this.probeTimer);
     this.enis.stop();
     await this.queue.shutdown();
     await this.workers;

@@ -9,7 +9,7 @@ import type { OperatorConfig } from './config.js';
 import { nextRequestStamp } from './pool-status.js';
 import type { PoolSide } from './ports.js';
 
-export interface ObserveDeps extends Pick<PoolSide, 'cache' | 'store' | 'cloud' | 'memory' | 'now'> {
+export interface ObserveDeps extends Pick<PoolSide, 'cache' | 'store' | 'cloud' | 'memory' | 'now' | 'health'> {
   config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode'>;
 }
 
@@ -86,6 +86,7 @@ export async function observePool(
     removedByUs: new Set([...m.removing, ...m.removedByUs]),
     requestStamp: nextRequestStamp(now),
     unservable: o.unservable,
+    cloudOutage: d.health.outage(),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { ENIPool } from '../api/types.js';
 import { CloudError, type NetworkInterface } from '../cloud/index.js';
-import { conditionTime, setCondition } from '../ipam/conditions.js';
+import { conditionTime, setCondition, type PlannedCondition } from '../ipam/conditions.js';
 import { degradedCondition } from '../ipam/failure-record.js';
 import { planPool, type PoolObservation, type PoolPlan } from '../ipam/pool-plan.js';
 import { isConflict } from '../kube/errors.js';
@@ -19,7 +19,7 @@ export interface PoolReconcilerDeps extends PoolSide {
   enqueue: (name: string, afterMs?: number) => void;
 }
 
-export type ReconcileResult = { requeueAfterMs?: number };
+export type ReconcileResult = { requeueAfterMs?: number; backoff?: boolean };
 /** Soon: after a cloud failure (planned again on what it taught) or a write refused as stale. */
 const AGAIN_MS = 100;
 
@@ -42,8 +42,9 @@ export class PoolReconciler {
     try {
       return await this.reconcilePool(name);
     } catch (e) {
-      // A write planned on an older pool than the server has: plan again on the newer pool, soon.
-      if (isConflict(e)) return { requeueAfterMs: AGAIN_MS };
+      // A write planned on an older pool than the server has: plan again on the newer pool, after the
+      // key's back-off (it grows while the cache lags, so a slow watch is not hammered with 409s).
+      if (isConflict(e)) return { backoff: true };
       throw e;
     }
   }
@@ -54,6 +55,8 @@ export class PoolReconciler {
       this.d.memory.forget(name);
       return {};
     }
+    // Nothing is planned, torn down or judged gone on a cloud picture no read has confirmed yet.
+    if (!this.d.health.resynced) return this.publishOutage(pool);
     if (pool.metadata.deletionTimestamp) return this.departure.teardown(pool);
     if (!this.d.cache.node(pool.spec.nodeName)) return this.departure.nodeMissing(pool);
     this.d.memory.of(name).goneSince = undefined;
@@ -217,10 +220,27 @@ export class PoolReconciler {
   /** A describe the observation needs keeps failing: Degraded says so (nothing else can be planned). */
   private async publishDegraded(pool: ENIPool): Promise<void> {
     const degraded = degradedCondition([...this.d.memory.of(pool.metadata.name).failures.values()]);
-    if (degraded.status !== 'True' || !this.d.mayWrite()) return;
-    const conditions = setCondition(pool.status?.conditions ?? [], degraded, conditionTime(this.d.now()));
-    if (JSON.stringify(conditions) === JSON.stringify(pool.status?.conditions)) return;
+    if (degraded.status === 'True') await this.publishCondition(pool, degraded);
+  }
+
+  /**
+   * The operator has not read the cloud yet (its first resync fails): the pool says why, once,
+   * and waits; the outage's end enqueues every pool.
+   */
+  private async publishOutage(pool: ENIPool): Promise<ReconcileResult> {
+    const outage = this.d.health.outage();
+    if (outage && (await this.publishCondition(pool, { type: 'Degraded', status: 'True', ...outage })))
+      this.d.events.record(pool, 'Warning', outage.reason, outage.message);
+    return {};
+  }
+
+  /** Sets one condition on the pool, if it changes anything; answers whether it was written. */
+  private async publishCondition(pool: ENIPool, condition: PlannedCondition): Promise<boolean> {
+    if (!this.d.mayWrite()) return false;
+    const conditions = setCondition(pool.status?.conditions ?? [], condition, conditionTime(this.d.now()));
+    if (JSON.stringify(conditions) === JSON.stringify(pool.status?.conditions)) return false;
     await this.d.store.patchStatus(pool.metadata.name, pool.metadata.resourceVersion, { conditions });
+    return true;
   }
 
   /** The pool cannot be served now (its node is gone): Ready is false for this reason. */

@@ -71,6 +71,14 @@ export interface EniWork {
   deleteEni(pool: ENIPool, id: string): Promise<void>;
 }
 
+/** Whether the operator can plan on its picture of the cloud (see CloudHealth). */
+export interface CloudHealthView {
+  /** A full resync has succeeded since start: the cloud cache is a picture of the cloud. */
+  readonly resynced: boolean;
+  /** Why fleet-wide reads fail, while they do (a Degraded condition's reason and message). */
+  outage(): { reason: string; message: string } | undefined;
+}
+
 /** What every part of the pool side works with: the ports, the nodes' memory, a logger and a clock. */
 export interface PoolSide {
   cache: ClusterCache;
@@ -79,6 +87,7 @@ export interface PoolSide {
   ecs: IpCalls;
   enis: EniWork;
   events: PoolEvents;
+  health: CloudHealthView;
   memory: NodeMemories;
   logger: Logger;
   now: () => number;

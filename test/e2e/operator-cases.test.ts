@@ -44,12 +44,13 @@ describe('operator cases', () => {
       })) as any;
       return x.status?.conditions?.length ? x : undefined;
     });
-    expect(cls.status.conditions[0]).toMatchObject({
+    expect(cls.status.conditions.find((x: any) => x.type === 'Valid')).toMatchObject({
       type: 'Valid',
       status: 'False',
       reason: 'VSwitchNotFound',
       message: 'vSwitch vsw-nope does not exist in VPC vpc-demo',
     });
+    expect(cls.status.conditions.find((x: any) => x.type === 'Degraded')).toMatchObject({ status: 'False' });
     await eventually(async () => (await eventsFor('broken')).some((e) => e.startsWith('VSwitchNotFound')));
     await allReady(c, [node]);
   });
@@ -216,7 +217,7 @@ describe('operator cases', () => {
     expect(c.mutatingCalls()).toMatchObject({ DeleteNetworkInterface: enis.length });
   });
 
-  it('gives the ENIs of a pool deleted by hand back only as the agent confirms their addresses free', async () => {
+  it('gives the ENIs of a pool deleted by hand back only as the agent confirms their addresses free, then makes the pool again', async () => {
     c = await testCluster();
     await c.addClass('default', { ...POD_CLASS, preAllocate: 10 });
     const node = await c.addNode('i-demo-01'); // ecs.g7.large: 6 IPs per ENI, so two ENIs
@@ -266,7 +267,13 @@ describe('operator cases', () => {
     // The pod lets its address go: the agent answers ready, and the last ENI goes with the pool.
     await agentPatch({ used: { [held]: null }, releaseAcks: { [held]: ack(asked, held) } });
     await eventually(() => !c.ecs.world.enis.has(busy!.id), 15_000);
-    await eventually(async () => !(await c.pools()).some((p) => p.metadata.name === node), 15_000);
+    // The node still runs and its class still selects it: a new pool is made at once, and filled.
+    const again = await eventually(async () => {
+      const p = (await c.pools()).find((x) => x.metadata.name === node);
+      return p && p.metadata.uid !== pool!.metadata.uid && !p.metadata.deletionTimestamp ? p : undefined;
+    }, 15_000);
+    expect(again.spec.className).toBe('default');
+    await allReady(c, [node]);
   });
 
   it('keeps the ENIs of a Node deleted while its instance runs, says why, and lets them go after the grace period', async () => {

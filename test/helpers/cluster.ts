@@ -3,7 +3,13 @@ import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { CRDS } from '../../src/api/crds.js';
 import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
-import { createCloudClient, staticCredentials, type CloudClient, type RetryPolicy } from '../../src/cloud/index.js';
+import {
+  createCloudClient,
+  staticCredentials,
+  type CloudClient,
+  type CredentialsProvider,
+  type RetryPolicy,
+} from '../../src/cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorConfig } from '../../src/operator/config.js';
 import { Operator, type LeaderElectionConfig } from '../../src/operator/operator.js';
 import { createLogger, silentLogger, type Logger } from '../../src/observability/logger.js';
@@ -26,6 +32,9 @@ export interface TestCluster {
     leaderElection?: LeaderElectionConfig;
     logger?: Logger;
     retry?: Partial<RetryPolicy>;
+    /** Default: the emulator's demo AccessKey. */
+    credentials?: CredentialsProvider;
+    ecsEndpoint?: string;
   }): Promise<Operator>;
   addNode(instanceId: string, labels?: Record<string, string>): Promise<string>;
   addClass(name: string, spec: ENIPoolClass['spec']): Promise<void>;
@@ -57,9 +66,9 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
       let op: Operator | undefined = undefined;
       const client = createCloudClient({
         region: REGION,
-        ecsEndpoint: ecs.url,
-        vpcEndpoint: ecs.url,
-        credentials: staticCredentials(DEMO_KEY),
+        ecsEndpoint: o.ecsEndpoint ?? ecs.url,
+        vpcEndpoint: o.ecsEndpoint ?? ecs.url,
+        credentials: o.credentials ?? staticCredentials(DEMO_KEY),
         registry: new Registry(),
         mayMutate: () => op?.mayMutate() ?? false,
         retry: o.retry,
@@ -80,6 +89,7 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
           ...o.config,
         },
         leaderElection: o.leaderElection,
+        credentialsSource: (o.credentials ?? staticCredentials(DEMO_KEY)).source,
       });
       operators.push(op);
       await op.start();

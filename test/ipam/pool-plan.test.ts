@@ -379,7 +379,33 @@ describe('pool planning (branches)', () => {
     });
     expect(dry({ vSwitches: [{ ...VSW, free: 0 }] })).toEqual(say('vsw-a: 0'));
     expect(dry({ vSwitches: [{ ...VSW, blocked: true }] })).toEqual(say('vsw-a: blocked'));
-    expect(dry({ vSwitches: [{ ...VSW, zoneId: 'zone-b' }] })).toEqual(say('none match'));
+    // A class whose vSwitches are all in other zones is a mistake to fix, not an exhausted vSwitch.
+    expect(dry({ vSwitches: [{ ...VSW, zoneId: 'zone-b' }] })).toEqual({
+      reason: 'NoVSwitchInZone',
+      message: expect.stringMatching(
+        /^no vSwitch of .* is in zone zone-a \(its vSwitches are in zone-b\): add one of zone zone-a/,
+      ),
+    });
+  });
+
+  it('a cloud outage shows as Degraded when the node has no failure of its own, which says more', () => {
+    const outage = { reason: 'CloudAuthFailed', message: 'DescribeNetworkInterfaces: SignatureDoesNotMatch: ...' };
+    const degraded = (p: ReturnType<typeof planPool>) => p.status.conditions.find((c) => c.type === 'Degraded');
+    expect(degraded(planPool(observe({ cloudOutage: outage }), mem()))).toMatchObject({ status: 'True', ...outage });
+    expect(degraded(planPool(observe({}), mem()))).toMatchObject({ status: 'False' });
+    const own = {
+      action: 'AssignPrivateIpAddresses',
+      code: 'Forbidden.RAM',
+      message: 'AssignPrivateIpAddresses: Forbidden.RAM: no; grant it',
+      permanent: true,
+      count: 1,
+      until: Number.MAX_SAFE_INTEGER,
+    };
+    expect(degraded(planPool(observe({ cloudOutage: outage }), mem({ failures: [own] })))).toMatchObject({
+      status: 'True',
+      reason: 'CloudCallRefused',
+      message: own.message,
+    });
   });
 
   it('keeps the shortfall while ENIs are in flight, and clears it once something is planned or nothing wanted', () => {

@@ -56,6 +56,33 @@ describe('work queue', () => {
     expect(Date.now() - t0).toBeLessThan(180); // the 20 ms add, not the 200 or 500 ms ones
   });
 
+  it('a reconcile that asks for back-off (a 409) comes back after a growing delay, never sooner than the floor; success resets it', async () => {
+    // 40 ms doubling: the 100 ms floor rules the first two attempts, then the back-off does.
+    const q = new WorkQueue({ baseDelayMs: 40, maxDelayMs: 10_000, qps: 1000, burst: 1000 });
+    const at: number[] = [];
+    let conflicts = 4;
+    const workers = runWorkers(
+      q,
+      1,
+      async () => {
+        at.push(Date.now());
+        return conflicts-- > 0 ? { backoff: true } : {};
+      },
+      () => undefined,
+    );
+    q.add('pool/a');
+    while (at.length < 5) await sleep(20);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    // 100 (floor, above 40), 100 (floor, above 80), 160, 320: one replan per back-off, not one per 100 ms.
+    expect(gaps[0]).toBeGreaterThanOrEqual(95);
+    expect(gaps[1]).toBeGreaterThanOrEqual(95);
+    expect(gaps[2]).toBeGreaterThanOrEqual(155);
+    expect(gaps[3]).toBeGreaterThanOrEqual(315);
+    expect(q.failuresOf('pool/a')).toBe(0); // the fifth reconcile succeeded
+    await q.shutdown();
+    await workers;
+  });
+
   it('shuts down after the work in progress is done', async () => {
     const q = new WorkQueue();
     let finished = 0;

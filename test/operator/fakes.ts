@@ -470,6 +470,8 @@ export interface Fixture {
   enqueued: Array<[string, number | undefined]>;
   clock: { now: number };
   lease: { fresh: boolean };
+  /** What the operator knows of the cloud as a whole (a case sets an outage or an unread cloud). */
+  health: { resynced: boolean; outage?: { reason: string; message: string } };
   /** One reconcile of node-a's pool (or the one named). */
   reconcile(name?: string): Promise<ReconcileResult>;
   /** The cache catches up with the API server (an informer's next event). */
@@ -516,6 +518,7 @@ export function fixture(o: FixtureOptions = {}): Fixture {
   const enqueued: Fixture['enqueued'] = [];
   const enqueue = (name: string, afterMs?: number) => void enqueued.push([name, afterMs]);
   const lease = { fresh: o.mayWrite ?? true };
+  const health: Fixture['health'] = { resynced: true };
   const failures = new CloudFailures({ cloud, events, memory, logger, now, enqueue });
   const metrics = new OperatorMetrics(new Registry());
   const reconciler = new PoolReconciler({
@@ -525,6 +528,12 @@ export function fixture(o: FixtureOptions = {}): Fixture {
     ecs,
     enis: eniWork,
     events,
+    health: {
+      get resynced() {
+        return health.resynced;
+      },
+      outage: () => health.outage,
+    },
     failures,
     memory,
     metrics,
@@ -554,6 +563,7 @@ export function fixture(o: FixtureOptions = {}): Fixture {
     enqueued,
     clock,
     lease,
+    health,
     reconcile: (name = NODE) => reconciler.reconcile(name),
     sync: () => {
       cache.poolList = [...store.live.values()].map(clone);

@@ -67,6 +67,8 @@ const ramHint = (action: string) =>
 interface Expected {
   /** requeueAfterMs of the result (undefined: none). */
   requeue?: number;
+  /** The result asks for the key's back-off (a write refused as stale). */
+  backoff?: boolean;
   /** The reconcile throws an error whose message contains this. */
   throws?: string;
   /** The reconciler's own cloud calls (AssignPrivateIpAddresses, UnassignPrivateIpAddresses, DescribeInstances). */
@@ -144,6 +146,7 @@ async function runCase(c: Case): Promise<void> {
     reads: c.reads ?? [],
   });
   if (!c.throws) expect(result?.requeueAfterMs).toBe(c.requeue);
+  if (!c.throws) expect(result?.backoff).toBe(c.backoff);
   if (c.status) expectStatus(f, c.status);
   c.check?.(f, result);
 }
@@ -719,10 +722,10 @@ const failures: Case[] = [
 
 const publishing: Case[] = [
   {
-    name: 'a 409 on the status write (the pool changed since it was read): planned again in 100 ms',
+    name: 'a 409 on the status write (the pool changed since it was read): planned again after the key’s back-off',
     given: { enis: [e1(8)], live: (p) => ({ ...p, metadata: { ...p.metadata, resourceVersion: '8' } }) },
     writes: ['patchStatus rv=7'],
-    requeue: 100,
+    backoff: true,
   },
   {
     name: 'any other failure of the status write is thrown (the queue backs off)',
@@ -769,6 +772,60 @@ const publishing: Case[] = [
     writes: ['patchStatus rv=7'],
     status: { enis: ['eni-1'] },
     check: (f) => expect(f.memory.of(NODE).removedByUs.has('eni-7')).toBe(false),
+  },
+];
+
+const AUTH = {
+  reason: 'CloudAuthFailed',
+  message: 'DescribeNetworkInterfaces: SignatureDoesNotMatch: the signature does not match; check the AccessKey',
+};
+const unread = (outage?: typeof AUTH) => (f: Fixture) => {
+  f.health.resynced = false;
+  f.health.outage = outage;
+};
+
+const outage: Case[] = [
+  {
+    name: 'the cloud was never read (the first resync fails): Degraded says why, an Event once; nothing planned or called',
+    given: { enis: [e1(2)] },
+    before: unread(AUTH),
+    events: ['Warning CloudAuthFailed'],
+    writes: ['patchStatus rv=7'],
+    check: (f) => {
+      expect(lastPatch(f)).toEqual({
+        conditions: [expect.objectContaining({ type: 'Degraded', status: 'True', ...AUTH })],
+      });
+      expect(f.describe.calls).toEqual([]);
+    },
+  },
+  {
+    name: 'the cloud was never read and no read has failed yet (the first resync is on its way): nothing at all',
+    given: { enis: [e1(2)] },
+    before: unread(),
+  },
+  {
+    name: 'the same outage again: the pool says it already; no write, no Event',
+    given: {
+      enis: [e1(2)],
+      status: {
+        conditions: [{ type: 'Degraded', status: 'True', ...AUTH, lastTransitionTime: '2026-03-01T11:00:00Z' }],
+      },
+    },
+    before: unread(AUTH),
+  },
+  {
+    name: 'a pool being deleted while the cloud was never read: no teardown on an unread cloud (its ENIs are not known)',
+    given: { enis: [e1(2)], metadata: { ...DELETING, finalizers: [FINALIZER] } },
+    before: unread(AUTH),
+    events: ['Warning CloudAuthFailed'],
+    writes: ['patchStatus rv=7'],
+  },
+  {
+    name: 'an outage after the cloud was read: the pool is planned on what it knows, and Degraded names the outage',
+    given: { enis: [e1(8)] },
+    before: (f) => (f.health.outage = AUTH),
+    writes: ['patchStatus rv=7'],
+    status: { conditions: conds('True/PoolFilled', 'False/CapacityLeft', 'True/CloudAuthFailed') },
   },
 ];
 
@@ -839,15 +896,13 @@ const departure: Case[] = [
     status: { conditions: conds('False/NodeGone') },
   },
   {
-    // Unlike the main path (a 409 there is planned again in 100 ms), the NotReady write of a
-    // departing node lets the 409 out: the queue logs it as a failed reconcile and backs off.
-    name: 'node gone while its instance runs, a 409 on the NotReady write: planned again soon',
+    name: 'node gone while its instance runs, a 409 on the NotReady write: planned again after the key’s back-off',
     given: { enis: [e1(8)], nodes: [], live: (p) => ({ ...p, metadata: { ...p.metadata, resourceVersion: '8' } }) },
     reads: [`nodeExists ${NODE}`],
     calls: [['DescribeInstances', { ids: [INSTANCE] }]],
     events: ['Warning NodeGone'],
     writes: ['patchStatus rv=7'],
-    requeue: 100,
+    backoff: true,
   },
   {
     name: 'node gone for the grace period while its instance runs: the pool deleted',
@@ -1017,6 +1072,7 @@ describe('one reconcile of a pool', () => {
     ['cloud failures', failures],
     ['publishing', publishing],
     ['node departure', departure],
+    ['cloud outage', outage],
   ] as const)('%s', (_, cases) => {
     it.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => runCase(c));
   });

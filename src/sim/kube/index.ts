@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
+import { AuditLog, type AuditEntry, type AuditFilter } from './audit.js';
 import { KubeFaultRules, parseKubeFaultSpec, type KubeFaultRule, type KubeFaultRuleState } from './faults.js';
 import { kubeconfigFor } from './kubeconfig.js';
 import { makeClusterPki, type ClusterPki } from './pki.js';
@@ -15,6 +16,7 @@ import { ServiceAccountTokens, type IssuedToken, type TokenRequestInput } from '
 import type { KubeObject } from './types.js';
 
 export type { KubeFaults } from './server.js';
+export type { AuditEntry, AuditFilter } from './audit.js';
 export type { KubeFaultRule, KubeFaultRuleState, KubeFaultSpec } from './faults.js';
 export type { KubeObject } from './types.js';
 export type { IssuedToken, TokenRequestInput } from './tokens.js';
@@ -81,6 +83,11 @@ export interface KubeEmulator {
   /** Refuses connections for a while (the listener is closed, then reopened on the same port). */
   refuseConnections(ms: number): Promise<void>;
   requests(): Record<string, number>;
+  /**
+   * The resource requests answered so far, newest last, with the user, the RBAC attributes and the
+   * answer's code (as kube-apiserver's audit log at level Metadata). Also GET /_emulator/audit?user=U&since=MS.
+   */
+  audit(filter?: AuditFilter): AuditEntry[];
   openWatches(): number;
   close(): Promise<void>;
 }
@@ -149,12 +156,13 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
     bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
     tokens,
     auth: opts.auth ? { adminToken, tokens } : undefined,
+    audit: new AuditLog(),
   };
   const handler = kubeHandler(state);
   const sockets = new Set<Socket>();
   // Set below, once the listener exists.
   let refuseConnections: (ms: number) => Promise<void> = async () => {};
-  const admin = adminHandler(faultRules, (ms) => refuseConnections(ms));
+  const admin = adminHandler(faultRules, state.audit, (ms) => refuseConnections(ms));
   const serve = (req: IncomingMessage, res: ServerResponse) =>
     void (req.url?.startsWith(ADMIN) ? admin(req, res) : handler(req, res));
   const pki: ClusterPki | undefined = opts.tls
@@ -236,6 +244,7 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
     faultRules: () => faultRules.list(),
     refuseConnections: (ms) => refuseConnections(ms),
     requests: () => ({ ...state.requests }),
+    audit: (f) => state.audit.list(f),
     openWatches: () => state.watches.size,
     close: async () => {
       faultRules.clear();
@@ -252,14 +261,24 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
 const ADMIN = '/_emulator/';
 
 /** GET, PUT and DELETE /_emulator/faults: the fault rules over HTTP, for `eni-ipam emulate kube` users. */
-function adminHandler(rules: KubeFaultRules, refuse: (ms: number) => Promise<void>) {
+function adminHandler(rules: KubeFaultRules, audit: AuditLog, refuse: (ms: number) => Promise<void>) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const json = (status: number, body: unknown) =>
       void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    const route = `${req.method} ${new URL(req.url ?? '/', 'http://kube').pathname.slice(ADMIN.length)}`;
+    const url = new URL(req.url ?? '/', 'http://kube');
+    const route = `${req.method} ${url.pathname.slice(ADMIN.length)}`;
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     if (route === 'GET faults') return json(200, { rules: rules.list() });
+    if (route === 'GET audit') {
+      const since = url.searchParams.get('since');
+      return json(200, {
+        items: audit.list({
+          user: url.searchParams.get('user') ?? undefined,
+          since: since ? Number(since) : undefined,
+        }),
+      });
+    }
     if (route === 'DELETE faults') return json(200, (rules.clear(), { rules: [] }));
     if (route === 'PUT faults') {
       let spec;
@@ -276,6 +295,6 @@ function adminHandler(rules: KubeFaultRules, refuse: (ms: number) => Promise<voi
       if (spec.unreachableMs) res.on('finish', () => setTimeout(() => void refuse(spec.unreachableMs!), 20));
       return;
     }
-    json(404, { error: `no admin route ${route}; try GET, PUT or DELETE faults` });
+    json(404, { error: `no admin route ${route}; try GET, PUT or DELETE faults, or GET audit` });
   };
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuditLog } from './audit.js';
 import { authEndpoint } from './auth-endpoints.js';
 import { ADMIN, authenticate, impersonation, type Authentication } from './authn.js';
 import { authorize, forbidden, type Attributes } from './rbac.js';
@@ -43,6 +44,8 @@ export interface ServerState {
   tokens: ServiceAccountTokens;
   /** When set, requests are authenticated and authorized with RBAC; otherwise everyone is the admin. */
   auth?: Authentication;
+  /** Every resource request with its user and answer, as an audit log keeps them. */
+  audit: AuditLog;
 }
 
 /** A list or watch of one object by `fieldSelector=metadata.name=NAME` is authorized as a request for that name. */
@@ -154,7 +157,10 @@ export function kubeHandler(s: ServerState) {
       const acting = s.auth ? impersonation(req) : undefined;
       acting?.checks.forEach((a) => allowAs(caller, a));
       const user = acting?.identity ?? caller;
-      const allow = (a: Attributes) => allowAs(user, a);
+      const allow = (a: Attributes) => {
+        s.audit.record(res, user, a);
+        allowAs(user, a);
+      };
       const segs = path.split('/').filter(Boolean);
       if (!isResourcePath(segs))
         allow({ resourceRequest: false, verb: method === 'HEAD' ? 'get' : method.toLowerCase(), path });

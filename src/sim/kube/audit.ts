@@ -1,0 +1,59 @@
+import type { ServerResponse } from 'node:http';
+import type { Attributes } from './rbac.js';
+import type { Identity } from './tokens.js';
+
+/**
+ * One resource request as kube-apiserver's audit log records it at the `Metadata` level: who
+ * asked, the RBAC attributes it was authorized on, and the answer's code. What a test needs to
+ * derive the permissions a program really uses from a run of it.
+ */
+export interface AuditEntry {
+  /** Milliseconds since the epoch, when the answer was sent. */
+  time: number;
+  user: string;
+  groups: string[];
+  verb: string;
+  apiGroup: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+  code: number;
+}
+
+export interface AuditFilter {
+  user?: string;
+  /** Entries answered at or after this time (ms). */
+  since?: number;
+}
+
+/** The newest entries, at most `limit` (the oldest are dropped, as a rotated audit log does). */
+export class AuditLog {
+  private readonly entries: AuditEntry[] = [];
+
+  constructor(private readonly limit = 200_000) {}
+
+  /** Records the request once its answer has been sent (a watch: when it ends). */
+  record(res: ServerResponse, user: Identity, a: Attributes): void {
+    if (!a.resourceRequest) return;
+    res.once('close', () => {
+      this.entries.push({
+        time: Date.now(),
+        user: user.name,
+        groups: user.groups,
+        verb: a.verb,
+        apiGroup: a.apiGroup,
+        resource: a.resource,
+        subresource: a.subresource,
+        namespace: a.namespace,
+        name: a.name,
+        code: res.statusCode,
+      });
+      if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);
+    });
+  }
+
+  list(f: AuditFilter = {}): AuditEntry[] {
+    return this.entries.filter((e) => (!f.user || e.user === f.user) && (f.since === undefined || e.time >= f.since));
+  }
+}
