@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -50,7 +50,8 @@ export interface ClusterOptions {
 export interface OperatorProcess {
   index: number;
   accessKeyId: string;
-  identity: string;
+  /** The POD_NAME it runs as: its Lease identity is this, a dash and random characters. */
+  podName: string;
   child: ChildProcess;
   /** The operator's own path to the API server. */
   proxy: FaultProxy;
@@ -183,10 +184,12 @@ export class ChaosCluster {
       ...(this.o.operatorArgs ?? []),
       ...extraArgs,
     ];
+    const podName = `operator-${index}`;
     const child = spawn(process.execPath, ['--max-old-space-size=256', ...args], {
       stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'],
       env: {
         ...process.env,
+        POD_NAME: podName,
         ALIBABA_CLOUD_ACCESS_KEY_ID: accessKeyId,
         ALIBABA_CLOUD_ACCESS_KEY_SECRET: `${accessKeyId}-secret`,
       },
@@ -195,7 +198,7 @@ export class ChaosCluster {
     const op: OperatorProcess = {
       index,
       accessKeyId,
-      identity: `${hostname()}-${child.pid}`,
+      podName,
       child,
       proxy,
       healthUrl: lines.find((l) => l.startsWith('health '))!.slice(7),
@@ -303,7 +306,7 @@ export class ChaosCluster {
   leader(): OperatorProcess | undefined {
     if (this.o.replicas <= 1) return this.operators.find((o) => !o.exited);
     const id = this.leaseHolder();
-    return this.operators.find((o) => o.identity === id && !o.exited);
+    return this.operators.find((o) => id?.startsWith(`${o.podName}-`) && !o.exited);
   }
 
   async operatorReady(op: OperatorProcess | undefined): Promise<boolean> {

@@ -162,7 +162,7 @@ async function phase(
     result.recoveryMs !== undefined
       ? OK(`after ${(result.recoveryMs / 1000).toFixed(1)} s`)
       : FAIL(
-          `not within ${(s.recoverWithinMs / 1000).toFixed(0)} s: ${c.readyPools()}/${c.nodes.length} pools Ready, leader ${c.leader()?.identity ?? 'none'}`,
+          `not within ${(s.recoverWithinMs / 1000).toFixed(0)} s: ${c.readyPools()}/${c.nodes.length} pools Ready, leader ${c.leader()?.podName ?? 'none'}`,
         );
   // GC deletes a leaked ENI once it is older than its minimum age (10 s), at its next pass (every 10 s).
   v['no-leak'] = await leakVerdict(c, 10_000 + 10_000 + 15_000);

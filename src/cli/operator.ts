@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
@@ -19,6 +18,7 @@ import { Operator } from '../operator/operator.js';
 import { serveMetricsAndHealth } from '../observability/http.js';
 import { createLogger } from '../observability/logger.js';
 import { type CommandSpec, type FlagValues, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
+import { leaderIdentity } from './leader-identity.js';
 
 const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
 const nonNegativeNumber = (v: string | number) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
@@ -289,7 +289,7 @@ export const operatorCommand: CommandSpec = {
       registry,
       logger,
     });
-    const identity = `${hostname()}-${process.pid}`;
+    const identity = leaderIdentity();
     operator = new Operator({
       kc,
       api: client.api,

@@ -45,6 +45,8 @@ maybe('eni-ipam emulate cluster (root)', () => {
       const argv = command.split(/\s+/);
       expect(argv.slice(0, 3)).toEqual(['helm', 'install', 'eni-ipam']);
       expect(argv).toContain('--wait');
+      // One node: one operator (in the host network each replica takes the node's ports).
+      expect(argv).toContain('operator.replicas=1');
       const installed = await run(tool('helm'), [...argv.slice(1), '--timeout', '90s']);
       expect(installed.stderr).toBe('');
       expect(installed.code).toBe(0);
@@ -56,11 +58,7 @@ maybe('eni-ipam emulate cluster (root)', () => {
       // helm --wait lets a DaemonSet be short of maxUnavailable (10%, at least one) agents; rollout status waits for all.
       kubectl(['rollout', 'status', '-n', 'kube-system', 'daemonset/eni-ipam-agent', '--timeout=60s']);
       const pods = JSON.parse(kubectl(['get', 'pods', '-n', 'kube-system', '-o', 'json'])).items as any[];
-      expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual([
-        'agent',
-        'operator',
-        'operator',
-      ]);
+      expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual(['agent', 'operator']);
       expect(pods.every((p) => p.status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'))).toBe(
         true,
       );

@@ -2,6 +2,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import YAML from 'yaml';
+import { DEFAULT_API_LIMITS } from '../../src/cloud/limits.js';
+import { renderValuesSchema } from '../../src/api/values-schema.js';
 import { kube, kubectlFor } from '../helpers/kube.js';
 import { CHART, CREDENTIAL_FORMS, REQUIRED, ROOT, helm, setArgs, template, type K8sObject } from '../helpers/helm.js';
 
@@ -20,6 +22,11 @@ describe('the Helm chart', () => {
       expect(readFileSync(`${CHART}/crds/${f}`, 'utf8')).toBe(readFileSync(`${ROOT}crds/${f}`, 'utf8'));
   });
 
+  it('has the generated parts of values.schema.json from src/api and src/cloud (run `npm run gen:crds` after changing them)', () => {
+    const file = readFileSync(`${CHART}/values.schema.json`, 'utf8');
+    expect(renderValuesSchema(file, Object.keys(DEFAULT_API_LIMITS))).toBe(file);
+  });
+
   it.each(Object.keys(CREDENTIAL_FORMS))('passes helm lint --strict with the %s credentials', async (form) => {
     const r = await helm(['lint', '--strict', CHART, ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS[form]!])]);
     expect(r.stderr + r.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
@@ -33,6 +40,10 @@ describe('the Helm chart', () => {
       'monitoring.grafanaDashboard.enabled=true',
       'defaultClass.create=true',
       'operator.apiLimits.CreateNetworkInterface.perMinute=250',
+      'operator.extraArgs={--node-gone-grace=300}',
+      'agent.extraArgs={--cooldown=60}',
+      'operator.podLabels.team=net',
+      'agent.podLabels.team=net',
     ];
     const r = await helm(['lint', '--strict', CHART, ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!, ...all])]);
     expect(r.code).toBe(0);
@@ -126,7 +137,7 @@ describe('the Helm chart', () => {
     });
   });
 
-  it('runs two operator replicas with leader election, probes, limits, topology spread and a locked-down container', async () => {
+  it('runs two operator replicas with leader election, probes, limits, topology spread and a locked-down container, in the host network', async () => {
     const objs = await template([...REQUIRED, ...CREDENTIAL_FORMS.secret!]);
     const d = find(objs, 'Deployment', '-operator');
     expect(d.spec.replicas).toBe(2);
@@ -136,6 +147,23 @@ describe('the Helm chart', () => {
       'kubernetes.io/hostname',
       'topology.kubernetes.io/zone',
     ]);
+    // It boots a cluster whose CNI is eni-ipam: no pod address needed, cluster DNS not needed,
+    // started on nodes not Ready yet (no CNI), not initialized yet, control-plane or critical-addons-only.
+    expect(pod.hostNetwork).toBe(true);
+    expect(pod.dnsPolicy).toBe('Default');
+    expect(pod.priorityClassName).toBe('system-cluster-critical');
+    expect(pod.tolerations.map((t: any) => `${t.key}:${t.operator}:${t.effect ?? ''}`)).toEqual([
+      'node.kubernetes.io/not-ready:Exists:',
+      'node.kubernetes.io/network-unavailable:Exists:',
+      'node.cloudprovider.kubernetes.io/uninitialized:Exists:',
+      'node-role.kubernetes.io/control-plane:Exists:',
+      'node-role.kubernetes.io/master:Exists:',
+      'CriticalAddonsOnly:Exists:',
+    ]);
+    // A drained (unschedulable) or lost (unreachable) node does not keep it.
+    expect(pod.tolerations.some((t: any) => !t.key)).toBe(false);
+    // A replacement can start only once the old replica freed the node's ports.
+    expect(d.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 1 } });
     const c = pod.containers[0];
     expect(c.args).toEqual(
       expect.arrayContaining([
@@ -153,10 +181,14 @@ describe('the Helm chart', () => {
     expect(c.args.some((a: string) => a.startsWith('--ecs-endpoint'))).toBe(false); // the VPC-internal default
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
-    expect(c.ports.map((p: any) => [p.name, p.containerPort])).toEqual([
-      ['metrics', 9090],
-      ['health', 8080],
+    // The node's ports: off Prometheus's 9090, 8080, Cilium's and the agent's.
+    expect(c.ports.map((p: any) => [p.name, p.containerPort, p.hostPort])).toEqual([
+      ['metrics', 9492, 9492],
+      ['health', 9493, 9493],
     ]);
+    expect(c.args).toEqual(expect.arrayContaining(['--metrics-addr=0.0.0.0:9492', '--health-addr=0.0.0.0:9493']));
+    // The leader-election identity names the pod (its hostname is the node's).
+    expect(c.env.find((e: any) => e.name === 'POD_NAME').valueFrom.fieldRef.fieldPath).toBe('metadata.name');
     expect(c.resources.requests).toEqual({ cpu: '100m', memory: '128Mi' });
     expect(c.resources.limits.memory).toBe('512Mi');
     // The heap limit stays below the container's, so V8 collects before the kernel kills.
@@ -170,6 +202,12 @@ describe('the Helm chart', () => {
       capabilities: { drop: ['ALL'] },
     });
     expect(c.securityContext.runAsUser).toBeGreaterThan(0);
+    expect(pod.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532 });
+    // Two replicas: a drain never evicts both.
+    expect(find(objs, 'PodDisruptionBudget', '-operator').spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: d.spec.selector.matchLabels },
+    });
 
     const single = find(
       await template([
@@ -181,6 +219,10 @@ describe('the Helm chart', () => {
       'Deployment',
     );
     expect(single.spec.template.spec.containers[0].args).toContain('--no-leader-elect');
+    // One replica: no PodDisruptionBudget, which could only block drains.
+    expect(
+      find(await template([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'operator.replicas=1']), 'PodDisruptionBudget'),
+    ).toBeUndefined();
   });
 
   it('runs the agent on every node in the host network, with its host folders and an init container that installs the plugin', async () => {
@@ -188,7 +230,11 @@ describe('the Helm chart', () => {
     const ds = find(objs, 'DaemonSet', '-agent');
     const pod = ds.spec.template.spec;
     expect(pod.hostNetwork).toBe(true);
+    expect(pod.dnsPolicy).toBe('Default');
+    expect(pod.priorityClassName).toBe('system-node-critical');
     expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);
+    // 10% of nodes at a time, never two agents on a node (they would share its state and socket).
+    expect(ds.spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '10%' } });
     const hostPaths = Object.fromEntries(
       pod.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]),
     );
@@ -214,6 +260,10 @@ describe('the Helm chart', () => {
       ]),
     );
     expect(agent.env.find((e: any) => e.name === 'NODE_NAME').valueFrom.fieldRef.fieldPath).toBe('spec.nodeName');
+    expect(agent.ports.map((p: any) => [p.name, p.containerPort, p.hostPort])).toEqual([
+      ['metrics', 9091, 9091],
+      ['health', 8081, 8081],
+    ]);
     for (const c of [init, agent])
       expect(c.securityContext).toMatchObject({
         allowPrivilegeEscalation: false,
@@ -223,6 +273,83 @@ describe('the Helm chart', () => {
     // The conflist it installs is the example the datapath test uses, with the socket the agent serves.
     const conflist = JSON.parse(find(objs, 'ConfigMap', '-cni').data['10-eni-ipam.conflist']);
     expect(conflist).toEqual(JSON.parse(readFileSync(`${ROOT}examples/10-eni-ipam.conflist`, 'utf8')));
+  });
+
+  it('renders what a cluster admin sets: extra args and env, pod labels and annotations, security contexts, strategies, the disruption budget, the pod network', async () => {
+    const objs = await template(
+      [
+        ...REQUIRED,
+        ...CREDENTIAL_FORMS.secret!,
+        'operator.extraArgs={--node-gone-grace=300}',
+        'operator.extraEnv[0].name=NO_PROXY',
+        'operator.extraEnv[0].value=100.100.100.200',
+        'operator.podLabels.team=net',
+        'operator.podAnnotations.owner=platform',
+        'operator.podSecurityContext.runAsUser=1000',
+        'operator.securityContext.runAsUser=1000',
+        'operator.podDisruptionBudget.maxUnavailable=50%',
+        'operator.updateStrategy.type=Recreate',
+        'operator.hostNetwork=false',
+        'agent.extraArgs={--cooldown=60,--status-interval=2}',
+        'agent.extraEnv[0].name=GOMAXPROCS',
+        'agent.podLabels.team=net',
+        'agent.podAnnotations.owner=platform',
+        'agent.podSecurityContext.fsGroup=0',
+        'agent.securityContext.readOnlyRootFilesystem=false',
+        'agent.updateStrategy.rollingUpdate.maxUnavailable=2',
+      ],
+      // An env value or an annotation is a string: a number is refused by the schema, not by the API server halfway.
+      ['--set-string', 'agent.extraEnv[0].value=1', '--set-string', 'agent.podAnnotations.note=1'],
+    );
+    const d = find(objs, 'Deployment', '-operator');
+    const ds = find(objs, 'DaemonSet', '-agent');
+    const [op] = containers(d);
+    const [init, agent] = containers(ds);
+    // Appended last, so that a flag given here wins over the chart's.
+    expect(op.args.at(-1)).toBe('--node-gone-grace=300');
+    expect(agent.args.slice(-2)).toEqual(['--cooldown=60', '--status-interval=2']);
+    expect(op.env.at(-1)).toEqual({ name: 'NO_PROXY', value: '100.100.100.200' });
+    expect(agent.env.at(-1)).toEqual({ name: 'GOMAXPROCS', value: '1' });
+    for (const w of [d, ds]) {
+      expect(w.spec.template.metadata.labels.team).toBe('net');
+      expect(w.spec.template.metadata.annotations.owner).toBe('platform');
+      // The selector stays the chart's.
+      expect(w.spec.selector.matchLabels.team).toBeUndefined();
+    }
+    expect(ds.spec.template.metadata.annotations.note).toBe('1');
+    // Security contexts: the admin's keys over the chart's defaults.
+    expect(d.spec.template.spec.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 1000, fsGroup: 65532 });
+    expect(op.securityContext).toMatchObject({
+      runAsUser: 1000,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(ds.spec.template.spec.securityContext).toEqual({ fsGroup: 0 });
+    for (const c of [init, agent])
+      expect(c.securityContext).toMatchObject({
+        runAsUser: 0,
+        readOnlyRootFilesystem: false,
+        capabilities: { drop: ['ALL'] },
+      });
+    // Strategies: Recreate carries no rollingUpdate (the API server would refuse one).
+    expect(d.spec.strategy).toEqual({ type: 'Recreate' });
+    expect(ds.spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } });
+    expect(find(objs, 'PodDisruptionBudget', '-operator').spec.maxUnavailable).toBe('50%');
+    // In the pod network: no host ports, cluster DNS.
+    expect(d.spec.template.spec.hostNetwork).toBeUndefined();
+    expect(d.spec.template.spec.dnsPolicy).toBe('ClusterFirst');
+    expect(op.ports.every((p: any) => p.hostPort === undefined)).toBe(true);
+
+    const onDelete = find(
+      await template([
+        ...REQUIRED,
+        ...CREDENTIAL_FORMS.secret!,
+        'agent.updateStrategy.type=OnDelete',
+        'operator.podDisruptionBudget.enabled=false',
+      ]),
+      'DaemonSet',
+    );
+    expect(onDelete.spec.updateStrategy).toEqual({ type: 'OnDelete' });
   });
 
   it('takes credentials in three forms and never puts a secret in args or plain env', async () => {
@@ -366,7 +493,8 @@ describe('the Helm chart', () => {
         'configmap/eni-ipam-cni',
       ]);
       expect((await k(['get', 'enipoolclasses', '-o', 'name'])).stdout.trim()).toBe('enipoolclass.eniipam.io/default');
-      // A second apply changes nothing.
+      // A second apply changes nothing. (kubectl reports a PodDisruptionBudget "configured" on any
+      // API server: its selector's patch strategy is "replace", so the patch it computes is never empty.)
       const again = await k(['apply', '-f', '-'], rest.map((o) => YAML.stringify(o)).join('---\n'));
       expect(again.code).toBe(0);
       expect(
@@ -374,7 +502,7 @@ describe('the Helm chart', () => {
           .trim()
           .split('\n')
           .filter((l) => !l.endsWith(' unchanged')),
-      ).toEqual([]);
+      ).toEqual(['poddisruptionbudget.policy/eni-ipam-operator configured']);
     } finally {
       await emu.close();
     }

@@ -103,9 +103,10 @@ maybe('helm install into an emulated cluster (root)', () => {
     ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    // helm --wait lets a DaemonSet be short of maxUnavailable (10%, at least one) agents; rollout status waits for all.
+    // helm --wait lets a DaemonSet or a Deployment be short of maxUnavailable (the agents' 10%, at
+    // least one; the operators' 1) pods; rollout status waits for all.
     expect((await kubectl(['rollout', 'status', '-n', NS, 'daemonset/eni-ipam-agent', '--timeout=60s'])).code).toBe(0);
-    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=5s'])).code).toBe(
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=60s'])).code).toBe(
       0,
     );
     const operators = await pods('operator');
@@ -114,13 +115,14 @@ maybe('helm install into an emulated cluster (root)', () => {
     expect(operators.every(ready)).toBe(true);
     expect(agents.map((p) => p.spec.nodeName).sort()).toEqual([...cluster.nodes].sort());
     expect(agents.every(ready)).toBe(true);
-    // Agents in the node's network, operators in pod networks of their own.
+    // Agents and operators in the node's network (pod addresses come from the operator), one operator per node (its ports are the node's).
     for (const a of agents) expect(a.status.podIP).toBe(a.status.hostIP);
-    for (const o of operators) expect(o.status.podIP).not.toBe(o.status.hostIP);
+    for (const o of operators) expect(o.status.podIP).toBe(o.status.hostIP);
+    expect(new Set(operators.map((o) => o.spec.nodeName)).size).toBe(2);
     // Requests without equal limits.
     expect(operators[0].status.qosClass).toBe('Burstable');
-    // Pod addresses are routed from the machine: the metrics port answers there, as the README shows.
-    const metrics = await (await fetch(`http://${operators[0].status.podIP}:9090/metrics`)).text();
+    // The nodes' addresses are routed from the machine: the metrics port answers there, as the README shows.
+    const metrics = await (await fetch(`http://${operators[0].status.hostIP}:9492/metrics`)).text();
     expect(metrics).toContain('eni_ipam_');
     notePids([...operators, ...agents]);
     await until(async () => {
@@ -216,6 +218,10 @@ maybe('helm install into an emulated cluster (root)', () => {
     ]);
     expect(up.stderr).toBe('');
     expect(up.code).toBe(0);
+    // helm --wait returns with one new replica ready (maxUnavailable 1); the rollout goes on.
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=60s'])).code).toBe(
+      0,
+    );
     const rolled = await pods('operator');
     expect(
       rolled
@@ -236,6 +242,9 @@ maybe('helm install into an emulated cluster (root)', () => {
 
     const back = await helm(['rollback', 'eni-ipam', '1', '--wait', '--timeout', '90s']);
     expect(back.code).toBe(0);
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=60s'])).code).toBe(
+      0,
+    );
     const after = (await pods('operator')).filter((p) => !p.metadata.deletionTimestamp);
     expect(after.every((p) => p.spec.containers[0].args.includes('--mode=normal'))).toBe(true);
     expect(

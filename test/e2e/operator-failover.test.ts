@@ -37,7 +37,7 @@ function operatorProcess(kubeconfig: string, name: string): ChildProcess {
         ...process.env,
         ALIBABA_CLOUD_ACCESS_KEY_ID: DEMO_KEY.accessKeyId,
         ALIBABA_CLOUD_ACCESS_KEY_SECRET: DEMO_KEY.accessKeySecret,
-        HOSTNAME: name,
+        POD_NAME: name,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -68,7 +68,7 @@ describe('two operator processes', () => {
     const b = operatorProcess(kubeconfig, 'b');
     await eventually(() => (c.ecs.stats().calls.AttachNetworkInterface?.OK ?? 0) >= 3, 20_000);
     expect(await holderOf()).toBe(first);
-    const leader = first!.includes(String(a.pid)) ? a : b;
+    const leader = first!.startsWith('a-') ? a : b;
     leader.kill('SIGKILL');
     const killedAt = Date.now();
     const second = await eventually(

@@ -34,15 +34,3 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := required "credentials.rrsa.oidcProviderArn is required with credentials.mode=rrsa" .Values.credentials.rrsa.oidcProviderArn -}}
 {{- end -}}
 {{- end -}}
-
-{{- define "eni-ipam.securityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-capabilities:
-  drop: [ALL]
-seccompProfile:
-  type: RuntimeDefault
-{{- end -}}

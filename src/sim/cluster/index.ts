@@ -195,6 +195,8 @@ export function chartValues(cluster: EmulatedCluster): string[] {
     'credentials.mode=secret',
     `credentials.secret.name=${ACCESS_KEY_SECRET.name}`,
     'defaultClass.create=true',
+    // The operators run in the host network, one per node (their ports are the node's).
+    ...(cluster.nodes.length < 2 ? ['operator.replicas=1'] : []),
   ];
 }
 

@@ -32,8 +32,8 @@ function qosClass(spec: any): string {
 /**
  * The defaults the API server fills in on create for the built-in kinds that need them to
  * work: a Service gets a cluster IP from 10.96.0.0/16 (Helm's --wait waits for one), a Pod
- * starts Pending with its scheduling defaults, Deployments and DaemonSets get their
- * strategies.
+ * starts Pending with its scheduling defaults (and, in the host network, hostPorts), Deployments
+ * and DaemonSets get their strategies.
  */
 export function applyBuiltinDefaults(store: Store, t: ResourceType, o: KubeObject): void {
   if (!t.builtin) return;
@@ -61,6 +61,11 @@ export function applyBuiltinDefaults(store: Store, t: ResourceType, o: KubeObjec
     o.spec.dnsPolicy ??= 'ClusterFirst';
     o.spec.schedulerName ??= 'default-scheduler';
     o.spec.serviceAccountName ??= o.spec.serviceAccount ?? 'default';
+    // In the host network a container port is a port of the node: its hostPort is the
+    // containerPort (on Pods only, not on pod templates, since Kubernetes 1.28).
+    if (o.spec.hostNetwork)
+      for (const c of [...(o.spec.initContainers ?? []), ...(o.spec.containers ?? [])])
+        for (const port of c.ports ?? []) if (!port.hostPort) port.hostPort = port.containerPort;
     o.status = { phase: 'Pending', qosClass: qosClass(o.spec), ...o.status };
   }
   if (key === 'deployments.apps') {

@@ -266,3 +266,89 @@ describe('DaemonSets', () => {
     await until(() => expect(pods('agent')).toHaveLength(0));
   });
 });
+
+describe('the scheduler', () => {
+  const hostNetworkDeployment = (replicas: number) => {
+    const d = deployment('op:1', { replicas });
+    d.metadata.name = 'op';
+    d.spec.selector.matchLabels.app = 'op';
+    d.spec.template.metadata.labels.app = 'op';
+    // No hostPort in the template: the API server gives each Pod's port its containerPort as hostPort.
+    Object.assign(d.spec.template.spec, {
+      hostNetwork: true,
+      containers: [{ name: 'op', image: 'op:1', ports: [{ name: 'metrics', containerPort: 9492 }] }],
+    });
+    return d;
+  };
+
+  test('host-network replicas never share a node: its ports are taken (the NodePorts filter); the one left over stays Pending', async () => {
+    await apply(hostNetworkDeployment(4));
+    await until(() => {
+      const placed = pods('op').filter((p) => p.spec.nodeName);
+      expect(placed.map((p) => p.spec.nodeName).sort()).toEqual(['node-a', 'node-b', 'node-win']);
+      for (const p of placed) expect(p.spec.containers[0].ports[0]).toMatchObject({ hostPort: 9492 });
+      const pending = pods('op').filter((p) => !p.spec.nodeName);
+      expect(pending).toHaveLength(1);
+      expect(pending[0]!.status.conditions.find((c: any) => c.type === 'PodScheduled')).toMatchObject({
+        status: 'False',
+        reason: 'Unschedulable',
+        message:
+          "0/4 nodes are available: 3 node(s) didn't have free ports for the requested pod ports, " +
+          '1 node(s) had untolerated taint {dedicated: gpu}. preemption: not eligible.',
+      });
+    });
+    // Pod templates are not defaulted (Kubernetes 1.28 and later): only the Pods got hostPorts.
+    const d = JSON.parse((await kubectl(['get', 'deployment', 'op', '-o', 'json'])).stdout);
+    expect(d.spec.template.spec.containers[0].ports[0].hostPort).toBeUndefined();
+    // A pod asking for another port fits beside them; one asking for the same port on UDP too.
+    const other = (name: string, port: any) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default', labels: { app: name } },
+      spec: {
+        nodeSelector: { 'kubernetes.io/hostname': 'node-a' },
+        containers: [{ name, image: 'x:1', ports: [port] }],
+      },
+    });
+    await apply(other('other-port', { containerPort: 80, hostPort: 9493 }));
+    await apply(other('other-proto', { containerPort: 80, hostPort: 9492, protocol: 'UDP' }));
+    await until(() => {
+      expect(pods('other-port')[0]!.spec.nodeName).toBe('node-a');
+      expect(pods('other-proto')[0]!.spec.nodeName).toBe('node-a');
+    });
+    await kubectl(['delete', 'pod', 'other-port', 'other-proto', '--wait=false']);
+    await kubectl(['delete', 'deployment', 'op']);
+    await until(() => expect(pods('op')).toHaveLength(0));
+  });
+
+  test('a node that is not Ready takes only pods that tolerate node.kubernetes.io/not-ready', async () => {
+    const notReady = node('node-nr', { labels: { 'kubernetes.io/os': 'linux' } });
+    notReady.status.conditions = [{ type: 'Ready', status: 'False' }];
+    expect((await http(emu, 'POST', '/api/v1/nodes', notReady)).status).toBe(201);
+    const onIt = (name: string, tolerations?: any[]) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default', labels: { app: name } },
+      spec: {
+        nodeSelector: { 'kubernetes.io/hostname': 'node-nr' },
+        tolerations,
+        containers: [{ name, image: 'x:1' }],
+      },
+    });
+    try {
+      await apply(onIt('intolerant'));
+      await apply(onIt('tolerant', [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }]));
+      await until(() => {
+        expect(pods('tolerant')[0]!.spec.nodeName).toBe('node-nr');
+        const p = pods('intolerant')[0]!;
+        expect(p.spec.nodeName).toBeUndefined();
+        expect(p.status.conditions.find((c: any) => c.type === 'PodScheduled')?.message).toContain(
+          '1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }',
+        );
+      });
+    } finally {
+      await kubectl(['delete', 'pod', 'intolerant', 'tolerant', '--wait=false']);
+      await kubectl(['delete', 'node', 'node-nr']);
+    }
+  });
+});

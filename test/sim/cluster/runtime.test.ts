@@ -163,7 +163,7 @@ maybe('the node runtime (root)', () => {
     expect(execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })).not.toContain(`ecp${cluster.network.id}-`);
   }, 60_000);
 
-  test("a hostNetwork pod runs in its node's namespace, at the node address", async () => {
+  test("a hostNetwork pod runs in its node's namespaces, at the node address, with the node's hostname", async () => {
     expect(
       (
         await kubectl(
@@ -177,7 +177,12 @@ maybe('the node runtime (root)', () => {
       return ready(x) && x;
     });
     expect(p.status.podIP).toBe(p.status.hostIP);
-    expect(((await (await fetch(`http://${p.status.hostIP}:8010/`)).json()) as any).hostname).toBe('hostnet');
+    // It shares the node's UTS namespace too: its hostname is the node's, not the pod's name.
+    const seen = (await (await fetch(`http://${p.status.hostIP}:8010/`)).json()) as any;
+    expect(seen.hostname).toBe(cluster.nodes[1]);
+    expect(seen.env.POD_NAME).toBe('hostnet');
+    // The API server made its container port a port of the node.
+    expect(p.spec.containers[0].ports[0]).toMatchObject({ containerPort: 8010, hostPort: 8010 });
     await kubectl(['delete', 'pod', 'hostnet', '--grace-period=1']);
   }, 60_000);
 

@@ -1,10 +1,16 @@
 import type { KubeObject } from '../../kube/types.js';
 import { controllerOf, podActive, setCondition, type Objects } from '../objects.js';
-import { nodeReady, unfitReason } from './node-fit.js';
+import { NOT_READY_TAINT, nodeReady, unfitReason } from './node-fit.js';
+
+/** Pods that hold a node's resources and ports: bound and not finished (terminating ones still run). */
+const holdsNode = (p: KubeObject): boolean =>
+  Boolean(p.spec?.nodeName) && !['Succeeded', 'Failed'].includes(p.status?.phase);
 
 /**
- * Binds pending pods to Nodes: a node must be Ready, schedulable, match the pod's
- * nodeSelector and required affinity, and carry no taint it does not tolerate; among those,
+ * Binds pending pods to Nodes: a node must be schedulable, carry no taint the pod does not
+ * tolerate (a node that is not Ready counts as tainted `node.kubernetes.io/not-ready:NoSchedule`,
+ * as the node lifecycle controller taints it), match the pod's nodeSelector and required
+ * affinity, and have the host ports the pod asks for free (the NodePorts filter); among those,
  * the one with the fewest pods of the same owner, then the fewest pods (a spread). A pod no
  * node fits gets PodScheduled=False with the scheduler's message.
  */
@@ -20,8 +26,13 @@ export function schedulePods(objects: Objects): void {
   for (const pod of pending) {
     const reasons = new Map<string, number>();
     const fits: KubeObject[] = [];
+    // Read again for every pod: the pods bound just before hold their ports.
+    const holding = objects.list('pods').filter(holdsNode);
     for (const n of nodes) {
-      const why = !nodeReady(n) ? 'had untolerated taint {node.kubernetes.io/not-ready: }' : unfitReason(pod.spec, n);
+      const why = unfitReason(pod.spec, n, {
+        extraTaints: nodeReady(n) ? [] : [NOT_READY_TAINT],
+        podsOnNode: holding.filter((p) => p.spec.nodeName === n.metadata.name),
+      });
       if (why) reasons.set(why, (reasons.get(why) ?? 0) + 1);
       else fits.push(n);
     }

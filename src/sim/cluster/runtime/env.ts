@@ -71,7 +71,8 @@ function keyOf(ctx: EnvContext, kind: 'secrets' | 'configmaps', ref: any): strin
 export function containerEnv(ctx: EnvContext, container: any, uid: number): Record<string, string> {
   const env: Record<string, string> = {
     ...ctx.image.env,
-    HOSTNAME: ctx.pod.metadata.name!,
+    // The container's hostname: its node's in the host network.
+    HOSTNAME: ctx.pod.spec?.hostNetwork ? ctx.pod.spec.nodeName : ctx.pod.metadata.name!,
     HOME: uid === 0 ? '/root' : '/',
     KUBERNETES_SERVICE_HOST: ctx.apiHost,
     KUBERNETES_SERVICE_PORT: String(ctx.apiPort),

@@ -337,7 +337,8 @@ export class Kubelet {
         name: c.spec.name,
         stageDir: join(run.podDir, 'containers', c.spec.name),
         netns: run.netns!,
-        hostname: pod.metadata.name!,
+        // A host-network pod shares its node's UTS namespace, as with a real container runtime.
+        hostname: pod.spec?.hostNetwork ? this.o.node : pod.metadata.name!,
         checkout: this.o.checkout,
         workdir: this.image.workdir,
         argv: containerArgv(c.spec, this.image).map((a) => expand(a, env)),
