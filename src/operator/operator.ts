@@ -82,6 +82,7 @@ export class Operator {
   private timers: NodeJS.Timeout[] = [];
   private resyncTimer?: NodeJS.Timeout;
   private probeTimer?: NodeJS.Timeout;
+  private campaignTimer?: NodeJS.Timeout;
   private leading = false;
   private stopping = false;
   /** Resolves when leadership is lost (the process should exit). */
@@ -319,7 +320,33 @@ export class Operator {
         }
       },
     });
-    this.elector.start();
+    this.campaignOnceVerified(le.leaseDurationSeconds * 2000);
+  }
+
+  /**
+   * A replica campaigns once its cloud reads work, so that one with wrong credentials (a rollout
+   * of a broken Secret) never takes the Lease from one that can serve. Should none of them read
+   * the cloud, each campaigns after `deferMs` anyway: the one that leads then says why in every
+   * pool's Degraded condition.
+   */
+  private campaignOnceVerified(deferMs: number): void {
+    const started = Date.now();
+    const check = () => {
+      if (this.stopping) return;
+      const deferred = Date.now() - started >= deferMs;
+      if (!this.health.verified && !deferred) {
+        this.campaignTimer = setTimeout(check, 250);
+        this.campaignTimer.unref();
+        return;
+      }
+      if (!this.health.verified)
+        this.o.logger.warn(
+          { waitedMs: Date.now() - started },
+          'campaigning for leadership although the cloud cannot be read (no replica seems able to)',
+        );
+      this.elector?.start();
+    };
+    check();
   }
 
   /**
@@ -472,6 +499,7 @@ export class Operator {
     this.timers.forEach(clearInterval);
     clearTimeout(this.resyncTimer);
     clearTimeout(this.probeTimer);
+    clearTimeout(this.campaignTimer);
     this.enis.stop();
     await this.queue.shutdown();
     await this.workers;

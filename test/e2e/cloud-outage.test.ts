@@ -117,6 +117,32 @@ describe('a cloud the operator cannot use', () => {
     expect(op.ready).toBe(false);
   }, 60_000);
 
+  it('a replica that cannot read the cloud leaves the lease to one that can; alone, it leads after a while to say why', async () => {
+    c = await testCluster();
+    await c.addClass('default', POD_CLASS);
+    await c.addNode('i-demo-06');
+    const lease = (identity: string) => ({
+      namespace: 'default',
+      name: 'eni-ipam-operator',
+      identity,
+      leaseDurationSeconds: 4,
+      renewDeadlineSeconds: 3,
+      retryPeriodSeconds: 1,
+    });
+    // The broken replica starts first (a rollout's new pod), the working one after it.
+    const bad = await c.startOperator({ leaderElection: lease('bad'), credentials: switchable(WRONG) });
+    await sleep(500);
+    const good = await c.startOperator({ leaderElection: lease('good') });
+    await eventually(() => good.isLeader && good.ready, 10_000);
+    await sleep(9000); // past the broken replica's deferral (two lease durations)
+    expect(bad.isLeader).toBe(false);
+    expect(good.isLeader).toBe(true);
+    await good.stop();
+    // No replica can read the cloud now: the broken one leads after its deferral, and says why.
+    await eventually(() => bad.isLeader, 15_000);
+    await eventually(async () => condition((await c.pools())[0], 'Degraded')?.reason === 'CloudAuthFailed', 10_000);
+  }, 60_000);
+
   it('a follower with wrong credentials is not ready; one with good credentials is, without leading', async () => {
     c = await testCluster();
     const lease = (identity: string) => ({
