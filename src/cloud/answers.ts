@@ -96,7 +96,7 @@ interface AnswerRule {
 }
 
 /** Per action the client calls (ecs.ts), what its good answer holds. */
-export const ANSWER_RULES: Readonly<Record<string, AnswerRule>> = {
+const ANSWER_RULES: Readonly<Record<string, AnswerRule>> = {
   CreateNetworkInterface: {
     // "If NetworkInterfaceId is empty in the response, no ENI is created" (the doc), or it was and the answer lost it.
     schema: answer(['NetworkInterfaceId'], { ...eniProperties, PrivateIpSets: wrappedIfThere('PrivateIpSet', {}) }),

@@ -37,31 +37,23 @@ export interface FaultSpec {
 }
 
 /**
- * The faults that answer wrongly, and whether the call is carried out first. A gateway in front
- * of the API answers without reaching it; the others are the API's answer, mangled on its way
- * back: a retry with the same ClientToken gets the answer as it was.
+ * Answers that are not what the action promises. A gateway in front of the API answers
+ * http-no-code without reaching it; the others are carried out first, the API's answer mangled on
+ * its way back: http-no-code (a status, 503 by default, with a JSON body `{RequestId, Message}` and
+ * no Code), missing-field (a 200 answer without `field`), wrong-field (`field` set to `value`),
+ * repeat-next-token (a page answering the NextToken the call carried; calls without one are not
+ * hit) and empty-answer (`{}`).
  */
-export const ANSWER_FAULTS = {
-  /** The status (503) and a JSON body `{RequestId, Message}` without a Code: what a gateway sends. */
-  'http-no-code': { carriedOut: false },
-  /** A 200 answer of the action without `field`. */
-  'missing-field': { carriedOut: true },
-  /** A 200 answer of the action with `field` set to `value`. */
-  'wrong-field': { carriedOut: true },
-  /** A page that answers the NextToken the call carried (calls without one are not hit). */
-  'repeat-next-token': { carriedOut: true },
-  /** A 200 answer of `{}`. */
-  'empty-answer': { carriedOut: true },
-} as const;
+export const ANSWER_FAULTS = [
+  'http-no-code',
+  'missing-field',
+  'wrong-field',
+  'repeat-next-token',
+  'empty-answer',
+] as const;
 
-export type FaultKind = 'error' | 'timeout' | 'non-json' | 'drop-answer' | keyof typeof ANSWER_FAULTS;
-const KINDS: FaultKind[] = [
-  'error',
-  'timeout',
-  'non-json',
-  'drop-answer',
-  ...(Object.keys(ANSWER_FAULTS) as FaultKind[]),
-];
+export type FaultKind = 'error' | 'timeout' | 'non-json' | 'drop-answer' | (typeof ANSWER_FAULTS)[number];
+const KINDS: FaultKind[] = ['error', 'timeout', 'non-json', 'drop-answer', ...ANSWER_FAULTS];
 
 /** Actions that page with NextToken, which repeat-next-token applies to. */
 export const TOKEN_PAGED = [
