@@ -144,6 +144,54 @@ export const SCENARIOS: Scenario[] = [
     fault: ecsFault({ rules: [{ kind: 'non-json', rate: 0.3 }] }),
   },
   {
+    name: 'ecs-bad-answers',
+    group: 'ECS',
+    summary:
+      'the operator restarted while DescribeNetworkInterfaces answers a 503 without a Code, then 200s without ' +
+      'their list; creates answered {} during a scale-up',
+    cluster: small,
+    faultMs: 30_000,
+    recoverWithinMs: 90_000,
+    fault: async (ctx) => {
+      const { c } = ctx;
+      const published = () => new Map(c.pools().map((p) => [p.metadata.name, p.status?.enis?.length ?? 0]));
+      const before = published();
+      const fewest = new Map(before);
+      const sampler = setInterval(() => {
+        for (const [name, n] of published()) if (before.has(name)) fewest.set(name, Math.min(fewest.get(name)!, n));
+      }, 200);
+      const third = ctx.faultMs / 3;
+      try {
+        c.ecs.setFaults({ rules: [{ action: 'DescribeNetworkInterfaces', kind: 'http-no-code', rate: 1 }] });
+        const leader = c.leader();
+        if (leader) {
+          await c.killOperator(leader, 'SIGKILL');
+          await c.startOperator();
+        }
+        await sleep(third);
+        c.ecs.setFaults({ rules: [{ action: 'DescribeNetworkInterfaces', kind: 'missing-field', rate: 1 }] });
+        await sleep(third);
+        c.ecs.setFaults({
+          rules: [
+            { action: 'CreateNetworkInterface', kind: 'empty-answer', rate: 0.5 },
+            { action: 'DescribeNetworkInterfaces', kind: 'http-no-code', rate: 0.2 },
+          ],
+        });
+        await ctx.addNodes(2);
+        await sleep(third);
+      } finally {
+        clearInterval(sampler);
+        c.ecs.clearFaults();
+      }
+      const dropped = [...before].filter(([name, n]) => fewest.get(name)! < n);
+      return {
+        'pools-kept': dropped.length
+          ? { ok: false, detail: dropped.map(([name, n]) => `${name}: ${n} -> ${fewest.get(name)} ENIs`).join(', ') }
+          : { ok: true, detail: `${before.size} pools kept their ENIs through the bad answers` },
+      };
+    },
+  },
+  {
     name: 'ecs-stuck-detach',
     group: 'ECS',
     summary: 'half the detaches stay Detaching until reissued, while pools shrink',

@@ -1,3 +1,4 @@
+import { NumberedListing, TokenListing } from './paging.js';
 import type { RpcCaller, RpcParams } from './rpc.js';
 import type {
   CreateEniRequest,
@@ -11,7 +12,11 @@ import type {
   Vpc,
 } from './types.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- wire shapes are mapped to typed data right here */
+/*
+ * Wire shapes are mapped to typed data right here; rpc.ts has checked each answer against what its
+ * action promises (answers.ts) before, so a list that is left out here is one the API may leave out.
+ */
+/* eslint-disable @typescript-eslint/no-explicit-any */
 
 const list = <T = any>(wrapper: any, key: string): T[] => (Array.isArray(wrapper?.[key]) ? wrapper[key] : []);
 const num = (v: unknown): number => Number(v ?? 0);
@@ -75,8 +80,12 @@ export class EcsApi {
     return this.ecs.mutationsInFlight + this.vpc.mutationsInFlight;
   }
 
-  private call<T = any>(action: string, params: RpcParams, idempotent = false, clientToken?: string): Promise<T> {
-    return this.ecs.call<T>(action, defined({ RegionId: this.region, ...params }), { idempotent, clientToken });
+  private call<T = any>(
+    action: string,
+    params: RpcParams,
+    o: { idempotent?: boolean; clientToken?: string; check?: (answer: any) => string | undefined } = {},
+  ): Promise<T> {
+    return this.ecs.call<T>(action, defined({ RegionId: this.region, ...params }), o);
   }
 
   async createNetworkInterface(r: CreateEniRequest): Promise<NetworkInterface> {
@@ -92,8 +101,7 @@ export class EcsApi {
         NetworkInterfaceName: r.name,
         Description: r.description,
       },
-      true,
-      r.clientToken,
+      { idempotent: true, clientToken: r.clientToken },
     );
     return toNetworkInterface(res);
   }
@@ -122,8 +130,7 @@ export class EcsApi {
         SecondaryPrivateIpAddressCount: req.ips?.length ? undefined : req.count,
         PrivateIpAddress: req.ips?.length ? req.ips : undefined,
       },
-      true,
-      req.clientToken,
+      { idempotent: true, clientToken: req.clientToken },
     );
     return list(res.AssignedPrivateIpAddressesSet?.PrivateIpSet, 'PrivateIpAddress').map(String);
   }
@@ -143,8 +150,7 @@ export class EcsApi {
         Ipv6AddressCount: req.ips?.length ? undefined : req.count,
         Ipv6Address: req.ips?.length ? req.ips : undefined,
       },
-      true,
-      req.clientToken,
+      { idempotent: true, clientToken: req.clientToken },
     );
     return list(res.Ipv6Sets, 'Ipv6Address').map(String);
   }
@@ -153,16 +159,27 @@ export class EcsApi {
     await this.call('UnassignIpv6Addresses', { NetworkInterfaceId: eniId, Ipv6Address: ips });
   }
 
-  /** One page of ENIs (NextToken paging, up to 500 per page). */
-  async describeNetworkInterfacesPage(f: EniFilter, page: { nextToken?: string; maxResults?: number } = {}) {
+  /**
+   * One page of ENIs (NextToken paging, up to 500 per page). Within a listing, `listing` holds the
+   * tokens answered so far: a page answering one of them again is a bad answer.
+   */
+  async describeNetworkInterfacesPage(
+    f: EniFilter,
+    page: { nextToken?: string; maxResults?: number } = {},
+    listing?: TokenListing,
+  ) {
     if (f.ids && f.ids.length > 100)
       throw new RangeError(`at most 100 ENI ids per DescribeNetworkInterfaces call, got ${f.ids.length}`);
-    const res = await this.call('DescribeNetworkInterfaces', {
-      ...filterParams(f),
-      NetworkInterfaceId: f.ids?.length ? f.ids : undefined,
-      MaxResults: page.maxResults ?? 500,
-      NextToken: page.nextToken || undefined,
-    });
+    const res = await this.call(
+      'DescribeNetworkInterfaces',
+      {
+        ...filterParams(f),
+        NetworkInterfaceId: f.ids?.length ? f.ids : undefined,
+        MaxResults: page.maxResults ?? 500,
+        NextToken: page.nextToken || undefined,
+      },
+      { check: listing && ((a) => listing.problem(String(a.NextToken ?? ''))) },
+    );
     return {
       items: list(res.NetworkInterfaceSets, 'NetworkInterfaceSet').map(toNetworkInterface),
       nextToken: String(res.NextToken ?? ''),
@@ -182,13 +199,17 @@ export class EcsApi {
     return out;
   }
 
-  /** The pages of ENIs matching the filter, one DescribeNetworkInterfaces call each. */
+  /**
+   * The pages of ENIs matching the filter, one DescribeNetworkInterfaces call each. A page that
+   * fails throws out of the loop: a consumer takes the pages as the whole only when it ends.
+   */
   async *networkInterfacePages(f: EniFilter): AsyncGenerator<NetworkInterface[]> {
+    const listing = new TokenListing();
     let nextToken: string | undefined;
     do {
-      const page = await this.describeNetworkInterfacesPage(f, { nextToken });
+      const page = await this.describeNetworkInterfacesPage(f, { nextToken }, listing);
       yield page.items;
-      nextToken = page.nextToken || undefined;
+      nextToken = listing.next(page.nextToken);
     } while (nextToken);
   }
 
@@ -204,11 +225,13 @@ export class EcsApi {
       ? Array.from({ length: Math.ceil(ids.length / 10) }, (_, i) => ids.slice(i * 10, i * 10 + 10))
       : [[]];
     for (const batch of batches) {
+      const listing = new TokenListing();
       let nextToken: string | undefined;
       do {
         const res = await this.ecs.call<any>(
           'DescribeInstanceTypes',
           defined({ InstanceTypes: batch.length ? batch : undefined, MaxResults: 100, NextToken: nextToken }),
+          { check: (a) => listing.problem(String(a.NextToken ?? '')) },
         );
         for (const t of list(res.InstanceTypes, 'InstanceType')) {
           out.push({
@@ -218,7 +241,7 @@ export class EcsApi {
             ipv6PerEni: num(t.EniIpv6AddressQuantity),
           });
         }
-        nextToken = res.NextToken || undefined;
+        nextToken = listing.next(String(res.NextToken ?? ''));
       } while (nextToken);
     }
     return out;
@@ -226,15 +249,20 @@ export class EcsApi {
 
   async describeInstances(f: { ids?: string[]; privateIps?: string[]; vpcId?: string } = {}): Promise<Instance[]> {
     const out: Instance[] = [];
+    const listing = new TokenListing();
     let nextToken: string | undefined;
     do {
-      const res = await this.call('DescribeInstances', {
-        InstanceIds: f.ids ? JSON.stringify(f.ids) : undefined,
-        PrivateIpAddresses: f.privateIps ? JSON.stringify(f.privateIps) : undefined,
-        VpcId: f.vpcId,
-        MaxResults: 100,
-        NextToken: nextToken,
-      });
+      const res = await this.call(
+        'DescribeInstances',
+        {
+          InstanceIds: f.ids ? JSON.stringify(f.ids) : undefined,
+          PrivateIpAddresses: f.privateIps ? JSON.stringify(f.privateIps) : undefined,
+          VpcId: f.vpcId,
+          MaxResults: 100,
+          NextToken: nextToken,
+        },
+        { check: (a) => listing.problem(String(a.NextToken ?? '')) },
+      );
       for (const i of list(res.Instances, 'Instance')) {
         out.push({
           id: i.InstanceId,
@@ -247,7 +275,7 @@ export class EcsApi {
           securityGroupIds: list(i.SecurityGroupIds, 'SecurityGroupId').map(String),
         });
       }
-      nextToken = res.NextToken || undefined;
+      nextToken = listing.next(String(res.NextToken ?? ''));
     } while (nextToken);
     return out;
   }
@@ -256,15 +284,20 @@ export class EcsApi {
     f: { vpcId?: string; ids?: string[]; tags?: Record<string, string> } = {},
   ): Promise<SecurityGroup[]> {
     const out: SecurityGroup[] = [];
+    const listing = new TokenListing();
     let nextToken: string | undefined;
     do {
-      const res = await this.call('DescribeSecurityGroups', {
-        VpcId: f.vpcId,
-        SecurityGroupIds: f.ids ? JSON.stringify(f.ids) : undefined,
-        Tag: f.tags && Object.keys(f.tags).length ? tagParams(f.tags) : undefined,
-        MaxResults: 100,
-        NextToken: nextToken,
-      });
+      const res = await this.call(
+        'DescribeSecurityGroups',
+        {
+          VpcId: f.vpcId,
+          SecurityGroupIds: f.ids ? JSON.stringify(f.ids) : undefined,
+          Tag: f.tags && Object.keys(f.tags).length ? tagParams(f.tags) : undefined,
+          MaxResults: 100,
+          NextToken: nextToken,
+        },
+        { check: (a) => listing.problem(String(a.NextToken ?? '')) },
+      );
       for (const g of list(res.SecurityGroups, 'SecurityGroup')) {
         out.push({
           id: g.SecurityGroupId,
@@ -273,7 +306,7 @@ export class EcsApi {
           tags: tagMap(g.Tags, 'TagKey', 'TagValue'),
         });
       }
-      nextToken = res.NextToken || undefined;
+      nextToken = listing.next(String(res.NextToken ?? ''));
     } while (nextToken);
     return out;
   }
@@ -282,7 +315,8 @@ export class EcsApi {
     f: { vpcId?: string; id?: string; zoneId?: string; tags?: Record<string, string> } = {},
   ): Promise<VSwitch[]> {
     const out: VSwitch[] = [];
-    for (let page = 1; ; page++) {
+    const listing = new NumberedListing(50);
+    for (;;) {
       const res = await this.vpc.call<any>(
         'DescribeVSwitches',
         defined({
@@ -291,9 +325,10 @@ export class EcsApi {
           VSwitchId: f.id,
           ZoneId: f.zoneId,
           Tag: f.tags && Object.keys(f.tags).length ? tagParams(f.tags) : undefined,
-          PageNumber: page,
-          PageSize: 50,
+          PageNumber: listing.page,
+          PageSize: listing.pageSize,
         }),
+        { check: (a) => listing.problem(a.VSwitches.VSwitch.length, a.TotalCount) },
       );
       const items = list(res.VSwitches, 'VSwitch');
       for (const v of items) {
@@ -308,16 +343,18 @@ export class EcsApi {
           tags: tagMap(v.Tags, 'Key', 'Value'),
         });
       }
-      if (items.length < 50 || page * 50 >= num(res.TotalCount)) return out;
+      if (listing.next(res.TotalCount)) return out;
     }
   }
 
   async describeVpcs(id?: string): Promise<Vpc[]> {
     const out: Vpc[] = [];
-    for (let page = 1; ; page++) {
+    const listing = new NumberedListing(50);
+    for (;;) {
       const res = await this.vpc.call<any>(
         'DescribeVpcs',
-        defined({ RegionId: this.region, VpcId: id, PageNumber: page, PageSize: 50 }),
+        defined({ RegionId: this.region, VpcId: id, PageNumber: listing.page, PageSize: listing.pageSize }),
+        { check: (a) => listing.problem(a.Vpcs.Vpc.length, a.TotalCount) },
       );
       const items = list(res.Vpcs, 'Vpc');
       for (const v of items)
@@ -327,7 +364,7 @@ export class EcsApi {
           name: v.VpcName ?? '',
           vSwitchIds: list(v.VSwitchIds, 'VSwitchId'),
         });
-      if (items.length < 50 || page * 50 >= num(res.TotalCount)) return out;
+      if (listing.next(res.TotalCount)) return out;
     }
   }
 }

@@ -31,8 +31,19 @@ export const TRANSPORT_CODES = {
 /** Codes for calls this client decided not to send (never retried: their outcome is known). */
 export const CLIENT_CODES = { notLeading: 'Client.NotLeading', queueTimeout: 'Client.QueueTimeout' } as const;
 
+/**
+ * An answer that is not what its action promises (see answers.ts): a non-2xx status without a Code,
+ * a missing or malformed field, a NextToken that comes back. Retried like a 5xx; to a mutating call
+ * it means the call may have been carried out.
+ */
+export const BAD_ANSWER = 'Cloud.BadAnswer';
+
 export function isRetryableCode(code: string): boolean {
-  return RETRYABLE_CODES.has(code) || (code.startsWith('Transport.') && code !== TRANSPORT_CODES.closed);
+  return (
+    RETRYABLE_CODES.has(code) ||
+    code === BAD_ANSWER ||
+    (code.startsWith('Transport.') && code !== TRANSPORT_CODES.closed)
+  );
 }
 
 export function classify(code: string): CloudErrorKind {
@@ -69,6 +80,7 @@ export function classify(code: string): CloudErrorKind {
   }
   if (
     RETRYABLE_CODES.has(code) ||
+    code === BAD_ANSWER ||
     code.startsWith('Transport.') ||
     code.startsWith('ServiceUnavailable') ||
     code.startsWith('Client.')
@@ -104,7 +116,10 @@ export class CloudError extends Error {
     this.retryable = isRetryableCode(code);
   }
 
-  /** Some attempt got no answer (a timeout, a dropped connection): the call may have been carried out. */
+  /**
+   * Some attempt got no answer (a timeout, a dropped connection) or, to a mutating call, a bad
+   * answer: the call may have been carried out.
+   */
   outcomeUnknown = false;
 
   withAttempts(attempts: number, outcomeUnknown = this.outcomeUnknown): CloudError {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import RPCClient from '@alicloud/pop-core';
+import { answerProblem, bodyExcerpt } from './answers.js';
 import type { Logger } from '../observability/logger.js';
 import type { CredentialsProvider } from './credentials.js';
-import { CLIENT_CODES, CloudError, TRANSPORT_CODES, scrub } from './errors.js';
+import { BAD_ANSWER, CLIENT_CODES, CloudError, TRANSPORT_CODES, scrub } from './errors.js';
 import { MUTATING_ACTIONS, type ActionLimiters } from './limits.js';
 import type { OpenApiMetrics } from './metrics.js';
 import { backoffDelay, timeLeftHint, type RetryPolicy } from './retry.js';
@@ -17,6 +18,11 @@ export interface CallOptions {
   idempotent?: boolean;
   /** A token chosen by the caller (for example derived from its intent, to survive restarts). */
   clientToken?: string;
+  /**
+   * A promise of this call's own, on top of its action's (a listing's: no NextToken twice): what is
+   * wrong with an answer that has the action's shape, if anything. A problem makes it a bad answer.
+   */
+  check?: (answer: any) => string | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
 export interface RpcCallerOptions {
@@ -35,11 +41,19 @@ export interface RpcCallerOptions {
   mayMutate?: () => boolean;
 }
 
+interface PopEntry {
+  response?: { statusCode?: number; headers?: Record<string, unknown> };
+}
+
 interface PopError extends Error {
   code?: string;
   data?: { Code?: string; Message?: string; RequestId?: string };
-  entry?: { response?: { statusCode?: number; headers?: Record<string, unknown> } };
+  entry?: PopEntry;
 }
+
+/** pop-core built verbose: `request()` answers the body and the HTTP exchange, so the status can be checked. */
+type VerboseClient = { request(action: string, params: object, opts: object): Promise<[unknown, PopEntry]> };
+const VerboseRpcClient = RPCClient as unknown as new (config: object, verbose: true) => VerboseClient;
 
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED',
@@ -72,6 +86,9 @@ function toCloudError(action: string, err: PopError, timeoutMs: number): CloudEr
   return new CloudError(action, 'Unknown', scrub(err.message), undefined);
 }
 
+/** pop-core reads `json.Code` off whatever parsed: a body of `null` throws there. */
+const isNullBody = (err: unknown): boolean => err instanceof TypeError && /\(reading 'Code'\)/.test(err.message);
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const LONG_WAIT_MS = 30_000;
@@ -87,7 +104,7 @@ const NO_ANSWER: ReadonlySet<string> = new Set([
  * says a retry can succeed. Parameters go in a POST body, so no URL carries a signature.
  */
 export class RpcCaller {
-  private readonly client: RPCClient;
+  private readonly client: VerboseClient;
   private readonly random: () => number;
   /** Set by close(): no new attempt starts, so a stopped operator's retries cannot act late. */
   closed = false;
@@ -131,11 +148,21 @@ export class RpcCaller {
 
   constructor(private readonly o: RpcCallerOptions) {
     this.random = o.random ?? Math.random;
-    this.client = new RPCClient({
-      endpoint: o.endpoint,
-      apiVersion: o.apiVersion,
-      credentialsProvider: o.credentials,
-    } as unknown as ConstructorParameters<typeof RPCClient>[0]);
+    this.client = new VerboseRpcClient(
+      { endpoint: o.endpoint, apiVersion: o.apiVersion, credentialsProvider: o.credentials },
+      true,
+    );
+  }
+
+  /** A bad answer, logged with what a person needs to see it: the status and the start of the body. */
+  private badAnswer(action: string, problem: string, httpStatus: number | undefined, body: unknown): CloudError {
+    const requestId = (body as { RequestId?: unknown } | null)?.RequestId;
+    const error = new CloudError(action, BAD_ANSWER, problem, typeof requestId === 'string' ? requestId : undefined);
+    this.o.logger.warn(
+      { action, code: BAD_ANSWER, httpStatus, requestId: error.requestId, problem, body: bodyExcerpt(body) },
+      'OpenAPI answer rejected: not what the action promises',
+    );
+    return error;
   }
 
   async call<T>(action: string, params: RpcParams, opts: CallOptions = {}): Promise<T> {
@@ -164,15 +191,23 @@ export class RpcCaller {
           const endTimer = metrics.duration.startTimer({ action });
           metrics.inFlight.inc({ action });
           try {
-            const out = (await this.client.request(action, body, {
+            const [answer, entry] = await this.client.request(action, body, {
               method: 'POST',
               timeout: timeoutMs,
               formatParams: false,
-            })) as T;
+            });
+            const httpStatus = entry.response?.statusCode;
+            const problem = answerProblem(action, httpStatus, answer, body) ?? opts.check?.(answer);
+            if (problem) throw this.badAnswer(action, problem, httpStatus, answer);
             metrics.requests.inc({ action, code: 'OK' });
-            return out;
+            return answer as T;
           } catch (e) {
-            const ce = toCloudError(action, e as PopError, timeoutMs);
+            const ce =
+              e instanceof CloudError
+                ? e
+                : isNullBody(e)
+                  ? this.badAnswer(action, 'the body is not a JSON object', undefined, null)
+                  : toCloudError(action, e as PopError, timeoutMs);
             metrics.requests.inc({ action, code: ce.code });
             if (ce.kind === 'throttled') {
               metrics.throttled.inc({ action });
@@ -189,8 +224,13 @@ export class RpcCaller {
       } catch (e) {
         error = e instanceof CloudError ? e : toCloudError(action, e as PopError, retry.attemptTimeoutMs);
       }
-      // A call that went out and got no answer may have been carried out, whatever later attempts say.
-      if (sentAt !== undefined && NO_ANSWER.has(error.code)) outcomeUnknown = true;
+      // A call that went out and got no answer may have been carried out, whatever later attempts say;
+      // so may a mutating one whose answer was not one.
+      if (
+        sentAt !== undefined &&
+        (NO_ANSWER.has(error.code) || (error.code === BAD_ANSWER && MUTATING_ACTIONS.has(action)))
+      )
+        outcomeUnknown = true;
       const elapsed = sentAt === undefined ? 0 : Date.now() - sentAt;
       const delay = backoffDelay(attempt, retry, this.random, hint);
       if (!error.retryable || this.closed || attempt >= retry.maxAttempts || elapsed + delay > retry.maxElapsedMs) {

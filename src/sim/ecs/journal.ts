@@ -9,7 +9,7 @@ export interface CallRecord {
   /** The caller's AccessKeyId as sent (also for calls that failed authentication); absent when none was sent. */
   accessKeyId?: string;
   action: string;
-  /** `OK`, the error code, or `Timeout`, `NonJson`, `DropAnswer` for injected faults. */
+  /** `OK`, the error code, or for injected faults the kind's name in PascalCase (`Timeout`, `MissingField`…). */
   code: string;
   clientToken?: string;
   /** For calls that name or create an ENI. */

@@ -4,6 +4,7 @@ import { ACTIONS, ECS_VERSION } from './actions.js';
 import type { Authenticator } from './auth.js';
 import type { ActionContext } from './eni-actions.js';
 import { ApiError, apiError, invalid, missing } from './errors.js';
+import type { FaultDecision } from './faults.js';
 import type { Fixture } from './fixture.js';
 import type { CallJournal, Touched } from './journal.js';
 import { Params } from './params.js';
@@ -27,7 +28,10 @@ const COMMON = new Set([
 ]);
 
 export interface CallStats {
-  /** Calls per action and answer code (`OK` for success; `Timeout` and `NonJson` for injected faults). */
+  /**
+   * Calls per action and answer code (`OK` for success; for injected faults `Timeout`, `NonJson`,
+   * `DropAnswer`, and `HttpNoCode`, `MissingField`, `WrongField`, `RepeatNextToken`, `EmptyAnswer`).
+   */
   calls: Record<string, Record<string, number>>;
   total: number;
 }
@@ -62,6 +66,27 @@ async function readParams(req: IncomingMessage, url: URL): Promise<Record<string
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The journal's code for an answer a fault mangled (`missing-field` -> `MissingField`). */
+const faultCode = (kind: string): string => kind.replace(/(^|-)(\w)/g, (_, _dash, c: string) => c.toUpperCase());
+
+/** The answer as a fault makes it: a field gone or wrong, the call's NextToken again, or nothing. */
+function mangled(answer: Record<string, unknown>, fault: FaultDecision, mainField: string, nextToken?: string) {
+  switch (fault.kind) {
+    case 'missing-field': {
+      const { [fault.field ?? mainField]: _gone, ...rest } = answer;
+      return rest;
+    }
+    case 'wrong-field':
+      return { ...answer, [fault.field]: fault.value };
+    case 'repeat-next-token':
+      return { ...answer, NextToken: nextToken };
+    case 'empty-answer':
+      return {};
+    default:
+      return answer;
+  }
+}
 
 function count(stats: CallStats, action: string, code: string): void {
   const perAction = (stats.calls[action] ??= {});
@@ -147,7 +172,7 @@ export function rpcHandler(deps: RpcDeps) {
       const faults = world.faultInjector;
       const latency = faults.latencyMs(action);
       if (latency > 0) await sleep(world.clock.toReal(latency));
-      const fault = faults.decide(action);
+      const fault = faults.decide(action, raw.NextToken);
       if (fault.kind === 'timeout') {
         answered('Timeout');
         deps.held.add(res);
@@ -165,6 +190,20 @@ export function rpcHandler(deps: RpcDeps) {
         return;
       }
       if (fault.kind === 'error') throw apiError(fault.code, `Injected fault: ${fault.code}.`);
+      if (fault.kind === 'http-no-code') {
+        // A gateway's answer: it never reached the API, so there is no Code, and the call was not carried out.
+        answered(faultCode(fault.kind));
+        return send(res, fault.status, {
+          RequestId: requestId,
+          Message: `The gateway could not reach the service (HTTP ${fault.status}); try again later.`,
+        });
+      }
+      // What goes back: the answer, as the fault (if any) leaves it. A token's replay goes the same way.
+      const reply = (answer: object): void => {
+        const mangling = fault.kind !== 'none' && fault.kind !== 'drop-answer';
+        answered(mangling ? faultCode(fault.kind) : 'OK');
+        send(res, 200, mangling ? mangled({ ...answer }, fault, def.mainField, raw.NextToken) : answer);
+      };
 
       const token = def.idempotent ? params.str('ClientToken') : undefined;
       if (token !== undefined && token.length > 64) throw invalid('ClientToken', 'at most 64 ASCII characters');
@@ -185,8 +224,7 @@ export function rpcHandler(deps: RpcDeps) {
         // A replay changes nothing: it names the ENI, not addresses.
         who.eniId =
           params.str('NetworkInterfaceId') ?? (previous.response as { NetworkInterfaceId?: string }).NetworkInterfaceId;
-        answered('OK');
-        return send(res, 200, { RequestId: requestId, ...previous.response });
+        return reply({ RequestId: requestId, ...previous.response });
       }
 
       world.advance();
@@ -213,8 +251,7 @@ export function rpcHandler(deps: RpcDeps) {
         // Tokens are kept for the last 100,000 idempotent calls (the real window is unstated).
         if (idempotency.size > 100_000) idempotency.delete(idempotency.keys().next().value!);
       }
-      answered('OK');
-      send(res, 200, { RequestId: requestId, ...response });
+      reply({ RequestId: requestId, ...response });
     } catch (err) {
       const e =
         err instanceof ApiError
