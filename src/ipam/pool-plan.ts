@@ -58,6 +58,11 @@ export interface PoolObservation {
   unservable?: { reason: string; message: string };
   /** Why the operator cannot use the cloud at all now (its fleet-wide reads fail), if it cannot. */
   cloudOutage?: { reason: string; message: string };
+  /**
+   * Other pools (not being deleted) that name the same instance: a duplicated providerID, a
+   * renamed node whose old Node stays. Nothing is released from a pool while any does.
+   */
+  sharingInstance?: string[];
 }
 
 export type ShortfallReason = 'VSwitchExhausted' | 'NoVSwitchInZone' | 'InstanceLimit' | 'QuotaExceeded';
@@ -195,7 +200,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
 
   // Release first: the confirmed IPs it gives back are not there for the allocation.
   const release =
-    o.mode === 'normal' && spec.releaseExcessIPs !== false
+    o.mode === 'normal' && spec.releaseExcessIPs !== false && !o.sharingInstance?.length
       ? planReleaseStep(o, sizing, { available, used: busy, pending: o.pendingPods }, inUse, memory, blocked)
       : { releaseRequests: {}, unassign: [], deleteEnis: [], leaving: 0, requeueAfterMs: undefined };
   const usage: Usage = { available: available - release.leaving, used: busy, pending: o.pendingPods };
@@ -413,8 +418,11 @@ function plannedStatus(
     short
       ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message }
       : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' },
-    degradedOrOutage(failures, o.cloudOutage),
+    duplicate(o) ?? degradedOrOutage(failures, o.cloudOutage),
   ];
+  const wasDuplicate = pool.status?.conditions?.find((c) => c.type === 'Degraded')?.reason === 'DuplicateInstance';
+  if (planned[2]!.reason === 'DuplicateInstance' && !wasDuplicate)
+    events.push(warning('DuplicateInstance', planned[2]!.message!));
   const at = conditionTime(now);
   const conditions = planned.reduce((list, c) => setCondition(list, c, at), pool.status?.conditions ?? []);
   // What the pool said that the cloud now contradicts (an ENI detached or deleted behind our back).
@@ -450,6 +458,22 @@ function ceilingMessage(spec: ENIPool['spec'], limits: InstanceLimits, sizing: S
 const instanceFullMessage = (spec: ENIPool['spec'], limits: InstanceLimits) =>
   `instance ${spec.instanceID} (${spec.instanceType}) holds no more ENIs or IPs ` +
   `(${limits.eniQuantity} ENIs × ${limits.ipv4PerEni} IPs)`;
+
+/** Another pool names this pool's instance: what a user must resolve before anything is released. */
+function duplicate(o: PoolObservation): PlannedCondition | undefined {
+  if (!o.sharingInstance?.length) return undefined;
+  const { name } = o.pool.metadata;
+  const others = o.sharingInstance.join(', ');
+  return {
+    type: 'Degraded',
+    status: 'True',
+    reason: 'DuplicateInstance',
+    message:
+      `pools ${name} and ${others} name the same instance ${o.pool.spec.instanceID} (a duplicated providerID, ` +
+      'or a renamed node whose old Node stays): nothing is released from either until one is fixed or deleted; ' +
+      'each counts only the ENIs made for it',
+  };
+}
 
 /** A failure of this node's own calls says more than a fleet-wide outage; the outage, more than nothing. */
 function degradedOrOutage(

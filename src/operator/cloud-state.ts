@@ -43,9 +43,11 @@ export class CloudState {
   ) {}
 
   /**
-   * Every ENI of the VPC, in pages of 500; answers what it read. The listing takes a while, and
-   * an ENI created, changed or deleted meanwhile (an answer the operator got) is newer than
-   * what the pages say, so it is kept as it is.
+   * Every ENI of the VPC, in pages of 500; answers what it read. Nothing is changed unless the
+   * whole listing was read (a page that fails or looks wrong throws first). The listing takes a
+   * while, and an ENI created, changed or deleted meanwhile (an answer the operator got) is newer
+   * than what the pages say, so it is kept as it is. An ENI the listing does not show is
+   * forgotten only once a read by its id says it is gone: absence in a list is no proof.
    */
   async fullResync(): Promise<{ enis: number; pages: number }> {
     const started = this.seq;
@@ -57,10 +59,12 @@ export class CloudState {
     }
     const newer = (id: string) => (this.changed.get(id) ?? -1) > started;
     const listed = new Set(all.map((e) => e.id));
-    for (const id of [...this.byId.keys()]) if (!listed.has(id) && !newer(id)) this.forget(id);
+    const unlisted = [...this.byId.keys()].filter((id) => !listed.has(id) && !newer(id));
+    const gone = await this.confirmGone(unlisted, newer);
+    for (const id of gone) if (!newer(id)) this.forget(id);
     for (const e of all) if (!newer(e.id)) this.upsert(e);
     for (const id of [...this.changed.keys()]) if (!this.byId.has(id) && !newer(id)) this.changed.delete(id);
-    this.logger.info({ enis: all.length, pages }, 'full ENI resync done');
+    this.logger.info({ enis: all.length, pages, confirmedGone: gone.length }, 'full ENI resync done');
     return { enis: all.length, pages };
   }
 
@@ -77,9 +81,23 @@ export class CloudState {
       }),
     ]);
     const seen = new Set([...attached, ...ours].map((e) => e.id));
-    for (const e of [...(instanceId ? this.enisOfInstance(instanceId) : []), ...this.ownedBy(node)])
-      if (!seen.has(e.id) && !newer(e.id)) this.forget(e.id);
+    const known = [...(instanceId ? this.enisOfInstance(instanceId) : []), ...this.ownedBy(node)];
+    const unseen = [...new Set(known.map((e) => e.id))].filter((id) => !seen.has(id) && !newer(id));
+    const gone = await this.confirmGone(unseen, newer);
+    for (const id of gone) if (!newer(id)) this.forget(id);
     for (const e of [...attached, ...ours]) if (!newer(e.id)) this.upsert(e);
+  }
+
+  /**
+   * Of ENIs a listing did not show, those that a read by their ids says are gone; the others are
+   * taken in as that read shows them (detached elsewhere, say), unless newer news came meanwhile.
+   */
+  private async confirmGone(ids: string[], newer: (id: string) => boolean): Promise<string[]> {
+    if (!ids.length) return [];
+    const found = await this.api.describeNetworkInterfaces({ ids });
+    const present = new Set(found.map((e) => e.id));
+    for (const e of found) if (!newer(e.id)) this.upsert(e);
+    return ids.filter((id) => !present.has(id));
   }
 
   private nodeOf(e: NetworkInterface): string | undefined {

@@ -132,6 +132,18 @@ export class NodeDeparture {
       events.record(pool, 'Warning', 'ENIsInUse', message);
       return { requeueAfterMs: 5_000 };
     }
+    // The finalizer goes only once a live read shows no ENI of this pool left in the cloud (a
+    // cache can miss one, a read can fail: absence there is no proof). One left is deleted next.
+    await cloud.resyncInstance(pool.spec.instanceID, name);
+    const left = cloud.ownedBy(name);
+    if (left.length) {
+      this.d.logger.warn(
+        { node: name, enis: left.map((e) => e.id) },
+        'pool is being deleted; the cloud still holds ENIs of it: deleting them first',
+      );
+      memory.resyncedForTeardown = true;
+      return { requeueAfterMs: 1000 };
+    }
     return this.letGo(pool);
   }
 

@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
 import { apiErrorMessage, ignoreNotFound } from '../kube/errors.js';
+import { IndexBy } from '../kube/index-by.js';
 import { Informer } from '../kube/informer.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue, runWorkers, type ReconcileOutcome } from '../kube/workqueue.js';
@@ -115,12 +116,15 @@ export class Operator {
     const enqueuePool = (name: string, afterMs?: number) =>
       afterMs ? this.queue.addAfter(poolKey(name), afterMs) : this.queue.add(poolKey(name));
     const enqueueNodes = () => this.nodes.list().forEach((n) => this.queue.add(nodeKey(n.metadata!.name!)));
+    const poolsByInstance = new IndexBy<ENIPool>((p) => p.spec.instanceID);
+    const pendingByNode = new IndexBy<V1Pod>((p) => p.spec?.nodeName);
     this.pools = new Informer<ENIPool>({
       kc,
       path: `/apis/${GROUP}/${VERSION}/enipools`,
       list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' }),
       logger,
       onChange: (type, p) => {
+        poolsByInstance.onChange(type, p);
         enqueuePool(p.metadata.name);
         // A pool deleted while its node stays is made again at once.
         if (type === 'delete') this.queue.add(nodeKey(p.metadata.name));
@@ -155,7 +159,10 @@ export class Operator {
       list: () => core.listPodForAllNamespaces({ fieldSelector: 'status.phase=Pending' }),
       fieldSelector: 'status.phase=Pending',
       logger,
-      onChange: (_, p) => p.spec?.nodeName && enqueuePool(p.spec.nodeName),
+      onChange: (type, p) => {
+        pendingByNode.onChange(type, p);
+        if (p.spec?.nodeName) enqueuePool(p.spec.nodeName);
+      },
     });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
     // The pool side: one memory per node, shared by the reconciler and the background ENI work.
@@ -178,7 +185,8 @@ export class Operator {
         pool: (name) => this.pools.get(name),
         pools: () => this.pools.list(),
         node: (name) => this.nodes.get(name),
-        pendingPods: () => this.pendingPods.list(),
+        pendingPodsOn: (node) => pendingByNode.get(node),
+        poolsNaming: (instanceId) => poolsByInstance.get(instanceId),
       },
       store: new KubePoolStore(kc),
       cloud: this.cloud,

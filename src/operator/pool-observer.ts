@@ -56,9 +56,11 @@ export async function observePool(
         );
   }
 
+  // An ENI is this pool's by its cluster and node tags: one made for another pool on the same
+  // instance (two pools naming one instance) is neither counted nor released here.
   const fact = (e: NetworkInterface): EniFact => ({
     ...e,
-    ours: e.tags[TAGS.cluster] === config.clusterId,
+    ours: e.tags[TAGS.cluster] === config.clusterId && e.tags[TAGS.node] === name,
     removing: m.removing.has(e.id),
     attaching: m.attaching.has(e.id),
   });
@@ -73,7 +75,7 @@ export async function observePool(
     instanceEnis: secondary.map(fact),
     ownedEnis: cloud.ownedBy(name).map(fact),
     inFlight: { ...m.incoming },
-    pendingPods: d.cache.pendingPods().filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
+    pendingPods: d.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
     vSwitches: vSwitches.map((v) => ({
       id: v.id,
       zoneId: v.zoneId,
@@ -87,6 +89,13 @@ export async function observePool(
     requestStamp: nextRequestStamp(now),
     unservable: o.unservable,
     cloudOutage: d.health.outage(),
+    sharingInstance: instanceID
+      ? d.cache
+          .poolsNaming(instanceID)
+          .filter((p) => p.metadata.name !== name && !p.metadata.deletionTimestamp)
+          .map((p) => p.metadata.name)
+          .sort()
+      : [],
   };
 }
 

@@ -16,8 +16,10 @@ export interface ClusterCache {
   pool(name: string): ENIPool | undefined;
   pools(): readonly ENIPool[];
   node(name: string): V1Node | undefined;
-  /** Pods in phase Pending, on every node. */
-  pendingPods(): readonly V1Pod[];
+  /** Pods in phase Pending scheduled to this node (an index, not a scan). */
+  pendingPodsOn(node: string): readonly V1Pod[];
+  /** Pools whose spec names this instance (an index, not a scan). */
+  poolsNaming(instanceId: string): readonly ENIPool[];
 }
 
 /** What a reconcile writes, or reads live, on the API server. */

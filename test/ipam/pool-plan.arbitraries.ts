@@ -131,6 +131,11 @@ const shapeArb = fc
       >,
       branch: fc.constantFrom(...Array<'plain'>(30).fill('plain'), 'noInstance', 'unknownType', 'unservable'),
       pendingPods: fc.oneof(fc.constant(0), fc.nat(12)),
+      // Now and then another pool names the same instance (a duplicated providerID).
+      sharingInstance: fc.oneof(
+        { weight: 9, arbitrary: fc.constant([]) },
+        { weight: 1, arbitrary: fc.constant(['node-dup']) },
+      ),
       failures: failuresArb,
       memory: fc.record({
         deficitSince: maybe(fc.nat(600_000).map((d) => NOW - d)),
@@ -271,6 +276,7 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
           ips: sum(flagged.map((e) => ipsOf(e).length)) + sum(creating),
         },
         pendingPods: s.pendingPods,
+        sharingInstance: [...s.sharingInstance],
         vSwitches: s.vSwitches.map((v, i) => ({
           id: vswIds[i]!,
           zoneId: v.zoneOk ? ZONE : 'zone-b',

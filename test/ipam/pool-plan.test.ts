@@ -146,12 +146,14 @@ describe('pool planning (properties)', () => {
     );
   });
 
-  it('changes nothing in read-only mode, and releases nothing without release', () => {
+  it('changes nothing in read-only mode, and releases nothing without release or while another pool names the instance', () => {
     fc.assert(
       fc.property(caseArb, ({ o, m }) => {
         const plan = planPool(o, m);
         if (o.mode === 'read-only') expect(cloudChanges(plan)).toEqual(noCloudChange);
-        if (o.mode !== 'normal' || o.pool.spec.releaseExcessIPs === false) {
+        if (o.sharingInstance?.length && !UNSERVED.includes(ready(plan).reason!))
+          expect(plan.status.conditions.find((c) => c.type === 'Degraded')?.reason).toBe('DuplicateInstance');
+        if (o.mode !== 'normal' || o.pool.spec.releaseExcessIPs === false || o.sharingInstance?.length) {
           expect(plan.unassign).toEqual([]);
           expect(plan.deleteEnis).toEqual([]);
           // A pool that cannot be served at all keeps its requests as they are.

@@ -21,17 +21,25 @@ const eni = (id: string, secondaryIps: string[] = []): NetworkInterface => ({
   creationTime: '2026-01-01T00:00:00Z',
 });
 
-/** A cloud whose listing waits until `release` is called, as a long paged listing does. */
-function slowCloud(listing: NetworkInterface[]) {
+/**
+ * A cloud whose listing waits until `release` is called, as a long paged listing does; a read by
+ * ids answers the ENIs that exist (`world`, the listing unless told otherwise).
+ */
+function slowCloud(listing: NetworkInterface[], world: NetworkInterface[] = listing) {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
+  const byId: string[][] = [];
   const api = {
     async *networkInterfacePages() {
       await gate;
       yield listing;
     },
+    async describeNetworkInterfaces(f: { ids?: string[] }) {
+      byId.push(f.ids ?? []);
+      return world.filter((e) => f.ids?.includes(e.id));
+    },
   } as unknown as EcsApi;
-  return { api, release };
+  return { api, release, byId };
 }
 
 describe('the operator’s cloud cache', () => {
@@ -74,5 +82,39 @@ describe('the operator’s cloud cache', () => {
     third.release();
     await again.fullResync();
     expect(again.enisOfInstance('i-1').map((e) => e.id)).toEqual(['eni-c']);
+    // ... once a read by their ids said the two it did not list are gone.
+    expect(third.byId).toEqual([['eni-a', 'eni-d']]);
+  });
+
+  it('forgets an ENI a listing leaves out only when a read by its id says it is gone', async () => {
+    // The listing misses eni-b (a lagging index, a short page); the cloud still holds it, with an address more.
+    const cloud = slowCloud([eni('eni-a')], [eni('eni-a'), eni('eni-b', ['10.0.2.7'])]);
+    const cache = new CloudState(cloud.api, 'vpc-1', 'c1', silentLogger());
+    for (const e of [eni('eni-a'), eni('eni-b'), eni('eni-c')]) cache.upsert(e);
+    cloud.release();
+    await cache.fullResync();
+    expect(cloud.byId).toEqual([['eni-b', 'eni-c']]);
+    expect(cache.get('eni-b')!.secondaryIps).toEqual(['10.0.2.7']);
+    expect(cache.get('eni-c')).toBeUndefined();
+  });
+
+  it('changes nothing when the listing fails part-way (a bad page after good ones)', async () => {
+    const api = {
+      async *networkInterfacePages() {
+        yield [eni('eni-a')];
+        throw new Error('DescribeNetworkInterfaces: Cloud.BadAnswer: NetworkInterfaceSets is missing');
+      },
+      describeNetworkInterfaces: async () => [],
+    } as unknown as EcsApi;
+    const cache = new CloudState(api, 'vpc-1', 'c1', silentLogger());
+    for (const e of [eni('eni-a', ['10.0.0.9']), eni('eni-b')]) cache.upsert(e);
+    await expect(cache.fullResync()).rejects.toThrow('Cloud.BadAnswer');
+    expect(
+      cache
+        .ownedBy('n1')
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual(['eni-a', 'eni-b']);
+    expect(cache.get('eni-a')!.secondaryIps).toEqual(['10.0.0.9']);
   });
 });

@@ -180,8 +180,12 @@ export class FakeClusterCache implements ClusterCache {
     return this.nodeList.find((n) => n.metadata?.name === name);
   }
 
-  pendingPods(): readonly V1Pod[] {
-    return this.podList.filter((p) => p.status?.phase === 'Pending');
+  pendingPodsOn(node: string): readonly V1Pod[] {
+    return this.podList.filter((p) => p.status?.phase === 'Pending' && p.spec?.nodeName === node);
+  }
+
+  poolsNaming(instanceId: string): readonly ENIPool[] {
+    return this.poolList.filter((p) => p.spec.instanceID === instanceId);
   }
 }
 
@@ -335,6 +339,8 @@ export const instance = (id = INSTANCE, status = 'Running'): Instance => ({
 /** The background ENI work, recorded (nothing happens in the background). */
 export class FakeEniWork implements EniWork {
   readonly calls: Call[] = [];
+  /** What a delete does to the cloud once it has waited for the ENI to be gone. */
+  onDeleted?: (id: string) => void;
 
   create(_pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
     this.calls.push({ action: 'create', args: [vSwitchId, ips, [...securityGroupIds]] });
@@ -350,6 +356,7 @@ export class FakeEniWork implements EniWork {
 
   async deleteEni(_pool: ENIPool, id: string): Promise<void> {
     this.calls.push({ action: 'deleteEni', args: [id] });
+    this.onDeleted?.(id);
   }
 }
 
@@ -383,6 +390,10 @@ export class FakeDescribe {
     public enis: NetworkInterface[],
   ) {}
 
+  /** Set: DescribeNetworkInterfaces throws this once an ENI has been deleted (a read that fails after the deletes). */
+  failAfterDeletes?: Error;
+  deleted = 0;
+
   api(): EcsApi {
     const rec = (action: string, args: unknown[]) => this.calls.push({ action, args: clone(args) });
     const api: Pick<
@@ -403,9 +414,11 @@ export class FakeDescribe {
       },
       describeNetworkInterfaces: async (f: EniFilter = {}) => {
         rec('DescribeNetworkInterfaces', [f]);
+        if (this.failAfterDeletes && this.deleted > 0) throw this.failAfterDeletes;
         return clone(
           this.enis.filter(
             (e) =>
+              (!f.ids || f.ids.includes(e.id)) &&
               (!f.instanceId || e.instanceId === f.instanceId) &&
               (!f.vpcId || e.vpcId === f.vpcId) &&
               Object.entries(f.tags ?? {}).every(([k, v]) => e.tags[k] === v),
@@ -510,6 +523,12 @@ export function fixture(o: FixtureOptions = {}): Fixture {
   const ecs = new FakeIpCalls();
   for (const i of o.instances ?? [instance()]) ecs.instances.set(i.id, i);
   const eniWork = new FakeEniWork();
+  // As the lifecycle's delete: it returns once the ENI is gone from the cloud, and the cache forgets it.
+  eniWork.onDeleted = (id) => {
+    describe.enis = describe.enis.filter((e) => e.id !== id);
+    describe.deleted++;
+    cloud.forget(id);
+  };
   const events = new EventLog();
   const memory = new NodeMemories();
   o.memory?.(memory.of(NODE));

@@ -829,6 +829,67 @@ const outage: Case[] = [
   },
 ];
 
+const ownership: Case[] = [
+  {
+    name: 'another pool names the same instance: Degraded DuplicateInstance and an Event; nothing released, even what the agent confirmed',
+    given: {
+      spec: { preAllocate: 4 },
+      enis: [e1(10)],
+      status: { releaseRequests: requests(S, ip1(2), ip1(3)), releaseAcks: acks(S, ip1(2), ip1(3)) },
+      otherPools: [pool('node-b', { spec: { instanceID: INSTANCE } })],
+      memory: (m) => (m.excessSince = NOW - 180_000),
+    },
+    reads: [`readPool ${NODE}`],
+    events: ['Warning DuplicateInstance'],
+    writes: ['patchStatus rv=7'],
+    status: {
+      conditions: conds('True/PoolFilled', 'False/CapacityLeft', 'True/DuplicateInstance'),
+      // The outstanding requests are withdrawn, as in no-release mode.
+      releaseRequests: removed(ip1(2), ip1(3)),
+    },
+    check: (f) =>
+      expect(conditionIn(lastPatch(f), 'Degraded')!.message).toBe(
+        `pools ${NODE} and node-b name the same instance ${INSTANCE} (a duplicated providerID, or a renamed node ` +
+          'whose old Node stays): nothing is released from either until one is fixed or deleted; ' +
+          'each counts only the ENIs made for it',
+      ),
+  },
+  {
+    name: 'the duplicate already said: no second Event',
+    given: {
+      enis: [e1(8)],
+      status: {
+        conditions: [
+          { type: 'Degraded', status: 'True', reason: 'DuplicateInstance', message: 'x', lastTransitionTime: iso(NOW) },
+        ],
+      },
+      otherPools: [pool('node-b', { spec: { instanceID: INSTANCE } })],
+    },
+    writes: ['patchStatus rv=7'],
+  },
+  {
+    name: 'a pool being deleted that named the instance is no duplicate (it is the resolution)',
+    given: {
+      enis: [e1(8)],
+      otherPools: [pool('node-b', { spec: { instanceID: INSTANCE }, metadata: DELETING })],
+    },
+    writes: ['patchStatus rv=7'],
+    status: { conditions: conds('True/PoolFilled') },
+  },
+  {
+    name: 'an ENI of this cluster on the instance made for another pool is neither counted, published nor released',
+    given: {
+      spec: { preAllocate: 4 },
+      enis: [eni(2, 10, { node: 'node-b' }), e1(5)],
+      memory: (m) => (m.excessSince = NOW - 180_000),
+    },
+    writes: ['patchStatus rv=7'],
+    status: { summary: summary(1, 5, 0, 0, 1), enis: ['eni-1'] },
+    check: (f) =>
+      expect(Object.keys(lastPatch(f)!.releaseRequests as object).every((ip) => ip.startsWith('10.0.1.'))).toBe(true),
+  },
+];
+
 const departure: Case[] = [
   {
     name: 'node gone from the cache but there on a live read: looked at again in a second, nothing deleted',
@@ -979,10 +1040,42 @@ const departure: Case[] = [
     events: ['Normal ReleasedENIs'],
     writes: ['setFinalizers []'],
     check: (f) => {
-      expect(f.describe.calls.filter((c) => c.action === 'DescribeNetworkInterfaces')).toHaveLength(2);
+      // Read afresh before, and read live again before the finalizer goes.
+      expect(f.describe.calls.filter((c) => c.action === 'DescribeNetworkInterfaces')).toHaveLength(4);
       // Released, the finalizer gone: a later teardown of a pool of the same name reads afresh again.
       expect(f.memory.of(NODE).resyncedForTeardown).toBe(false);
     },
+  },
+  {
+    name: 'pool being deleted, its ENIs deleted, a live read shows one more (the cache missed it): the finalizer stays; it goes next',
+    given: {
+      metadata: DELETING,
+      nodes: [],
+      liveNodes: [],
+      enis: [e1(3)],
+      unseenEnis: [eni(5, 2)],
+      memory: (m) => (m.resyncedForTeardown = true),
+    },
+    reads: [`nodeExists ${NODE}`],
+    eniWork: [['deleteEni', 'eni-1']],
+    events: ['Normal ReleasedENIs'],
+    requeue: 1000,
+    check: (f) => expect(f.cloud.ownedBy(NODE).map((e) => e.id)).toEqual(['eni-5']),
+  },
+  {
+    name: 'pool being deleted, the live read before the finalizer fails: the finalizer stays (the queue backs off)',
+    given: {
+      metadata: DELETING,
+      nodes: [],
+      liveNodes: [],
+      enis: [e1(3)],
+      memory: (m) => (m.resyncedForTeardown = true),
+    },
+    before: (f) => (f.describe.failAfterDeletes = new Error('DescribeNetworkInterfaces: Cloud.BadAnswer: no list')),
+    reads: [`nodeExists ${NODE}`],
+    eniWork: [['deleteEni', 'eni-1']],
+    events: ['Normal ReleasedENIs'],
+    throws: 'Cloud.BadAnswer',
   },
   {
     name: 'pool being deleted, its ENIs already read afresh for the teardown: not read again',
@@ -1073,6 +1166,7 @@ describe('one reconcile of a pool', () => {
     ['publishing', publishing],
     ['node departure', departure],
     ['cloud outage', outage],
+    ['ownership', ownership],
   ] as const)('%s', (_, cases) => {
     it.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => runCase(c));
   });
