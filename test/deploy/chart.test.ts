@@ -91,20 +91,17 @@ describe('the Helm chart', () => {
         names: r.resourceNames,
       }));
     expect(rules('ClusterRole', '-operator')).toEqual([
-      { groups: [''], resources: ['nodes', 'pods'], verbs: ['get', 'list', 'watch'], names: undefined },
+      { groups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'], names: undefined },
+      { groups: [''], resources: ['pods'], verbs: ['list', 'watch'], names: undefined },
       {
         groups: ['eniipam.io'],
         resources: ['enipools'],
         verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
         names: undefined,
       },
-      { groups: ['eniipam.io'], resources: ['enipoolclasses'], verbs: ['get', 'list', 'watch'], names: undefined },
-      {
-        groups: ['eniipam.io'],
-        resources: ['enipools/status', 'enipoolclasses/status'],
-        verbs: ['patch'],
-        names: undefined,
-      },
+      { groups: ['eniipam.io'], resources: ['enipoolclasses'], verbs: ['list', 'watch'], names: undefined },
+      { groups: ['eniipam.io'], resources: ['enipools/status'], verbs: ['get', 'patch'], names: undefined },
+      { groups: ['eniipam.io'], resources: ['enipoolclasses/status'], verbs: ['patch'], names: undefined },
     ]);
     const opRole = find(objs, 'Role', '-operator');
     expect(opRole.metadata.namespace).toBe('kube-system');
@@ -432,6 +429,7 @@ describe('the Helm chart', () => {
       'EniIpamVSwitchNearlyFull',
       'EniIpamPoolsExhausted',
       'EniIpamLeakedEnisCollected',
+      'EniIpamCloudUnavailable',
       'EniIpamNoLeader',
     ]);
     const dash = find(objs, 'ConfigMap', '-dashboard');
