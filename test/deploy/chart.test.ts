@@ -116,7 +116,7 @@ describe('the Helm chart', () => {
       { groups: [''], resources: ['events'], verbs: ['create', 'patch'], names: undefined },
     ]);
     expect(rules('ClusterRole', '-agent')).toEqual([
-      { groups: ['eniipam.io'], resources: ['enipools'], verbs: ['get', 'list', 'watch'], names: undefined },
+      { groups: ['eniipam.io'], resources: ['enipools'], verbs: ['list', 'watch'], names: undefined },
       { groups: ['eniipam.io'], resources: ['enipools/status'], verbs: ['patch'], names: undefined },
       { groups: [''], resources: ['pods'], verbs: ['list'], names: undefined },
     ]);

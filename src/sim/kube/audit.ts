@@ -8,7 +8,7 @@ import type { Identity } from './tokens.js';
  * derive the permissions a program really uses from a run of it.
  */
 export interface AuditEntry {
-  /** Milliseconds since the epoch, when the answer was sent. */
+  /** Milliseconds since the epoch, when the request came. */
   time: number;
   user: string;
   groups: string[];
@@ -33,27 +33,37 @@ export class AuditLog {
 
   constructor(private readonly limit = 200_000) {}
 
-  /** Records the request once its answer has been sent (a watch: when it ends). */
+  /**
+   * Records the request as it comes; its code is the answer's status, known once the headers are
+   * sent (a watch's at once, though it stays open).
+   */
   record(res: ServerResponse, user: Identity, a: Attributes): void {
     if (!a.resourceRequest) return;
-    res.once('close', () => {
-      this.entries.push({
-        time: Date.now(),
-        user: user.name,
-        groups: user.groups,
-        verb: a.verb,
-        apiGroup: a.apiGroup,
-        resource: a.resource,
-        subresource: a.subresource,
-        namespace: a.namespace,
-        name: a.name,
-        code: res.statusCode,
-      });
-      if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);
-    });
+    const entry = {
+      time: Date.now(),
+      user: user.name,
+      groups: user.groups,
+      verb: a.verb,
+      apiGroup: a.apiGroup,
+      resource: a.resource,
+      subresource: a.subresource,
+      namespace: a.namespace,
+      name: a.name,
+      get code(): number {
+        return res.headersSent ? res.statusCode : 0;
+      },
+    };
+    // Once answered, the entry keeps only the code (the getter, and the response with it, go).
+    res.once('close', () =>
+      Object.defineProperty(entry, 'code', { value: res.headersSent ? res.statusCode : 0, enumerable: true }),
+    );
+    this.entries.push(entry);
+    if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);
   }
 
   list(f: AuditFilter = {}): AuditEntry[] {
-    return this.entries.filter((e) => (!f.user || e.user === f.user) && (f.since === undefined || e.time >= f.since));
+    return this.entries
+      .filter((e) => (!f.user || e.user === f.user) && (f.since === undefined || e.time >= f.since))
+      .map((e) => ({ ...e, code: e.code }));
   }
 }

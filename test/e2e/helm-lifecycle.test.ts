@@ -1,0 +1,311 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import YAML from 'yaml';
+import {
+  chartValues,
+  createAccessKeySecret,
+  runtimeUnavailable,
+  startCluster,
+  type EmulatedCluster,
+} from '../../src/sim/cluster/index.js';
+import { nodeObject } from '../../src/sim/ecs/index.js';
+import type { AuditEntry } from '../../src/sim/kube/index.js';
+import { eventually, pop } from '../helpers/ecs.js';
+import { CHART, ROOT, run, setArgs, tool } from '../helpers/helm.js';
+import { kubectlFor, type Kubectl } from '../helpers/kube.js';
+
+// The chart used as users use it, start to end, under its own RBAC: addresses released, a pool
+// deleted by hand, a node leaving, a leaked ENI collected, the Lease deleted, an agent restarted
+// without its state, and the README's uninstall. Then the API server's audit log of the run is
+// held against the chart's roles: every request allowed, and every permission granted used.
+const why = runtimeUnavailable();
+if (why) console.warn(`helm lifecycle tests skipped: ${why}`);
+const maybe = why ? describe.skip : describe;
+
+const NS = 'kube-system';
+const CLUSTER = 'emulated';
+const OPERATOR = `system:serviceaccount:${NS}:eni-ipam-operator`;
+const AGENT = `system:serviceaccount:${NS}:eni-ipam-agent`;
+let cluster: EmulatedCluster;
+let kubectl: Kubectl;
+let helm: (args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
+let values: string[];
+
+const until = <T>(fn: () => Promise<T | undefined | false | ''>, ms = 30_000) =>
+  eventually(fn as () => Promise<T>, ms, 250);
+const json = async (args: string[]) => {
+  const r = await kubectl([...args, '-o', 'json']);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+};
+const pool = (node: string) => json(['get', 'enipool', node]);
+const ready = (p: any) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
+const calls = (action: string, since = 0) => cluster.ecs.calls({ since, action });
+const tag = (o: { tags: Array<{ key: string; value: string }> }, key: string) =>
+  o.tags.find((t) => t.key === key)?.value;
+/** ENIs of this cluster the cloud still holds (what a leak would leave). */
+const tagged = (node?: string) =>
+  [...cluster.ecs.world.enis.values()].filter(
+    (e) => tag(e, 'eni-ipam.io/cluster') === CLUSTER && (node === undefined || tag(e, 'eni-ipam.io/node') === node),
+  );
+
+/** A CNI call on a node through the plugin the init container installed, as the container runtime makes it. */
+async function cni(node: number, command: 'ADD' | 'DEL', containerId: string, pod = containerId) {
+  const kubelet = cluster.kubelets[node]!;
+  const root = join(cluster.kubeconfigPath, '..', 'nodes', kubelet.node, 'root');
+  const conflist = JSON.parse(readFileSync(join(root, 'etc/cni/net.d/10-eni-ipam.conflist'), 'utf8'));
+  const ipam = conflist.plugins.find((p: any) => p.ipam?.type === 'eni-ipam-cni');
+  const r = await kubelet.exec(['/opt/cni/bin/eni-ipam-cni'], {
+    stdin: JSON.stringify({ cniVersion: conflist.cniVersion, name: conflist.name, ...ipam }),
+    env: {
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: containerId,
+      CNI_NETNS: `/var/run/netns/${containerId}`,
+      CNI_IFNAME: 'eth0',
+      CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod}`,
+      CNI_PATH: '/opt/cni/bin',
+    },
+  });
+  if (r.code !== 0) throw new Error(`CNI ${command} on ${kubelet.node}: ${r.stdout} ${r.stderr}`);
+  return command === 'ADD' ? String(JSON.parse(r.stdout).ips[0].address).split('/')[0]! : '';
+}
+
+/** An ADD retried while the pool has no free address yet (code 11, "try again later"), as a runtime retries it. */
+const add = (node: number, containerId: string) =>
+  eventually(() => cni(node, 'ADD', containerId).catch(() => undefined), 60_000, 500);
+
+maybe('the chart through a whole life, under its own RBAC (root)', () => {
+  beforeAll(async () => {
+    cluster = await startCluster({
+      nodes: 2,
+      workDir: mkdtempSync(join(tmpdir(), 'helm-life-')),
+      auth: true,
+      backoffBaseMs: 1000,
+    });
+    kubectl = kubectlFor(cluster.kube);
+    const helmBin = tool('helm');
+    helm = (args) => run(helmBin, [...args, '--kubeconfig', cluster.kubeconfigPath, '--namespace', NS]);
+    createAccessKeySecret(cluster);
+    values = [
+      ...chartValues(cluster),
+      'defaultClass.spec.preAllocate=2',
+      'defaultClass.spec.releaseExcessIPs=true',
+      'defaultClass.spec.releaseDelaySeconds=2',
+      'defaultClass.spec.deleteEmptyENIs=true',
+      'operator.gcIntervalSeconds=10',
+      'operator.gcMinAgeSeconds=0',
+      'agent.cooldownSeconds=1',
+    ];
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster?.close();
+  });
+
+  test('installs, and every pool becomes Ready', async () => {
+    const r = await helm(['install', 'eni-ipam', CHART, '--wait', '--timeout', '90s', ...setArgs(values)]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'daemonset/eni-ipam-agent', '--timeout=60s'])).code).toBe(0);
+    await until(async () => {
+      const pools = (await json(['get', 'enipools'])).items as any[];
+      return pools.length === cluster.nodes.length && pools.every(ready);
+    });
+  }, 150_000);
+
+  test('addresses a node no longer needs are released through the handshake, under the chart’s RBAC', async () => {
+    const node = cluster.nodes[0]!;
+    const since = Date.now();
+    const held: string[] = [];
+    for (let i = 0; i < 8; i++) held.push(await add(0, `burst-${i}`));
+    await until(async () => ((await pool(node)).status?.summary?.available ?? 0) >= 10);
+    const grown = (await pool(node)).status.summary.available;
+    for (let i = 0; i < 8; i++) await cni(0, 'DEL', `burst-${i}`);
+    // Cool-down (1 s), excess for releaseDelaySeconds (2 s), the agent's ack, a live read, the unassign.
+    await until(
+      async () => calls('UnassignPrivateIpAddresses', since).length + calls('DeleteNetworkInterface', since).length > 0,
+      60_000,
+    );
+    await until(async () => (await pool(node)).status.summary.available < grown, 30_000);
+    const logs = (await kubectl(['logs', '-n', NS, 'deployment/eni-ipam-operator'])).stdout;
+    expect(logs).not.toContain('403');
+  }, 120_000);
+
+  test('a pool deleted by hand on a live node: its ENIs go once the agent confirms them free, and a new pool is made at once', async () => {
+    const node = cluster.nodes[1]!;
+    const before = await pool(node);
+    const enis = before.status.enis.map((e: any) => e.id);
+    const inUse = await add(1, 'holder-1');
+    const deleting = kubectl(['delete', 'enipool', node, '--timeout=90s']);
+    // The agent keeps an address in use: its ENI waits (the Event repeats), the others go.
+    await until(async () => {
+      const events = (await json(['get', 'events', '-n', NS, '--field-selector', `involvedObject.name=${node}`])).items;
+      return events.some((e: any) => e.reason === 'ENIsInUse' && e.count >= 2);
+    }, 60_000);
+    expect(tagged(node).some((e) => [e.primaryIp, ...e.secondaryIps].includes(inUse))).toBe(true);
+    await cni(1, 'DEL', 'holder-1');
+    expect((await deleting).code).toBe(0);
+    await until(async () => enis.every((id: string) => !tagged(node).some((e) => e.id === id)), 60_000);
+    const again = await until(async () => {
+      const p = await pool(node).catch(() => undefined);
+      return p && p.metadata.uid !== before.metadata.uid && ready(p) ? p : undefined;
+    }, 60_000);
+    expect(again.spec.className).toBe('default');
+  }, 180_000);
+
+  test('a node that leaves with its instance: its pool goes and its ENIs are deleted', async () => {
+    const instance = [...cluster.ecs.world.instances.values()][cluster.nodes.length]!;
+    const node = nodeObject(cluster.ecs.world, instance.id, {});
+    expect((await kubectl(['create', '-f', '-'], JSON.stringify(node))).code).toBe(0);
+    const name = node.metadata.name;
+    await until(async () => ready(await pool(name).catch(() => undefined)), 60_000);
+    expect(tagged(name).length).toBeGreaterThan(0);
+    cluster.ecs.world.releaseInstance(instance.id);
+    expect((await kubectl(['delete', 'node', name])).code).toBe(0);
+    await until(async () => (await kubectl(['get', 'enipool', name])).code !== 0, 60_000);
+    await until(async () => tagged(name).length === 0, 60_000);
+  }, 150_000);
+
+  test('a leaked ENI of the cluster (in no pool) is collected', async () => {
+    const key = cluster.ecs.fixture.credentials[0]!;
+    const vSwitch = [...cluster.ecs.world.vSwitches.values()].find((v) => tag(v, 'role') === 'pods')!;
+    const client = pop(cluster.ecs.url, 'ecs', key);
+    const made = (await client.request(
+      'CreateNetworkInterface',
+      {
+        RegionId: cluster.ecs.world.region,
+        VSwitchId: vSwitch.id,
+        SecurityGroupIds: ['sg-demo-pods'],
+        Tag: [
+          { Key: 'eni-ipam.io/cluster', Value: CLUSTER },
+          { Key: 'eni-ipam.io/node', Value: 'a-node-long-gone' },
+          { Key: 'eni-ipam.io/creator', Value: 'eni-ipam-operator' },
+        ],
+      },
+      { method: 'POST' },
+    )) as { NetworkInterfaceId: string };
+    await until(async () => !cluster.ecs.world.enis.has(made.NetworkInterfaceId), 60_000);
+  }, 90_000);
+
+  test('the Lease deleted under the operators: one of them makes it again and leads', async () => {
+    expect((await kubectl(['delete', 'lease', '-n', NS, 'eni-ipam-operator'])).code).toBe(0);
+    const lease = await until(async () => {
+      const l = await json(['get', 'lease', '-n', NS, 'eni-ipam-operator']).catch(() => undefined);
+      return l?.spec?.holderIdentity ? l : undefined;
+    }, 60_000);
+    expect(lease.spec.holderIdentity).toMatch(/^eni-ipam-operator-/);
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=90s'])).code).toBe(
+      0,
+    );
+  }, 120_000);
+
+  test('an agent restarted without its state keeps the address a pod holds', async () => {
+    const node = cluster.nodes[0]!;
+    const kept = await add(0, 'survivor-1');
+    const agent = (await json(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=agent'])).items.find(
+      (p: any) => p.spec.nodeName === node,
+    );
+    const stateDir = join(cluster.kubeconfigPath, '..', 'nodes', node, 'root', 'var/lib/eni-ipam');
+    rmSync(stateDir, { recursive: true, force: true });
+    expect((await kubectl(['delete', 'pod', '-n', NS, agent.metadata.name])).code).toBe(0);
+    await until(async () => {
+      const events = (await json(['get', 'events', '-n', NS])).items;
+      return events.some((e: any) => e.reason === 'RecoveredAllocations' && e.involvedObject.name === node);
+    }, 90_000);
+    // The recovered address is its holder's still: a new allocation gets another.
+    const other = await add(0, 'newcomer-1');
+    expect(other).not.toBe(kept);
+    await cni(0, 'DEL', 'newcomer-1');
+    await cni(0, 'DEL', 'survivor-1');
+  }, 150_000);
+
+  test('the README’s uninstall: classes, then pools deleted (it returns), helm uninstall, CRDs deleted; no ENI of the cluster left', async () => {
+    // Classes first: while one selects a node, a deleted pool is made again at once.
+    expect((await kubectl(['delete', 'enipoolclasses', '--all'])).code).toBe(0);
+    const del = await kubectl(['delete', 'enipools', '--all', '--timeout=120s']);
+    expect(del.stderr).toBe('');
+    expect(del.code).toBe(0);
+    const un = await helm(['uninstall', 'eni-ipam', '--wait', '--timeout', '90s']);
+    expect(un.code).toBe(0);
+    expect((await kubectl(['delete', '-f', join(ROOT, 'crds')])).code).toBe(0);
+    await until(async () => tagged().length === 0, 30_000);
+    expect(tagged()).toEqual([]);
+  }, 240_000);
+
+  test('the chart’s roles grant exactly what the operator and the agent used in this run', async () => {
+    const rendered = await run(tool('helm'), ['template', 'eni-ipam', CHART, '--namespace', NS, ...setArgs(values)]);
+    expect(rendered.code).toBe(0);
+    const objs = YAML.parseAllDocuments(rendered.stdout)
+      .map((d) => d.toJSON())
+      .filter(Boolean);
+    for (const [user, account] of [
+      [OPERATOR, 'eni-ipam-operator'],
+      [AGENT, 'eni-ipam-agent'],
+    ] as const) {
+      const entries = cluster.kube.audit({ user });
+      expect(entries.length).toBeGreaterThan(10);
+      // Every request was allowed: a 403 is a permission the chart lacks.
+      expect(entries.filter((e) => e.code === 401 || e.code === 403).map(describe403)).toEqual([]);
+      const used = new Set(entries.map(permission));
+      const granted = grants(objs, account);
+      // Nothing the code did that the chart does not grant (also true by the 403s above),
+      expect([...used].filter((p) => !granted.some((g) => covers(g, p))).sort()).toEqual([]);
+      // and nothing granted that the code did not use.
+      expect(
+        granted
+          .filter((g) => ![...used].some((p) => covers(g, p)))
+          .map((g) => g.text)
+          .sort(),
+      ).toEqual([]);
+    }
+  }, 60_000);
+});
+
+/** A request as an RBAC permission: `verb group/resource[/sub] @namespace|cluster [name]`. */
+function permission(e: AuditEntry): string {
+  const res = e.subresource ? `${e.resource}/${e.subresource}` : e.resource;
+  return `${e.verb} ${e.apiGroup}/${res} @${e.namespace ?? 'cluster'} ${e.name ?? ''}`.trim();
+}
+const describe403 = (e: AuditEntry) => `${e.code} ${permission(e)}`;
+
+interface Grant {
+  verb: string;
+  resource: string;
+  /** undefined: any namespace (a ClusterRole through a ClusterRoleBinding). */
+  namespace?: string;
+  names?: string[];
+  text: string;
+}
+
+/** Each verb × group × resource a service account's bound roles grant. */
+function grants(objs: any[], account: string): Grant[] {
+  const out: Grant[] = [];
+  for (const b of objs.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
+    if (!b.subjects.some((s: any) => s.kind === 'ServiceAccount' && s.name === account)) continue;
+    const role = objs.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name);
+    const namespace = b.kind === 'RoleBinding' ? b.metadata.namespace : undefined;
+    for (const rule of role.rules)
+      for (const group of rule.apiGroups)
+        for (const resource of rule.resources)
+          for (const verb of rule.verbs)
+            out.push({
+              verb,
+              resource: `${group}/${resource}`,
+              namespace,
+              names: rule.resourceNames,
+              text: `${verb} ${group}/${resource} @${namespace ?? 'cluster'}${rule.resourceNames ? ` ${rule.resourceNames}` : ''}`,
+            });
+  }
+  return out;
+}
+
+function covers(g: Grant, p: string): boolean {
+  const [verb, resource, where, name] = p.split(' ') as [string, string, string, string | undefined];
+  if (g.verb !== verb || g.resource !== resource) return false;
+  if (g.namespace !== undefined && where !== `@${g.namespace}`) return false;
+  // A request with no name (create, list, watch) is not covered by a rule limited to names.
+  return !g.names || (name !== undefined && g.names.includes(name));
+}
