@@ -12,8 +12,8 @@ export interface Finished {
   stderr: string;
 }
 
-export async function runCli(args: string[], timeoutMs = 20_000): Promise<Finished> {
-  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runCli(args: string[], timeoutMs = 20_000, env?: NodeJS.ProcessEnv): Promise<Finished> {
+  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
