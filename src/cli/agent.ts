@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.js';
 import { serveAgentApi } from '../agent/api.js';
 import { DEFAULT_SOCKET } from '../agent/cni.js';
 import { StateFileError } from '../agent/state-file.js';
 import { createLogger } from '../observability/logger.js';
+import { collectProcessMetrics } from '../observability/process-metrics.js';
 import { addressFlag, serveOnAddressFlags } from './addresses.js';
 import { type CommandSpec, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
 
@@ -99,7 +100,7 @@ export const agentCommand: CommandSpec = {
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
     const registry = new Registry();
-    collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_agent_process_' });
+    collectProcessMetrics(registry);
     let agent: Agent | undefined = undefined;
     const endpoints = await serveOnAddressFlags(f, registry, { live: () => true, ready: () => !!agent?.ready });
     try {

@@ -1,5 +1,5 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry } from 'prom-client';
 import {
   CredentialsError,
   DEFAULT_API_LIMITS,
@@ -16,6 +16,7 @@ import {
 import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
 import { createLogger } from '../observability/logger.js';
+import { collectProcessMetrics } from '../observability/process-metrics.js';
 import { addressFlag, serveOnAddressFlags } from './addresses.js';
 import { type CommandSpec, type FlagValues, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
 import { leaderIdentity } from './leader-identity.js';
@@ -291,7 +292,7 @@ export const operatorCommand: CommandSpec = {
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
     const registry = new Registry();
-    collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_operator_' });
+    collectProcessMetrics(registry);
     let operator: Operator | undefined = undefined;
     const endpoints = await serveOnAddressFlags(f, registry, { live: () => true, ready: () => !!operator?.ready });
     const region = String(f.region);
