@@ -5,9 +5,10 @@ import { Agent } from '../agent/agent.js';
 import { serveAgentApi } from '../agent/api.js';
 import { DEFAULT_SOCKET } from '../agent/cni.js';
 import { StateFileError } from '../agent/state-file.js';
-import { createLogger } from '../observability/logger.js';
+import { createLogger, servingLogger } from '../observability/logger.js';
 import { collectProcessMetrics } from '../observability/process-metrics.js';
 import { addressFlag, serveOnAddressFlags } from './addresses.js';
+import { exitOnUnhandledErrors } from './fatal.js';
 import { type CommandSpec, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
 
 /** A group id, or a group name looked up in /etc/group. */
@@ -97,6 +98,7 @@ export const agentCommand: CommandSpec = {
     if (!f.node) throw new UsageError('--node is required (or set NODE_NAME)');
     const socketGid = f['socket-group'] === undefined ? undefined : groupId(String(f['socket-group']));
     const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-agent' });
+    exitOnUnhandledErrors(logger, 'agent');
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
     const registry = new Registry();
@@ -128,8 +130,10 @@ export const agentCommand: CommandSpec = {
       endpoints.close();
       throw new UsageError(`cannot serve on --socket ${String(f.socket)}: ${(e as Error).message}`);
     }
-    process.stdout.write(`socket ${f.socket}\nmetrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
-    logger.info({ node: f.node, socket: f.socket }, 'agent serving');
+    servingLogger(logger).info(
+      { node: f.node, socket: f.socket, metrics: endpoints.metricsUrl, health: endpoints.healthUrl },
+      'serving',
+    );
     await untilSignal();
     api.close();
     await agent.stop();

@@ -15,9 +15,10 @@ import {
 } from '../cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
-import { createLogger } from '../observability/logger.js';
+import { createLogger, servingLogger } from '../observability/logger.js';
 import { collectProcessMetrics } from '../observability/process-metrics.js';
 import { addressFlag, serveOnAddressFlags } from './addresses.js';
+import { exitOnUnhandledErrors } from './fatal.js';
 import { type CommandSpec, type FlagValues, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
 import { leaderIdentity } from './leader-identity.js';
 
@@ -289,6 +290,7 @@ export const operatorCommand: CommandSpec = {
     const limits = parseApiLimits(f['api-limits'] as string | undefined);
     const creds = credentials(f);
     const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-operator' });
+    exitOnUnhandledErrors(logger, 'operator');
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
     const registry = new Registry();
@@ -337,7 +339,7 @@ export const operatorCommand: CommandSpec = {
           }
         : undefined,
     });
-    logger.info(
+    servingLogger(logger).info(
       {
         identity,
         region,
@@ -348,9 +350,8 @@ export const operatorCommand: CommandSpec = {
         metrics: endpoints.metricsUrl,
         health: endpoints.healthUrl,
       },
-      'operator starting',
+      'serving',
     );
-    process.stdout.write(`metrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
     // Signals are heard while the caches list (which may take long when the API server refuses).
     const signal = untilSignal().then((s) => `signal ${s}`);
     await Promise.race([operator.start(), signal]);

@@ -8,7 +8,7 @@ import { startCli } from '../helpers/cli.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 import { CREDENTIAL_FORMS, REQUIRED, run, template, tool } from '../helpers/helm.js';
-import { operatorArgs } from '../../bench/process.js';
+import { operatorArgs, servingOf } from '../../bench/process.js';
 import { DEFAULT_API_LIMITS, MUTATING_ACTIONS } from '../../src/cloud/index.js';
 
 let c: TestCluster;
@@ -19,10 +19,10 @@ let agentMetrics = '';
 let operatorFresh = '';
 let agentFresh = '';
 
-/** Starts a CLI command and answers the URL it prints after `metrics `. */
+/** Starts a CLI command and answers the metrics URL of its serving line. */
 async function start(args: string[], env: Record<string, string> = {}): Promise<string> {
   const { child, url } = await startCli(args, {
-    until: /^metrics (\S+)$/,
+    until: (line) => servingOf(line)?.metrics,
     env: { ...process.env, ...env },
   });
   children.push(child);
