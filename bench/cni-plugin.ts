@@ -13,7 +13,7 @@ import { StateFile } from '../src/agent/state-file.js';
 import { CRDS } from '../src/api/crds.js';
 import { startKubeEmulator } from '../src/sim/kube/index.js';
 import { BENCH_DIR, percentile, writeResults } from './report.js';
-import { agentArgs } from './process.js';
+import { agentArgs, servingOf } from './process.js';
 
 export interface CniPluginOptions {
   runs: number;
@@ -190,8 +190,9 @@ async function agentWithPool(dir: string, ips: number): Promise<{ socket: string
   const lines = createInterface({ input: child.stdout! });
   let health = '';
   for await (const l of lines) {
-    if (l.startsWith('health ')) {
-      health = l.slice(7);
+    const serving = servingOf(l);
+    if (serving) {
+      health = serving.health;
       break;
     }
   }

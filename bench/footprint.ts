@@ -91,7 +91,7 @@ async function measure(nodes: number, o: FootprintOptions): Promise<Record<strin
       ips,
       enis,
       rssMiB: c.operatorRssBytes() / MiB,
-      heapMiB: metric(scrape, 'eni_ipam_operator_nodejs_heap_size_used_bytes') / MiB,
+      heapMiB: metric(scrape, 'nodejs_heap_size_used_bytes') / MiB,
       resyncCpuSeconds: metric(scrape, 'eni_ipam_resync_cpu_seconds'),
       resyncWallSeconds: metric(scrape, 'eni_ipam_resync_duration_seconds'),
       pages: metric(scrape, 'eni_ipam_resync_pages'),

@@ -17,7 +17,7 @@ import { silentLogger } from '../src/observability/logger.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator } from '../src/sim/ecs/index.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import YAML from 'yaml';
-import { firstLines, operatorArgs } from './process.js';
+import { operatorArgs, untilServing } from './process.js';
 import { BENCH_DIR } from './report.js';
 import { benchWorld, type BenchWorldOptions } from './world.js';
 
@@ -127,7 +127,7 @@ export class BenchCluster {
         env: { ...process.env, ALIBABA_CLOUD_ACCESS_KEY_ID: 'demo', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'demo-secret' },
       },
     );
-    this.operator = { child, metricsUrl: (await firstLines(child, 'operator', 1))[0]!.replace(/^metrics /, '') };
+    this.operator = { child, metricsUrl: (await untilServing(child, 'operator')).metrics };
   }
 
   /** Registers N nodes backed by the world's instances, all at once; answers when the first was sent. */
@@ -175,8 +175,7 @@ export class BenchCluster {
         const child = spawn(process.execPath, ['--max-old-space-size=128', BIN, ...args], {
           stdio: ['ignore', 'pipe', 'inherit'],
         });
-        const lines = await firstLines(child, 'agent', 2);
-        const metricsUrl = lines[1]!.replace(/^metrics /, '');
+        const metricsUrl = (await untilServing(child, 'agent')).metrics;
         return {
           node,
           socket,

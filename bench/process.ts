@@ -2,19 +2,46 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 
-/** The first lines a process prints (once it serves); its exit before that, or silence for 30 s, is an error. */
-export async function firstLines(child: ChildProcess, what: string, n: number): Promise<string[]> {
+/** Where an operator or an agent serves, as its `"msg":"serving"` log line says (the agent adds its socket). */
+export interface Serving {
+  metrics: string;
+  health: string;
+  socket?: string;
+}
+
+/** The fields of a `"msg":"serving"` JSON log line; undefined for any other line. */
+export function servingOf(line: string): Serving | undefined {
+  if (!line.includes('"msg":"serving"')) return undefined;
+  try {
+    const entry = JSON.parse(line) as Serving & { msg?: string };
+    return entry.msg === 'serving' ? entry : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Waits for the serving line of an operator or an agent (an agent prints it once its socket
+ * serves); its exit before that, or 30 s without it, is an error. Later lines are read and
+ * dropped, so that the process never stalls on a full pipe.
+ */
+export async function untilServing(child: ChildProcess, what: string): Promise<Serving> {
   const lines = createInterface({ input: child.stdout! });
-  const got: string[] = [];
+  let timer: NodeJS.Timeout | undefined;
   return Promise.race([
-    new Promise<string[]>((resolve) => lines.on('line', (l) => got.push(l) === n && resolve(got))),
+    new Promise<Serving>((resolve) =>
+      lines.on('line', (l) => {
+        const serving = servingOf(l);
+        if (serving) resolve(serving);
+      }),
+    ),
     once(child, 'exit').then(([code]) => {
       throw new Error(`the ${what} exited with ${code} before it served`);
     }),
-    new Promise<string[]>((_, reject) =>
-      setTimeout(() => reject(new Error(`the ${what} did not serve within 30 s`)), 30_000).unref(),
-    ),
-  ]);
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the ${what} did not serve within 30 s`)), 30_000);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -12,7 +12,7 @@ import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '..
 import { kubeconfigFor } from '../src/sim/kube/kubeconfig.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
-import { firstLines, operatorArgs } from '../bench/process.js';
+import { operatorArgs, untilServing } from '../bench/process.js';
 import { benchWorld } from '../bench/world.js';
 
 // From the sources (tests) or from dist-chaos/chaos (npm run chaos).
@@ -194,14 +194,14 @@ export class ChaosCluster {
         ALIBABA_CLOUD_ACCESS_KEY_SECRET: `${accessKeyId}-secret`,
       },
     });
-    const lines = await firstLines(child, 'operator', 2);
+    const serving = await untilServing(child, 'operator');
     const op: OperatorProcess = {
       index,
       accessKeyId,
       podName,
       child,
       proxy,
-      healthUrl: lines.find((l) => l.startsWith('health '))!.slice(7),
+      healthUrl: serving.health,
       exited: false,
     };
     child.on('exit', () => (op.exited = true));
@@ -237,7 +237,7 @@ export class ChaosCluster {
           a.child = spawn(process.execPath, ['--max-old-space-size=96', BIN, ...args], {
             stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'],
           });
-          await firstLines(a.child, 'agent', 2);
+          await untilServing(a.child, 'agent');
         }
       }),
     );

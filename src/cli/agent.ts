@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.js';
 import { serveAgentApi } from '../agent/api.js';
 import { DEFAULT_SOCKET } from '../agent/cni.js';
 import { StateFileError } from '../agent/state-file.js';
-import { serveMetricsAndHealth } from '../observability/http.js';
-import { createLogger } from '../observability/logger.js';
+import { createLogger, servingLogger } from '../observability/logger.js';
+import { collectProcessMetrics } from '../observability/process-metrics.js';
+import { addressFlag, serveOnAddressFlags } from './addresses.js';
+import { exitOnUnhandledErrors } from './fatal.js';
 import { type CommandSpec, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
 
 /** A group id, or a group name looked up in /etc/group. */
@@ -81,14 +83,8 @@ export const agentCommand: CommandSpec = {
       help: 'status writes are coalesced to at most one per interval',
       check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0'),
     },
-    { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9091', help: 'serve /metrics here' },
-    {
-      name: 'health-addr',
-      type: 'string',
-      value: 'HOST:PORT',
-      default: '0.0.0.0:8081',
-      help: 'serve /healthz and /readyz (pool seen) here',
-    },
+    addressFlag('metrics-addr', '0.0.0.0:9091', 'serve /metrics here'),
+    addressFlag('health-addr', '0.0.0.0:8081', 'serve /healthz and /readyz (pool seen) here'),
     {
       name: 'event-namespace',
       type: 'string',
@@ -102,11 +98,13 @@ export const agentCommand: CommandSpec = {
     if (!f.node) throw new UsageError('--node is required (or set NODE_NAME)');
     const socketGid = f['socket-group'] === undefined ? undefined : groupId(String(f['socket-group']));
     const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-agent' });
+    exitOnUnhandledErrors(logger, 'agent');
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
     const registry = new Registry();
-    collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_agent_process_' });
-    let agent: Agent;
+    collectProcessMetrics(registry);
+    let agent: Agent | undefined = undefined;
+    const endpoints = await serveOnAddressFlags(f, registry, { live: () => true, ready: () => !!agent?.ready });
     try {
       agent = new Agent({
         kc,
@@ -119,16 +117,10 @@ export const agentCommand: CommandSpec = {
         registry,
       });
     } catch (e) {
+      endpoints.close();
       if (e instanceof StateFileError) throw new UsageError(e.message);
       throw e;
     }
-    const checks = { live: () => true, ready: () => agent.ready };
-    const endpoints = await serveMetricsAndHealth(
-      String(f['metrics-addr']),
-      String(f['health-addr']),
-      registry,
-      checks,
-    );
     await agent.start();
     let api: Awaited<ReturnType<typeof serveAgentApi>>;
     try {
@@ -138,8 +130,10 @@ export const agentCommand: CommandSpec = {
       endpoints.close();
       throw new UsageError(`cannot serve on --socket ${String(f.socket)}: ${(e as Error).message}`);
     }
-    process.stdout.write(`socket ${f.socket}\nmetrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
-    logger.info({ node: f.node, socket: f.socket }, 'agent serving');
+    servingLogger(logger).info(
+      { node: f.node, socket: f.socket, metrics: endpoints.metricsUrl, health: endpoints.healthUrl },
+      'serving',
+    );
     await untilSignal();
     api.close();
     await agent.stop();

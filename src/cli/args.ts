@@ -20,6 +20,8 @@ export interface CommandSpec {
   summary: string;
   description?: string;
   flags: FlagSpec[];
+  /** Checks the flags together once each is parsed: returns why they do not fit, naming them, or undefined. */
+  validate?(flags: FlagValues): string | undefined;
   run(flags: Record<string, string | number | boolean | undefined>): Promise<number>;
 }
 
@@ -82,6 +84,8 @@ export function parseFlags(cmd: CommandSpec, argv: string[]): FlagValues {
     if (why) throw new UsageError(`--${name} ${why}`);
     out[name] = value;
   }
+  const why = cmd.validate?.(out);
+  if (why) throw new UsageError(why);
   return out;
 }
 
@@ -104,16 +108,6 @@ export function formatHelp(cmd: CommandSpec): string {
     '',
   ].join('\n');
 }
-
-/** Checks a HOST:PORT value; port 0 picks a free port. */
-export function parseHostPort(v: string): { host: string; port: number } | undefined {
-  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(v);
-  if (!m || Number(m[2]) > 65535) return undefined;
-  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
-}
-
-export const hostPortCheck = (v: string | number): string | undefined =>
-  parseHostPort(String(v)) ? undefined : `takes HOST:PORT (for example 127.0.0.1:0), not "${v}"`;
 
 /** Resolves when the process is asked to stop (SIGINT or SIGTERM). */
 export function untilSignal(): Promise<NodeJS.Signals> {

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runDemo } from '../demo/demo.js';
+import { addressFlag, addressOf, listenFailure } from './addresses.js';
 import { untilSignal, type CommandSpec } from './args.js';
 
 const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
@@ -53,7 +54,7 @@ export const demoCommand: CommandSpec = {
       default: join(tmpdir(), 'eni-ipam-demo'),
       help: 'kubeconfig, agent state and summary go here',
     },
-    { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '127.0.0.1:9090', help: 'operator metrics' },
+    addressFlag('metrics-addr', '127.0.0.1:9090', 'operator metrics'),
   ],
   async run(f) {
     const stop = untilSignal();
@@ -63,10 +64,12 @@ export const demoCommand: CommandSpec = {
       churn: f.churn as number,
       durationSeconds: f.duration as number | undefined,
       workDir: String(f['work-dir']),
-      metricsAddr: String(f['metrics-addr']),
+      metricsAddr: addressOf(f['metrics-addr']),
       out: (text) => process.stdout.write(`${text}\n`),
       screen: process.stdout.isTTY ? { columns: process.stdout.columns || 100 } : undefined,
       stop,
+    }).catch((e: unknown) => {
+      throw listenFailure('metrics-addr', String(f['metrics-addr']), e) ?? e;
     });
     process.stdout.write(
       [

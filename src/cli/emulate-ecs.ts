@@ -1,5 +1,6 @@
 import { FixtureError, loadFixtureFile, startEcsEmulator } from '../sim/ecs/index.js';
-import { UsageError, hostPortCheck, parseHostPort, untilSignal, type CommandSpec } from './args.js';
+import { addressFlag, addressOf, listenFailure } from './addresses.js';
+import { UsageError, untilSignal, type CommandSpec } from './args.js';
 
 export const emulateEcs: CommandSpec = {
   name: 'emulate ecs',
@@ -12,14 +13,7 @@ export const emulateEcs: CommandSpec = {
   ].join('\n'),
   flags: [
     { name: 'fixture', type: 'string', value: 'FILE', help: 'YAML or JSON world to serve' },
-    {
-      name: 'listen',
-      type: 'string',
-      value: 'HOST:PORT',
-      default: '127.0.0.1:9100',
-      help: 'address to listen on (port 0: any free port)',
-      check: hostPortCheck,
-    },
+    addressFlag('listen', '127.0.0.1:9100', 'address to listen on (port 0: any free port)'),
     {
       name: 'time-scale',
       type: 'number',
@@ -36,8 +30,15 @@ export const emulateEcs: CommandSpec = {
       if (e instanceof FixtureError) throw new UsageError(e.message);
       throw e;
     }
-    const { host, port } = parseHostPort(String(flags.listen))!;
-    const emu = await startEcsEmulator({ fixture, host, port, timeScale: flags['time-scale'] as number | undefined });
+    const { host, port } = addressOf(flags.listen);
+    const emu = await startEcsEmulator({
+      fixture,
+      host,
+      port,
+      timeScale: flags['time-scale'] as number | undefined,
+    }).catch((e: unknown) => {
+      throw listenFailure('listen', String(flags.listen), e) ?? e;
+    });
     process.stdout.write(`listening ${emu.url}\n`);
     process.stdout.write(
       `region ${emu.fixture.region}; admin ${emu.url}/_emulator/state; time scale ${emu.clock.scale}\n`,

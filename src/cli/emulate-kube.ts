@@ -1,5 +1,6 @@
 import { startKubeEmulator } from '../sim/kube/index.js';
-import { hostPortCheck, parseHostPort, untilSignal, type CommandSpec } from './args.js';
+import { addressFlag, addressOf, listenFailure } from './addresses.js';
+import { untilSignal, type CommandSpec } from './args.js';
 
 export const emulateKube: CommandSpec = {
   name: 'emulate kube',
@@ -13,14 +14,7 @@ export const emulateKube: CommandSpec = {
     'tokens from TokenRequest; anyone else is system:anonymous) and authorizes them with RBAC.',
   ].join('\n'),
   flags: [
-    {
-      name: 'listen',
-      type: 'string',
-      value: 'HOST:PORT',
-      default: '127.0.0.1:6443',
-      help: 'address to listen on (port 0: any free port)',
-      check: hostPortCheck,
-    },
+    addressFlag('listen', '127.0.0.1:6443', 'address to listen on (port 0: any free port)'),
     { name: 'kubeconfig-out', type: 'string', value: 'FILE', help: 'write a kubeconfig for this server to FILE' },
     {
       name: 'state',
@@ -58,7 +52,7 @@ export const emulateKube: CommandSpec = {
     },
   ],
   async run(flags) {
-    const { host, port } = parseHostPort(String(flags.listen))!;
+    const { host, port } = addressOf(flags.listen);
     const sans =
       flags['tls-san'] === undefined
         ? []
@@ -83,6 +77,8 @@ export const emulateKube: CommandSpec = {
       historyLimit: flags.history as number,
       tls: flags.tls ? { sans } : false,
       auth: Boolean(flags.auth),
+    }).catch((e: unknown) => {
+      throw listenFailure('listen', String(flags.listen), e) ?? e;
     });
     process.stdout.write(`listening ${emu.url}\n`);
     if (emu.caPath) process.stdout.write(`CA certificate written to ${emu.caPath}\n`);

@@ -1,5 +1,5 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry } from 'prom-client';
 import {
   CredentialsError,
   DEFAULT_API_LIMITS,
@@ -15,8 +15,10 @@ import {
 } from '../cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
-import { serveMetricsAndHealth } from '../observability/http.js';
-import { createLogger } from '../observability/logger.js';
+import { createLogger, servingLogger } from '../observability/logger.js';
+import { collectProcessMetrics } from '../observability/process-metrics.js';
+import { addressFlag, serveOnAddressFlags } from './addresses.js';
+import { exitOnUnhandledErrors } from './fatal.js';
 import { type CommandSpec, type FlagValues, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
 import { leaderIdentity } from './leader-identity.js';
 
@@ -79,6 +81,27 @@ function credentials(f: FlagValues): CredentialsProvider {
     if (e instanceof CredentialsError) throw new UsageError(e.message);
     throw e;
   }
+}
+
+/**
+ * The Lease timings fit together as client-go requires: the lease outlasts the renew deadline,
+ * and the deadline leaves room for more than one jittered retry (1.2 retry periods). Checked when
+ * flags are parsed, before anything starts; the LeaderElector checks them again, as a guard.
+ */
+export function leaseTimingsProblem(f: FlagValues): string | undefined {
+  if (!f['leader-elect']) return undefined;
+  const lease = f['leader-elect-lease-duration'] as number;
+  const renew = f['leader-elect-renew-deadline'] as number;
+  const retry = f['leader-elect-retry-period'] as number;
+  if (lease * 1000 <= renew * 1000)
+    return `--leader-elect-lease-duration (${lease}) must be longer than --leader-elect-renew-deadline (${renew})`;
+  // In milliseconds, as the LeaderElector compares them, so that both agree to the last bit.
+  if (renew * 1000 <= retry * 1000 * 1.2)
+    return (
+      `--leader-elect-renew-deadline (${renew}) must be longer than 1.2 x --leader-elect-retry-period (${retry}), ` +
+      `that is more than ${Number((retry * 1.2).toFixed(3))}`
+    );
+  return undefined;
 }
 
 export const operatorCommand: CommandSpec = {
@@ -213,14 +236,8 @@ export const operatorCommand: CommandSpec = {
       default: 'default',
       help: 'namespace of the Events about (cluster-scoped) pools and classes',
     },
-    { name: 'metrics-addr', type: 'string', value: 'HOST:PORT', default: '0.0.0.0:9090', help: 'serve /metrics here' },
-    {
-      name: 'health-addr',
-      type: 'string',
-      value: 'HOST:PORT',
-      default: '0.0.0.0:8080',
-      help: 'serve /healthz and /readyz here',
-    },
+    addressFlag('metrics-addr', '0.0.0.0:9090', 'serve /metrics here'),
+    addressFlag('health-addr', '0.0.0.0:8080', 'serve /healthz and /readyz here'),
     {
       name: 'leader-elect',
       type: 'boolean',
@@ -267,17 +284,20 @@ export const operatorCommand: CommandSpec = {
     },
     LOG_LEVEL_FLAG,
   ],
+  validate: leaseTimingsProblem,
   async run(f) {
     for (const req of ['region', 'vpc-id', 'cluster-id']) if (!f[req]) throw new UsageError(`--${req} is required`);
     const limits = parseApiLimits(f['api-limits'] as string | undefined);
     const creds = credentials(f);
     const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-operator' });
+    exitOnUnhandledErrors(logger, 'operator');
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
     const registry = new Registry();
-    collectDefaultMetrics({ register: registry, prefix: 'eni_ipam_operator_' });
-    const region = String(f.region);
+    collectProcessMetrics(registry);
     let operator: Operator | undefined = undefined;
+    const endpoints = await serveOnAddressFlags(f, registry, { live: () => true, ready: () => !!operator?.ready });
+    const region = String(f.region);
     const client = createCloudClient({
       mayMutate: () => operator?.mayMutate() ?? false,
       region,
@@ -319,14 +339,7 @@ export const operatorCommand: CommandSpec = {
           }
         : undefined,
     });
-    const checks = { live: () => true, ready: () => operator.ready };
-    const endpoints = await serveMetricsAndHealth(
-      String(f['metrics-addr']),
-      String(f['health-addr']),
-      registry,
-      checks,
-    );
-    logger.info(
+    servingLogger(logger).info(
       {
         identity,
         region,
@@ -337,9 +350,8 @@ export const operatorCommand: CommandSpec = {
         metrics: endpoints.metricsUrl,
         health: endpoints.healthUrl,
       },
-      'operator starting',
+      'serving',
     );
-    process.stdout.write(`metrics ${endpoints.metricsUrl}\nhealth ${endpoints.healthUrl}\n`);
     // Signals are heard while the caches list (which may take long when the API server refuses).
     const signal = untilSignal().then((s) => `signal ${s}`);
     await Promise.race([operator.start(), signal]);

@@ -1,5 +1,17 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { TRANSPORT_CODES, isRetryableCode } from './errors.js';
 import type { ActionLimiters } from './limits.js';
+
+// The codes a retry is counted under (see isRetryableCode), given a series from the start.
+const RETRIED_CODES = [
+  'Throttling',
+  'Throttling.User',
+  'Throttling.Api',
+  'ServiceUnavailable',
+  'InternalError',
+  'Operation.Conflict',
+  ...Object.values(TRANSPORT_CODES),
+].filter(isRetryableCode);
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -77,6 +89,11 @@ export class OpenApiMetrics {
     for (const [action, l] of Object.entries(limiters.limits)) {
       quota.set({ action }, l.perMinute);
       burst.set({ action }, l.burst);
+      // Counters start at 0 for every known action: rate() and increase() miss a series' first
+      // event, and a dashboard shows 0 rather than nothing.
+      this.requests.inc({ action, code: 'OK' }, 0);
+      this.throttled.inc({ action }, 0);
+      for (const code of RETRIED_CODES) this.retries.inc({ action, code }, 0);
     }
   }
 }

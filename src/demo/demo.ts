@@ -11,7 +11,7 @@ import { API_VERSION, GROUP, VERSION, type ENIPool } from '../api/types.js';
 import { createCloudClient, staticCredentials } from '../cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
-import { serveObservability } from '../observability/http.js';
+import { serveObservability, type ListenAddress } from '../observability/http.js';
 import { silentLogger } from '../observability/logger.js';
 import { nodeObject, startEcsEmulator } from '../sim/ecs/index.js';
 import { startKubeEmulator } from '../sim/kube/index.js';
@@ -24,7 +24,8 @@ export interface DemoOptions {
   churn: number;
   durationSeconds?: number;
   workDir: string;
-  metricsAddr: string;
+  /** The operator's metrics; listened on first, so that a busy address fails before anything starts. */
+  metricsAddr: ListenAddress;
   /** Where progress goes. */
   out: (text: string) => void;
   /** Redraw a live view in place (a terminal this wide) instead of printing a line per change. */
@@ -46,6 +47,12 @@ export interface DemoSummary {
  * agent per node, and pods that come and go through the agents' real socket API.
  */
 export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
+  const registry = new Registry();
+  let operator: Operator | undefined = undefined;
+  const metrics = await serveObservability(o.metricsAddr, registry, {
+    live: () => true,
+    ready: () => !!operator?.ready,
+  });
   mkdirSync(o.workDir, { recursive: true });
   const ecs = await startEcsEmulator();
   const kubeconfigPath = join(o.workDir, 'kubeconfig');
@@ -83,8 +90,6 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
     await core.createNode({ body: nodeObject(ecs.world, i.id) });
   }
 
-  const registry = new Registry();
-  let operator: Operator | undefined = undefined;
   const client = createCloudClient({
     region: 'cn-hangzhou',
     ecsEndpoint: ecs.url,
@@ -108,7 +113,6 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
       retryPeriodSeconds: 2,
     },
   });
-  const metrics = await serveObservability(o.metricsAddr, registry, { live: () => true, ready: () => operator.ready });
   o.out(`operator metrics ${metrics.url}/metrics`);
   await operator.start();
 

@@ -9,15 +9,29 @@ export interface HealthChecks {
   ready(): boolean;
 }
 
+/** Where to listen: an IP address or a host name (IPv6 without brackets), and a port (0: any free one). */
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/** Listening on the metrics or the health address failed; `cause` is Node's error (its `code`: EADDRINUSE...). */
+export class ListenError extends Error {
+  constructor(
+    readonly role: 'metrics' | 'health',
+    readonly address: ListenAddress,
+    readonly cause: NodeJS.ErrnoException,
+  ) {
+    super(`cannot serve ${role} on ${address.host}:${address.port}: ${cause.message}`);
+  }
+}
+
 /** Serves /metrics from a registry and /healthz, /readyz from checks; returns the bound address. */
 export async function serveObservability(
-  addr: string,
+  { host, port }: ListenAddress,
   registry: Registry | undefined,
   checks: HealthChecks,
 ): Promise<{ server: Server; url: string }> {
-  const [host, port] = addr.includes(':')
-    ? [addr.slice(0, addr.lastIndexOf(':')) || '0.0.0.0', Number(addr.slice(addr.lastIndexOf(':') + 1))]
-    : ['0.0.0.0', Number(addr)];
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics' && registry) {
@@ -45,15 +59,26 @@ export async function serveObservability(
   return { server, url: `http://${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}` };
 }
 
-/** Metrics and health on their two addresses (one server when they are the same). */
+/**
+ * Metrics and health on their two addresses (one server when they are the same). A failure to
+ * listen on either is a ListenError naming which, with nothing left listening.
+ */
 export async function serveMetricsAndHealth(
-  metricsAddr: string,
-  healthAddr: string,
+  metricsAddr: ListenAddress,
+  healthAddr: ListenAddress,
   registry: Registry,
   checks: HealthChecks,
 ) {
-  const metrics = await serveObservability(metricsAddr, registry, checks);
-  const health = healthAddr === metricsAddr ? metrics : await serveObservability(healthAddr, undefined, checks);
+  const metrics = await serveObservability(metricsAddr, registry, checks).catch((e: NodeJS.ErrnoException) => {
+    throw new ListenError('metrics', metricsAddr, e);
+  });
+  const same = healthAddr.host === metricsAddr.host && healthAddr.port === metricsAddr.port;
+  const health = same
+    ? metrics
+    : await serveObservability(healthAddr, undefined, checks).catch((e: NodeJS.ErrnoException) => {
+        metrics.server.close();
+        throw new ListenError('health', healthAddr, e);
+      });
   return {
     metricsUrl: `${metrics.url}/metrics`,
     healthUrl: `${health.url}/healthz`,

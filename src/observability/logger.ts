@@ -17,7 +17,10 @@ export const REDACTED_PATHS = [
   'err.data',
 ];
 
-/** A structured JSON logger with stable field names (`node`, `eni`, `action`, ...). */
+/**
+ * A structured JSON logger with stable field names (`node`, `eni`, `action`, ...): one object
+ * per line, its level by name (`"level":"info"`), as log collectors and people read it.
+ */
 export function createLogger(opts: { level?: string; name?: string } = {}, destination?: DestinationStream): Logger {
   return pino(
     {
@@ -25,10 +28,21 @@ export function createLogger(opts: { level?: string; name?: string } = {}, desti
       level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
       redact: { paths: REDACTED_PATHS, censor: '<redacted>' },
       base: undefined,
+      formatters: { level: (label) => ({ level: label }) },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     destination,
   );
+}
+
+/**
+ * The logger of the line that says where a program serves (`"msg":"serving"` with its URLs):
+ * at level info whatever the logger's level (a silent logger stays silent), since scripts that
+ * start a program on port 0 read its ports from that line, as they read the emulators'
+ * `listening URL` line.
+ */
+export function servingLogger(logger: Logger): Logger {
+  return logger.level === 'silent' ? logger : logger.child({}, { level: 'info' });
 }
 
 export const silentLogger = (): Logger => pino({ level: 'silent' });

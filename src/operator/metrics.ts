@@ -1,4 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { MUTATING_ACTIONS } from '../cloud/index.js';
+
+/** The kinds of work queue keys (see parseKey). */
+const RECONCILE_KINDS = ['pool', 'class'] as const;
 
 /** The fleet as the caches see it, read at each scrape. */
 export interface FleetView {
@@ -138,5 +142,12 @@ export class OperatorMetrics {
       help: 'Wall time of the last full resync.',
       registers,
     });
+    // Every series whose labels are known has a sample from the start (counters without labels
+    // have one anyway): rate() and increase() miss a series' first event, dashboards show 0.
+    for (const kind of RECONCILE_KINDS) {
+      this.reconcileErrors.inc({ kind }, 0);
+      this.reconcileDuration.zero({ kind });
+    }
+    for (const action of MUTATING_ACTIONS) this.cloudChanges.inc({ action }, 0);
   }
 }

@@ -12,7 +12,7 @@ import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
-import { agentArgs } from '../../bench/process.js';
+import { agentArgs, servingOf } from '../../bench/process.js';
 
 const NODE = 'node-7';
 const IPS = Array.from({ length: 12 }, (_, i) => `10.7.0.${i + 10}`);
@@ -48,7 +48,7 @@ async function agent(stateDir: string, socket: string): Promise<ChildProcess> {
   const lines: string[] = [];
   createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
   child.stderr!.resume();
-  const health = (await eventually(() => lines.find((l) => l.startsWith('health ')), 15_000))!.slice(7);
+  const { health } = (await eventually(() => lines.map(servingOf).find(Boolean), 15_000))!;
   await eventually(async () => (await fetch(health.replace('/healthz', '/readyz'))).status === 200, 15_000);
   return child;
 }

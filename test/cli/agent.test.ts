@@ -8,10 +8,10 @@ import { createInterface } from 'node:readline';
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
-import { BIN, runCli } from '../helpers/cli.js';
+import { BIN, isLogEntry, runCli } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
-import { agentArgs } from '../../bench/process.js';
+import { agentArgs, servingOf } from '../../bench/process.js';
 
 let emu: KubeEmulator;
 let dir: string;
@@ -44,8 +44,9 @@ describe('eni-ipam agent', () => {
     );
     const lines: string[] = [];
     createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
-    child.stderr!.resume();
-    const health = (await eventually(() => lines.find((l) => l.startsWith('health ')), 15_000))!.slice(7);
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    const { health } = (await eventually(() => lines.map(servingOf).find(Boolean), 15_000))!;
     await eventually(async () => (await fetch(health.replace('/healthz', '/readyz'))).status === 200);
     const lease = await new Promise<{ ip: string }>((resolve, reject) => {
       const req = http.request({ socketPath: socket, path: '/v1/allocate', method: 'POST' }, (res) => {
@@ -59,6 +60,11 @@ describe('eni-ipam agent', () => {
     expect(lease.ip).toBe('10.1.0.7');
     child.kill('SIGTERM');
     expect((await once(child, 'exit'))[0]).toBe(0);
+    // Every line is one JSON object with its level by name; the serving line once, socket and URLs in it.
+    expect({ stderr, plain: lines.filter((l) => !isLogEntry(l)) }).toEqual({ stderr: '', plain: [] });
+    expect(lines.map((l) => JSON.parse(l) as { msg: string }).filter((e) => e.msg === 'serving')).toEqual([
+      expect.objectContaining({ level: 'info', node: 'node-9', socket, health, metrics: expect.any(String) }),
+    ]);
   });
 
   it('killed with SIGKILL in the middle of a burst, restarts with every completed allocation and gives no IP twice', async () => {
@@ -76,7 +82,7 @@ describe('eni-ipam agent', () => {
       const lines: string[] = [];
       createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
       child.stderr!.resume();
-      const health = (await eventually(() => lines.find((l) => l.startsWith('health ')), 15_000))!.slice(7);
+      const { health } = (await eventually(() => lines.map(servingOf).find(Boolean), 15_000))!;
       await eventually(async () => (await fetch(health.replace('/healthz', '/readyz'))).status === 200);
       return child;
     };
@@ -154,7 +160,7 @@ describe('eni-ipam agent', () => {
       const lines: string[] = [];
       createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
       child.stderr!.resume();
-      await eventually(() => lines.find((l) => l.startsWith('socket ')), 15_000);
+      await eventually(() => lines.map(servingOf).find(Boolean)?.socket, 15_000);
       const st = statSync(socket);
       child.kill('SIGTERM');
       await once(child, 'exit');

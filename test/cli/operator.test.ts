@@ -9,9 +9,9 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { parseApiLimits } from '../../src/cli/operator.js';
 import { UsageError } from '../../src/cli/args.js';
 import { testCluster, type TestCluster } from '../helpers/cluster.js';
-import { BIN, runCli } from '../helpers/cli.js';
+import { BIN, isLogEntry, runCli } from '../helpers/cli.js';
 import { DEMO_KEY, eventually } from '../helpers/ecs.js';
-import { operatorArgs } from '../../bench/process.js';
+import { operatorArgs, servingOf } from '../../bench/process.js';
 
 let c: TestCluster;
 beforeAll(async () => {
@@ -86,9 +86,9 @@ describe('eni-ipam operator', () => {
     );
     const lines: string[] = [];
     createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
-    child.stderr!.resume();
-    const metricsUrl = (await eventually(() => lines.find((l) => l.startsWith('metrics '))))!.slice('metrics '.length);
-    const healthUrl = (await eventually(() => lines.find((l) => l.startsWith('health '))))!.slice('health '.length);
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    const { metrics: metricsUrl, health: healthUrl } = (await eventually(() => lines.map(servingOf).find(Boolean)))!;
     expect((await fetch(healthUrl)).status).toBe(200);
     await eventually(async () => (await fetch(healthUrl.replace('/healthz', '/readyz'))).status === 200);
     const leases = c.kc.makeApiClient(CoordinationV1Api);
@@ -103,6 +103,11 @@ describe('eni-ipam operator', () => {
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
+    // Every line is one JSON object with its level by name; the serving line once, with both URLs.
+    expect({ stderr, plain: lines.filter((l) => !isLogEntry(l)) }).toEqual({ stderr: '', plain: [] });
+    expect(lines.map((l) => JSON.parse(l) as { msg: string }).filter((e) => e.msg === 'serving')).toEqual([
+      expect.objectContaining({ level: 'info', identity: expect.any(String), metrics: metricsUrl, health: healthUrl }),
+    ]);
     expect(
       (await leases.readNamespacedLease({ name: 'eni-ipam-operator', namespace: 'default' })).spec?.holderIdentity,
     ).toBe('');

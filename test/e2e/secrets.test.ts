@@ -9,7 +9,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
-import { operatorArgs } from '../../bench/process.js';
+import { operatorArgs, servingOf } from '../../bench/process.js';
 
 const KEY_ID = 'LTAI-recognisable-key-id';
 const SECRET = 'RecognisableSecret-9d1f7b3e';
@@ -60,9 +60,7 @@ describe('secrets under faults, end to end', () => {
     children.push(child);
     createInterface({ input: child.stdout! }).on('line', (l) => out.push(l));
     createInterface({ input: child.stderr! }).on('line', (l) => out.push(l));
-    const metricsUrl = (await eventually(() => out.find((l) => l.startsWith('metrics ')), 15_000))!.slice(
-      'metrics '.length,
-    );
+    const metricsUrl = (await eventually(() => out.map(servingOf).find(Boolean), 15_000))!.metrics;
     const pools = await allReady(c, nodes, 60_000);
     // Events are written asynchronously: wait for those of the refused creates, not for a fixed time.
     const events = await eventually(async () => {

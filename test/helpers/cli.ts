@@ -12,8 +12,18 @@ export interface Finished {
   stderr: string;
 }
 
-export async function runCli(args: string[], timeoutMs = 20_000): Promise<Finished> {
-  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+/** A line the operator or the agent prints: one JSON object, its level by name, its message. */
+export function isLogEntry(line: string): boolean {
+  try {
+    const entry = JSON.parse(line) as { level?: unknown; msg?: unknown };
+    return ['debug', 'info', 'warn', 'error', 'fatal'].includes(entry.level as string) && typeof entry.msg === 'string';
+  } catch {
+    return false;
+  }
+}
+
+export async function runCli(args: string[], timeoutMs = 20_000, env?: NodeJS.ProcessEnv): Promise<Finished> {
+  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -26,14 +36,16 @@ export async function runCli(args: string[], timeoutMs = 20_000): Promise<Finish
 
 /**
  * Starts a long-running command and waits for the line that says where it serves: by default
- * the emulators' `listening URL` first line; `until` picks another (the operator's and the
- * agent's `metrics URL`), with its URL as the first group.
+ * the emulators' `listening URL` first line; `until` picks another, as a pattern whose first
+ * group is the URL or as a function answering the URL of a line (for the operator and the agent:
+ * `(l) => servingOf(l)?.metrics`).
  */
 export async function startCli(
   args: string[],
-  o: { until?: RegExp; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+  o: { until?: RegExp | ((line: string) => string | undefined); env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
   const until = o.until ?? /^listening (http:\/\/\S+)$/;
+  const urlOf = typeof until === 'function' ? until : (line: string) => until.exec(line)?.[1];
   const timeoutMs = o.timeoutMs ?? 20_000;
   const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: o.env ?? process.env });
   let stderr = '';
@@ -45,8 +57,8 @@ export async function startCli(
     new Promise<string>((resolve) =>
       lines.on('line', (line) => {
         seen.push(line);
-        const m = until.exec(line);
-        if (m) resolve(m[1]!);
+        const url = urlOf(line);
+        if (url) resolve(url);
       }),
     ),
     new Promise<never>((_, reject) => {
@@ -54,7 +66,7 @@ export async function startCli(
         () =>
           reject(
             new Error(
-              `no line matching ${until} within ${timeoutMs} ms; stdout: ${seen.join(' | ')}; stderr: ${stderr}`,
+              `no line matching ${typeof until === 'function' ? 'until' : until} within ${timeoutMs} ms; stdout: ${seen.join(' | ')}; stderr: ${stderr}`,
             ),
           ),
         timeoutMs,
