@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { MUTATING_ACTIONS } from '../cloud/index.js';
 
 /** The kinds of work queue keys (see parseKey). */
-const RECONCILE_KINDS = ['pool', 'class'] as const;
+const RECONCILE_KINDS = ['pool', 'class', 'node'] as const;
 
 /** The fleet as the caches see it, read at each scrape. */
 export interface FleetView {
