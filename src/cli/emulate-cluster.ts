@@ -1,15 +1,27 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { delimiter } from 'node:path';
 import {
   CHECKOUT,
+  ClusterOptionError,
+  WorkDirInUse,
   chartValues,
   createAccessKeySecret,
   runtimeUnavailable,
   startCluster,
+  type EmulatedCluster,
 } from '../sim/cluster/index.js';
 import { loadFixtureFile } from '../sim/ecs/index.js';
 import { createLogger } from '../observability/logger.js';
-import { untilSignal, type CommandSpec } from './args.js';
+import { UsageError, untilSignal, type CommandSpec } from './args.js';
+
+/** `helm` if it is on the PATH, else the one `npm run tools` put in this checkout's .tools/. */
+function helmCommand(): string {
+  const onPath = (process.env.PATH ?? '').split(delimiter).some((d) => d && existsSync(join(d, 'helm')));
+  const local = join(CHECKOUT, '.tools', 'helm');
+  return onPath || !existsSync(local) ? 'helm' : local;
+}
 
 export const emulateCluster: CommandSpec = {
   name: 'emulate cluster',
@@ -62,13 +74,19 @@ export const emulateCluster: CommandSpec = {
       return 1;
     }
     const workDir = String(f['work-dir']);
-    const cluster = await startCluster({
-      nodes: f.nodes as number,
-      workDir,
-      fixture: f.fixture ? loadFixtureFile(String(f.fixture)) : undefined,
-      auth: Boolean(f.auth),
-      logger: createLogger({ level: String(f['log-level']), name: 'eni-ipam-cluster' }),
-    });
+    let cluster: EmulatedCluster;
+    try {
+      cluster = await startCluster({
+        nodes: f.nodes as number,
+        workDir,
+        fixture: f.fixture ? loadFixtureFile(String(f.fixture)) : undefined,
+        auth: Boolean(f.auth),
+        logger: createLogger({ level: String(f['log-level']), name: 'eni-ipam-cluster' }),
+      });
+    } catch (e) {
+      if (e instanceof WorkDirInUse || e instanceof ClusterOptionError) throw new UsageError(e.message);
+      throw e;
+    }
     createAccessKeySecret(cluster);
     const kc = cluster.kubeconfigPath;
     const chart = join(CHECKOUT, 'charts', 'eni-ipam');
@@ -78,7 +96,7 @@ export const emulateCluster: CommandSpec = {
       `kubeconfig written to ${kc}`,
       `Secret kube-system/eni-ipam-access-key holds the emulator's AccessKey.`,
       'Install the chart:',
-      `  helm install eni-ipam ${chart} --kubeconfig ${kc} --namespace kube-system --wait \\`,
+      `  ${helmCommand()} install eni-ipam ${chart} --kubeconfig ${kc} --namespace kube-system --wait \\`,
       `    ${chartValues(cluster)
         .map((v) => `--set ${v}`)
         .join(' ')}`,

@@ -1,8 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { describe, expect, test } from '@jest/globals';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,6 +16,16 @@ if (why) console.warn(`emulate cluster test skipped: ${why}`);
 const maybe = why ? describe.skip : describe;
 
 maybe('eni-ipam emulate cluster (root)', () => {
+  test('more nodes than the world has instances: one line, exit 2, nothing started or written', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'emulate-cluster-'));
+    const r = spawnSync(BIN, ['emulate', 'cluster', '--nodes', '99', '--work-dir', dir], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      expect.stringContaining('the ECS world has 24 instances; --nodes 99 needs as many'),
+    ]);
+    expect(existsSync(join(dir, 'kubeconfig'))).toBe(false);
+  });
+
   test('prints the kubeconfig and a helm install line that installs the chart, Ready; Ctrl-C removes the cluster', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'emulate-cluster-'));
     const child = spawn(BIN, ['emulate', 'cluster', '--nodes', '1', '--work-dir', dir], {
@@ -40,14 +50,24 @@ maybe('eni-ipam emulate cluster (root)', () => {
       )!;
       expect(api).not.toBeNull();
       // The printed command, as a user pastes it.
-      const start = lines.findIndex((l) => l.trim().startsWith('helm install'));
+      const start = lines.findIndex((l) => / install eni-ipam /.test(l));
       const command = [lines[start]!, lines[start + 1]!].map((l) => l.replace(/\\$/, '').trim()).join(' ');
       const argv = command.split(/\s+/);
-      expect(argv.slice(0, 3)).toEqual(['helm', 'install', 'eni-ipam']);
+      // Helm on the PATH, or else the one `npm run tools` put in .tools/: the line works as printed.
+      expect(argv[0] === 'helm' || argv[0]!.endsWith('/.tools/helm')).toBe(true);
+      expect(argv.slice(1, 3)).toEqual(['install', 'eni-ipam']);
       expect(argv).toContain('--wait');
       // One node: one operator (in the host network each replica takes the node's ports).
       expect(argv).toContain('operator.replicas=1');
-      const installed = await run(tool('helm'), [...argv.slice(1), '--timeout', '90s']);
+      // A second cluster on the same work directory is refused in one line, and this one's files are untouched.
+      const before = readFileSync(kubeconfig, 'utf8');
+      const second = spawnSync(BIN, ['emulate', 'cluster', '--nodes', '1', '--work-dir', dir], { encoding: 'utf8' });
+      expect(second.status).toBe(2);
+      expect(second.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(new RegExp(`the work directory ${dir} is in use by a running cluster \\(pid \\d+`)),
+      ]);
+      expect(readFileSync(kubeconfig, 'utf8')).toBe(before);
+      const installed = await run(argv[0] === 'helm' ? tool('helm') : argv[0]!, [...argv.slice(1), '--timeout', '90s']);
       expect(installed.stderr).toBe('');
       expect(installed.code).toBe(0);
       const kubectl = (args: string[]) =>

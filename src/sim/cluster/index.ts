@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../observability/logger.js';
 import { silentLogger } from '../../observability/logger.js';
-import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../ecs/index.js';
+import { defaultWorld, nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../ecs/index.js';
+import { lockWorkDir } from './work-dir-lock.js';
 import { startKubeEmulator, type KubeEmulator } from '../kube/index.js';
 import { startControllers, type Controllers } from './controllers/index.js';
 import { Objects } from './objects.js';
@@ -13,6 +14,10 @@ import { servePodLog } from './runtime/pod-log.js';
 import type { TokenMinter } from './runtime/volumes.js';
 
 export { runtimeUnavailable } from './runtime/network.js';
+export { WorkDirInUse } from './work-dir-lock.js';
+
+/** A cluster that cannot be made as asked (the user's options): said in one line, nothing started. */
+export class ClusterOptionError extends Error {}
 export type { TokenMinter } from './runtime/volumes.js';
 
 /** This checkout (dist/sim/cluster/index.js or src/sim/cluster/index.ts is three levels down). */
@@ -73,8 +78,22 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
   const why = runtimeUnavailable();
   if (why) throw new Error(`cannot run emulated nodes: ${why}`);
   const logger = o.logger ?? silentLogger();
+  // Refused before anything is started or written: a mistake must not break a running cluster.
+  const world = o.fixture ?? defaultWorld();
+  if (world.instances.length < o.nodes)
+    throw new ClusterOptionError(
+      `the ECS world has ${world.instances.length} instances; --nodes ${o.nodes} needs as many ` +
+        '(lower --nodes, or give a --fixture with more instances)',
+    );
   mkdirSync(o.workDir, { recursive: true });
-  const network = await ClusterNetwork.create();
+  const unlock = lockWorkDir(o.workDir);
+  let network: ClusterNetwork;
+  try {
+    network = await ClusterNetwork.create();
+  } catch (e) {
+    unlock();
+    throw e;
+  }
   let ecs: EcsEmulator | undefined;
   let kube: KubeEmulator | undefined;
   let controllers: Controllers | undefined;
@@ -85,6 +104,7 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
     await kube?.close();
     await ecs?.close();
     await network.destroy();
+    unlock();
   };
   try {
     // RRSA: the ECS emulator's STS takes this cluster's projected service-account tokens.
@@ -108,8 +128,6 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
     const objects = new Objects(kube.store);
     controllers = startControllers(objects, logger.child({ component: 'controllers' }), { caCert: kube.caCert });
     const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
-    if (instances.length < o.nodes)
-      throw new Error(`the ECS world has ${instances.length} instances; --nodes ${o.nodes} needs as many`);
     const nodes: string[] = [];
     for (const [i, inst] of instances.entries()) {
       const ecsUrl = new URL(ecs.url);
