@@ -255,6 +255,50 @@ maybe('helm install into an emulated cluster (root)', () => {
     notePids(after);
   }, 180_000);
 
+  test('helm upgrade --wait with a wrong AccessKey fails instead of rolling out: the working replica keeps leading', async () => {
+    expect(
+      (
+        await kubectl([
+          'create',
+          'secret',
+          'generic',
+          'wrong-key',
+          '-n',
+          NS,
+          '--from-literal=access-key-id=demo',
+          '--from-literal=access-key-secret=not-the-secret',
+        ])
+      ).code,
+    ).toBe(0);
+    const up = await helm([
+      'upgrade',
+      'eni-ipam',
+      CHART,
+      '--reuse-values',
+      '--set',
+      'credentials.secret.name=wrong-key',
+      '--wait',
+      '--timeout',
+      '40s',
+    ]);
+    expect(up.code).not.toBe(0);
+    expect(up.stderr).toContain('context deadline exceeded');
+    // The new replicas cannot read the cloud: never ready, and they leave the Lease to one that can.
+    const operators = await pods('operator');
+    const broken = operators.filter((p) => p.spec.volumes?.some((v: any) => v.secret?.secretName === 'wrong-key'));
+    expect(broken.length).toBeGreaterThan(0);
+    expect(broken.some(ready)).toBe(false);
+    const holder = await leader();
+    const leading = operators.find((p) => holder.startsWith(`${p.metadata.name}-`));
+    expect(leading?.spec.volumes?.some((v: any) => v.secret?.secretName === 'eni-ipam-access-key')).toBe(true);
+    const back = await helm(['rollback', 'eni-ipam', '3', '--wait', '--timeout', '90s']);
+    expect(back.code).toBe(0);
+    expect((await kubectl(['rollout', 'status', '-n', NS, 'deployment/eni-ipam-operator', '--timeout=90s'])).code).toBe(
+      0,
+    );
+    notePids(await pods('operator'));
+  }, 180_000);
+
   test("credentials.mode=ramRole: the operator gets the node's RAM role credentials at the instance metadata address", async () => {
     const role = cluster.ecs.fixture.ramRoles![0]!.name;
     const up = await helm([
