@@ -7,6 +7,8 @@ export interface Serving {
   metrics: string;
   health: string;
   socket?: string;
+  /** An operator's Lease identity. */
+  identity?: string;
 }
 
 /** The fields of a `"msg":"serving"` JSON log line; undefined for any other line. */

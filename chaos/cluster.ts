@@ -3,14 +3,23 @@ import { once } from 'node:events';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, CustomObjectsApi, ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  ApiextensionsV1Api,
+  KubeConfig,
+  V1MicroTime,
+} from '@kubernetes/client-node';
 import { CRDS } from '../src/api/crds.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
 import { TAGS } from '../src/operator/cloud-state.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../src/sim/ecs/index.js';
 import { kubeconfigFor } from '../src/sim/kube/kubeconfig.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
+import { startMetadataRelay, type MetadataRelay } from '../src/sim/metadata-relay.js';
 import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
 import { operatorArgs, untilServing } from '../bench/process.js';
 import { benchWorld } from '../bench/world.js';
@@ -20,6 +29,10 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 export const ROOT = basename(dirname(HERE)) === 'dist-chaos' ? join(HERE, '..', '..') : join(HERE, '..');
 export const BIN = join(ROOT, 'bin', 'eni-ipam');
 export const CLUSTER_ID = 'chaos';
+/** The operators' Lease (the CLI's defaults for its name, the suite's namespace). */
+export const LEASE = { name: 'eni-ipam-operator', namespace: 'kube-system' };
+/** The RAM role the operators use with `ramRole`. */
+export const OPERATOR_ROLE = 'chaos-operator';
 
 /** Per-action quotas (calls per minute and burst) that both the operator and the emulated cloud use. */
 export const CHAOS_LIMITS: Record<string, { perMinute: number; burst: number }> = {
@@ -45,13 +58,37 @@ export interface ClusterOptions {
   operatorArgs?: string[];
   /** Nodes (of `nodes`) that join later (addHeldBackNodes). */
   heldBack?: number;
+  /**
+   * The operators use an ECS RAM role (credentials this long-lived) through a metadata
+   * service of their own (a relay to the emulator's, with settable latency), not an AccessKey.
+   */
+  ramRole?: { credentialTtlSeconds: number };
+}
+
+/** When and why an operator stopped leading, from its log line. */
+export interface SteppedDown {
+  /** The log line's time (epoch ms). */
+  at: number;
+  /** other-holder, conflict or renew-deadline. */
+  reason: string;
+  /** The holder it read in the Lease (other-holder). */
+  holder?: string;
 }
 
 export interface OperatorProcess {
   index: number;
+  /** The AccessKey it signs with; for a RAM-role operator a label (its keys are in accessKeyIds). */
   accessKeyId: string;
   /** The POD_NAME it runs as: its Lease identity is this, a dash and random characters. */
   podName: string;
+  /** Every AccessKeyId its calls may carry: its AccessKey, or the RAM-role keys its metadata service handed it. */
+  accessKeyIds: Set<string>;
+  /** Its metadata service (with `ramRole`). */
+  metadata?: MetadataRelay;
+  /** Set once it logged that it stopped leading. */
+  steppedDown?: SteppedDown;
+  /** Its Lease identity, as its serving line says. */
+  identity: string;
   child: ChildProcess;
   /** The operator's own path to the API server. */
   proxy: FaultProxy;
@@ -78,6 +115,7 @@ export class ChaosCluster {
   readonly limits: Record<string, { perMinute: number; burst: number }>;
   readonly dir = join(tmpdir(), `eni-ipam-chaos-${process.pid}-${Date.now()}`);
   private operatorCount = 0;
+  private metadataLatencyMs = 0;
   /** Instances whose Node is not registered yet. */
   private waiting: string[] = [];
 
@@ -102,6 +140,11 @@ export class ChaosCluster {
     ];
     fixture.quotas = { ...fixture.quotas, api: { ...fixture.quotas!.api, ...limits } };
     fixture.delays = { attachMs: 1000, detachMs: 1000, deleteMs: 300 };
+    if (o.ramRole)
+      fixture.ramRoles = [
+        ...(fixture.ramRoles ?? []),
+        { name: OPERATOR_ROLE, credentialTtlSeconds: o.ramRole.credentialTtlSeconds },
+      ];
     o.world?.(fixture);
     const ecs = await startEcsEmulator({ fixture });
     const kube = await startKubeEmulator({});
@@ -164,7 +207,16 @@ export class ChaosCluster {
     const proxy = await startFaultProxy({ host: u.hostname, port: Number(u.port) });
     const kubeconfig = join(this.dir, `kubeconfig-operator-${index}`);
     writeFileSync(kubeconfig, kubeconfigFor(proxy.url));
-    const accessKeyId = `operator-${index % 8}`;
+    const metadata = this.o.ramRole
+      ? await startMetadataRelay(this.ecs.metadataUrl, { latencyMs: this.metadataLatencyMs })
+      : undefined;
+    const accessKeyId = metadata ? `ram-role-${index}` : `operator-${index % 8}`;
+    const credentials = metadata
+      ? { args: ['--ram-role', OPERATOR_ROLE, '--metadata-endpoint', metadata.url], env: {} }
+      : {
+          args: [],
+          env: { ALIBABA_CLOUD_ACCESS_KEY_ID: accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: `${accessKeyId}-secret` },
+        };
     const args = [
       BIN,
       ...operatorArgs({ kubeconfig, vpcId: 'vpc-bench', clusterId: CLUSTER_ID, ecs: this.ecs.url }),
@@ -180,33 +232,69 @@ export class ChaosCluster {
       '10',
       '--log-level',
       process.env.CHAOS_LOG_LEVEL ?? 'warn',
-      ...(this.o.replicas > 1 ? ['--leader-elect-namespace', 'kube-system'] : ['--no-leader-elect']),
+      ...(this.o.replicas > 1 ? ['--leader-elect-namespace', LEASE.namespace] : ['--no-leader-elect']),
+      ...credentials.args,
       ...(this.o.operatorArgs ?? []),
       ...extraArgs,
     ];
     const podName = `operator-${index}`;
     const child = spawn(process.execPath, ['--max-old-space-size=256', ...args], {
       stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'],
-      env: {
-        ...process.env,
-        POD_NAME: podName,
-        ALIBABA_CLOUD_ACCESS_KEY_ID: accessKeyId,
-        ALIBABA_CLOUD_ACCESS_KEY_SECRET: `${accessKeyId}-secret`,
-      },
+      env: { ...process.env, POD_NAME: podName, ...credentials.env },
     });
+    const stepDowns = watchStepDown(child);
     const serving = await untilServing(child, 'operator');
     const op: OperatorProcess = {
       index,
       accessKeyId,
       podName,
+      accessKeyIds: metadata?.accessKeyIds ?? new Set([accessKeyId]),
+      metadata,
+      identity: serving.identity ?? podName,
       child,
       proxy,
       healthUrl: serving.health,
       exited: false,
     };
+    stepDowns((s) => (op.steppedDown ??= s));
     child.on('exit', () => (op.exited = true));
     this.operators.push(op);
     return op;
+  }
+
+  /** Every operator's metadata service (with `ramRole`) answers after this long, from now on. */
+  setMetadataLatency(ms: number): void {
+    this.metadataLatencyMs = ms;
+    for (const op of this.operators) if (op.metadata) op.metadata.latencyMs = ms;
+  }
+
+  /** The operator whose calls carry this AccessKeyId. */
+  operatorOf(accessKeyId: string | undefined): OperatorProcess | undefined {
+    return accessKeyId === undefined ? undefined : this.operators.find((op) => op.accessKeyIds.has(accessKeyId));
+  }
+
+  /**
+   * Writes `holder` into the operators' Lease with a fresh renewTime, over the suite's own path
+   * (what a replica's acquisition after `kubectl delete lease` looks like); answers when it was written.
+   */
+  async rewriteLease(holder: string): Promise<number> {
+    const api = this.kc.makeApiClient(CoordinationV1Api);
+    for (;;) {
+      const current = await api.readNamespacedLease(LEASE);
+      try {
+        await api.replaceNamespacedLease({
+          ...LEASE,
+          body: {
+            ...current,
+            spec: { ...current.spec, holderIdentity: holder, renewTime: new V1MicroTime(Date.now()) },
+          },
+        });
+        return Date.now();
+      } catch (e) {
+        // The leader renewed between our read and our write: read again.
+        if ((e as { code?: number }).code !== 409) throw e;
+      }
+    }
   }
 
   async startAgents(agents: AgentProcess[], opts: { wipeState?: boolean } = {}): Promise<void> {
@@ -294,7 +382,7 @@ export class ChaosCluster {
   /** The identity on the operator's Lease, if it is current. */
   leaseHolder(): string | undefined {
     const t = this.kube.store.types.get('leases.coordination.k8s.io');
-    const lease = t && this.kube.store.list(t, 'kube-system').find((l) => l.metadata.name === 'eni-ipam-operator');
+    const lease = t && this.kube.store.list(t, LEASE.namespace).find((l) => l.metadata.name === LEASE.name);
     const spec = lease?.spec as
       { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number } | undefined;
     if (!spec?.holderIdentity || !spec.renewTime) return undefined;
@@ -346,8 +434,33 @@ export class ChaosCluster {
     await Promise.all(this.agents.map((a) => this.killAgent(a, 'SIGTERM')));
     await Promise.all(this.operators.map((o) => this.killOperator(o, 'SIGTERM')));
     await Promise.all(this.operators.map((o) => o.proxy.close()));
+    await Promise.all(this.operators.map((o) => o.metadata?.close()));
     await this.kube.close();
     await this.ecs.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Calls back with the first "lost leadership" line an operator logs (a warn line, so it is
+ * printed at the suite's log level): when it stopped leading and why.
+ */
+function watchStepDown(child: ChildProcess): (cb: (s: SteppedDown) => void) => void {
+  let seen: SteppedDown | undefined;
+  let listener: ((s: SteppedDown) => void) | undefined;
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (seen || !line.includes('lost leadership:')) return;
+    try {
+      const l = JSON.parse(line) as { time?: string; reason?: string; holder?: string; msg?: string };
+      if (!l.msg?.startsWith('lost leadership:') || !l.time) return;
+      seen = { at: Date.parse(l.time), reason: l.reason ?? 'unknown', holder: l.holder };
+      listener?.(seen);
+    } catch {
+      // Not a log line.
+    }
+  });
+  return (cb) => {
+    listener = cb;
+    if (seen) cb(seen);
+  };
 }

@@ -1,5 +1,6 @@
 import { agentRequest } from '../src/agent/client.js';
-import type { ChaosCluster } from './cluster.js';
+import type { CallRecord } from '../src/sim/ecs/index.js';
+import type { ChaosCluster, OperatorProcess } from './cluster.js';
 import type { Workload } from './workload.js';
 
 export const INVARIANTS = {
@@ -10,6 +11,8 @@ export const INVARIANTS = {
   recovers: 'every pool Ready, the operator ready and leading, in time',
   'within-quota': 'calls during the fault within the quotas',
   'create-tokens': 'every create carries a ClientToken, none repeated without it',
+  'silent-once-deposed':
+    'no mutating call from a replica after it read another holder in the Lease, lost a conflict on it or stepped down (one retry period of grace)',
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 
@@ -144,11 +147,16 @@ export class Checker {
   }
 }
 
-/** Mutating and describe calls per action made by these AccessKeys in [from, to). */
-export function callsIn(c: ChaosCluster, keys: string[], from: number, to: number): Record<string, number> {
+/** Mutating and describe calls per action made by these operators in [from, to). */
+export function callsIn(
+  c: ChaosCluster,
+  operators: OperatorProcess[],
+  from: number,
+  to: number,
+): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of c.ecs.calls({ since: from })) {
-    if (r.at >= to || !r.accessKeyId || !keys.includes(r.accessKeyId)) continue;
+    if (r.at >= to || !operators.some((op) => r.accessKeyId && op.accessKeyIds.has(r.accessKeyId))) continue;
     out[r.action] = (out[r.action] ?? 0) + 1;
   }
   return out;
@@ -158,7 +166,7 @@ export function callsIn(c: ChaosCluster, keys: string[], from: number, to: numbe
 export function quotaVerdict(c: ChaosCluster, from: number, to: number): Verdict {
   const over: string[] = [];
   for (const op of c.operators) {
-    const calls = callsIn(c, [op.accessKeyId], from, to);
+    const calls = callsIn(c, [op], from, to);
     for (const [action, n] of Object.entries(calls)) {
       const l = c.limits[action];
       if (!l) continue;
@@ -176,7 +184,7 @@ export function quotaVerdict(c: ChaosCluster, from: number, to: number): Verdict
 /** Every create carries a ClientToken; a token's replays all name one ENI. */
 export function tokenVerdict(c: ChaosCluster, since: number): Verdict {
   const creates = c.ecs.calls({ since, action: 'CreateNetworkInterface' });
-  const missing = creates.filter((r) => !r.clientToken && r.accessKeyId?.startsWith('operator-'));
+  const missing = creates.filter((r) => !r.clientToken && c.operatorOf(r.accessKeyId));
   const byToken = new Map<string, Set<string>>();
   for (const r of creates)
     if (r.clientToken && r.eniId) byToken.set(r.clientToken, new Set([...(byToken.get(r.clientToken) ?? []), r.eniId]));
@@ -187,6 +195,63 @@ export function tokenVerdict(c: ChaosCluster, since: number): Verdict {
       detail: `${missing.length} creates without a ClientToken; ${split.length} tokens that made several ENIs`,
     };
   return { ok: true, detail: `${creates.length} creates, ${byToken.size} tokens` };
+}
+
+/** The operators' leader-election retry period (the CLI's default): a deposed leader learns within one. */
+export const RETRY_PERIOD_MS = 2000;
+
+export const MUTATING_ACTIONS = [
+  'CreateNetworkInterface',
+  'AttachNetworkInterface',
+  'DetachNetworkInterface',
+  'DeleteNetworkInterface',
+  'AssignPrivateIpAddresses',
+  'UnassignPrivateIpAddresses',
+];
+
+/** The mutating calls (answered, whatever their answer: they were sent) one operator made after `since`. */
+export function mutatingCallsOf(c: ChaosCluster, op: OperatorProcess, since = 0): CallRecord[] {
+  return c.ecs
+    .calls({ since })
+    .filter((r) => MUTATING_ACTIONS.includes(r.action) && r.accessKeyId && op.accessKeyIds.has(r.accessKeyId));
+}
+
+const seconds = (ms: number) => `${ms >= 0 ? '+' : ''}${(ms / 1000).toFixed(1)} s`;
+
+/**
+ * No mutating call from a replica after the moment it stopped leading (it read another holder,
+ * lost a conflict or passed its renew deadline: its own log line says when), one retry period
+ * of grace aside (calls already on their way). The detail gives, per deposed replica, its last
+ * mutating call relative to that moment. Calls are timed by their answer, which is later than
+ * their sending: the check errs on the strict side.
+ */
+export function deposedVerdict(
+  c: ChaosCluster,
+  operators: OperatorProcess[] = c.operators,
+  graceMs = RETRY_PERIOD_MS,
+): Verdict {
+  const deposed = operators.filter((op) => op.steppedDown);
+  if (!deposed.length) return { ok: true, detail: 'no replica stepped down' };
+  let ok = true;
+  const parts = deposed.map((op) => {
+    const s = op.steppedDown!;
+    const calls = mutatingCallsOf(c, op, s.at - 60_000);
+    const late = calls.filter((r) => r.at > s.at + graceMs);
+    if (late.length) ok = false;
+    const last = calls.at(-1);
+    const why = s.reason === 'other-holder' ? `read another holder (${s.holder})` : s.reason;
+    const lastCall = last
+      ? `last mutating call ${seconds(last.at - s.at)} from then`
+      : 'no mutating call in the minute before';
+    const lateCalls = late.length
+      ? `${late.length} after the grace: ${late
+          .slice(0, 3)
+          .map((r) => `${r.action} ${seconds(r.at - s.at)}`)
+          .join(', ')}`
+      : 'none after the grace';
+    return `${op.accessKeyId} ${why} at ${new Date(s.at).toISOString()}: ${lastCall}, ${lateCalls}`;
+  });
+  return { ok, detail: parts.join('; ') };
 }
 
 /**

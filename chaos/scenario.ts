@@ -3,6 +3,7 @@ import {
   Checker,
   INVARIANTS,
   callsIn,
+  deposedVerdict,
   leakVerdict,
   quotaVerdict,
   tokenVerdict,
@@ -151,12 +152,7 @@ async function phase(
   await w.stop();
   o.log(`${s.name}: fault over; waiting for recovery`);
   result.recoveryMs = await waitRecovered(c, s.recoverWithinMs);
-  result.callsDuringFault = callsIn(
-    c,
-    c.operators.map((op) => op.accessKeyId),
-    t0,
-    t1,
-  );
+  result.callsDuringFault = callsIn(c, c.operators, t0, t1);
   const v: Record<string, Verdict> = {};
   v.recovers =
     result.recoveryMs !== undefined
@@ -175,6 +171,7 @@ async function phase(
   }
   v['within-quota'] = quotaVerdict(c, t0, t1);
   v['create-tokens'] = tokenVerdict(c, t0);
+  v['silent-once-deposed'] = deposedVerdict(c);
   result.verdicts = { ...v, ...own };
   result.workload = { allocations: w.allocations, releases: w.releases, failures: w.failures };
   result.ok = Object.values(result.verdicts).every((x) => x.ok);

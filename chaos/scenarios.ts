@@ -1,17 +1,9 @@
 import type { FaultSpec } from '../src/sim/ecs/index.js';
 import type { KubeFaultRule } from '../src/sim/kube/index.js';
 import type { ChaosCluster, OperatorProcess } from './cluster.js';
-import type { Verdict } from './invariants.js';
+import { RETRY_PERIOD_MS, mutatingCallsOf, type Verdict } from './invariants.js';
 import { sleep, type Scenario, type ScenarioContext } from './scenario.js';
 
-const MUTATING = [
-  'CreateNetworkInterface',
-  'AttachNetworkInterface',
-  'DetachNetworkInterface',
-  'DeleteNetworkInterface',
-  'AssignPrivateIpAddresses',
-  'UnassignPrivateIpAddresses',
-];
 const small = { nodes: 4, replicas: 1, heldBack: 2 };
 /**
  * For the Node-list faults: emptied ENIs are kept, so that any ENI deleted during the fault is
@@ -41,12 +33,88 @@ function kubeFault(rules: KubeFaultRule[]) {
   };
 }
 
-/** Mutating cloud calls one operator made after `since`. */
+/** Mutating cloud calls one operator made after `since`, per action. */
 function mutatingAfter(c: ChaosCluster, op: OperatorProcess, since: number): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const r of c.ecs.calls({ since, accessKeyId: op.accessKeyId }))
-    if (MUTATING.includes(r.action)) out[r.action] = (out[r.action] ?? 0) + 1;
+  for (const r of mutatingCallsOf(c, op, since)) out[r.action] = (out[r.action] ?? 0) + 1;
   return out;
+}
+
+/**
+ * Two replicas mid scale-up (slow creates and attaches, so the leader has work queued), for a
+ * leader change: the old leader must drop that work rather than carry it out under the new one.
+ */
+const leaderChange = {
+  nodes: 3,
+  heldBack: 6,
+  replicas: 2,
+  limits: {
+    CreateNetworkInterface: { perMinute: 10, burst: 1 },
+    AttachNetworkInterface: { perMinute: 10, burst: 1 },
+    AssignPrivateIpAddresses: { perMinute: 60, burst: 5 },
+    UnassignPrivateIpAddresses: { perMinute: 60, burst: 5 },
+  },
+};
+
+/** The moment an operator answers /readyz (its caches synced: a follower ready to take over), within `ms`. */
+async function untilReady(c: ChaosCluster, op: OperatorProcess, ms: number): Promise<boolean> {
+  return waitFor(() => c.operatorReady(op), ms);
+}
+
+/**
+ * Mid scale-up, writes the follower's identity into the Lease with a fresh renewTime (what the
+ * follower's acquisition after `kubectl delete lease`, or a forced upgrade of the chart-owned
+ * Lease and a quick acquisition, look like). The old leader must stop at its next read of the
+ * Lease (within one retry period), not at its renew deadline, and make no mutating call after
+ * it. Starts a follower first if only one replica runs (a series of short phases).
+ */
+async function leaseRewritten(ctx: ScenarioContext): Promise<Record<string, Verdict>> {
+  const { c } = ctx;
+  const old = c.leader();
+  if (!old) return { 'deposed-at-once': { ok: false, detail: 'no leader before the fault' } };
+  let follower = c.operators.find((op) => op !== old && !op.exited);
+  if (!follower) follower = await c.startOperator();
+  await untilReady(c, follower, 30_000);
+  await ctx.addNodes(6);
+  await sleep(1000);
+  const writtenAt = await c.rewriteLease(follower.identity);
+  await waitFor(() => !!old.steppedDown || old.exited, 10_000);
+  await sleep(Math.max(0, ctx.faultMs - (Date.now() - writtenAt)));
+  const s = old.steppedDown;
+  const learnedMs = s ? s.at - writtenAt : undefined;
+  // It reads the Lease every retry period; the read and the log line take a moment more.
+  const deposed: Verdict =
+    s?.reason === 'other-holder' && s.holder === follower.identity && learnedMs! <= RETRY_PERIOD_MS + 1000
+      ? { ok: true, detail: `stopped leading ${(learnedMs! / 1000).toFixed(1)} s after the write, on reading it` }
+      : {
+          ok: false,
+          detail: s
+            ? `stopped leading ${(learnedMs! / 1000).toFixed(1)} s after the write (${s.reason})`
+            : 'never said it stopped leading',
+        };
+  // When it read the other holder: its log line says so; without one (it stopped for another
+  // reason, or not at all), the latest moment it can have: the write plus one retry period.
+  const said = s?.reason === 'other-holder';
+  const readBy = said ? s.at : writtenAt + RETRY_PERIOD_MS;
+  const calls = mutatingCallsOf(c, old, writtenAt - 30_000);
+  const late = calls.filter((r) => r.at > readBy + RETRY_PERIOD_MS);
+  const last = calls.at(-1);
+  const rel = (t: number) => `${t >= readBy ? '+' : ''}${((t - readBy) / 1000).toFixed(1)} s`;
+  return {
+    'deposed-at-once': deposed,
+    'old-leader-silent': late.length
+      ? {
+          ok: false,
+          detail: `${late.length} mutating calls more than one retry period after it read the other holder: ${late
+            .slice(0, 5)
+            .map((r) => `${r.action} ${rel(r.at)}`)
+            .join(', ')}`,
+        }
+      : {
+          ok: true,
+          detail: `last mutating call ${last ? rel(last.at) : 'none'} from reading the other holder${said ? '' : ' (the write + 2 s)'}`,
+        },
+  };
 }
 
 /** No pool and no ENI deleted while the operator could not list Nodes. */
@@ -376,17 +444,7 @@ export const SCENARIOS: Scenario[] = [
     group: 'Kubernetes',
     summary: 'two replicas; the leader\u2019s API connection black-holed mid scale-up while the follower takes over',
     // A slow create quota, so that the old leader still has creates queued when its connection goes.
-    cluster: {
-      nodes: 3,
-      heldBack: 6,
-      replicas: 2,
-      limits: {
-        CreateNetworkInterface: { perMinute: 10, burst: 1 },
-        AttachNetworkInterface: { perMinute: 10, burst: 1 },
-        AssignPrivateIpAddresses: { perMinute: 60, burst: 5 },
-        UnassignPrivateIpAddresses: { perMinute: 60, burst: 5 },
-      },
-    },
+    cluster: leaderChange,
     faultMs: 60_000,
     quickFaultMs: 40_000,
     recoverWithinMs: 120_000,
@@ -415,6 +473,54 @@ export const SCENARIOS: Scenario[] = [
                 detail: `0 mutating calls in the ${((Date.now() - takeover) / 1000).toFixed(0)} s after the takeover`,
               }
             : { ok: false, detail: `${n} mutating calls after the takeover: ${JSON.stringify(after)}` },
+      };
+    },
+  },
+  {
+    name: 'kube-lease-rewritten',
+    group: 'Kubernetes',
+    summary: 'two replicas; the follower\u2019s identity written into the Lease with a fresh renewTime mid scale-up',
+    cluster: leaderChange,
+    faultMs: 30_000,
+    quickFaultMs: 20_000,
+    recoverWithinMs: 120_000,
+    fault: leaseRewritten,
+  },
+  {
+    name: 'metadata-slow',
+    group: 'ECS',
+    summary:
+      'two RAM-role replicas (60 s credentials) whose metadata service answers in 8 s; the Lease rewritten to the follower mid scale-up',
+    cluster: { ...leaderChange, ramRole: { credentialTtlSeconds: 60 } },
+    faultMs: 60_000,
+    quickFaultMs: 60_000,
+    recoverWithinMs: 120_000,
+    fault: async (ctx) => {
+      const { c } = ctx;
+      const t0 = Date.now();
+      const leader = c.leader();
+      const asked = new Map(c.operators.map((op) => [op, op.metadata?.requests.length ?? 0]));
+      c.setMetadataLatency(8000);
+      // The leader change comes while the leader's refresh is under way (16 s: a token, then the credentials).
+      const started = await waitFor(() => (leader?.metadata?.requests.length ?? 0) > (asked.get(leader!) ?? 0), 50_000);
+      const refreshAt = leader?.metadata?.requests.at(-1)?.at ?? Date.now();
+      const own = await leaseRewritten({ ...ctx, faultMs: Math.max(20_000, ctx.faultMs - (Date.now() - t0)) });
+      c.setMetadataLatency(0);
+      // A refresh at half the credentials' life: about one a replica in the fault (two requests each), not one per call.
+      const bound = 2 * (Math.ceil((Date.now() - t0) / 30_000) + 1);
+      const counts = c.operators
+        .filter((op) => op.metadata)
+        .map((op) => ({ op, n: op.metadata!.requests.length - (asked.get(op) ?? 0) }));
+      const over = counts.filter((x) => x.n > bound);
+      const detail =
+        `metadata requests during the fault: ${counts.map((x) => `${x.op.accessKeyId} ${x.n}`).join(', ')} ` +
+        `(at most ${bound}); ` +
+        (started && leader?.steppedDown
+          ? `the leader stopped leading ${((leader.steppedDown.at - refreshAt) / 1000).toFixed(1)} s into its refresh`
+          : 'no refresh of the leader during the fault');
+      return {
+        ...own,
+        'credentials-in-background': { ok: over.length === 0 && started, detail },
       };
     },
   },

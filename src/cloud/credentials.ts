@@ -63,13 +63,20 @@ export function fileCredentials(dir: string): CredentialsProvider {
   };
 }
 
-export interface RamRoleOptions {
+/** When temporary credentials are refreshed, and how a failed refresh is retried. */
+export interface RefreshOptions {
+  /** Refresh this long before the credentials expire (at most half their lifetime; default 5 minutes). */
+  refreshBeforeMs?: number;
+  /** The clock expiry is judged on (epoch milliseconds). */
+  now?: () => number;
+  /** For the back-off's jitter. */
+  random?: () => number;
+}
+
+export interface RamRoleOptions extends RefreshOptions {
   role: string;
   /** The ECS metadata service; http://100.100.100.200 on an instance. */
   metadataEndpoint?: string;
-  /** Refresh this long before the credentials expire. */
-  refreshBeforeMs?: number;
-  now?: () => number;
 }
 
 /**
@@ -80,14 +87,13 @@ export interface RamRoleOptions {
 export function ramRoleCredentials(o: RamRoleOptions): CredentialsProvider {
   const base = (o.metadataEndpoint ?? 'http://100.100.100.200').replace(/\/$/, '');
   const now = o.now ?? Date.now;
-  const margin = o.refreshBeforeMs ?? 5 * 60_000;
   const fetchOnce = async (): Promise<Expiring> => {
     const headers: Record<string, string> = {};
     try {
       const t = await fetch(`${base}/latest/api/token`, {
         method: 'PUT',
         headers: { 'X-aliyun-ecs-metadata-token-ttl-seconds': '300' },
-        signal: AbortSignal.timeout(2000),
+        signal: AbortSignal.timeout(METADATA_TIMEOUT_MS),
       });
       if (t.ok) headers['X-aliyun-ecs-metadata-token'] = await t.text();
     } catch {
@@ -96,7 +102,7 @@ export function ramRoleCredentials(o: RamRoleOptions): CredentialsProvider {
     const url = `${base}/latest/meta-data/ram/security-credentials/${encodeURIComponent(o.role)}`;
     let res: Response;
     try {
-      res = await fetch(url, { headers, signal: AbortSignal.timeout(5000) });
+      res = await fetch(url, { headers, signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
     } catch (e) {
       throw new CredentialsError(`RAM role ${o.role}: metadata service ${base} unreachable: ${(e as Error).message}`);
     }
@@ -115,45 +121,82 @@ export function ramRoleCredentials(o: RamRoleOptions): CredentialsProvider {
     };
   };
 
-  return refreshing(`ECS RAM role ${o.role}`, margin, now, fetchOnce);
+  return refreshing(`ECS RAM role ${o.role}`, o, fetchOnce);
 }
+
+/**
+ * Each metadata request's limit. Generous: refreshes run in the background, ahead of expiry,
+ * so a slow metadata service (seconds, under load) delays no call; giving up early would.
+ */
+const METADATA_TIMEOUT_MS = 10_000;
 
 interface Expiring {
   creds: Credentials;
   expiresAt: number;
 }
 
+/** A failed refresh is retried after 1 s, doubling up to a minute, each delay jittered down by up to half. */
+const RETRY_BASE_MS = 1000;
+const RETRY_MAX_MS = 60_000;
+
 /**
- * Temporary credentials kept until `margin` before they expire, fetched once for all callers
- * at a time; a failed early refresh keeps the old ones while they are still valid.
+ * Temporary credentials, served from the cache at once while they are valid. A refresh starts
+ * in the background once they are within the refresh margin (one for all callers); a failed
+ * one is remembered and retried with a jittered, capped back-off while the valid credentials
+ * keep being served. Only a caller that finds none valid waits for a fetch, or fails with the
+ * last one's error while the back-off runs (a metadata service in trouble is not hammered).
  */
-function refreshing(
-  source: string,
-  margin: number,
-  now: () => number,
-  fetchOnce: () => Promise<Expiring>,
-): CredentialsProvider {
-  let cached: Expiring | undefined;
+function refreshing(source: string, o: RefreshOptions, fetchOnce: () => Promise<Expiring>): CredentialsProvider {
+  const now = o.now ?? Date.now;
+  const random = o.random ?? Math.random;
+  const margin = o.refreshBeforeMs ?? 5 * 60_000;
+  let cached: (Expiring & { refreshAt: number }) | undefined;
   let inflight: Promise<Expiring> | undefined;
+  let failures = 0;
+  let retryAt = 0;
+  let lastError: Error | undefined;
+
+  const fetchShared = (): Promise<Expiring> =>
+    (inflight ??= fetchOnce()
+      .then(
+        (got) => {
+          const at = now();
+          // Credentials shorter-lived than twice the margin are refreshed at half their life, not at once.
+          cached = { ...got, refreshAt: got.expiresAt - Math.min(margin, (got.expiresAt - at) / 2) };
+          failures = 0;
+          lastError = undefined;
+          return got;
+        },
+        (e: Error) => {
+          failures++;
+          const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1));
+          retryAt = now() + delay * (1 - random() / 2);
+          lastError = e;
+          throw e;
+        },
+      )
+      .finally(() => {
+        inflight = undefined;
+      }));
+
   return {
     source,
     async getCredentials() {
-      if (cached && now() < cached.expiresAt - margin) return cached.creds;
-      inflight ??= fetchOnce().finally(() => {
-        inflight = undefined;
-      });
-      try {
-        cached = await inflight;
+      const t = now();
+      if (cached && t < cached.expiresAt) {
+        if (t >= cached.refreshAt && !inflight && t >= retryAt) fetchShared().catch(() => undefined);
         return cached.creds;
-      } catch (e) {
-        if (cached && now() < cached.expiresAt) return cached.creds;
-        throw e;
       }
+      if (!inflight && lastError && t < retryAt) {
+        const wait = ((retryAt - t) / 1000).toFixed(1);
+        throw new CredentialsError(`${lastError.message} (no valid credentials; next attempt in ${wait} s)`);
+      }
+      return (await fetchShared()).creds;
     },
   };
 }
 
-export interface OidcRoleOptions {
+export interface OidcRoleOptions extends RefreshOptions {
   roleArn: string;
   oidcProviderArn: string;
   /** The projected service-account token; read again at every refresh, as the kubelet rotates it. */
@@ -161,8 +204,6 @@ export interface OidcRoleOptions {
   /** STS endpoint, e.g. https://sts-vpc.cn-hangzhou.aliyuncs.com. */
   stsEndpoint: string;
   sessionName?: string;
-  refreshBeforeMs?: number;
-  now?: () => number;
 }
 
 /**
@@ -214,7 +255,7 @@ export function oidcRoleCredentials(o: OidcRoleOptions): CredentialsProvider {
       expiresAt: Date.parse(c.Expiration ?? '') || now() + 15 * 60_000,
     };
   };
-  return refreshing(`RRSA role ${o.roleArn}`, o.refreshBeforeMs ?? 5 * 60_000, now, fetchOnce);
+  return refreshing(`RRSA role ${o.roleArn}`, o, fetchOnce);
 }
 
 /** RRSA's settings as ACK's pod-identity webhook (or the Helm chart) injects them, if all are set. */

@@ -7,6 +7,7 @@ import { BAD_ANSWER, CLIENT_CODES, CloudError, TRANSPORT_CODES, scrub } from './
 import { MUTATING_ACTIONS, type ActionLimiters } from './limits.js';
 import type { OpenApiMetrics } from './metrics.js';
 import { backoffDelay, timeLeftHint, type RetryPolicy } from './retry.js';
+import { SendGate } from './send-gate.js';
 
 export type RpcParams = Record<
   string,
@@ -113,11 +114,11 @@ export class RpcCaller {
 
   private readonly longWaitLogged = new Map<string, number>();
 
-  /**
-   * Throws for a call that must not go out now: the client is closed, the caller no longer leads,
-   * or it waited too long.
-   */
-  private checkSendable(action: string, waitedMs: number): void {
+  /** pop-core's credentials hook: the call's own credentials, after its last check. */
+  private readonly sending = new SendGate();
+
+  /** Throws for a call that must not go out now: the client is closed or the caller no longer leads. */
+  private checkLeading(action: string): void {
     if (this.closed)
       throw new CloudError(action, TRANSPORT_CODES.closed, 'the client was closed before the call was sent', undefined);
     if (MUTATING_ACTIONS.has(action) && this.o.mayMutate && !this.o.mayMutate()) {
@@ -128,6 +129,11 @@ export class RpcCaller {
         undefined,
       );
     }
+  }
+
+  /** Throws for a call that must not go out now: checkLeading's reasons, or it waited too long. */
+  private checkSendable(action: string, waitedMs: number): void {
+    this.checkLeading(action);
     if (waitedMs > LONG_WAIT_MS && Date.now() - (this.longWaitLogged.get(action) ?? 0) > 10_000) {
       this.longWaitLogged.set(action, Date.now());
       this.o.logger.warn(
@@ -148,8 +154,9 @@ export class RpcCaller {
 
   constructor(private readonly o: RpcCallerOptions) {
     this.random = o.random ?? Math.random;
+    // pop-core asks its provider for credentials right before it signs and sends: the gate.
     this.client = new VerboseRpcClient(
-      { endpoint: o.endpoint, apiVersion: o.apiVersion, credentialsProvider: o.credentials },
+      { endpoint: o.endpoint, apiVersion: o.apiVersion, credentialsProvider: this.sending },
       true,
     );
   }
@@ -178,8 +185,8 @@ export class RpcCaller {
       try {
         return await limiters.schedule(action, async (waitedMs) => {
           metrics.limiterWait.observe({ action }, waitedMs / 1000);
-          // Credentials first (a refresh may take seconds): the leadership check must be the last word before sending.
-          await this.o.credentials.getCredentials();
+          // Credentials first (without valid ones, a fetch may take seconds): the checks come after.
+          const credentials = await this.o.credentials.getCredentials();
           this.checkSendable(action, waitedMs);
           sentAt ??= Date.now();
           const mutating = MUTATING_ACTIONS.has(action);
@@ -191,6 +198,8 @@ export class RpcCaller {
           const endTimer = metrics.duration.startTimer({ action });
           metrics.inFlight.inc({ action });
           try {
+            // Checked again as pop-core takes the credentials, right before it signs and sends.
+            this.sending.arm(credentials, () => this.checkLeading(action));
             const [answer, entry] = await this.client.request(action, body, {
               method: 'POST',
               timeout: timeoutMs,
@@ -202,6 +211,8 @@ export class RpcCaller {
             metrics.requests.inc({ action, code: 'OK' });
             return answer as T;
           } catch (e) {
+            // Refused by the last check: never sent, nothing to count.
+            if (e instanceof CloudError && e.code !== BAD_ANSWER) throw e;
             const ce =
               e instanceof CloudError
                 ? e

@@ -15,12 +15,21 @@ export interface LeaderElectionOptions {
   onStoppedLeading: () => void;
 }
 
+/** Why a leader stopped leading (the `reason` field of its log line). */
+export type StepDownReason = 'other-holder' | 'conflict' | 'renew-deadline';
+
+/** What one acquire-or-renew attempt found. */
+type Attempt = 'held' | 'not-held';
+
 /**
  * Lease-based leader election after client-go's tools/leaderelection: acquire or renew every
  * retry period; another holder's lease counts as valid until leaseDuration has passed on
  * *our* clock since we saw its record change (clock skew between nodes does not matter);
- * updates carry the read resourceVersion, so of two candidates only one wins; a leader that
- * cannot renew within the renew deadline steps down; stop() releases the lease.
+ * updates carry the read resourceVersion, so of two candidates only one wins; stop() releases
+ * the lease. A leader steps down the moment it reads the Lease held by another identity
+ * (whatever its renewTime) or loses a write conflict on it: someone else may be leading
+ * already. Only errors that say nothing about the holder (timeouts, 5xx, connections) keep it
+ * leading, until its renew deadline.
  */
 export class LeaderElector {
   private readonly api: CoordinationV1Api;
@@ -63,30 +72,34 @@ export class LeaderElector {
   }
 
   private checkDeadline(): void {
-    if (this.leader && !this.holdsFreshLease()) {
-      this.leader = false;
-      this.o.logger.warn(
-        { lease: this.o.name, identity: this.o.identity, sinceRenewMs: Math.round(monotonic() - this.lastRenew) },
-        'lost leadership: could not renew the lease in time',
-      );
-      this.o.onStoppedLeading();
-    }
+    if (this.leader && !this.holdsFreshLease())
+      this.stepDown('renew-deadline', 'lost leadership: could not renew the lease in time', {
+        sinceRenewMs: Math.round(monotonic() - this.lastRenew),
+      });
+  }
+
+  /** Stops leading at once (holdsFreshLease() is false from here on) and says why. */
+  private stepDown(reason: StepDownReason, message: string, detail: Record<string, unknown> = {}): void {
+    if (!this.leader) return;
+    this.leader = false;
+    this.o.logger.warn({ lease: this.o.name, identity: this.o.identity, reason, ...detail }, message);
+    this.o.onStoppedLeading();
   }
 
   private async tick(): Promise<void> {
     if (!this.running) return;
-    let ok = false;
+    let attempt: Attempt = 'not-held';
     const sentAt = monotonic();
     // Every attempt has a deadline: the time left to renew, or one retry period for a candidate.
     const deadline = this.leader
       ? Math.max(1, this.lastRenew + this.renewDeadline - sentAt)
       : Math.max(this.retry, 1000);
     try {
-      ok = await withDeadline(this.tryAcquireOrRenew(), deadline, 'lease update');
+      attempt = await withDeadline(this.tryAcquireOrRenew(), deadline, 'lease update');
     } catch (e) {
       this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'leader election: lease update failed');
     }
-    if (ok && this.running) {
+    if (attempt === 'held' && this.running) {
       this.lastRenew = sentAt;
       if (!this.leader) {
         this.leader = true;
@@ -101,7 +114,7 @@ export class LeaderElector {
     }
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  private async tryAcquireOrRenew(): Promise<Attempt> {
     const { namespace, name, identity } = this.o;
     const now = Date.now();
     let current: V1Lease;
@@ -121,10 +134,12 @@ export class LeaderElector {
       };
       try {
         await this.api.createNamespacedLease({ namespace, body });
-        return true;
+        return 'held';
       } catch (err) {
-        if (isConflict(err)) return false;
-        throw err;
+        if (!isConflict(err)) throw err;
+        // Someone created it between our read and our create: another replica holds it now.
+        this.stepDown('conflict', 'lost leadership: another replica created the lease first');
+        return 'not-held';
       }
     }
     const spec = current.spec ?? {};
@@ -133,8 +148,15 @@ export class LeaderElector {
     if (this.observed?.record !== record) this.observed = { record, at: monotonic() };
     const holder = spec.holderIdentity ?? '';
     const heldByOther = holder !== '' && holder !== identity;
+    if (heldByOther && this.leader) {
+      this.stepDown('other-holder', 'lost leadership: the lease is held by another holder', {
+        holder,
+        renewTime: spec.renewTime instanceof Date ? spec.renewTime.toISOString() : String(spec.renewTime ?? ''),
+      });
+      return 'not-held';
+    }
     const duration = (spec.leaseDurationSeconds ?? this.lease / 1000) * 1000;
-    if (heldByOther && monotonic() < this.observed.at + duration) return false;
+    if (heldByOther && monotonic() < this.observed.at + duration) return 'not-held';
     const mine = holder === identity;
     const next: V1Lease = {
       ...current,
@@ -151,14 +173,15 @@ export class LeaderElector {
     try {
       await this.api.replaceNamespacedLease({ name, namespace, body: next });
     } catch (e) {
-      if (isConflict(e)) return false;
-      throw e;
+      if (!isConflict(e)) throw e;
+      // The Lease changed since we read it: whoever wrote it may lead now.
+      this.stepDown('conflict', 'lost leadership: the lease update lost a conflict');
+      return 'not-held';
     }
     if (!mine) this.o.logger.info({ lease: name, from: holder || '(none)', to: identity }, 'took over the lease');
-    return true;
+    return 'held';
   }
 
-  /** Stops campaigning; a leader gives the lease up so that a follower takes over at once. */
   /** Stops campaigning; `release: false` lets the lease run out instead of handing it over at once. */
   async stop(o: { release?: boolean } = {}): Promise<void> {
     this.running = false;

@@ -47,4 +47,19 @@ describe('fault suite, short versions', () => {
     for (const r of results) expect(r.verdicts['no-release-in-use']!.detail).toMatch(/^\d+ polls$/);
     expect(results.reduce((n, r) => n + (r.workload?.allocations ?? 0), 0)).toBeGreaterThan(20);
   }, 170_000);
+
+  it('keeps one leader, to the last call, when another holder is written into the Lease', async () => {
+    const scenario = SCENARIOS.find((s) => s.name === 'kube-lease-rewritten')!;
+    const [r] = await runSeries([scenario], {
+      quick: true,
+      faultMs: 3000,
+      warmMs: 1500,
+      cluster: { nodes: 1, heldBack: 2 },
+    });
+    expect(failures(r!)).toEqual([]);
+    expect(r!.verdicts['deposed-at-once']!.detail).toMatch(/^stopped leading \d\.\d s after the write, on reading it$/);
+    expect(r!.verdicts['silent-once-deposed']!.detail).toMatch(
+      / read another holder \(.+\) at .*none after the grace$/,
+    );
+  }, 90_000);
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CLUSTER_ID, ChaosCluster } from '../../chaos/cluster.js';
-import { Checker, leakVerdict, quotaVerdict, waitRecovered } from '../../chaos/invariants.js';
+import { CLUSTER_ID, ChaosCluster, type OperatorProcess } from '../../chaos/cluster.js';
+import { Checker, deposedVerdict, leakVerdict, quotaVerdict, waitRecovered } from '../../chaos/invariants.js';
 import { Workload } from '../../chaos/workload.js';
 import { TAGS } from '../../src/operator/cloud-state.js';
 import { REGION, eventually, pop } from '../helpers/ecs.js';
@@ -84,5 +84,29 @@ describe('the fault suite\u2019s invariant checks', () => {
     expect(v.ok).toBe(false);
     // Other ENIs may be on their way into a pool at that moment; the leaked one must be named.
     expect(v.detail).toMatch(/^after 1 s: \d+ ENIs in the cloud in no pool \(.*eni-\w+ of node-x Available/);
+  });
+
+  it('catch a mutating call from a replica after it read another holder, past one retry period', async () => {
+    // A replica of its own AccessKey, as the suite records one from its "lost leadership" line.
+    const key = { accessKeyId: 'operator-5', accessKeySecret: 'operator-5-secret' };
+    const deposed = { accessKeyId: key.accessKeyId, accessKeyIds: new Set([key.accessKeyId]) } as OperatorProcess;
+    await pop(c.ecs.url, 'ecs', key)
+      .request('DeleteNetworkInterface', { RegionId: REGION, NetworkInterfaceId: 'eni-gone' })
+      .catch(() => undefined); // refused (no such ENI), but sent: it counts
+    const sentAt = c.ecs.calls({ accessKeyId: key.accessKeyId }).at(-1)!.at;
+    deposed.steppedDown = { at: sentAt - 1000, reason: 'other-holder', holder: 'someone' };
+    expect(deposedVerdict(c, [deposed])).toEqual({
+      ok: true,
+      detail: expect.stringMatching(
+        /^operator-5 read another holder \(someone\) at \S+: last mutating call \+1\.0 s from then, none after the grace$/,
+      ),
+    });
+    deposed.steppedDown = { at: sentAt - 5000, reason: 'other-holder', holder: 'someone' };
+    expect(deposedVerdict(c, [deposed])).toEqual({
+      ok: false,
+      detail: expect.stringMatching(
+        /: last mutating call \+5\.0 s from then, 1 after the grace: DeleteNetworkInterface \+5\.0 s$/,
+      ),
+    });
   });
 });

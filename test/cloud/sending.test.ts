@@ -1,14 +1,18 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { CloudError } from '../../src/cloud/index.js';
+import { CloudError, ramRoleCredentials } from '../../src/cloud/index.js';
 import type { EcsEmulator } from '../../src/sim/ecs/index.js';
+import { startMetadataRelay, type MetadataRelay } from '../../src/sim/metadata-relay.js';
 import { capturingLogger, clientFor, metricValue } from '../helpers/cloud.js';
-import { emulator } from '../helpers/ecs.js';
+import { emulator, sleep } from '../helpers/ecs.js';
 
 let emu: EcsEmulator | undefined;
 let client: ReturnType<typeof clientFor> | undefined;
+let relay: MetadataRelay | undefined;
 afterEach(async () => {
   await client?.close();
+  await relay?.close();
   await emu?.close();
+  client = relay = emu = undefined;
 });
 
 const create = (c: NonNullable<typeof client>) =>
@@ -90,4 +94,82 @@ describe('what the client sends, and when', () => {
     expect(await Promise.all(calls)).toEqual(['sent', 'Client.NotLeading', 'Client.NotLeading']);
     expect(secondaryEnis()).toBe(1);
   });
+
+  it('checks leadership again as the request leaves: a call that lost it after its first check is not sent', async () => {
+    emu = await emulator();
+    // Leading at the first check, not at the second (as if the call had been delayed between them).
+    let asked = 0;
+    client = clientFor(emu, { mayMutate: () => ++asked === 1 });
+    const err = (await create(client).catch((e: unknown) => e)) as CloudError;
+    expect(err.code).toBe('Client.NotLeading');
+    expect(asked).toBe(2);
+    expect(emu.calls({ action: 'CreateNetworkInterface' })).toEqual([]);
+  });
+
+  it('with a metadata service answering in 8 s, sends no mutating call after leadership was lost', async () => {
+    emu = await emulator();
+    relay = await startMetadataRelay(emu.metadataUrl);
+    let now = Date.now();
+    const role = ramRoleCredentials({ role: 'eni-ipam-demo-role', metadataEndpoint: relay.url, now: () => now });
+    let leading = true;
+    client = clientFor(emu, {
+      credentials: role,
+      mayMutate: () => leading,
+      limits: { CreateNetworkInterface: { perMinute: 6000, burst: 100 } },
+    });
+    await create(client);
+    // The metadata service slows down just as the hour's credentials enter their refresh margin.
+    relay.latencyMs = 8000;
+    now += 56 * 60_000;
+    const t0 = Date.now();
+    const outcomes: Array<Promise<string>> = [];
+    let lostAt = 0;
+    while (Date.now() - t0 < 12_000) {
+      if (!lostAt && Date.now() - t0 >= 10_000) {
+        leading = false;
+        lostAt = Date.now();
+      }
+      outcomes.push(
+        create(client).then(
+          () => 'sent',
+          (e: CloudError) => e.code,
+        ),
+      );
+      await sleep(500);
+    }
+    // Whatever waited on the metadata service has had its chance to go out.
+    await sleep(20_000 - (Date.now() - t0));
+    const results = await Promise.all(outcomes);
+    const creates = emu.calls({ action: 'CreateNetworkInterface', since: t0 });
+    // Answered at once (no latency on the API): a call answered after the loss was sent after it.
+    expect(creates.filter((r) => r.at > lostAt + 50).map((r) => r.at - lostAt)).toEqual([]);
+    // The calls before the loss went out at once, with the cached credentials; none after it.
+    expect(results.filter((r) => r === 'sent').length).toBe(creates.length);
+    expect(creates.length).toBeGreaterThanOrEqual(18);
+    expect(results.slice(-4)).toEqual(Array(4).fill('Client.NotLeading'));
+    // The refresh went on in the background: one, not one per call.
+    expect(relay.requests.filter((r) => r.path.includes('security-credentials')).length).toBe(2);
+  }, 40_000);
+
+  it('checks leadership after waiting for credentials: a call that waited on an 8 s metadata service is not sent late', async () => {
+    emu = await emulator();
+    relay = await startMetadataRelay(emu.metadataUrl);
+    let now = Date.now();
+    const role = ramRoleCredentials({ role: 'eni-ipam-demo-role', metadataEndpoint: relay.url, now: () => now });
+    let leading = true;
+    client = clientFor(emu, { credentials: role, mayMutate: () => leading });
+    await create(client);
+    relay.latencyMs = 8000;
+    now += 61 * 60_000; // expired: the next call has to wait for a fetch
+    const call = create(client).then(
+      () => 'sent',
+      (e: CloudError) => e.code,
+    );
+    await sleep(2000);
+    leading = false;
+    const lostAt = Date.now();
+    expect(await call).toBe('Client.NotLeading');
+    expect(Date.now() - lostAt).toBeGreaterThan(5000); // it did wait for the metadata service
+    expect(emu.calls({ action: 'CreateNetworkInterface', since: lostAt })).toEqual([]);
+  }, 40_000);
 });

@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, KubeConfig, V1MicroTime } from '@kubernetes/client-node';
 import { LeaderElector } from '../../src/kube/leader-election.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger, type Logger } from '../../src/observability/logger.js';
+import { isConflict } from '../../src/kube/errors.js';
+import { capturingLogger } from '../helpers/cloud.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { eventually, sleep } from '../helpers/ecs.js';
 import { startFaultProxy } from '../../src/sim/netfault.js';
@@ -18,7 +20,7 @@ afterEach(async () => {
   await emu.close();
 });
 
-function candidate(identity: string, events: string[] = [], via: KubeConfig = kc) {
+function candidate(identity: string, events: string[] = [], via: KubeConfig = kc, logger: Logger = silentLogger()) {
   const e = new LeaderElector({
     kc: via,
     namespace: 'kube-system',
@@ -26,8 +28,8 @@ function candidate(identity: string, events: string[] = [], via: KubeConfig = kc
     identity,
     leaseDurationSeconds: 1.5,
     renewDeadlineSeconds: 1,
-    retryPeriodSeconds: 0.2,
-    logger: silentLogger(),
+    retryPeriodSeconds: RETRY_MS / 1000,
+    logger,
     onStartedLeading: () => events.push(`${identity} leads`),
     onStoppedLeading: () => events.push(`${identity} stops`),
   });
@@ -46,8 +48,73 @@ async function leaderAndStandby() {
   return { a, b, events };
 }
 
+const RETRY_MS = 200;
+
 const lease = () =>
   kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'eni-ipam', namespace: 'kube-system' });
+
+/** Writes another holder into the Lease, as a replica's acquisition or a forced chart upgrade would; answers when. */
+async function rewriteLease(holder: string, renewTime: number): Promise<number> {
+  const api = kc.makeApiClient(CoordinationV1Api);
+  for (;;) {
+    const current = await lease();
+    try {
+      await api.replaceNamespacedLease({
+        name: 'eni-ipam',
+        namespace: 'kube-system',
+        body: { ...current, spec: { ...current.spec, holderIdentity: holder, renewTime: new V1MicroTime(renewTime) } },
+      });
+      return Date.now();
+    } catch (e) {
+      if (!isConflict(e)) throw e; // the leader renewed between our read and our write: again
+    }
+  }
+}
+
+/**
+ * Every Lease read of an elector as it saw it: the holder, when it arrived, and whether the
+ * elector still claimed a fresh lease once it had handled that answer (before any timer or I/O).
+ */
+function watchReads(e: LeaderElector) {
+  const reads: Array<{ holder?: string; at: number; freshAfter: boolean }> = [];
+  const api = (e as unknown as { api: CoordinationV1Api }).api;
+  const read = api.readNamespacedLease.bind(api);
+  api.readNamespacedLease = (async (...args: Parameters<typeof read>) => {
+    const l = await read(...args);
+    const at = Date.now();
+    setImmediate(() => reads.push({ holder: l.spec?.holderIdentity, at, freshAfter: e.holdsFreshLease() }));
+    return l;
+  }) as typeof api.readNamespacedLease;
+  return reads;
+}
+
+/** A candidate leading, with its events, its Lease reads, its log lines and when it stopped leading. */
+async function watchedLeader() {
+  const events: string[] = [];
+  const { logger, lines } = capturingLogger();
+  const a = candidate('a', events, kc, logger);
+  const reads = watchReads(a);
+  let stoppedAt = 0;
+  const options = (a as unknown as { o: { onStoppedLeading: () => void } }).o;
+  const inner = options.onStoppedLeading;
+  options.onStoppedLeading = () => {
+    stoppedAt ||= Date.now();
+    inner();
+  };
+  a.start();
+  await eventually(() => a.leader);
+  await sleep(3 * RETRY_MS); // a few renews
+  /** When it stopped leading (within 3 s), once the reads it had handled by then are recorded. */
+  const stopped = async () => {
+    const at = await eventually(() => stoppedAt, 3000, 5);
+    await sleep(20);
+    return at;
+  };
+  return { a, events, reads, lines, stopped };
+}
+
+const logged = (lines: string[], reason: string) =>
+  lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.reason === reason);
 
 describe('leader election on a Lease', () => {
   it('elects one of two candidates and writes MicroTime timestamps', async () => {
@@ -131,5 +198,66 @@ describe('leader election on a Lease', () => {
     expect(events.slice(0, 3)).toEqual(['a leads', 'a stops', 'b leads']);
     expect(a.holdsFreshLease()).toBe(false);
     await proxy.close();
+  });
+
+  it.each([
+    ['a fresh renewTime', 0],
+    ['a renewTime an hour old', 3_600_000],
+  ])(
+    'stops leading the moment it reads another holder in the Lease (with %s), not at its renew deadline',
+    async (_, age) => {
+      const { a, events, reads, lines, stopped } = await watchedLeader();
+      const writtenAt = await rewriteLease('intruder', Date.now() - age);
+      const stoppedAt = await stopped();
+      // It reads the Lease every retry period: it learns within one, and acts on that read.
+      const seen = reads.find((r) => r.holder === 'intruder')!;
+      expect(seen.at - writtenAt).toBeLessThan(RETRY_MS + 300);
+      expect(stoppedAt - seen.at).toBeLessThan(50);
+      expect(seen.freshAfter).toBe(false);
+      expect(a.holdsFreshLease()).toBe(false);
+      expect(events).toEqual(['a leads', 'a stops']);
+      expect(logged(lines, 'other-holder')).toEqual([
+        expect.objectContaining({
+          level: 40,
+          lease: 'eni-ipam',
+          identity: 'a',
+          holder: 'intruder',
+          msg: 'lost leadership: the lease is held by another holder',
+        }),
+      ]);
+      // It does not take the lease back while the other holder's lease runs.
+      await sleep(800);
+      expect(a.leader).toBe(false);
+      expect((await lease()).spec?.holderIdentity).toBe('intruder');
+    },
+  );
+
+  it('stops leading at once when its renew loses an update conflict on the Lease', async () => {
+    const { a, events, lines, stopped } = await watchedLeader();
+    emu.setFaultRules([{ verbs: ['update'], resource: 'leases', action: 'respond', code: 409, times: 1 }]);
+    const faultAt = Date.now();
+    const stoppedAt = await stopped();
+    // The next renew (within one retry period) meets the conflict; the renew deadline is 1 s.
+    expect(stoppedAt - faultAt).toBeLessThan(RETRY_MS + 300);
+    expect(a.holdsFreshLease()).toBe(false);
+    expect(events.slice(0, 2)).toEqual(['a leads', 'a stops']);
+    expect(logged(lines, 'conflict')).toEqual([
+      expect.objectContaining({ level: 40, identity: 'a', msg: 'lost leadership: the lease update lost a conflict' }),
+    ]);
+  });
+
+  it('keeps leading through transient lease errors until its renew deadline', async () => {
+    const { a, events, lines, stopped } = await watchedLeader();
+    emu.setFaultRules([{ verbs: ['update'], resource: 'leases', action: 'respond', code: 503 }]);
+    const faultAt = Date.now();
+    const stoppedAt = await stopped();
+    emu.clearFaultRules();
+    // Its last renew was at most one retry period before the fault; the deadline is 1 s after it.
+    expect(stoppedAt - faultAt).toBeGreaterThanOrEqual(1000 - RETRY_MS - 100);
+    expect(stoppedAt - faultAt).toBeLessThan(1000 + 300);
+    expect(events.slice(0, 2)).toEqual(['a leads', 'a stops']);
+    expect(logged(lines, 'renew-deadline')).toHaveLength(1);
+    expect(logged(lines, 'conflict')).toHaveLength(0);
+    await eventually(() => a.leader, 3000);
   });
 });
