@@ -105,7 +105,7 @@ describe('ecs-bad-answers', () => {
     ).toBe(RETRY.maxAttempts - 1);
     const logged = c.rejected();
     expect(logged).toHaveLength(RETRY.maxAttempts);
-    expect(logged[0]).toMatchObject({ level: 40, action: 'DescribeNetworkInterfaces', code: BAD, httpStatus: 503 });
+    expect(logged[0]).toMatchObject({ level: 'warn', action: 'DescribeNetworkInterfaces', code: BAD, httpStatus: 503 });
     expect(logged[0].body).toMatch(/^\{"RequestId":"[0-9A-F-]+","Message":"The gateway could not reach/);
     expect(logged[0].body.length).toBeLessThanOrEqual(200);
     const everything = [...c.lines, r.error!.message, JSON.stringify(r.error)].join('\n');

@@ -218,7 +218,7 @@ describe('leader election on a Lease', () => {
       expect(events).toEqual(['a leads', 'a stops']);
       expect(logged(lines, 'other-holder')).toEqual([
         expect.objectContaining({
-          level: 40,
+          level: 'warn',
           lease: 'eni-ipam',
           identity: 'a',
           holder: 'intruder',
@@ -242,7 +242,7 @@ describe('leader election on a Lease', () => {
     expect(a.holdsFreshLease()).toBe(false);
     expect(events.slice(0, 2)).toEqual(['a leads', 'a stops']);
     expect(logged(lines, 'conflict')).toEqual([
-      expect.objectContaining({ level: 40, identity: 'a', msg: 'lost leadership: the lease update lost a conflict' }),
+      expect.objectContaining({ level: 'warn', identity: 'a', msg: 'lost leadership: the lease update lost a conflict' }),
     ]);
   });
 
