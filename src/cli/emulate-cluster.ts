@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import YAML from 'yaml';
 import { delimiter } from 'node:path';
 import {
   CHECKOUT,
@@ -15,6 +16,20 @@ import {
 import { loadFixtureFile } from '../sim/ecs/index.js';
 import { createLogger } from '../observability/logger.js';
 import { UsageError, untilSignal, type CommandSpec } from './args.js';
+
+/** `a.b=c` settings (as `helm --set` takes them) as a values file. */
+function valuesYaml(settings: string[]): string {
+  const root: Record<string, unknown> = {};
+  for (const s of settings) {
+    const eq = s.indexOf('=');
+    const path = s.slice(0, eq).split('.');
+    const raw = s.slice(eq + 1);
+    let at = root;
+    for (const k of path.slice(0, -1)) at = (at[k] ??= {}) as Record<string, unknown>;
+    at[path.at(-1)!] = raw === 'true' ? true : raw === 'false' ? false : /^\d+$/.test(raw) ? Number(raw) : raw;
+  }
+  return YAML.stringify(root);
+}
 
 /** `helm` if it is on the PATH, else the one `npm run tools` put in this checkout's .tools/. */
 function helmCommand(): string {
@@ -90,16 +105,16 @@ export const emulateCluster: CommandSpec = {
     createAccessKeySecret(cluster);
     const kc = cluster.kubeconfigPath;
     const chart = join(CHECKOUT, 'charts', 'eni-ipam');
+    // The values that point the chart at this cluster's emulators, so the install line is always the same.
+    const valuesFile = join(workDir, 'values.yaml');
+    writeFileSync(valuesFile, valuesYaml(chartValues(cluster)));
     const out = [
       `ECS emulator ${cluster.ecs.url} (region ${cluster.ecs.world.region})`,
       `Kubernetes API ${cluster.kube.url} (TLS${f.auth ? ', RBAC' : ''}); nodes: ${cluster.nodes.join(' ')}`,
       `kubeconfig written to ${kc}`,
       `Secret kube-system/eni-ipam-access-key holds the emulator's AccessKey.`,
-      'Install the chart:',
-      `  ${helmCommand()} install eni-ipam ${chart} --kubeconfig ${kc} --namespace kube-system --wait \\`,
-      `    ${chartValues(cluster)
-        .map((v) => `--set ${v}`)
-        .join(' ')}`,
+      `Install the chart (${valuesFile} points it at this cluster's emulators):`,
+      `  ${helmCommand()} install eni-ipam ${chart} --kubeconfig ${kc} --namespace kube-system --wait -f ${valuesFile}`,
       `Then: kubectl --kubeconfig ${kc} get pods -n kube-system -o wide; kubectl --kubeconfig ${kc} get enipools`,
       '',
     ];

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import YAML from 'yaml';
 import { runtimeUnavailable } from '../../src/sim/cluster/index.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
@@ -50,15 +51,20 @@ maybe('eni-ipam emulate cluster (root)', () => {
       )!;
       expect(api).not.toBeNull();
       // The printed command, as a user pastes it.
-      const start = lines.findIndex((l) => / install eni-ipam /.test(l));
-      const command = [lines[start]!, lines[start + 1]!].map((l) => l.replace(/\\$/, '').trim()).join(' ');
-      const argv = command.split(/\s+/);
+      const argv = lines
+        .find((l) => / install eni-ipam /.test(l))!
+        .trim()
+        .split(/\s+/);
       // Helm on the PATH, or else the one `npm run tools` put in .tools/: the line works as printed.
       expect(argv[0] === 'helm' || argv[0]!.endsWith('/.tools/helm')).toBe(true);
       expect(argv.slice(1, 3)).toEqual(['install', 'eni-ipam']);
       expect(argv).toContain('--wait');
+      expect(argv.slice(-2)).toEqual(['-f', join(dir, 'values.yaml')]);
+      const written = YAML.parse(readFileSync(join(dir, 'values.yaml'), 'utf8'));
+      expect(written).toMatchObject({ credentials: { mode: 'secret' }, defaultClass: { create: true } });
+      expect(written.endpoints.ecs).toMatch(/^http:\/\/10\.\d+\.0\.1:\d+$/);
       // One node: one operator (in the host network each replica takes the node's ports).
-      expect(argv).toContain('operator.replicas=1');
+      expect(written.operator.replicas).toBe(1);
       // A second cluster on the same work directory is refused in one line, and this one's files are untouched.
       const before = readFileSync(kubeconfig, 'utf8');
       const second = spawnSync(BIN, ['emulate', 'cluster', '--nodes', '1', '--work-dir', dir], { encoding: 'utf8' });

@@ -18,6 +18,7 @@ import { faultInfo, type KubeFaultRules } from './faults.js';
 import { Writer, type Request, type Result } from './handlers.js';
 import { OPENAPI_V2_PROTOBUF, openApiV2, openApiV2Protobuf } from './openapi-v2.js';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
+import { parsePodProxyTarget, proxyToPod } from './pod-proxy.js';
 import { getOne, listPage } from './reads.js';
 import { scaleRequest } from './scale.js';
 import type { Store } from './store.js';
@@ -228,6 +229,26 @@ export function kubeHandler(s: ServerState) {
           namespace: rest[1]!,
         });
         return await podLog(store, rest[1]!, rest[3]!, url.searchParams, res);
+      }
+      if (
+        group === '' &&
+        method === 'GET' &&
+        rest.length >= 5 &&
+        rest[0] === 'namespaces' &&
+        rest[2] === 'pods' &&
+        rest[4] === 'proxy'
+      ) {
+        const target = parsePodProxyTarget(rest[3]!);
+        allow({
+          resourceRequest: true,
+          verb: 'get',
+          apiGroup: '',
+          resource: 'pods',
+          subresource: 'proxy',
+          name: target.name,
+          namespace: rest[1]!,
+        });
+        return await proxyToPod(store, rest[1]!, target, rest.slice(5).join('/'), url.search, res);
       }
       const r = route(store, group, version, rest);
       if (!r) throw notFoundPath();

@@ -1,0 +1,84 @@
+import { describe, expect, test } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { runtimeUnavailable } from '../src/sim/cluster/index.js';
+import { ROOT } from './helpers/helm.js';
+
+// The README's commands as a user runs them: the cluster line of "Try the chart locally" in a
+// terminal of its own, then the install, verify and uninstall blocks (marked
+// `<!-- readme-test: NAME -->`) in one shell, as written.
+const why = runtimeUnavailable();
+if (why) console.warn(`README test skipped: ${why}`);
+const maybe = why ? describe.skip : describe;
+
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+/** The first ```sh block after `marker` in the README. */
+function block(marker: string): string {
+  const at = README.indexOf(marker);
+  if (at < 0) throw new Error(`the README has no ${marker}`);
+  const m = /```sh\n([\s\S]*?)```/.exec(README.slice(at));
+  if (!m) throw new Error(`no sh block after ${marker}`);
+  return m[1]!;
+}
+
+maybe('the README, run as written (root)', () => {
+  test('Try the chart locally: the cluster, then install, verify and uninstall leave no ENI behind', async () => {
+    const clusterLine = block('## Try the chart locally').trim();
+    expect(clusterLine).toMatch(/^\.\/bin\/eni-ipam emulate cluster /);
+    const home = mkdtempSync(join(tmpdir(), 'readme-'));
+    const env = { ...process.env, HOME: home, KUBECACHEDIR: join(home, 'cache') };
+    const cluster = spawn('bash', ['-c', `exec ${clusterLine}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    cluster.stderr.on('data', (d) => (stderr += d));
+    const lines: string[] = [];
+    try {
+      await new Promise<void>((resolve, reject) => {
+        createInterface({ input: cluster.stdout }).on('line', (l) => {
+          lines.push(l);
+          if (l.startsWith('Then:')) resolve();
+        });
+        cluster.on('exit', (code) => reject(new Error(`emulate cluster exited ${code}: ${stderr}`)));
+      });
+      const ecs = /^ECS emulator (\S+) /.exec(lines.find((l) => l.startsWith('ECS emulator'))!)![1]!;
+      const script = [
+        'set -euo pipefail',
+        block('<!-- readme-test: local-install -->'),
+        'echo "=== verify"',
+        block('<!-- readme-test: verify -->'),
+        'echo "=== uninstall"',
+        block('<!-- readme-test: uninstall -->'),
+      ].join('\n');
+      const shell = spawn('bash', ['-c', script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      shell.stdout.on('data', (d) => (out += d));
+      shell.stderr.on('data', (d) => (err += d));
+      const [code] = await once(shell, 'exit');
+      if (code !== 0) throw new Error(`the README's commands failed (${code}):\n${out}\n${err}`);
+      const [install, verify, uninstall] = out.split(/^=== \w+$/m) as [string, string, string];
+      expect(install).toMatch(/STATUS: deployed/);
+      expect(install).toMatch(/condition met/);
+      expect(verify).toMatch(/^eni_ipam_cloud_up 1$/m);
+      expect(verify).toMatch(/^eni_ipam_openapi_requests_total\{action="DescribeNetworkInterfaces",code="OK"\} [1-9]/m);
+      expect(uninstall).toMatch(/release "eni-ipam" uninstalled/);
+      // Nothing of the cluster is left in the cloud.
+      const state = (await (await fetch(`${ecs}/_emulator/state`)).json()) as {
+        enis: Array<{ tags: Array<{ key: string; value: string }> }>;
+      };
+      expect(state.enis.filter((e) => e.tags.some((t) => t.key === 'eni-ipam.io/cluster'))).toEqual([]);
+      cluster.kill('SIGINT');
+      const [exit] = await once(cluster, 'exit');
+      expect(exit).toBe(0);
+    } finally {
+      if (cluster.exitCode === null) {
+        cluster.kill('SIGINT');
+        await once(cluster, 'exit');
+      }
+    }
+  }, 420_000);
+});
