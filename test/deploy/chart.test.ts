@@ -214,6 +214,7 @@ describe('the Helm chart', () => {
       ]),
     );
     expect(agent.env.find((e: any) => e.name === 'NODE_NAME').valueFrom.fieldRef.fieldPath).toBe('spec.nodeName');
+    expect(agent.env.find((e: any) => e.name === 'POD_NAME').valueFrom.fieldRef.fieldPath).toBe('metadata.name');
     for (const c of [init, agent])
       expect(c.securityContext).toMatchObject({
         allowPrivilegeEscalation: false,
