@@ -23,6 +23,7 @@ import { startMetadataRelay, type MetadataRelay } from '../src/sim/metadata-rela
 import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
 import { operatorArgs, untilServing } from '../bench/process.js';
 import { benchWorld } from '../bench/world.js';
+import { startRequestLog, type RequestLog } from './request-log.js';
 
 // From the sources (tests) or from dist-chaos/chaos (npm run chaos).
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -63,6 +64,8 @@ export interface ClusterOptions {
    * service of their own (a relay to the emulator's, with settable latency), not an AccessKey.
    */
   ramRole?: { credentialTtlSeconds: number };
+  /** Each agent reaches the API server through a proxy of its own that records its requests. */
+  agentRequestLogs?: boolean;
 }
 
 /** When and why an operator stopped leading, from its log line. */
@@ -101,6 +104,9 @@ export interface AgentProcess {
   socket: string;
   stateDir: string;
   child?: ChildProcess;
+  /** Its requests to the API server (with agentRequestLogs). */
+  requests?: RequestLog;
+  kubeconfig?: string;
 }
 
 /**
@@ -189,11 +195,17 @@ export class ChaosCluster {
         await core.createNode({ body: nodeObject(this.ecs.world, id) });
         const node = this.ecs.world.instances.get(id)!.hostName;
         this.nodes.push(node);
-        added.push({
+        const a: AgentProcess = {
           node,
           socket: join(this.dir, 'nodes', node, 'run', 'agent.sock'),
           stateDir: join(this.dir, 'nodes', node, 'state'),
-        });
+        };
+        if (this.o.agentRequestLogs) {
+          a.requests = await startRequestLog(this.kube.url);
+          a.kubeconfig = join(this.dir, `kubeconfig-agent-${node}`);
+          writeFileSync(a.kubeconfig, kubeconfigFor(a.requests.url));
+        }
+        added.push(a);
       }),
     );
     this.agents.push(...added);
@@ -303,32 +315,44 @@ export class ChaosCluster {
       Array.from({ length: 4 }, async () => {
         for (let a = queue.shift(); a; a = queue.shift()) {
           if (opts.wipeState) rmSync(a.stateDir, { recursive: true, force: true });
-          const args = [
-            'agent',
-            '--kubeconfig',
-            join(this.dir, 'kubeconfig'),
-            '--node',
-            a.node,
-            '--state-dir',
-            a.stateDir,
-            '--socket',
-            a.socket,
-            '--cooldown',
-            '3',
-            '--metrics-addr',
-            '127.0.0.1:0',
-            '--health-addr',
-            '127.0.0.1:0',
-            '--log-level',
-            'warn',
-          ];
-          a.child = spawn(process.execPath, ['--max-old-space-size=96', BIN, ...args], {
+          a.child = spawn(process.execPath, this.agentArgv(a), {
             stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'],
           });
           await untilServing(a.child, 'agent');
         }
       }),
     );
+  }
+
+  /** The node's agent command line; `stateDir` instead of its own (a stray run elsewhere). */
+  private agentArgv(a: AgentProcess, stateDir = a.stateDir): string[] {
+    return [
+      '--max-old-space-size=96',
+      BIN,
+      'agent',
+      ...['--kubeconfig', a.kubeconfig ?? join(this.dir, 'kubeconfig'), '--node', a.node],
+      ...['--state-dir', stateDir, '--socket', a.socket, '--cooldown', '3'],
+      ...['--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'],
+    ];
+  }
+
+  /**
+   * Starts one more agent for the node of `a` (a DaemonSet surge, a stray manual run) while `a`
+   * runs, and waits for it to exit: its code and what it printed.
+   */
+  async runSecondAgent(
+    a: AgentProcess,
+    o: { stateDir?: string; timeoutMs?: number } = {},
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, this.agentArgv(a, o.stateDir), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 20_000);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    clearTimeout(timer);
+    return { code, stdout, stderr };
   }
 
   async killAgent(a: AgentProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
@@ -435,6 +459,7 @@ export class ChaosCluster {
     await Promise.all(this.operators.map((o) => this.killOperator(o, 'SIGTERM')));
     await Promise.all(this.operators.map((o) => o.proxy.close()));
     await Promise.all(this.operators.map((o) => o.metadata?.close()));
+    await Promise.all(this.agents.map((a) => a.requests?.close()));
     await this.kube.close();
     await this.ecs.close();
     rmSync(this.dir, { recursive: true, force: true });

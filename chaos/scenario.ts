@@ -21,6 +21,10 @@ export interface ScenarioContext {
   faultMs: number;
   /** Registers nodes held back at start and starts their agents (a scale-up during the fault). */
   addNodes(n: number): Promise<void>;
+  /** Stops the pods coming and going (for a check of a settled state before the fault returns). */
+  stopWorkload(): Promise<void>;
+  /** The pods' addresses as the container runtime knows them. */
+  workload: Workload;
 }
 
 export interface Scenario {
@@ -144,7 +148,13 @@ async function phase(
     await sleep(o.warmMs ?? 4000);
   }
   const t0 = Date.now();
-  const ctx: ScenarioContext = { c, faultMs, addNodes: (n) => c.addHeldBackNodes(n) };
+  const ctx: ScenarioContext = {
+    c,
+    faultMs,
+    addNodes: (n) => c.addHeldBackNodes(n),
+    stopWorkload: () => w.stop(),
+    workload: w,
+  };
   o.log(`${s.name}: fault for ${(faultMs / 1000).toFixed(0)} s`);
   const own = (await s.fault(ctx)) ?? {};
   const t1 = Date.now();

@@ -1,6 +1,12 @@
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentRequest } from '../src/agent/client.js';
+import { LOCK_FILE } from '../src/agent/state-lock.js';
+import { StateFile } from '../src/agent/state-file.js';
+import type { ENIPool } from '../src/api/types.js';
 import type { FaultSpec } from '../src/sim/ecs/index.js';
 import type { KubeFaultRule } from '../src/sim/kube/index.js';
-import type { ChaosCluster, OperatorProcess } from './cluster.js';
+import type { AgentProcess, ChaosCluster, OperatorProcess } from './cluster.js';
 import { RETRY_PERIOD_MS, mutatingCallsOf, type Verdict } from './invariants.js';
 import { sleep, type Scenario, type ScenarioContext } from './scenario.js';
 
@@ -128,6 +134,53 @@ function nothingDeleted(c: ChaosCluster, pools: number, since: number): Verdict 
         detail: `${pools - left} pools deleted, ${deletes} DeleteNetworkInterface calls while Nodes could not be listed`,
       };
 }
+
+/** What the agent says it holds now (GET /v1/allocations), container -> IP; undefined when it does not answer. */
+async function agentHolds(a: AgentProcess): Promise<Map<string, string> | undefined> {
+  try {
+    const r = await agentRequest(a.socket, 'GET', '/v1/allocations', undefined, 2000);
+    if (r.status !== 200) return undefined;
+    const list = (JSON.parse(r.text) as { allocations: Array<{ containerId: string; ip: string }> }).allocations;
+    return new Map(list.map((x) => [x.containerId, x.ip]));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The agent's status writes (merge patches of its pool's status) in [from, to). */
+const statusPatches = (a: AgentProcess, from: number, to = Infinity) =>
+  (a.requests?.requests ?? []).filter(
+    (r) =>
+      r.method === 'PATCH' &&
+      r.path.startsWith(`/apis/eniipam.io/v1alpha1/enipools/${a.node}/status`) &&
+      r.at >= from &&
+      r.at < to,
+  );
+
+/** Whether a pool's status.used names exactly the addresses its agent holds. */
+async function usedMatches(c: ChaosCluster, a: AgentProcess): Promise<boolean> {
+  const held = await agentHolds(a);
+  const pool = c.pools().find((p) => p.metadata.name === a.node) as ENIPool | undefined;
+  if (!held || !pool) return false;
+  const used = Object.keys(pool.status?.used ?? {}).sort();
+  return JSON.stringify(used) === JSON.stringify([...new Set(held.values())].sort());
+}
+
+/** Events about a pool with this reason (the agents record them in `default`). */
+function poolEvents(c: ChaosCluster, node: string, reason: string): Array<Record<string, unknown>> {
+  const t = c.kube.store.types.get('events');
+  if (!t) return [];
+  return c.kube.store
+    .list(t, 'default')
+    .filter(
+      (e) =>
+        (e as unknown as { reason?: string }).reason === reason &&
+        (e as unknown as { involvedObject?: { name?: string } }).involvedObject?.name === node,
+    ) as unknown as Array<Record<string, unknown>>;
+}
+
+/** Agents' status writes refused: PATCHes per agent per minute at most this (one per --status-interval was 60). */
+const AGENT_PATCHES_PER_MINUTE = 20;
 
 async function waitFor(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
   const t0 = Date.now();
@@ -440,6 +493,90 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'kube-agent-status-refused',
+    group: 'Kubernetes',
+    summary:
+      'the agents\u2019 status writes answered 429 with Retry-After: 2 for half the fault, then 403 Forbidden; ' +
+      'PATCHes per agent per minute stay bounded, and status.used is right again after',
+    cluster: { nodes: 4, replicas: 1, agentRequestLogs: true },
+    faultMs: 60_000,
+    quickFaultMs: 20_000,
+    // The back-off is capped at 30 s: the next write after the fault comes within that.
+    recoverWithinMs: 90_000,
+    fault: async (ctx): Promise<Record<string, Verdict>> => {
+      const { c } = ctx;
+      const rule = { verbs: ['patch' as const], resource: 'enipools/status', action: 'respond' as const };
+      const t0 = Date.now();
+      c.kube.setFaultRules([{ ...rule, code: 429, retryAfterSeconds: 2 }]);
+      await sleep(ctx.faultMs / 2);
+      c.kube.setFaultRules([{ ...rule, code: 403, user: 'system:serviceaccount:kube-system:eni-ipam-agent' }]);
+      await sleep(ctx.faultMs / 2);
+      const t1 = Date.now();
+      c.kube.clearFaultRules();
+      const minutes = (t1 - t0) / 60_000;
+      const perAgent = c.agents.map((a) => ({ node: a.node, patches: statusPatches(a, t0, t1) }));
+      const worst = Math.max(...perAgent.map((x) => x.patches.length / minutes));
+      const counts = perAgent.map((x) => `${x.node} ${x.patches.length}`).join(', ');
+      const refused = perAgent.every((x) => x.patches.every((p) => p.status === 429 || p.status === 403));
+      // Once the server takes writes again, each agent's status.used catches up with what it holds.
+      await ctx.stopWorkload();
+      const t2 = Date.now();
+      const caughtUp = await waitFor(
+        async () => (await Promise.all(c.agents.map((a) => usedMatches(c, a)))).every(Boolean),
+        60_000,
+      );
+      const took = Date.now() - t2;
+      const after = Math.max(...c.agents.map((a) => statusPatches(a, t1, Date.now()).length));
+      const verdicts: Record<string, Verdict> = {
+        'agent-patches-bounded':
+          worst <= AGENT_PATCHES_PER_MINUTE && refused
+            ? {
+                ok: true,
+                detail: `at most ${worst.toFixed(1)} PATCHes per agent per minute (${counts} in ${(minutes * 60).toFixed(0)} s)`,
+              }
+            : {
+                ok: false,
+                detail: `${worst.toFixed(1)} PATCHes per agent per minute, more than ${AGENT_PATCHES_PER_MINUTE} (${counts})${refused ? '' : '; some were not refused'}`,
+              },
+        'status-used-recovers': caughtUp
+          ? {
+              ok: true,
+              detail: `status.used = each agent's allocations ${(took / 1000).toFixed(1)} s after the workload stopped, ${after} PATCHes at most per agent since the fault`,
+            }
+          : { ok: false, detail: 'status.used still differs from an agent\u2019s allocations 60 s after the fault' },
+      };
+      // Unsent for 30 s (the stale threshold), every agent with changes to write says so: a Warning
+      // Event (Events are not refused), and once written again, its condition and a Normal Event.
+      if (ctx.faultMs >= 45_000) {
+        const said = c.agents.filter((a) => poolEvents(c, a.node, 'StatusNotReported').length > 0);
+        const back = await waitFor(
+          () =>
+            said.every((a) => {
+              const pool = c.pools().find((p) => p.metadata.name === a.node);
+              const cond = pool?.status?.agentConditions?.find((x) => x.type === 'StatusReported');
+              return (
+                cond?.status === 'True' &&
+                /current again after/.test(cond.message ?? '') &&
+                poolEvents(c, a.node, 'StatusReported').length > 0
+              );
+            }),
+          30_000,
+        );
+        verdicts['agents-say-so'] =
+          said.length === c.agents.length && back
+            ? {
+                ok: true,
+                detail: `${said.length} agents recorded StatusNotReported, then StatusReported and their condition`,
+              }
+            : {
+                ok: false,
+                detail: `${said.length}/${c.agents.length} agents recorded StatusNotReported; ${back ? '' : 'not all '}reported again with their condition`,
+              };
+      }
+      return verdicts;
+    },
+  },
+  {
     name: 'kube-leader-blackholed',
     group: 'Kubernetes',
     summary: 'two replicas; the leader\u2019s API connection black-holed mid scale-up while the follower takes over',
@@ -562,6 +699,71 @@ export const SCENARIOS: Scenario[] = [
         await ctx.c.startAgents([a]);
         await sleep(8000);
       }
+    },
+  },
+  {
+    name: 'second-agent',
+    group: 'Processes',
+    summary:
+      'a second agent started on a node whose agent runs: same state directory and socket (a DaemonSet surge), ' +
+      'then another state directory (a stray run); each exits 1, the first serves on',
+    cluster: { nodes: 3, replicas: 1 },
+    faultMs: 15_000,
+    recoverWithinMs: 60_000,
+    fault: async (ctx): Promise<Record<string, Verdict>> => {
+      const { c } = ctx;
+      const a = c.agents[0]!;
+      const socketInode = statSync(a.socket).ino;
+      const lockInode = statSync(join(a.stateDir, LOCK_FILE)).ino;
+      const t0 = Date.now();
+      const surge = await c.runSecondAgent(a);
+      const stray = await c.runSecondAgent(a, { stateDir: join(c.dir, 'stray-state', a.node) });
+      await sleep(Math.max(0, ctx.faultMs - (Date.now() - t0)));
+      const alive = a.child?.exitCode === null && a.child.signalCode === null;
+      const sameSocket = statSync(a.socket).ino === socketInode;
+      const sameLock = statSync(join(a.stateDir, LOCK_FILE)).ino === lockInode;
+      // Its pods keep their addresses: what the runtime holds on that node, the agent still lists.
+      await ctx.stopWorkload();
+      const held = await agentHolds(a);
+      const pods = [...ctx.workload.held.values()].filter((h) => h.node === a.node && h.ip);
+      const kept = !!held && pods.every((h) => held.get(h.containerId) === h.ip);
+      // Its journal is intact: what is on disk is what it serves (it saves before it answers).
+      const journal = held && StateFile.in(a.stateDir).load();
+      const onDisk = journal
+        ? new Map(Object.values(journal.allocations).map((x) => [x.containerId, x.ip]))
+        : undefined;
+      const intact = !!held && !!onDisk && JSON.stringify([...onDisk].sort()) === JSON.stringify([...held].sort());
+      const line = (r: { stderr: string }) => r.stderr.trim().split('\n');
+      const exits = (r: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): Verdict =>
+        r.code === 1 && line(r).length === 1 && pattern.test(r.stderr) && !r.stdout.includes('socket ')
+          ? { ok: true, detail: `exit 1: ${r.stderr.trim()}` }
+          : {
+              ok: false,
+              detail: `exit ${r.code}, stdout ${JSON.stringify(r.stdout)}, stderr ${JSON.stringify(r.stderr)}`,
+            };
+      return {
+        'surge-exits': exits(
+          surge,
+          /^eni-ipam agent: the state directory .* is in use by another eni-ipam agent \(pid \d+ on /,
+        ),
+        'stray-exits': exits(stray, /^eni-ipam agent: another process \(an eni-ipam agent\?\) serves /),
+        'first-serves':
+          alive && sameSocket && sameLock && held
+            ? { ok: true, detail: `the first agent runs and answers on its socket (same inode), its lock kept` }
+            : {
+                ok: false,
+                detail: `alive ${alive}, same socket ${sameSocket}, same lock ${sameLock}, answers ${!!held}`,
+              },
+        'pods-keep-addresses': kept
+          ? { ok: true, detail: `${pods.length} pods of ${a.node} hold the addresses the agent lists` }
+          : {
+              ok: false,
+              detail: `${pods.filter((h) => held?.get(h.containerId) !== h.ip).length} of ${pods.length} pods lost theirs`,
+            },
+        'journal-intact': intact
+          ? { ok: true, detail: `the state on disk = the ${held!.size} allocations the agent serves` }
+          : { ok: false, detail: `on disk ${onDisk?.size ?? 'unreadable'}, served ${held?.size ?? 'no answer'}` },
+      };
     },
   },
   {

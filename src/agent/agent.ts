@@ -1,4 +1,15 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  Observable,
+  PatchStrategy,
+  setHeaderOptions,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { GROUP, VERSION, type ENIPool } from '../api/types.js';
 import { EventRecorder } from '../kube/events.js';
@@ -9,6 +20,7 @@ import {
   allocate,
   departedRecoveries,
   freeAddresses,
+  podInterfaces,
   recoverAllocations,
   release,
   strayAllocations,
@@ -17,8 +29,9 @@ import {
   type NodePod,
 } from './allocator.js';
 import { AgentMetrics } from './metrics.js';
-import { StateFile } from './state-file.js';
-import { apiErrorMessage } from '../kube/errors.js';
+import { StateFile, type JournalOps } from './state-file.js';
+import { DEFAULT_STATUS_BACKOFF } from './status-outage.js';
+import { StatusWriter, type PlannedStatus } from './status-writer.js';
 
 export interface AgentOptions {
   kc: KubeConfig;
@@ -27,6 +40,16 @@ export interface AgentOptions {
   cooldownMs: number;
   /** Status writes are coalesced: at most one per this interval. */
   statusIntervalMs: number;
+  /** Refused status writes are retried with jittered back-off up to this (default 30 s). */
+  statusBackoffMaxMs?: number;
+  /** Unsent this long, the status is stale: a Warning Event and the StatusReported condition (default 30 s). */
+  statusStaleAfterMs?: number;
+  /** A status write the server has not answered by then is given up and retried (default 10 s). */
+  statusWriteTimeoutMs?: number;
+  /** Jitter source, uniform in [0, 1) (tests pass a fixed one). */
+  random?: () => number;
+  /** The state journal's file operations (tests pass failing ones). */
+  journalOps?: Partial<JournalOps>;
   logger: Logger;
   registry: Registry;
   /** Namespace of the Events about the (cluster-scoped) pool. */
@@ -34,6 +57,19 @@ export interface AgentOptions {
 }
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** A merge patch given up after `ms`: a black-holed path to the API server must not hold every later write. */
+function mergeWithin(ms: number): ConfigurationOptions {
+  // The object API runs its middleware as client-node's Observables.
+  const deadline: ObservableMiddleware = {
+    pre: (ctx: RequestContext) => {
+      ctx.setSignal(AbortSignal.timeout(ms));
+      return new Observable(Promise.resolve(ctx));
+    },
+    post: (r: ResponseContext) => new Observable(Promise.resolve(r)),
+  };
+  return { ...merge, middleware: [...(merge.middleware ?? []), deadline] };
+}
 
 /**
  * The node agent: watches its own ENIPool, hands its IPs to pods (persisting every change
@@ -45,12 +81,12 @@ export class Agent {
   private readonly file: StateFile;
   private readonly pool: Informer<ENIPool>;
   private readonly custom: CustomObjectsApi;
-  private dirty = false;
-  private writing?: Promise<void>;
+  private readonly status: StatusWriter;
   private queued?: { done: Promise<void>; resolve: () => void; reject: (e: Error) => void };
   private flushing?: Promise<void>;
   private covering?: Promise<void>;
-  private timer?: NodeJS.Timeout;
+  /** The last save failed: what it carried is on disk only once a later save succeeds. */
+  private unsaved = false;
   private coolingTimer?: NodeJS.Timeout;
   private lastWritten = '';
   private readonly flagged = new Set<string>();
@@ -63,7 +99,7 @@ export class Agent {
   private readonly events: EventRecorder;
 
   constructor(private readonly o: AgentOptions) {
-    this.file = StateFile.in(o.stateDir);
+    this.file = StateFile.in(o.stateDir, o.journalOps);
     this.state = this.file.load();
     this.custom = o.kc.makeApiClient(CustomObjectsApi);
     this.core = o.kc.makeApiClient(CoreV1Api);
@@ -87,7 +123,43 @@ export class Agent {
       inUse: () => Object.keys(this.state.allocations).length,
       cooling: () => Object.values(this.state.cooling).filter((t) => t > Date.now()).length,
       stray: () => (this.current() ? strayAllocations(this.state, this.current()).length : 0),
+      statusUnsentSeconds: () => this.status.unsentMs() / 1000,
     });
+    this.status = new StatusWriter({
+      node: o.node,
+      policy: {
+        ...DEFAULT_STATUS_BACKOFF,
+        baseMs: o.statusIntervalMs,
+        ...(o.statusBackoffMaxMs === undefined ? {} : { maxMs: Math.max(o.statusBackoffMaxMs, o.statusIntervalMs) }),
+        ...(o.statusStaleAfterMs === undefined ? {} : { staleAfterMs: o.statusStaleAfterMs }),
+      },
+      random: o.random ?? Math.random,
+      logger: o.logger,
+      metrics: this.metrics,
+      plan: () => this.planStatus(),
+      serverConditions: () => this.current()?.status?.agentConditions,
+      patch: (status) =>
+        this.custom
+          .patchClusterCustomObjectStatus(
+            { group: GROUP, version: VERSION, plural: 'enipools', name: o.node, body: { status } },
+            mergeWithin(o.statusWriteTimeoutMs ?? 10_000),
+          )
+          .catch((e: unknown) => {
+            if ((e as Error).name === 'AbortError')
+              throw new Error(
+                `the API server did not answer the status write within ${o.statusWriteTimeoutMs ?? 10_000} ms`,
+              );
+            throw e;
+          }),
+      event: (type, reason, message) => {
+        const pool = this.current();
+        if (pool) void this.events.record(this.target(pool), type, reason, message);
+      },
+    });
+  }
+
+  private target(pool: ENIPool) {
+    return { apiVersion: pool.apiVersion, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid };
   }
 
   get ready(): boolean {
@@ -115,11 +187,16 @@ export class Agent {
   private async nodePods(): Promise<NodePod[] | undefined> {
     try {
       const list = await this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${this.o.node}` });
-      return list.items.map((p) => ({
-        pod: `${p.metadata?.namespace}/${p.metadata?.name}`,
-        podIP: p.status?.podIP,
-        hostNetwork: p.spec?.hostNetwork ?? false,
-      }));
+      return list.items.map((p) => {
+        const podIPs = (p.status?.podIPs ?? []).map((x) => x.ip).filter((ip): ip is string => !!ip);
+        if (p.status?.podIP && !podIPs.includes(p.status.podIP)) podIPs.push(p.status.podIP);
+        return {
+          pod: `${p.metadata?.namespace}/${p.metadata?.name}`,
+          podIP: p.status?.podIP,
+          hostNetwork: p.spec?.hostNetwork ?? false,
+          interfaces: podInterfaces(podIPs, p.metadata?.annotations),
+        };
+      });
     } catch (e) {
       this.o.logger.warn(
         { node: this.o.node, err: (e as Error).message },
@@ -158,14 +235,8 @@ export class Agent {
       );
       const pool = this.current();
       if (pool) {
-        const target = {
-          apiVersion: pool.apiVersion,
-          kind: 'ENIPool',
-          name: pool.metadata.name,
-          uid: pool.metadata.uid,
-        };
         void this.events.record(
-          target,
+          this.target(pool),
           'Warning',
           'RecoveredAllocations',
           `the agent's state lacked ${ips.length} addresses in use (${ips.join(', ')}); ` +
@@ -195,9 +266,8 @@ export class Agent {
         { node: this.o.node, ip: a.ip, pod: a.pod, eni: a.eniId },
         'an allocated IP is no longer in the pool; the allocation is kept until the pod releases it',
       );
-      const pool = this.current()!;
       void this.events.record(
-        { apiVersion: pool.apiVersion, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid },
+        this.target(this.current()!),
         'Warning',
         'StrayAllocation',
         `IP ${a.ip} of pod ${a.pod} (ENI ${a.eniId}) is no longer in the pool; ` +
@@ -260,8 +330,10 @@ export class Agent {
       try {
         // The state now holds every change of the batch (and none is half made: changes are synchronous).
         await this.file.saveAsync(this.state);
+        this.unsaved = false;
         batch.resolve();
       } catch (e) {
+        this.unsaved = true;
         this.o.logger.error({ node: this.o.node, err: (e as Error).message }, 'could not save the agent state');
         batch.reject(e as Error);
       }
@@ -269,8 +341,13 @@ export class Agent {
     this.flushing = undefined;
   }
 
-  /** Resolves once every change made so far is on disk: answer a change only after it. */
+  /**
+   * Resolves once every change made so far is on disk: answer a change only after it. After a
+   * failed save, the state is saved again first, so that a repeated call (an ADD retried for the
+   * same container) is answered once what it asked for is really saved.
+   */
   async persisted(): Promise<void> {
+    if (this.unsaved && !this.queued && !this.stopped) this.persist();
     await this.covering;
   }
 
@@ -278,22 +355,16 @@ export class Agent {
     return Object.values(this.state.allocations);
   }
 
-  /** Coalesces status writes: one soon after a change, then at most one per interval. */
+  /** Coalesces status writes: one soon after a change, then at most one per interval (see StatusWriter). */
   private scheduleStatus(): void {
-    this.dirty = true;
-    if (this.timer || this.writing) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.writeStatus();
-    }, this.o.statusIntervalMs);
-    this.timer.unref();
+    this.status.schedule();
   }
 
-  private async writeStatus(): Promise<void> {
+  /** The agent's fields of the pool status as they should be now; undefined while it must not write. */
+  private planStatus(): PlannedStatus | undefined {
     const pool = this.current();
     // A write before recovery would clear status.used entries that only it can take back in.
-    if (!pool || !this.dirty || this.recovering) return;
-    this.dirty = false;
+    if (!pool || this.recovering) return undefined;
     const mine = agentStatus(this.state, pool, Date.now());
     const old = {
       used: pool.status?.used ?? {},
@@ -306,34 +377,18 @@ export class Agent {
           .filter((k) => !(k in now))
           .map((k) => [k, null]),
       );
-    const body = {
-      status: {
-        used: { ...nulls(mine.used, old.used), ...mine.used },
-        releaseAcks: { ...nulls(mine.releaseAcks, old.releaseAcks), ...mine.releaseAcks },
-        cooling: { ...nulls(mine.cooling, old.cooling), ...mine.cooling },
-      },
+    const fields = {
+      used: { ...nulls(mine.used, old.used), ...mine.used },
+      releaseAcks: { ...nulls(mine.releaseAcks, old.releaseAcks), ...mine.releaseAcks },
+      cooling: { ...nulls(mine.cooling, old.cooling), ...mine.cooling },
     };
     this.clearCoolingWhenDone(mine.cooling);
-    const text = JSON.stringify(body);
-    if (text === this.lastWritten && JSON.stringify(mine) === JSON.stringify(old)) return;
-    this.writing = this.custom
-      .patchClusterCustomObjectStatus(
-        { group: GROUP, version: VERSION, plural: 'enipools', name: this.o.node, body },
-        merge,
-      )
-      .then(() => {
-        this.lastWritten = text;
-        this.metrics.statusWrites.inc();
-      })
-      .catch((e) => {
-        this.dirty = true;
-        this.o.logger.warn({ node: this.o.node, err: apiErrorMessage(e) }, 'could not write the pool status; retrying');
-      })
-      .finally(() => {
-        this.writing = undefined;
-        if (this.dirty) this.scheduleStatus();
-      });
-    await this.writing;
+    const text = JSON.stringify(fields);
+    return {
+      fields,
+      changed: text !== this.lastWritten || JSON.stringify(mine) !== JSON.stringify(old),
+      written: () => (this.lastWritten = text),
+    };
   }
 
   /** Cooling entries end by time alone; one more write then takes them out of the status. */
@@ -351,10 +406,7 @@ export class Agent {
     clearTimeout(this.recoveryRetry);
     clearInterval(this.recoveryTimer);
     clearTimeout(this.coolingTimer);
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.writing;
-    if (this.dirty) await this.writeStatus();
+    await this.status.stop();
     await this.pool.stop();
     await this.flushing;
     this.file.close();

@@ -12,7 +12,8 @@ export interface Allocation {
   allocatedAt: number;
   /**
    * Recovered after a restart from the pool's status or the node's pods, not from this agent's
-   * own records: its container is unknown (`ifName` is `*`), and it goes when its pod does.
+   * own records; it goes when its pod does. Its interface is the one status.used or the pod
+   * names, or `*` when nothing did: then only a release of the whole container frees it.
    */
   recovered?: boolean;
   /** The CNI network (the configuration's `name`) that asked for it; GC only releases its own. */
@@ -121,7 +122,12 @@ export function allocate(
   };
 }
 
-/** Takes an address back; it cools down before anyone gets it again. Unknown containers are fine (idempotent). */
+/**
+ * Takes an address back; it cools down before anyone gets it again. Unknown containers are fine
+ * (idempotent). With an interface, only that interface's address goes: a recovered address whose
+ * interface nobody could name (`*`) may be another interface's, so it waits for a release of the
+ * whole container, or for its pod to leave.
+ */
 export function release(
   state: AgentState,
   containerId: string,
@@ -133,7 +139,7 @@ export function release(
   const cooling = { ...state.cooling };
   const released: string[] = [];
   for (const [key, a] of Object.entries(allocations)) {
-    if (a.containerId !== containerId || (ifName !== undefined && a.ifName !== ifName && a.ifName !== '*')) continue;
+    if (a.containerId !== containerId || (ifName !== undefined && a.ifName !== ifName)) continue;
     delete allocations[key];
     cooling[a.ip] = now + cooldownMs;
     released.push(a.ip);
@@ -148,22 +154,26 @@ export function agentStatus(
   pool: ENIPool | undefined,
   now: number,
 ): {
-  used: Record<string, { pod: string; containerID: string }>;
+  used: Record<string, UsedBy>;
   releaseAcks: Record<string, ReleaseAck>;
   cooling: Record<string, string>;
 } {
-  const used: Record<string, { pod: string; containerID: string }> = {};
-  for (const a of Object.values(state.allocations)) used[a.ip] = { pod: a.pod, containerID: a.containerId };
+  const used: Record<string, UsedBy> = {};
+  for (const a of Object.values(state.allocations))
+    used[a.ip] = { pod: a.pod, containerID: a.containerId, ...(a.ifName === '*' ? {} : { ifName: a.ifName }) };
   // Cooling IPs are not free, so the operator counts them as used until the time given.
   const cooling: Record<string, string> = {};
   for (const [ip, until] of Object.entries(state.cooling))
     if (until > now && !used[ip]) cooling[ip] = new Date(until).toISOString();
   // Each answer names the request it answers. Requested IPs are out of the free list
   // (freeAddresses), so an unused one can go at once; one still cooling down gets no answer
-  // until its cool-down ends (the VPC could hand it to another node meanwhile).
+  // until its cool-down ends (the VPC could hand it to another node meanwhile). An address that
+  // is not on an InUse ENI of this pool is not this agent's to give: whoever asks is mistaken
+  // about whose it is (two pools naming one instance), and a pod elsewhere may hold it.
+  const own = poolAddresses(pool);
   const releaseAcks: Record<string, ReleaseAck> = {};
   for (const [ip, requestedAt] of Object.entries(pool?.status?.releaseRequests ?? {})) {
-    if (used[ip]) releaseAcks[ip] = { answer: 'do-not-release', requestedAt };
+    if (used[ip] || !own.has(ip)) releaseAcks[ip] = { answer: 'do-not-release', requestedAt };
     else if (!cooling[ip]) releaseAcks[ip] = { answer: 'ready', requestedAt };
   }
   return { used, releaseAcks, cooling };
@@ -175,12 +185,51 @@ export function strayAllocations(state: AgentState, pool: ENIPool | undefined): 
   return Object.values(state.allocations).filter((a) => !addresses.has(a.ip));
 }
 
+/** Who holds an address, as status.used records it. */
+export interface UsedBy {
+  pod: string;
+  containerID: string;
+  ifName?: string;
+}
+
 /** A pod of this node as the API server shows it: who holds which address. */
 export interface NodePod {
   pod: string;
   podIP?: string;
   /** A host-network pod's address is the node's own, not one of the pool's. */
   hostNetwork?: boolean;
+  /** Address -> the pod interface holding it, where the pod says (see podInterfaces). */
+  interfaces?: Record<string, string>;
+}
+
+/** The interface of a pod's own addresses: the runtime names it eth0 (containerd and CRI-O alike). */
+export const POD_INTERFACE = 'eth0';
+/** Multus's record of a pod's interfaces: [{name, interface, ips}]. */
+export const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
+
+/**
+ * Which interface of a pod holds which address: its podIPs are its default network's (eth0), and
+ * Multus's network-status annotation names the interface of each further network. An annotation
+ * that does not parse tells nothing.
+ */
+export function podInterfaces(
+  podIPs: string[],
+  annotations: Record<string, string> | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  let status: unknown;
+  try {
+    status = JSON.parse(annotations?.[NETWORK_STATUS_ANNOTATION] ?? '[]');
+  } catch {
+    status = [];
+  }
+  for (const n of Array.isArray(status) ? status : []) {
+    const entry = n as { interface?: unknown; ips?: unknown };
+    if (typeof entry?.interface !== 'string' || !entry.interface || !Array.isArray(entry.ips)) continue;
+    for (const ip of entry.ips) if (typeof ip === 'string') out[ip] = entry.interface;
+  }
+  for (const ip of podIPs) out[ip] = POD_INTERFACE;
+  return out;
 }
 
 /**
@@ -200,30 +249,43 @@ export function recoverAllocations(
   const allocations = { ...state.allocations };
   const cooling = { ...state.cooling };
   const recovered: Allocation[] = [];
-  const take = (ip: string, pod: string, containerId: string) => {
+  // What the pods say about which interface holds which address.
+  const named = new Map<string, { pod: string; ifName: string }>();
+  for (const p of pods ?? [])
+    if (!p.hostNetwork)
+      for (const [ip, ifName] of Object.entries(p.interfaces ?? {})) named.set(ip, { pod: p.pod, ifName });
+  const take = (ip: string, pod: string, containerId: string, recorded?: string) => {
     if (held.has(ip)) return;
     held.add(ip);
+    const told = named.get(ip);
+    let ifName = recorded || (told?.pod === pod ? told.ifName : undefined);
+    // Two addresses claiming one interface of a container (or one the state holds): name neither
+    // wrongly, keep this one apart under its address.
+    if (ifName && allocations[allocationKey(containerId, ifName)]) ifName = undefined;
     const a: Allocation = {
       ip,
       pod,
       containerId,
-      ifName: '*',
+      ifName: ifName ?? '*',
       eniId: addresses.get(ip)?.eniId ?? '',
       allocatedAt: now,
       recovered: true,
     };
-    // Keyed by address: one container may have held several.
-    allocations[allocationKey(containerId, `*${ip}`)] = a;
+    allocations[allocationKey(containerId, ifName ?? `*${ip}`)] = a;
     recovered.push(a);
   };
   for (const [ip, owner] of Object.entries(pool?.status?.used ?? {}))
-    take(ip, owner.pod ?? 'unknown', owner.containerID || `pod:${owner.pod ?? ip}`);
+    take(ip, owner.pod ?? 'unknown', owner.containerID || `pod:${owner.pod ?? ip}`, owner.ifName);
   // Any address a pod of the node holds in one of the pool's vSwitches, whatever its ENI's state now.
   const cidrs = (pool?.status?.enis ?? []).flatMap((e) => (e.vSwitchCIDR ? [ipaddr.parseCIDR(e.vSwitchCIDR)] : []));
   const ours = (ip: string) =>
     addresses.has(ip) ||
     (ipaddr.isValid(ip) && cidrs.some((c) => ipaddr.parse(ip).kind() === c[0].kind() && ipaddr.parse(ip).match(c)));
-  for (const p of pods ?? []) if (p.podIP && !p.hostNetwork && ours(p.podIP)) take(p.podIP, p.pod, `pod:${p.pod}`);
+  for (const p of pods ?? []) {
+    if (p.hostNetwork) continue;
+    for (const ip of new Set([...(p.podIP ? [p.podIP] : []), ...Object.keys(p.interfaces ?? {})]))
+      if (ours(ip)) take(ip, p.pod, `pod:${p.pod}`);
+  }
   // Cool-downs the agent reported still run: the VPC must not get those addresses back early.
   for (const [ip, until] of Object.entries(pool?.status?.cooling ?? {})) {
     const end = Date.parse(until);

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { chmodSync, chownSync, lstatSync, mkdirSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import type { Agent } from './agent.js';
 import { answerCni } from './cni.js';
@@ -64,8 +65,30 @@ export interface ApiOptions {
   socketGid?: number;
 }
 
-/** Removes a stale socket left by an earlier agent; anything else at that path is not ours to delete. */
-function clearStaleSocket(socketPath: string): void {
+/** A live process answers on the socket: it is not this agent's to take. */
+export class SocketInUseError extends Error {}
+
+/** Whether something accepts connections on the socket (a stale one refuses them). */
+function answers(socketPath: string): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const c = connect(socketPath);
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'ECONNREFUSED' || e.code === 'ENOENT') resolve(false);
+      else reject(new Error(`cannot tell whether an agent serves ${socketPath}: ${e.message}`));
+    });
+  });
+}
+
+/**
+ * Makes way for this agent's socket: a stale one left by an earlier agent (nobody accepts on it)
+ * is removed; one a live process serves is left alone and refused, as is anything that is not a
+ * socket. Call it before anything else touches the node's state.
+ */
+export async function clearStaleSocket(socketPath: string): Promise<void> {
   let isSocket: boolean;
   try {
     isSocket = lstatSync(socketPath).isSocket();
@@ -75,6 +98,11 @@ function clearStaleSocket(socketPath: string): void {
   }
   if (!isSocket)
     throw new Error(`${socketPath} exists and is not a socket; refusing to replace it (choose another --socket)`);
+  if (await answers(socketPath))
+    throw new SocketInUseError(
+      `another process (an eni-ipam agent?) serves ${socketPath}; one agent runs per node: ` +
+        'stop that one first, or give this one its own --socket and --state-dir',
+    );
   rmSync(socketPath);
 }
 
@@ -145,7 +173,7 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
     })();
   });
   mkdirSync(dirname(socketPath), { recursive: true, mode: 0o755 });
-  clearStaleSocket(socketPath);
+  await clearStaleSocket(socketPath);
   const mode = o.socketGid === undefined ? 0o600 : 0o660;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

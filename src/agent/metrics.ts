@@ -6,6 +6,8 @@ export interface AgentGauges {
   inUse(): number;
   cooling(): number;
   stray(): number;
+  /** How long the agent's status has been unsent (0 while its writes are taken). */
+  statusUnsentSeconds(): number;
 }
 
 /** The node agent's metrics (`eni_ipam_agent_*`); gauges are read from the agent at scrape time. */
@@ -17,6 +19,9 @@ export class AgentMetrics {
   readonly latency: Histogram;
   readonly emptyPool: Counter;
   readonly statusWrites: Counter;
+  readonly statusWriteFailures: Counter<'reason'>;
+  readonly statusBackoff: Gauge;
+  readonly statusUnsent: Gauge;
   readonly recovered: Counter;
 
   constructor(registry: Registry, read: AgentGauges) {
@@ -54,6 +59,22 @@ export class AgentMetrics {
       help: 'Status patches the agent wrote.',
       registers,
     });
+    this.statusWriteFailures = new Counter({
+      name: 'eni_ipam_agent_status_write_failures_total',
+      help: 'Status patches the API server refused or did not answer, by reason (forbidden, throttled, conflict, unavailable, unreachable, ...).',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.statusBackoff = new Gauge({
+      name: 'eni_ipam_agent_status_backoff_seconds',
+      help: 'The delay before the next status write while writes are refused (0 while they are taken).',
+      registers,
+    });
+    this.statusUnsent = gauge(
+      'eni_ipam_agent_status_unsent_seconds',
+      'How long the agent\u2019s status has been unsent (0 while its writes are taken).',
+      read.statusUnsentSeconds,
+    );
     this.recovered = new Counter({
       name: 'eni_ipam_agent_recovered_allocations_total',
       help: 'Addresses in use that the state file lacked, taken back in from the pool status or the node\u2019s pods.',

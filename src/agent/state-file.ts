@@ -21,6 +21,29 @@ import { emptyState, type AgentState } from './allocator.js';
 
 export class StateFileError extends Error {}
 
+/**
+ * The journal's file operations, passable so that tests can make one fail (a disk that loses a
+ * write or an fdatasync). Defaults: node:fs.
+ */
+export interface JournalOps {
+  /** Appends (the journal is opened O_APPEND); answers the bytes taken. */
+  write(fd: number, data: Buffer): Promise<number>;
+  fdatasync(fd: number): Promise<void>;
+  ftruncate(fd: number, length: number): Promise<void>;
+  writeSync(fd: number, data: Buffer, offset: number, length: number): number;
+  fdatasyncSync(fd: number): void;
+  ftruncateSync(fd: number, length: number): void;
+}
+
+export const FS_JOURNAL_OPS: JournalOps = {
+  write: async (fd, data) => (await promisify(write)(fd, data, 0, data.length, null)).bytesWritten,
+  fdatasync: promisify(fdatasync),
+  ftruncate: promisify(ftruncate),
+  writeSync: (fd, data, offset, length) => writeSync(fd, data, offset, length),
+  fdatasyncSync,
+  ftruncateSync,
+};
+
 // The journal is folded into the snapshot once it grows past this, and holds at least this many
 // lines: each line is the whole state, so a large state would otherwise compact (three fsyncs)
 // every few saves.
@@ -36,12 +59,24 @@ const COMPACT_LINES = 16;
  */
 export class StateFile {
   private fd?: number;
+  /**
+   * Bytes of the journal that hold complete, synced lines: where the next line goes. Lines past
+   * it (one whose write or fdatasync failed) are cut away before anything else is appended.
+   */
   private size = 0;
+  /** The journal's end is unknown (a failed write could not be cut away): the next save starts afresh. */
+  private broken = false;
+  private readonly ops: JournalOps;
 
-  constructor(readonly path: string) {}
+  constructor(
+    readonly path: string,
+    ops: Partial<JournalOps> = {},
+  ) {
+    this.ops = { ...FS_JOURNAL_OPS, ...ops };
+  }
 
-  static in(dir: string): StateFile {
-    return new StateFile(join(dir, 'allocations.json'));
+  static in(dir: string, ops: Partial<JournalOps> = {}): StateFile {
+    return new StateFile(join(dir, 'allocations.json'), ops);
   }
 
   get journalPath(): string {
@@ -82,17 +117,35 @@ export class StateFile {
     return { allocations: s.allocations ?? {}, cooling: s.cooling ?? {} };
   }
 
+  /**
+   * Appends the state as one line and syncs it; answers only once it is durable. A line whose
+   * write or fdatasync failed is cut away again (after a failed fdatasync nobody knows what of it
+   * reached the disk: it must not be taken for saved, nor have later lines glued behind it), and
+   * the caller gets the error: the change is not saved, though the next save carries it.
+   */
   save(state: AgentState): void {
     const fd = this.open();
-    const line = Buffer.from(`${JSON.stringify(state)}\n`);
-    try {
-      writeFully(fd, line, this.journalPath);
-    } catch (e) {
-      ftruncateSync(fd, this.size); // no torn line for the next change to be glued to
-      throw e;
+    if (this.broken) {
+      // The journal's end is unknown: the whole state as a new snapshot (a new file, none of the
+      // doubtful bytes), then an empty journal; until both are done, nothing is answered as saved.
+      this.compact(state);
+      this.broken = false;
+      return;
     }
-    fdatasyncSync(fd);
-    this.size += line.length;
+    const line = Buffer.from(`${JSON.stringify(state)}\n`);
+    const start = this.size;
+    try {
+      writeFully(fd, line, this.journalPath, this.ops.writeSync);
+      this.ops.fdatasyncSync(fd);
+    } catch (e) {
+      try {
+        this.ops.ftruncateSync(fd, start);
+      } catch {
+        this.broken = true;
+      }
+      throw this.failed(e);
+    }
+    this.size = start + line.length;
     if (this.size > Math.max(COMPACT_BYTES, COMPACT_LINES * line.length)) this.compact(state);
   }
 
@@ -102,18 +155,34 @@ export class StateFile {
    */
   async saveAsync(state: AgentState): Promise<void> {
     const fd = this.open();
-    const line = Buffer.from(`${JSON.stringify(state)}\n`);
-    const { bytesWritten } = await promisify(write)(fd, line, 0, line.length, null);
-    if (bytesWritten !== line.length) {
-      // A torn line is cut away on the next load; later lines must not be glued to it.
-      ftruncateSync(fd, this.size);
-      throw new StateFileError(
-        `the agent state journal ${this.journalPath} took ${bytesWritten} of ${line.length} bytes (is the disk full?)`,
-      );
+    if (this.broken) {
+      // As in save: start afresh from a snapshot.
+      await this.compactAsync(state);
+      this.broken = false;
+      return;
     }
-    await promisify(fdatasync)(fd);
-    this.size += line.length;
+    const line = Buffer.from(`${JSON.stringify(state)}\n`);
+    const start = this.size;
+    try {
+      const taken = await this.ops.write(fd, line);
+      if (taken !== line.length)
+        throw new StateFileError(
+          `the agent state journal ${this.journalPath} took ${taken} of ${line.length} bytes (is the disk full?)`,
+        );
+      await this.ops.fdatasync(fd);
+    } catch (e) {
+      await this.ops.ftruncate(fd, start).catch(() => (this.broken = true));
+      throw this.failed(e);
+    }
+    this.size = start + line.length;
     if (this.size > Math.max(COMPACT_BYTES, COMPACT_LINES * line.length)) await this.compactAsync(state);
+  }
+
+  private failed(e: unknown): StateFileError {
+    if (e instanceof StateFileError) return e;
+    return new StateFileError(
+      `could not save the agent state to ${this.journalPath}: ${(e as Error).message}; the change is not saved`,
+    );
   }
 
   private open(): number {
@@ -142,8 +211,8 @@ export class StateFile {
     syncFolder(dirname(this.path));
     // A crash before this line leaves a journal whose last line is the snapshot: the same state.
     ftruncateSync(this.fd!, 0);
-    fsyncSync(this.fd!);
     this.size = 0;
+    fsyncSync(this.fd!);
   }
 
   /** As compact, each step off the event loop (a slow disk's fsyncs would otherwise stall it). */
@@ -165,8 +234,8 @@ export class StateFile {
     }
     // A crash before this line leaves a journal whose last line is the snapshot: the same state.
     await promisify(ftruncate)(this.fd!, 0);
-    await promisify(fsync)(this.fd!);
     this.size = 0;
+    await promisify(fsync)(this.fd!);
   }
 
   close(): void {
@@ -188,7 +257,12 @@ function syncFolder(dir: string): void {
  * Writes all of `data`: a write may take fewer bytes than asked (a full disk, a signal), and a
  * change half on disk must not be answered as saved.
  */
-export function writeFully(fd: number, data: Buffer, path: string, write: typeof writeSync = writeSync): void {
+export function writeFully(
+  fd: number,
+  data: Buffer,
+  path: string,
+  write: (fd: number, data: Buffer, offset: number, length: number) => number = writeSync,
+): void {
   let done = 0;
   while (done < data.length) {
     const n = write(fd, data, done, data.length - done);

@@ -8,7 +8,8 @@ export function renderCrds(): Record<string, string> {
   return Object.fromEntries(
     Object.entries(CRDS).map(([plural, crd]) => [
       `eniipam.io_${plural}.yaml`,
-      HEADER + YAML.stringify(crd, { lineWidth: 0 }),
+      // No anchors and aliases for a schema used twice: not every tool that reads CRDs takes them.
+      HEADER + YAML.stringify(crd, { lineWidth: 0, aliasDuplicateObjects: false }),
     ]),
   );
 }

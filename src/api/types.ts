@@ -168,10 +168,24 @@ export const eniPoolStatus = s.object({
   conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),
   observedGeneration: s.int({ minimum: 0 }),
   // Written by the node agent.
-  used: s.map(s.object({ pod: s.string(), containerID: s.string() }), { description: 'IP -> its owner (agent).' }),
+  used: s.map(
+    s.object({
+      pod: s.string(),
+      containerID: s.string(),
+      ifName: s.string({ description: 'The pod interface holding it (CNI_IFNAME), when known.' }),
+    }),
+    { description: 'IP -> its owner (agent).' },
+  ),
   releaseAcks: s.map(releaseAck, { description: 'IP -> the agent\u2019s answer to one release request (agent).' }),
   cooling: s.map(s.string({ format: 'date-time' }), {
     description: 'IP -> when its cool-down after a release ends; it is not free before (agent).',
+  }),
+  agentConditions: s.array(condition, {
+    listType: 'map',
+    listMapKeys: ['type'],
+    description:
+      'The node agent\u2019s own conditions (agent): StatusReported is False once its status writes have been ' +
+      'refused for a while, and True again once they are taken.',
   }),
 });
 

@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.js';
-import { serveAgentApi } from '../agent/api.js';
+import { SocketInUseError, clearStaleSocket, serveAgentApi } from '../agent/api.js';
 import { DEFAULT_SOCKET } from '../agent/cni.js';
 import { StateFileError } from '../agent/state-file.js';
+import { StateDirLockedError, StateLock } from '../agent/state-lock.js';
 import { createLogger, servingLogger } from '../observability/logger.js';
 import { collectProcessMetrics } from '../observability/process-metrics.js';
 import { addressFlag, serveOnAddressFlags } from './addresses.js';
@@ -101,6 +103,35 @@ export const agentCommand: CommandSpec = {
     exitOnUnhandledErrors(logger, 'agent');
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
+    // One agent per node: the state directory is locked, and a live agent's socket is left alone,
+    // before anything reads the state or touches the socket. Exit 1: nothing is wrong with the
+    // command, the node is busy; it works once the other agent is gone.
+    const stateDir = String(f['state-dir']);
+    let lock: StateLock;
+    try {
+      lock = await StateLock.take(stateDir, {
+        node: String(f.node),
+        socket: String(f.socket),
+        pod: process.env.POD_NAME ? `${process.env.POD_NAMESPACE ?? 'default'}/${process.env.POD_NAME}` : undefined,
+        host: hostname(),
+        pid: process.pid,
+        since: new Date().toISOString(),
+      });
+    } catch (e) {
+      if (!(e instanceof StateDirLockedError)) throw e;
+      process.stderr.write(`eni-ipam agent: ${e.message}\n`);
+      return 1;
+    }
+    try {
+      await clearStaleSocket(String(f.socket));
+    } catch (e) {
+      await lock.release();
+      if (!(e instanceof SocketInUseError))
+        throw new UsageError(`--socket ${String(f.socket)}: ${(e as Error).message}`);
+      process.stderr.write(`eni-ipam agent: ${e.message}\n`);
+      return 1;
+    }
+    const lost = new Promise<void>((resolve) => lock.onLost(resolve));
     const registry = new Registry();
     collectProcessMetrics(registry);
     let agent: Agent | undefined = undefined;
@@ -109,7 +140,7 @@ export const agentCommand: CommandSpec = {
       agent = new Agent({
         kc,
         node: String(f.node),
-        stateDir: String(f['state-dir']),
+        stateDir,
         cooldownMs: (f.cooldown as number) * 1000,
         statusIntervalMs: (f['status-interval'] as number) * 1000,
         eventNamespace: String(f['event-namespace']),
@@ -118,6 +149,7 @@ export const agentCommand: CommandSpec = {
       });
     } catch (e) {
       endpoints.close();
+      await lock.release();
       if (e instanceof StateFileError) throw new UsageError(e.message);
       throw e;
     }
@@ -128,16 +160,23 @@ export const agentCommand: CommandSpec = {
     } catch (e) {
       await agent.stop();
       endpoints.close();
+      await lock.release();
       throw new UsageError(`cannot serve on --socket ${String(f.socket)}: ${(e as Error).message}`);
     }
     servingLogger(logger).info(
       { node: f.node, socket: f.socket, metrics: endpoints.metricsUrl, health: endpoints.healthUrl },
       'serving',
     );
-    await untilSignal();
+    const why = await Promise.race([untilSignal(), lost.then(() => 'lost' as const)]);
+    if (why === 'lost')
+      logger.error(
+        { node: f.node, lock: stateDir },
+        'the state directory lock was lost (its flock process was killed); stopping, so that no second agent shares the state',
+      );
     api.close();
     await agent.stop();
     endpoints.close();
-    return 0;
+    await lock.release();
+    return why === 'lost' ? 1 : 0;
   },
 };

@@ -99,7 +99,7 @@ describe('node agent', () => {
       const p = await poolOf();
       return Object.keys(p.status?.used ?? {}).length === 50 ? p : undefined;
     });
-    expect(pool.status!.used![ips[7]!]).toEqual({ pod: 'default/p7', containerID: 'c7' });
+    expect(pool.status!.used![ips[7]!]).toEqual({ pod: 'default/p7', containerID: 'c7', ifName: 'eth0' });
     const writes = (await agent.metrics.statusWrites.get()).values[0]!.value;
     expect(writes).toBeLessThanOrEqual(10); // a handful for 50 allocations, however the burst is spread over the 100 ms intervals
     expect(pool.status!.enis).toHaveLength(1); // the operator's fields are left alone

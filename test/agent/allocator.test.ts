@@ -10,6 +10,8 @@ import {
   departedRecoveries,
   emptyState,
   freeAddresses,
+  NETWORK_STATUS_ANNOTATION,
+  podInterfaces,
   recoverAllocations,
   release,
   strayAllocations,
@@ -89,12 +91,26 @@ describe('agent allocation', () => {
     if ('error' in a) throw new Error('no lease');
     expect(freeAddresses(a.state, p, 0)).toEqual(['192.168.16.2']);
     expect(agentStatus(a.state, p, 0)).toEqual({
-      used: { '192.168.16.1': { pod: 'd/a', containerID: 'c1' } },
+      used: { '192.168.16.1': { pod: 'd/a', containerID: 'c1', ifName: 'eth0' } },
       releaseAcks: {
         '192.168.16.1': { answer: 'do-not-release', requestedAt: '2026-01-01T00:00:00Z' },
         '192.168.16.3': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
       },
       cooling: {},
+    });
+  });
+
+  it('acks do-not-release for an address that is not on an InUse ENI of its own pool', () => {
+    // Two pools naming one instance: the operator of the other asks this agent for addresses it
+    // never had, or for one of an ENI that is not attached here.
+    const p = pool(IPS.slice(0, 2), {
+      attaching: ['192.168.16.99'],
+      requested: ['192.168.16.2', '192.168.16.99', '10.8.0.5'],
+    });
+    expect(agentStatus(emptyState(), p, 0).releaseAcks).toEqual({
+      '192.168.16.2': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
+      '192.168.16.99': { answer: 'do-not-release', requestedAt: '2026-01-01T00:00:00Z' },
+      '10.8.0.5': { answer: 'do-not-release', requestedAt: '2026-01-01T00:00:00Z' },
     });
   });
 
@@ -272,14 +288,17 @@ describe('agent state file', () => {
       ],
       5,
     );
+    // d/a's entry names no interface and d/a is not in the pod list: nothing tells its interface.
     expect(r.recovered.map((a) => [a.ip, a.pod, a.containerId, a.ifName])).toEqual([
       ['192.168.16.1', 'd/a', 'c1', '*'],
       ['192.168.16.2', 'd/b', 'pod:d/b', '*'],
     ]);
     expect(freeAddresses(r.state, p, 5)).toEqual(['192.168.16.3', '192.168.16.4']);
     expect(recoverAllocations(r.state, p, [{ pod: 'd/b', podIP: '192.168.16.2' }], 6).recovered).toEqual([]);
-    // A DEL of the original container still releases it, whatever its interface.
-    expect(release(r.state, 'c1', 'eth0', 10, 1000).released).toEqual(['192.168.16.1']);
+    // An address whose interface is unknown may be any interface's: a DEL of one interface leaves
+    // it; a release of the whole container frees it.
+    expect(release(r.state, 'c1', 'eth0', 10, 1000).released).toEqual([]);
+    expect(release(r.state, 'c1', undefined, 10, 1000).released).toEqual(['192.168.16.1']);
     expect(departedRecoveries(r.state, [{ pod: 'd/a' }]).map((a) => a.ip)).toEqual(['192.168.16.2']);
   });
 
@@ -303,6 +322,92 @@ describe('agent state file', () => {
     expect(r.recovered.map((a) => a.ip)).toEqual(['192.168.16.1', '192.168.16.2', '192.168.20.9']);
     expect(r.state.cooling).toEqual({ '192.168.16.3': 60_000 });
     expect(freeAddresses(r.state, p, 5000)).toEqual(['192.168.16.4']);
+  });
+
+  it('recovers each address with its interface when status.used or the pod says it, and a DEL frees only its own', () => {
+    const p = pool(IPS.slice(0, 6));
+    p.status!.used = {
+      // What this agent writes now: the interface of each address.
+      '192.168.16.1': { pod: 'd/a', containerID: 'c1', ifName: 'eth0' },
+      '192.168.16.2': { pod: 'd/a', containerID: 'c1', ifName: 'net1' },
+      // What an older agent wrote (no interface): the pod list tells it.
+      '192.168.16.3': { pod: 'd/b', containerID: 'c2' },
+      '192.168.16.4': { pod: 'd/b', containerID: 'c2' },
+      // Nothing tells: d/c is not in the pod list.
+      '192.168.16.5': { pod: 'd/c', containerID: 'c3' },
+      '192.168.16.6': { pod: 'd/c', containerID: 'c3' },
+    };
+    const b = {
+      pod: 'd/b',
+      podIP: '192.168.16.3',
+      interfaces: podInterfaces(['192.168.16.3'], {
+        [NETWORK_STATUS_ANNOTATION]: JSON.stringify([
+          { name: 'k8s-pod-network', interface: 'eth0', ips: ['192.168.16.3'], default: true },
+          { name: 'd/second', interface: 'net1', ips: ['192.168.16.4'] },
+        ]),
+      }),
+    };
+    const r = recoverAllocations(emptyState(), p, [b], 5);
+    expect(Object.fromEntries(r.recovered.map((a) => [a.ip, `${a.containerId}/${a.ifName}`]))).toEqual({
+      '192.168.16.1': 'c1/eth0',
+      '192.168.16.2': 'c1/net1',
+      '192.168.16.3': 'c2/eth0',
+      '192.168.16.4': 'c2/net1',
+      '192.168.16.5': 'c3/*',
+      '192.168.16.6': 'c3/*',
+    });
+    // The interfaces are written back, so a later recovery keeps them too (none for the unknown).
+    expect(agentStatus(r.state, p, 5).used['192.168.16.2']).toEqual({ pod: 'd/a', containerID: 'c1', ifName: 'net1' });
+    expect(agentStatus(r.state, p, 5).used['192.168.16.5']).toEqual({ pod: 'd/c', containerID: 'c3' });
+    // A DEL for net1 frees net1's address only; eth0's stays with its pod.
+    const del = release(r.state, 'c1', 'net1', 10, 1000);
+    expect(del.released).toEqual(['192.168.16.2']);
+    expect(release(r.state, 'c2', 'net1', 10, 1000).released).toEqual(['192.168.16.4']);
+    // An ADD retried for a recovered interface gets its own address back, not a new one.
+    expect(allocate(del.state, p, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 11)).toMatchObject({
+      lease: { ip: '192.168.16.1' },
+      fresh: false,
+    });
+    // Unknown interfaces: a DEL of one (a failed ADD's cleanup, say) must not free another's address.
+    expect(release(r.state, 'c3', 'net1', 10, 1000).released).toEqual([]);
+    expect(release(r.state, 'c3', undefined, 10, 1000).released.sort()).toEqual(['192.168.16.5', '192.168.16.6']);
+    // Gone with the pod, whatever was known.
+    expect(
+      departedRecoveries(r.state, [b])
+        .map((a) => a.ip)
+        .sort(),
+    ).toEqual(['192.168.16.1', '192.168.16.2', '192.168.16.5', '192.168.16.6']);
+  });
+
+  it('never lets two recovered addresses share one interface name: the second stays apart', () => {
+    const p = pool(IPS.slice(0, 4));
+    const held = allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in held) throw new Error('no lease');
+    p.status!.used = {
+      '192.168.16.2': { pod: 'd/a', containerID: 'c1', ifName: 'eth0' }, // contradicts the state file
+      '192.168.16.3': { pod: 'd/x', containerID: 'c9', ifName: 'eth0' },
+      '192.168.16.4': { pod: 'd/x', containerID: 'c9', ifName: 'eth0' },
+    };
+    const r = recoverAllocations(held.state, p, [], 5);
+    const ips = Object.values(r.state.allocations)
+      .map((a) => a.ip)
+      .sort();
+    expect(ips).toEqual(['192.168.16.1', '192.168.16.2', '192.168.16.3', '192.168.16.4']);
+    expect(freeAddresses(r.state, p, 5)).toEqual([]);
+    expect(r.state.allocations['c1/eth0']!.ip).toBe('192.168.16.1');
+  });
+
+  it('reads which interface holds which address from a pod: podIPs are eth0, Multus names the rest', () => {
+    expect(podInterfaces(['10.0.0.1'], undefined)).toEqual({ '10.0.0.1': 'eth0' });
+    expect(
+      podInterfaces(['10.0.0.1'], {
+        [NETWORK_STATUS_ANNOTATION]: JSON.stringify([
+          { interface: 'net1', ips: ['10.0.0.2', 7] },
+          { ips: ['10.0.0.3'] },
+        ]),
+      }),
+    ).toEqual({ '10.0.0.1': 'eth0', '10.0.0.2': 'net1' });
+    expect(podInterfaces([], { [NETWORK_STATUS_ANNOTATION]: 'not json' })).toEqual({});
   });
 
   it('hands out nothing from a pool that is being deleted', () => {

@@ -8,7 +8,9 @@ import { createInterface } from 'node:readline';
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
-import { BIN, isLogEntry, runCli } from '../helpers/cli.js';
+import { agentClient, agentRequest } from '../../src/agent/client.js';
+import type { Lease } from '../../src/agent/allocator.js';
+import { BIN, isLogEntry, runCli, startCli } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 import { agentArgs, servingOf } from '../../bench/process.js';
@@ -125,6 +127,60 @@ describe('eni-ipam agent', () => {
     } finally {
       second.kill('SIGTERM');
       await once(second, 'exit');
+    }
+  }, 60_000);
+
+  it('runs alone on its node: a second agent exits 1 with one line and leaves the first one’s socket and journal alone', async () => {
+    const stateDir = join(dir, 'state-one');
+    const socket = join(dir, 'run-one', 'agent.sock');
+    const args = (state: string) =>
+      agentArgs({ node: 'node-9', kubeconfig: join(dir, 'kubeconfig'), stateDir: state, socket });
+    // The first in a PID namespace of its own, as in a pod: the lock must hold across namespaces.
+    const first = await startCli(['--pid', '--fork', '--kill-child', BIN, ...args(stateDir)], {
+      until: /^socket (\S+)$/,
+      command: 'unshare',
+    });
+    const lease = await eventually(async () => {
+      const l = await agentClient.allocate(socket, { containerId: 'one', ifName: 'eth0', pod: 'default/one' });
+      return l === 'pool-empty' ? undefined : l;
+    }, 15_000);
+    const socketInode = statSync(socket).ino;
+    const journal = join(stateDir, 'allocations.journal');
+    const journalBefore = readFileSync(journal, 'utf8');
+    // A DaemonSet surge: the same hostPath state directory and socket.
+    const surge = await runCli(args(stateDir));
+    expect(surge.code).toBe(1);
+    expect(surge.stderr).toMatch(
+      new RegExp(
+        `^eni-ipam agent: the state directory ${stateDir} is in use by another eni-ipam agent \\(pid 1 on \\S+, ` +
+          `serving ${socket} since \\S+\\); one agent runs per node: stop that one first .*--state-dir and --socket\n$`,
+      ),
+    );
+    // A stray run with another state directory: the live socket is not taken from the first.
+    const stray = await runCli(args(join(dir, 'state-stray')));
+    expect(stray).toMatchObject({
+      code: 1,
+      stderr: `eni-ipam agent: another process (an eni-ipam agent?) serves ${socket}; one agent runs per node: stop that one first, or give this one its own --socket and --state-dir\n`,
+    });
+    expect(statSync(socket).ino).toBe(socketInode);
+    expect(readFileSync(journal, 'utf8')).toBe(journalBefore);
+    expect(
+      (await agentClient.allocate(socket, { containerId: 'one', ifName: 'eth0', pod: 'default/one' })) as Lease,
+    ).toMatchObject({ ip: lease.ip });
+    // Killed (the pod's whole namespace goes), its lock goes with it: the next agent starts at once.
+    first.child.kill('SIGKILL');
+    await once(first.child, 'exit');
+    const t0 = Date.now();
+    const next = await startCli(args(stateDir), { until: /^socket (\S+)$/ });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    try {
+      const held = await agentRequest(socket, 'GET', '/v1/allocations', undefined);
+      // Its own record (the pool is shared with the tests above: their addresses come back as recovered).
+      const own = JSON.parse(held.text).allocations.filter((a: { recovered?: boolean }) => !a.recovered);
+      expect(own).toMatchObject([{ containerId: 'one', ip: lease.ip }]);
+    } finally {
+      next.child.kill('SIGTERM');
+      await once(next.child, 'exit');
     }
   }, 60_000);
 

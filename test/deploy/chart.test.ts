@@ -261,6 +261,7 @@ describe('the Helm chart', () => {
       ['metrics', 9091, 9091],
       ['health', 8081, 8081],
     ]);
+    expect(agent.env.find((e: any) => e.name === 'POD_NAME').valueFrom.fieldRef.fieldPath).toBe('metadata.name');
     for (const c of [init, agent])
       expect(c.securityContext).toMatchObject({
         allowPrivilegeEscalation: false,

@@ -42,12 +42,18 @@ export async function runCli(args: string[], timeoutMs = 20_000, env?: NodeJS.Pr
  */
 export async function startCli(
   args: string[],
-  o: { until?: RegExp | ((line: string) => string | undefined); env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+  o: {
+    until?: RegExp | ((line: string) => string | undefined);
+    env?: NodeJS.ProcessEnv;
+    timeoutMs?: number;
+    command?: string;
+  } = {},
 ): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
   const until = o.until ?? /^listening (http:\/\/\S+)$/;
   const urlOf = typeof until === 'function' ? until : (line: string) => until.exec(line)?.[1];
   const timeoutMs = o.timeoutMs ?? 20_000;
-  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: o.env ?? process.env });
+  // `command`: a wrapper (unshare, say) whose own arguments then include BIN.
+  const child = spawn(o.command ?? BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: o.env ?? process.env });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const lines = createInterface({ input: child.stdout! });
