@@ -735,7 +735,7 @@ export const SCENARIOS: Scenario[] = [
       const intact = !!held && !!onDisk && JSON.stringify([...onDisk].sort()) === JSON.stringify([...held].sort());
       const line = (r: { stderr: string }) => r.stderr.trim().split('\n');
       const exits = (r: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): Verdict =>
-        r.code === 1 && line(r).length === 1 && pattern.test(r.stderr) && !r.stdout.includes('socket ')
+        r.code === 1 && line(r).length === 1 && pattern.test(r.stderr) && !r.stdout.includes('"msg":"serving"')
           ? { ok: true, detail: `exit 1: ${r.stderr.trim()}` }
           : {
               ok: false,

@@ -117,7 +117,8 @@ export class Agent {
       logger: o.logger,
       onChange: () => this.onPoolChange(),
     });
-    this.events = new EventRecorder(o.kc, o.eventNamespace ?? 'default', 'eni-ipam-agent', o.logger);
+    // Each of its Events says one episode (a recovery, a stray address, a status outage): none repeats.
+    this.events = new EventRecorder(o.kc, o.eventNamespace ?? 'default', 'eni-ipam-agent', o.logger, { fold: false });
     this.metrics = new AgentMetrics(o.registry, {
       free: () => this.free().length,
       inUse: () => Object.keys(this.state.allocations).length,

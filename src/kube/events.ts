@@ -13,7 +13,8 @@ export interface EventTarget {
 /**
  * Records core/v1 Events on objects, so `kubectl describe` explains each decision. A repeat of
  * the same reason and message on the same object within ten minutes bumps the count of the
- * existing Event instead of creating another. Failures to record are logged, never raised.
+ * existing Event instead of creating another (`fold: false`: a recorder whose Events never repeat
+ * only creates, and needs no right to patch). Failures to record are logged, never raised.
  */
 export class EventRecorder {
   private readonly api: CoreV1Api;
@@ -24,6 +25,7 @@ export class EventRecorder {
     private readonly namespace: string,
     private readonly component: string,
     private readonly logger: Logger,
+    private readonly o: { fold?: boolean } = {},
   ) {
     this.api = kc.makeApiClient(CoreV1Api);
   }
@@ -34,7 +36,7 @@ export class EventRecorder {
     const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
     const namespace = target.namespace ?? this.namespace;
     try {
-      const prev = this.recent.get(key);
+      const prev = this.o.fold === false ? undefined : this.recent.get(key);
       if (prev && now.getTime() - prev.at < 10 * 60_000) {
         prev.count++;
         prev.at = now.getTime();

@@ -137,7 +137,7 @@ describe('eni-ipam agent', () => {
       agentArgs({ node: 'node-9', kubeconfig: join(dir, 'kubeconfig'), stateDir: state, socket });
     // The first in a PID namespace of its own, as in a pod: the lock must hold across namespaces.
     const first = await startCli(['--pid', '--fork', '--kill-child', BIN, ...args(stateDir)], {
-      until: /^socket (\S+)$/,
+      until: (l) => servingOf(l)?.socket,
       command: 'unshare',
     });
     const lease = await eventually(async () => {
@@ -171,7 +171,7 @@ describe('eni-ipam agent', () => {
     first.child.kill('SIGKILL');
     await once(first.child, 'exit');
     const t0 = Date.now();
-    const next = await startCli(args(stateDir), { until: /^socket (\S+)$/ });
+    const next = await startCli(args(stateDir), { until: (l) => servingOf(l)?.socket });
     expect(Date.now() - t0).toBeLessThan(5000);
     try {
       const held = await agentRequest(socket, 'GET', '/v1/allocations', undefined);

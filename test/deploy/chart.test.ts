@@ -120,6 +120,9 @@ describe('the Helm chart', () => {
       { groups: ['eniipam.io'], resources: ['enipools/status'], verbs: ['patch'], names: undefined },
       { groups: [''], resources: ['pods'], verbs: ['list'], names: undefined },
     ]);
+    expect(rules('Role', '-agent')).toEqual([
+      { groups: [''], resources: ['events'], verbs: ['create'], names: undefined },
+    ]);
     for (const b of objs.filter((o) => o.kind.endsWith('Binding')) as any[]) {
       expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: b.roleRef.name, namespace: 'kube-system' }]);
     }

@@ -225,9 +225,23 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
   test('the README’s uninstall: classes, then pools deleted (it returns), helm uninstall, CRDs deleted; no ENI of the cluster left', async () => {
     // Classes first: while one selects a node, a deleted pool is made again at once.
     expect((await kubectl(['delete', 'enipoolclasses', '--all'])).code).toBe(0);
-    const del = await kubectl(['delete', 'enipools', '--all', '--timeout=120s']);
+    // As the README's `kubectl delete enipools --all`, without holding a kubectl open for longer than its 30 s here.
+    const del = await kubectl(['delete', 'enipools', '--all', '--wait=false']);
     expect(del.stderr).toBe('');
     expect(del.code).toBe(0);
+    await until(async () => (await json(['get', 'enipools'])).items.length === 0, 120_000).catch(async (e) => {
+      const left = (await json(['get', 'enipools'])).items.map((p: any) => ({
+        name: p.metadata.name,
+        finalizers: p.metadata.finalizers,
+        requests: Object.keys(p.status?.releaseRequests ?? {}).length,
+        acks: p.status?.releaseAcks,
+        used: p.status?.used,
+      }));
+      const events = (await json(['get', 'events', '-n', NS])).items.map(
+        (x: any) => `${x.involvedObject.name} ${x.reason}: ${x.message}`,
+      );
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(left)}\n${events.slice(-15).join('\n')}`);
+    });
     const un = await helm(['uninstall', 'eni-ipam', '--wait', '--timeout', '90s']);
     expect(un.code).toBe(0);
     expect((await kubectl(['delete', '-f', join(ROOT, 'crds')])).code).toBe(0);
