@@ -355,6 +355,33 @@ export class ChaosCluster {
     return { code, stdout, stderr };
   }
 
+  /**
+   * A node leaves as a cloud scale-in does it: its agent stops, its Node is deleted and its
+   * instance released (its secondary ENIs fall back to Available).
+   */
+  async removeNode(node: string): Promise<void> {
+    const a = this.agents.find((x) => x.node === node);
+    if (a) await this.killAgent(a, 'SIGTERM');
+    this.agents.splice(this.agents.indexOf(a!), a ? 1 : 0);
+    this.nodes.splice(this.nodes.indexOf(node), 1);
+    const instance = [...this.ecs.world.instances.values()].find((i) => i.hostName === node);
+    await this.kc.makeApiClient(CoreV1Api).deleteNode({ name: node });
+    if (instance) this.ecs.world.releaseInstance(instance.id);
+  }
+
+  /** A second Node object for an instance that has one already (a duplicated providerID); answers its name. */
+  async duplicateNode(of: string): Promise<string> {
+    const instance = [...this.ecs.world.instances.values()].find((i) => i.hostName === of)!;
+    const name = `${of}-dup`;
+    const node = nodeObject(this.ecs.world, instance.id);
+    await this.kc.makeApiClient(CoreV1Api).createNode({ body: { ...node, metadata: { ...node.metadata, name } } });
+    return name;
+  }
+
+  async deleteNodeObject(name: string): Promise<void> {
+    await this.kc.makeApiClient(CoreV1Api).deleteNode({ name });
+  }
+
   async killAgent(a: AgentProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     if (!a.child || a.child.exitCode !== null || a.child.signalCode) return;
     a.child.kill(signal);

@@ -94,6 +94,9 @@ export class Checker {
         }
       }),
     );
+    // A node that left took its pods with it.
+    for (const node of [...this.agentHeld.keys()])
+      if (!this.c.agents.some((a) => a.node === node)) this.agentHeld.delete(node);
     const out: Holders = new Map();
     const add = (ip: string, who: string) => {
       const list = out.get(ip) ?? [];

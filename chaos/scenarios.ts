@@ -313,6 +313,130 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'ecs-bad-answers-mid-run',
+    group: 'ECS',
+    summary:
+      'mid-run, with pods coming and going and full resyncs every 5 s: describes answered 503 without a Code, ' +
+      '200 without their list, or a NextToken that keeps coming back; a node leaves meanwhile',
+    cluster: { ...small, operatorArgs: ['--resync-interval=5'] },
+    faultMs: 30_000,
+    recoverWithinMs: 90_000,
+    fault: async (ctx) => {
+      const { c } = ctx;
+      const since = Date.now();
+      const stay = c.nodes.slice(1);
+      const leaving = c.nodes[0]!;
+      const enisOf = (node: string) => c.clusterEnis().filter((e) => e.node === node).length;
+      const published = () => new Map(c.pools().map((p) => [p.metadata.name, p.status?.enis?.length ?? 0]));
+      const before = published();
+      const fewest = new Map(before);
+      const sampler = setInterval(() => {
+        for (const [name, n] of published()) if (before.has(name)) fewest.set(name, Math.min(fewest.get(name)!, n));
+      }, 200);
+      try {
+        c.ecs.setFaults({
+          rules: [
+            { action: 'DescribeNetworkInterfaces', kind: 'http-no-code', rate: 0.3 },
+            { action: 'DescribeNetworkInterfaces', kind: 'missing-field', rate: 0.3 },
+            { action: 'DescribeNetworkInterfaces', kind: 'repeat-next-token', rate: 0.5 },
+          ],
+        });
+        await sleep(ctx.faultMs / 3);
+        ctx.workload.retire(leaving);
+        await c.removeNode(leaving);
+        await sleep((ctx.faultMs * 2) / 3);
+      } finally {
+        clearInterval(sampler);
+        c.ecs.clearFaults();
+      }
+      // The leaving node's pool goes, and its ENIs with it, once reads can be trusted again.
+      const gone = await waitFor(
+        () => !c.pools().some((p) => p.metadata.name === leaving) && enisOf(leaving) === 0,
+        60_000,
+      );
+      const dropped = stay.filter((n) => before.has(n) && fewest.get(n)! < before.get(n)!);
+      const creates = c.ecs.calls({ since, action: 'CreateNetworkInterface' }).filter((r) => r.code === 'OK');
+      return {
+        'pools-kept': dropped.length
+          ? { ok: false, detail: dropped.map((n) => `${n}: ${before.get(n)} -> ${fewest.get(n)} ENIs`).join(', ') }
+          : { ok: true, detail: `${stay.length} pools kept their ENIs through the bad answers` },
+        'no-create-from-a-bad-read': creates.length
+          ? { ok: false, detail: `${creates.length} ENIs created during the fault (no node needed one)` }
+          : { ok: true, detail: 'no ENI created while reads were bad' },
+        'node-left-cleanly': gone
+          ? { ok: true, detail: `${leaving}'s pool and ENIs gone after the fault` }
+          : {
+              ok: false,
+              detail: `${leaving}: pool ${c.pools().some((p) => p.metadata.name === leaving) ? 'kept' : 'gone'}, ${enisOf(leaving)} ENIs left`,
+            },
+      };
+    },
+  },
+  {
+    name: 'duplicate-provider-id',
+    group: 'Kubernetes',
+    summary:
+      'a second Node with another node\u2019s providerID (a duplicated providerID, a renamed node whose old Node stays), ' +
+      'while pods come and go; then the duplicate is deleted',
+    cluster: { ...small, operatorArgs: ['--node-gone-grace=5'] },
+    faultMs: 30_000,
+    recoverWithinMs: 90_000,
+    fault: async (ctx) => {
+      const { c } = ctx;
+      const since = Date.now();
+      const original = c.nodes[0]!;
+      const instance = c.pools().find((p) => p.metadata.name === original)!.spec.instanceID!;
+      const ownEnis = () =>
+        new Set(
+          c
+            .clusterEnis()
+            .filter((e) => e.node === original)
+            .map((e) => e.id),
+        );
+      const before = ownEnis();
+      const dup = await c.duplicateNode(original);
+      const both = await waitFor(
+        () =>
+          [original, dup].every((n) =>
+            c
+              .pools()
+              .find((p) => p.metadata.name === n)
+              ?.status?.conditions?.some((k) => k.reason === 'DuplicateInstance'),
+          ),
+        20_000,
+      );
+      await sleep(ctx.faultMs);
+      // Nothing of either pool was released while both named the instance.
+      const released = c.ecs
+        .calls({ since })
+        .filter(
+          (r) =>
+            (r.action === 'UnassignPrivateIpAddresses' || r.action === 'DeleteNetworkInterface') &&
+            r.code === 'OK' &&
+            r.instanceId === instance,
+        );
+      const kept = [...before].every((id) => ownEnis().has(id));
+      await c.deleteNodeObject(dup);
+      const resolved = await waitFor(() => !c.pools().some((p) => p.metadata.name === dup), 60_000);
+      const stillOwn = [...before].every((id) => ownEnis().has(id));
+      return {
+        'both-told': both
+          ? { ok: true, detail: `${original} and ${dup} both Degraded (DuplicateInstance)` }
+          : { ok: false, detail: 'the two pools were not both told' },
+        'nothing-released': released.length
+          ? { ok: false, detail: `${released.length} unassigns or deletes on ${instance} while two pools named it` }
+          : { ok: true, detail: `no unassign or delete on ${instance} during the duplicate` },
+        'own-enis-kept':
+          kept && stillOwn
+            ? { ok: true, detail: `${original} kept its ${before.size} ENIs, during and after the duplicate` }
+            : { ok: false, detail: `${original} lost ENIs it had made for itself` },
+        'duplicate-resolved': resolved
+          ? { ok: true, detail: `${dup}'s pool gone once its Node was` }
+          : { ok: false, detail: `${dup}'s pool still there` },
+      };
+    },
+  },
+  {
     name: 'ecs-stuck-detach',
     group: 'ECS',
     summary: 'half the detaches stay Detaching until reissued, while pools shrink',

@@ -22,6 +22,7 @@ export class Workload {
   releases = 0;
   failures = 0;
   private running = false;
+  private readonly retired = new Set<string>();
   private loops: Promise<void>[] = [];
   private seq = 0;
 
@@ -36,7 +37,7 @@ export class Workload {
     this.running = true;
     const t0 = Date.now();
     this.loops = this.agents.map(async (a, n) => {
-      while (this.running) {
+      while (this.running && !this.retired.has(a.node)) {
         const phase = ((Date.now() - t0) / this.o.periodMs + n / this.agents.length) % 1;
         const target = Math.round(this.o.low + (this.o.high - this.o.low) * (phase < 0.5 ? phase * 2 : 2 - phase * 2));
         const mine = [...this.held.values()].filter((h) => h.node === a.node && h.ip);
@@ -54,6 +55,12 @@ export class Workload {
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.loops);
+  }
+
+  /** The node left the cluster: no more pods start there, and its pods are gone with it. */
+  retire(node: string): void {
+    this.retired.add(node);
+    for (const [key, h] of this.held) if (h.node === node) this.held.delete(key);
   }
 
   /** Addresses pods hold now (including those whose allocation is in flight), by IP. */

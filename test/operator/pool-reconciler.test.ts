@@ -152,6 +152,8 @@ async function runCase(c: Case): Promise<void> {
 }
 
 const e1 = (ips: number, o?: Parameters<typeof eni>[2]) => eni(1, ips, o);
+/** An ENI as the pool's status publishes it (what the agent sees). */
+const publishedAs = (e: ReturnType<typeof eni>) => ({ id: e.id, state: 'InUse' as const, ips: ipsOf(e) });
 const ip1 = (k: number) => `10.0.1.${k}`;
 
 const allocation: Case[] = [
@@ -1016,7 +1018,7 @@ const departure: Case[] = [
   },
   {
     name: 'pool being deleted on a live node: release requested for every address first, nothing deleted',
-    given: { metadata: DELETING, enis: [e1(3)] },
+    given: { metadata: DELETING, enis: [e1(3)], status: { enis: [publishedAs(e1(3))] } },
     reads: [`nodeExists ${NODE}`, `readPool ${NODE}`],
     events: ['Warning ENIsInUse'],
     writes: ['patchStatus rv=7'],
@@ -1083,6 +1085,7 @@ const departure: Case[] = [
       metadata: DELETING,
       enis: [e1(3)],
       unseenEnis: [eni(5, 2)],
+      status: { enis: [publishedAs(e1(3))] },
       memory: (m) => (m.resyncedForTeardown = true),
     },
     reads: [`nodeExists ${NODE}`, `readPool ${NODE}`],
@@ -1095,11 +1098,35 @@ const departure: Case[] = [
     },
   },
   {
+    name: 'pool being deleted on a live node, an ENI the pool never published (it landed after the last status): deleted without asking the agent, who never saw it',
+    given: { metadata: DELETING, enis: [e1(3), eni(2, 2)], status: { enis: [publishedAs(e1(3))] } },
+    reads: [`nodeExists ${NODE}`, `readPool ${NODE}`],
+    eniWork: [['deleteEni', 'eni-2']],
+    events: ['Normal ReleasedENIs', 'Warning ENIsInUse'],
+    writes: ['patchStatus rv=7'],
+    requeue: 5000,
+    // Only the published ENI's addresses are asked for.
+    check: (f) => expect(Object.keys(lastPatch(f)!.releaseRequests as object)).toEqual(ipsOf(e1(3))),
+  },
+  {
+    name: 'pool being deleted on a live node, an unpublished ENI whose address a pod holds all the same (a stray allocation): kept until the agent answers',
+    given: {
+      metadata: DELETING,
+      enis: [e1(3), eni(2, 2)],
+      status: { enis: [publishedAs(e1(3))], used: used('10.0.2.2') },
+    },
+    reads: [`nodeExists ${NODE}`, `readPool ${NODE}`],
+    events: ['Warning ENIsInUse'],
+    writes: ['patchStatus rv=7'],
+    requeue: 5000,
+  },
+  {
     name: 'pool being deleted on a live node, every address of an ENI confirmed: that ENI deleted, the busy one kept',
     given: {
       metadata: DELETING,
       enis: [e1(3), eni(2, 2)],
       status: {
+        enis: [publishedAs(e1(3)), publishedAs(eni(2, 2))],
         used: used('10.0.2.2'),
         releaseRequests: requests(S, ...ipsOf(e1(3)), ...ipsOf(eni(2, 2))),
         releaseAcks: acks(S, ...ipsOf(e1(3))),
@@ -1115,7 +1142,11 @@ const departure: Case[] = [
     given: {
       metadata: DELETING,
       enis: [e1(3)],
-      status: { releaseRequests: requests(S, ...ipsOf(e1(3))), releaseAcks: acks(S, ...ipsOf(e1(3))) },
+      status: {
+        enis: [publishedAs(e1(3))],
+        releaseRequests: requests(S, ...ipsOf(e1(3))),
+        releaseAcks: acks(S, ...ipsOf(e1(3))),
+      },
     },
     reads: [`nodeExists ${NODE}`, `readPool ${NODE}`],
     eniWork: [['deleteEni', 'eni-1']],
