@@ -1,4 +1,5 @@
 import { agentRequest } from '../src/agent/client.js';
+import { MUTATING_ACTIONS } from '../src/cloud/limits.js';
 import type { CallRecord } from '../src/sim/ecs/index.js';
 import type { ChaosCluster, OperatorProcess } from './cluster.js';
 import type { Workload } from './workload.js';
@@ -203,20 +204,11 @@ export function tokenVerdict(c: ChaosCluster, since: number): Verdict {
 /** The operators' leader-election retry period (the CLI's default): a deposed leader learns within one. */
 export const RETRY_PERIOD_MS = 2000;
 
-export const MUTATING_ACTIONS = [
-  'CreateNetworkInterface',
-  'AttachNetworkInterface',
-  'DetachNetworkInterface',
-  'DeleteNetworkInterface',
-  'AssignPrivateIpAddresses',
-  'UnassignPrivateIpAddresses',
-];
-
 /** The mutating calls (answered, whatever their answer: they were sent) one operator made after `since`. */
 export function mutatingCallsOf(c: ChaosCluster, op: OperatorProcess, since = 0): CallRecord[] {
   return c.ecs
     .calls({ since })
-    .filter((r) => MUTATING_ACTIONS.includes(r.action) && r.accessKeyId && op.accessKeyIds.has(r.accessKeyId));
+    .filter((r) => MUTATING_ACTIONS.has(r.action) && r.accessKeyId && op.accessKeyIds.has(r.accessKeyId));
 }
 
 const seconds = (ms: number) => `${ms >= 0 ? '+' : ''}${(ms / 1000).toFixed(1)} s`;

@@ -11,7 +11,8 @@ export type CloudErrorKind =
   | 'transient'
   | 'unknown';
 
-const RETRYABLE_CODES = new Set([
+/** The cloud's codes that a retry can cure. */
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set([
   'Throttling',
   'Throttling.User',
   'Throttling.Api',

@@ -1,17 +1,9 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { TRANSPORT_CODES, isRetryableCode } from './errors.js';
+import { RETRYABLE_CODES, TRANSPORT_CODES, isRetryableCode } from './errors.js';
 import type { ActionLimiters } from './limits.js';
 
 // The codes a retry is counted under (see isRetryableCode), given a series from the start.
-const RETRIED_CODES = [
-  'Throttling',
-  'Throttling.User',
-  'Throttling.Api',
-  'ServiceUnavailable',
-  'InternalError',
-  'Operation.Conflict',
-  ...Object.values(TRANSPORT_CODES),
-].filter(isRetryableCode);
+const RETRIED_CODES = [...RETRYABLE_CODES, ...Object.values(TRANSPORT_CODES)].filter(isRetryableCode);
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -13,6 +13,7 @@ import {
 import { eventually } from '../helpers/ecs.js';
 import { CHART, run, setArgs, tool } from '../helpers/helm.js';
 import { kubectlFor, type Kubectl } from '../helpers/kube.js';
+import { nodeCni } from '../helpers/node-cni.js';
 
 // The chart installed for real: `helm install --wait` into an emulated cluster whose nodes run
 // the chart's pods as local processes, with TLS, service-account tokens and the chart's RBAC.
@@ -53,25 +54,7 @@ const alive = (pid: number) => {
   }
 };
 
-/** A CNI ADD or DEL on a node through the plugin the init container installed, as the container runtime calls it. */
-async function cni(node: number, command: 'ADD' | 'DEL', containerId: string) {
-  const kubelet = cluster.kubelets[node]!;
-  const root = join(cluster.kubeconfigPath, '..', 'nodes', kubelet.node, 'root');
-  const conflist = JSON.parse(readFileSync(join(root, 'etc/cni/net.d/10-eni-ipam.conflist'), 'utf8'));
-  const ptp = conflist.plugins.find((p: any) => p.ipam?.type === 'eni-ipam-cni');
-  const conf = { cniVersion: conflist.cniVersion, name: conflist.name, ...ptp };
-  return kubelet.exec(['/opt/cni/bin/eni-ipam-cni'], {
-    stdin: JSON.stringify(conf),
-    env: {
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: containerId,
-      CNI_NETNS: `/var/run/netns/${containerId}`,
-      CNI_IFNAME: 'eth0',
-      CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`,
-      CNI_PATH: '/opt/cni/bin',
-    },
-  });
-}
+const cni = (node: number, command: 'ADD' | 'DEL', containerId: string) => nodeCni(cluster, node, command, containerId);
 
 maybe('helm install into an emulated cluster (root)', () => {
   beforeAll(async () => {

@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
@@ -16,6 +16,7 @@ import type { AuditEntry } from '../../src/sim/kube/index.js';
 import { eventually, pop } from '../helpers/ecs.js';
 import { CHART, ROOT, run, setArgs, tool } from '../helpers/helm.js';
 import { kubectlFor, type Kubectl } from '../helpers/kube.js';
+import { nodeCni } from '../helpers/node-cni.js';
 
 // The chart used as users use it, start to end, under its own RBAC: addresses released, a pool
 // deleted by hand, a node leaving, a leaked ENI collected, the Lease deleted, an agent restarted
@@ -52,24 +53,9 @@ const tagged = (node?: string) =>
     (e) => tag(e, 'eni-ipam.io/cluster') === CLUSTER && (node === undefined || tag(e, 'eni-ipam.io/node') === node),
   );
 
-/** A CNI call on a node through the plugin the init container installed, as the container runtime makes it. */
-async function cni(node: number, command: 'ADD' | 'DEL', containerId: string, pod = containerId) {
-  const kubelet = cluster.kubelets[node]!;
-  const root = join(cluster.kubeconfigPath, '..', 'nodes', kubelet.node, 'root');
-  const conflist = JSON.parse(readFileSync(join(root, 'etc/cni/net.d/10-eni-ipam.conflist'), 'utf8'));
-  const ipam = conflist.plugins.find((p: any) => p.ipam?.type === 'eni-ipam-cni');
-  const r = await kubelet.exec(['/opt/cni/bin/eni-ipam-cni'], {
-    stdin: JSON.stringify({ cniVersion: conflist.cniVersion, name: conflist.name, ...ipam }),
-    env: {
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: containerId,
-      CNI_NETNS: `/var/run/netns/${containerId}`,
-      CNI_IFNAME: 'eth0',
-      CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod}`,
-      CNI_PATH: '/opt/cni/bin',
-    },
-  });
-  if (r.code !== 0) throw new Error(`CNI ${command} on ${kubelet.node}: ${r.stdout} ${r.stderr}`);
+async function cni(node: number, command: 'ADD' | 'DEL', containerId: string) {
+  const r = await nodeCni(cluster, node, command, containerId);
+  if (r.code !== 0) throw new Error(`CNI ${command} on ${cluster.kubelets[node]!.node}: ${r.stdout} ${r.stderr}`);
   return command === 'ADD' ? String(JSON.parse(r.stdout).ips[0].address).split('/')[0]! : '';
 }
 

@@ -1,0 +1,32 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the conflist is JSON */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { EmulatedCluster } from '../../src/sim/cluster/index.js';
+
+/**
+ * A CNI ADD or DEL on an emulated node through the eni-ipam-cni plugin the chart's init container
+ * installed there, with the IPAM part of the conflist it wrote, as a container runtime calls it.
+ */
+export async function nodeCni(
+  cluster: EmulatedCluster,
+  node: number,
+  command: 'ADD' | 'DEL',
+  containerId: string,
+  pod = containerId,
+) {
+  const kubelet = cluster.kubelets[node]!;
+  const root = join(cluster.kubeconfigPath, '..', 'nodes', kubelet.node, 'root');
+  const conflist = JSON.parse(readFileSync(join(root, 'etc/cni/net.d/10-eni-ipam.conflist'), 'utf8'));
+  const ipam = conflist.plugins.find((p: any) => p.ipam?.type === 'eni-ipam-cni');
+  return kubelet.exec(['/opt/cni/bin/eni-ipam-cni'], {
+    stdin: JSON.stringify({ cniVersion: conflist.cniVersion, name: conflist.name, ...ipam }),
+    env: {
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: containerId,
+      CNI_NETNS: `/var/run/netns/${containerId}`,
+      CNI_IFNAME: 'eth0',
+      CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod}`,
+      CNI_PATH: '/opt/cni/bin',
+    },
+  });
+}
