@@ -1,0 +1,47 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
+/**
+ * REVIEW DEFECT (failing on purpose; see the review report): a cloud that stops working once the
+ * operator runs (the AccessKey in the mounted Secret rotated to a wrong one, the RAM policy
+ * detached) is not visible within a minute: pools and classes keep Degraded=False and
+ * `eni_ipam_cloud_up` stays 1 until the next full resync, up to `--resync-interval` (5 min) later,
+ * so EniIpamCloudUnavailable (for: 1m) fires after up to 6 minutes.
+ *
+ * Only fleet-wide reads move CloudHealth (operator.ts: the leader's full resync, scheduled every
+ * resyncIntervalMs while reads work; a follower's probe, likewise), and a pool with nothing to do
+ * makes no cloud call, so nothing else notices.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { Credentials, CredentialsProvider } from '../../src/cloud/index.js';
+import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { DEMO_KEY, eventually } from '../helpers/ecs.js';
+
+const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
+const WRONG: Credentials = { accessKeyId: 'demo', accessKeySecret: 'not-the-secret' };
+
+function switchable(initial: Credentials): CredentialsProvider & { set(c: Credentials): void } {
+  let current = initial;
+  return {
+    source: 'files in /etc/eni-ipam/credentials',
+    getCredentials: async () => current,
+    set: (next) => (current = next),
+  };
+}
+const condition = (o: any, type: string) => o?.status?.conditions?.find((x: any) => x.type === type);
+
+let c: TestCluster;
+afterEach(() => c?.close());
+
+describe('REVIEW DEFECT: the cloud breaks while the operator runs', () => {
+  it('pools say Degraded (and eni_ipam_cloud_up says 0) within a minute', async () => {
+    c = await testCluster();
+    await c.addClass('default', POD_CLASS);
+    const node = await c.addNode('i-demo-01');
+    const creds = switchable(DEMO_KEY);
+    const op = await c.startOperator({ credentials: creds }); // the default 5-minute resync
+    await allReady(c, [node], 30_000);
+    creds.set(WRONG); // the Secret's files now hold a wrong key
+    // Fails today: Degraded stays False, cloud_up 1, for up to the resync interval.
+    await eventually(async () => condition(await c.pool(node), 'Degraded')?.status === 'True', 60_000, 1000);
+    expect(await op.registry.metrics()).toContain('eni_ipam_cloud_up 0');
+  }, 120_000);
+});
