@@ -11,7 +11,7 @@ import { createLogger, servingLogger } from '../observability/logger.js';
 import { collectProcessMetrics } from '../observability/process-metrics.js';
 import { addressFlag, serveOnAddressFlags } from './addresses.js';
 import { exitOnUnhandledErrors } from './fatal.js';
-import { type CommandSpec, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
+import { type CommandSpec, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, timerSeconds, untilSignal } from './args.js';
 
 /** A group id, or a group name looked up in /etc/group. */
 function groupId(group: string): number {
@@ -29,8 +29,6 @@ function groupId(group: string): number {
     );
   return Number(line.split(':')[2]);
 }
-
-const nonNegative = (v: string | number) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
 
 export const agentCommand: CommandSpec = {
   name: 'agent',
@@ -75,7 +73,7 @@ export const agentCommand: CommandSpec = {
       value: 'SECONDS',
       default: 30,
       help: 'how long a released IP rests before reuse',
-      check: nonNegative,
+      check: timerSeconds({ zero: true }),
     },
     {
       name: 'status-interval',
@@ -83,7 +81,7 @@ export const agentCommand: CommandSpec = {
       value: 'SECONDS',
       default: 1,
       help: 'status writes are coalesced to at most one per interval',
-      check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0'),
+      check: timerSeconds(),
     },
     addressFlag('metrics-addr', '0.0.0.0:9091', 'serve /metrics here'),
     addressFlag('health-addr', '0.0.0.0:8081', 'serve /healthz and /readyz (pool seen) here'),

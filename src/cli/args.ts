@@ -2,6 +2,20 @@ import type { KubeConfig } from '@kubernetes/client-node';
 /** A wrong flag or value: the CLI prints the one-line message and exits 2. */
 export class UsageError extends Error {}
 
+type Check = (v: string | number) => string | undefined;
+export const positive: Check = (v) => (Number(v) > 0 ? undefined : 'must be greater than 0');
+export const nonNegative: Check = (v) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
+/** Node's timers hold at most 2^31-1 ms (24.8 days): a longer one fires at once, over and over. */
+export const MAX_TIMER_SECONDS = 2_147_483;
+/** A duration a timer waits for: more than 0 (or 0 with `zero`), and no longer than a timer holds. */
+export const timerSeconds =
+  (o: { zero?: boolean } = {}): Check =>
+  (v) =>
+    (o.zero ? nonNegative : positive)(v) ??
+    (Number(v) > MAX_TIMER_SECONDS
+      ? `must be at most ${MAX_TIMER_SECONDS} (24.8 days: a longer timer does not hold)`
+      : undefined);
+
 export interface FlagSpec {
   name: string;
   type: 'string' | 'number' | 'boolean';

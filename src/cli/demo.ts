@@ -2,9 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runDemo } from '../demo/demo.js';
 import { addressFlag, addressOf, listenFailure } from './addresses.js';
-import { untilSignal, type CommandSpec } from './args.js';
-
-const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
+import { positive, untilSignal, type CommandSpec } from './args.js';
 
 export const demoCommand: CommandSpec = {
   name: 'demo',

@@ -19,11 +19,18 @@ import { createLogger, servingLogger } from '../observability/logger.js';
 import { collectProcessMetrics } from '../observability/process-metrics.js';
 import { addressFlag, serveOnAddressFlags } from './addresses.js';
 import { exitOnUnhandledErrors } from './fatal.js';
-import { type CommandSpec, type FlagValues, LOG_LEVEL_FLAG, UsageError, loadKubeconfig, untilSignal } from './args.js';
+import {
+  type CommandSpec,
+  type FlagValues,
+  LOG_LEVEL_FLAG,
+  UsageError,
+  loadKubeconfig,
+  positive,
+  timerSeconds,
+  untilSignal,
+} from './args.js';
 import { leaderIdentity } from './leader-identity.js';
 
-const positive = (v: string | number) => (Number(v) > 0 ? undefined : 'must be greater than 0');
-const nonNegativeNumber = (v: string | number) => (Number(v) >= 0 ? undefined : 'must be 0 or more');
 /** An endpoint must be an http(s) URL: pop-core refuses anything else, with a stack trace. */
 const url = (v: string | number) => {
   try {
@@ -203,7 +210,7 @@ export const operatorCommand: CommandSpec = {
       value: 'SECONDS',
       default: DEFAULT_OPERATOR_CONFIG.resyncIntervalMs / 1000,
       help: 'full ENI resync period',
-      check: positive,
+      check: timerSeconds(),
     },
     {
       name: 'gc-interval',
@@ -211,7 +218,7 @@ export const operatorCommand: CommandSpec = {
       value: 'SECONDS',
       default: DEFAULT_OPERATOR_CONFIG.gcIntervalMs / 1000,
       help: 'leaked-ENI garbage collection period',
-      check: positive,
+      check: timerSeconds(),
     },
     {
       name: 'gc-min-age',
@@ -219,7 +226,7 @@ export const operatorCommand: CommandSpec = {
       value: 'SECONDS',
       default: DEFAULT_OPERATOR_CONFIG.gcMinAgeMs / 1000,
       help: 'a leaked ENI must be this old to be deleted',
-      check: nonNegativeNumber,
+      check: timerSeconds({ zero: true }),
     },
     {
       name: 'node-gone-grace',
@@ -227,7 +234,7 @@ export const operatorCommand: CommandSpec = {
       value: 'SECONDS',
       default: DEFAULT_OPERATOR_CONFIG.nodeGoneGraceMs / 1000,
       help: 'a Node deleted while its instance still exists keeps its ENIs this long',
-      check: nonNegativeNumber,
+      check: timerSeconds({ zero: true }),
     },
     {
       name: 'event-namespace',
@@ -264,7 +271,10 @@ export const operatorCommand: CommandSpec = {
       value: 'SECONDS',
       default: 15,
       help: 'lease duration',
-      check: positive,
+      check: (v) =>
+        Number.isInteger(Number(v)) && Number(v) > 0
+          ? undefined
+          : 'must be whole seconds, more than 0 (the Lease holds it as an integer)',
     },
     {
       name: 'leader-elect-renew-deadline',

@@ -30,7 +30,12 @@ export const TRANSPORT_CODES = {
 } as const;
 
 /** Codes for calls this client decided not to send (never retried: their outcome is known). */
-export const CLIENT_CODES = { notLeading: 'Client.NotLeading', queueTimeout: 'Client.QueueTimeout' } as const;
+export const CLIENT_CODES = {
+  notLeading: 'Client.NotLeading',
+  queueTimeout: 'Client.QueueTimeout',
+  /** The credentials provider could not give credentials (a metadata service, STS, a mounted Secret). */
+  credentials: 'Client.Credentials',
+} as const;
 
 /**
  * An answer that is not what its action promises (see answers.ts): a non-2xx status without a Code,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import RPCClient from '@alicloud/pop-core';
 import { answerProblem, bodyExcerpt } from './answers.js';
 import type { Logger } from '../observability/logger.js';
-import type { CredentialsProvider } from './credentials.js';
+import { CredentialsError, type CredentialsProvider } from './credentials.js';
 import { BAD_ANSWER, CLIENT_CODES, CloudError, TRANSPORT_CODES, scrub } from './errors.js';
 import { MUTATING_ACTIONS, type ActionLimiters } from './limits.js';
 import type { OpenApiMetrics } from './metrics.js';
@@ -70,6 +70,9 @@ const CONNECTION_CODES = new Set([
 
 /** Turns whatever pop-core threw into a CloudError, dropping its URL (which carries the signature). */
 function toCloudError(action: string, err: PopError, timeoutMs: number): CloudError {
+  // Nothing was sent: the credentials could not be had. Said as such (the source's own words).
+  if (err instanceof CredentialsError)
+    return new CloudError(action, CLIENT_CODES.credentials, scrub(err.message), undefined);
   if (err.data?.Code) return new CloudError(action, err.data.Code, scrub(err.data.Message ?? ''), err.data.RequestId);
   if (err.name === 'RequestTimeoutError')
     return new CloudError(action, TRANSPORT_CODES.timeout, `no answer within ${timeoutMs} ms`, undefined);

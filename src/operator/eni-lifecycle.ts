@@ -1,6 +1,12 @@
 import type { ENIPool } from '../api/types.js';
 import { randomUUID } from 'node:crypto';
-import { CloudError, type CreateEniRequest, type EcsApi, type NetworkInterface } from '../cloud/index.js';
+import {
+  CloudError,
+  TRANSPORT_CODES,
+  type CreateEniRequest,
+  type EcsApi,
+  type NetworkInterface,
+} from '../cloud/index.js';
 import type { Logger } from '../observability/logger.js';
 import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
 import { isShutdown, type CloudFailures } from './cloud-failures.js';
@@ -182,7 +188,15 @@ export class EniLifecycle implements EniWork {
         }
         // Whatever the call answered, the cloud's word decides: an attach may succeed though its answer was lost.
         const attached = await this.untilAttached(eni.id, pool.spec.instanceID!);
-        if (attached) {
+        // The cloud could not be read: it proves nothing, so the ENI is kept for a later attach.
+        if (attached === 'unknown' && !(failure instanceof CloudError))
+          failure = new CloudError(
+            'AttachNetworkInterface',
+            TRANSPORT_CODES.timeout,
+            `the state of ${eni.id} could not be read after its attach`,
+            undefined,
+          );
+        if (attached !== 'unknown' && attached !== 'fell-back') {
           this.d.cloud.upsert(attached);
           this.d.published(name);
           this.event(
@@ -197,8 +211,9 @@ export class EniLifecycle implements EniWork {
         const why = failure instanceof Error ? failure.message : 'the ENI fell back to Available';
         // Refused for a passing reason (throttled, no answer, not leading): the ENI is fine; attach it later.
         if (
-          failure instanceof CloudError &&
-          (failure.retryable || failure.code.startsWith('Client.') || failure.code === 'Transport.Closed')
+          attached === 'unknown' ||
+          (failure instanceof CloudError &&
+            (failure.retryable || failure.code.startsWith('Client.') || failure.code === 'Transport.Closed'))
         ) {
           await this.failed(
             pool,
@@ -244,8 +259,12 @@ export class EniLifecycle implements EniWork {
     })();
   }
 
-  /** Waits until the ENI is InUse on the instance; undefined if it is not attaching there (any more). */
-  private async untilAttached(id: string, instanceId: string): Promise<NetworkInterface | undefined> {
+  /**
+   * Waits until the ENI is InUse on the instance: the ENI as read then; `fell-back` when a read
+   * shows it is not attaching there (any more); `unknown` when the cloud could not be read (a failed
+   * read proves nothing: the ENI is not deleted on it).
+   */
+  private async untilAttached(id: string, instanceId: string): Promise<NetworkInterface | 'fell-back' | 'unknown'> {
     for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
       try {
         const e = await this.d.poller.wait(id, 'InUse');
@@ -253,11 +272,16 @@ export class EniLifecycle implements EniWork {
       } catch {
         // Look again before giving up: the poller may have seen a state from before the attach.
       }
-      const [now] = await this.d.api.describeNetworkInterfaces({ ids: [id] }).catch(() => []);
+      let now: NetworkInterface | undefined;
+      try {
+        [now] = await this.d.api.describeNetworkInterfaces({ ids: [id] });
+      } catch {
+        continue;
+      }
       if (now?.instanceId === instanceId && now.status === 'InUse') return now;
-      if (!(now?.instanceId === instanceId && now.status === 'Attaching')) return undefined;
+      if (!(now?.instanceId === instanceId && now.status === 'Attaching')) return 'fell-back';
     }
-    return undefined;
+    return 'unknown';
   }
 
   /** Detach (if attached) and delete an ENI, waiting through the shared poller. */

@@ -1,4 +1,4 @@
-import { CloudError, type CloudErrorKind } from '../cloud/index.js';
+import { CLIENT_CODES, CloudError, type CloudErrorKind } from '../cloud/index.js';
 import type { FailureRecord } from '../ipam/failure-record.js';
 import type { NodeMemory } from './node-memory.js';
 
@@ -56,12 +56,14 @@ const AUTH_CODES =
  * the credentials come from (never their values).
  */
 export function cloudFailureCause(e: unknown, credentials: string): { reason: string; code: string; message: string } {
-  if (!(e instanceof CloudError)) {
-    const text = e instanceof Error ? e.message : String(e);
+  if (!(e instanceof CloudError) || e.code === CLIENT_CODES.credentials) {
+    const text = e instanceof CloudError ? e.cloudMessage : e instanceof Error ? e.message : String(e);
     return {
       reason: 'CloudCredentialsUnavailable',
-      code: 'Client.Credentials',
-      message: `no credentials from ${credentials}: ${text}`,
+      code: CLIENT_CODES.credentials,
+      message:
+        `no credentials from ${credentials}: ${text}; check the credentials Secret (credentials.secret.name), ` +
+        'the RAM role the nodes carry (credentials.ramRole.name) or the RRSA settings',
     };
   }
   const say = (reason: string, fix: string) => ({

@@ -148,34 +148,34 @@ export class NodeDeparture {
   }
 
   /**
-   * Asks the agent, through releaseRequests, for every address of the ENIs (a fresh read of the
-   * pool, a write that carries its resourceVersion) and answers the ENIs whose every address it
-   * confirmed free for the request outstanding now. An ENI the pool does not publish as InUse
-   * (it landed after the pool's last status) needs no answer: the agent hands out only addresses
-   * of published ENIs, and answers `do-not-release` for any other; unless one of its addresses is
-   * in use all the same (a stray allocation), it is free as it is.
+   * Asks the agent, through releaseRequests, for every address it was shown (a fresh read of the
+   * pool, a write that carries its resourceVersion) and answers the ENIs whose every address is
+   * free for the request outstanding now. The agent hands out only addresses the pool publishes on
+   * an InUse ENI, and answers `do-not-release` for any other; a pool being deleted never publishes
+   * again, so an address it never published (an ENI, or an assign, that landed after its last
+   * status) is free as it is, unless it is in use all the same (a stray allocation).
    */
   private async confirmRelease(pool: ENIPool, enis: NetworkInterface[]): Promise<Set<string>> {
     const name = pool.metadata.name;
     const live = await this.d.store.readPool(name);
     if (!live) return new Set();
     const used = live.status?.used ?? {};
+    const shown = new Set((live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => e.ips ?? []));
     const addresses = (e: NetworkInterface) => [e.primaryIp, ...e.secondaryIps];
-    const published = new Set((live.status?.enis ?? []).filter((e) => e.state === 'InUse').map((e) => e.id));
-    const unseen = (e: NetworkInterface) => !published.has(e.id) && !addresses(e).some((ip) => ip in used);
+    const unseen = (ip: string) => !shown.has(ip) && !(ip in used);
     const requests = { ...(live.status?.releaseRequests ?? {}) };
-    const missing = enis.filter((e) => !unseen(e)).flatMap(addresses).filter((ip) => !(ip in requests));
+    const missing = enis.flatMap(addresses).filter((ip) => !unseen(ip) && !(ip in requests));
     if (missing.length) {
       if (!this.d.mayWrite()) return new Set();
       const stamp = requestStamp(this.d.now());
       for (const ip of missing) requests[ip] = stamp;
       await this.d.store.patchStatus(name, live.metadata.resourceVersion, { releaseRequests: requests });
-      return new Set(enis.filter(unseen).map((e) => e.id));
+      return new Set(enis.filter((e) => addresses(e).every(unseen)).map((e) => e.id));
     }
     const asked = new Map(Object.entries(requests));
     const acks = acksOf(live.status);
-    const free = (ip: string) => !(ip in used) && answerTo(ip, asked, acks) === 'ready';
-    return new Set(enis.filter((e) => unseen(e) || addresses(e).every(free)).map((e) => e.id));
+    const free = (ip: string) => unseen(ip) || (!(ip in used) && answerTo(ip, asked, acks) === 'ready');
+    return new Set(enis.filter((e) => addresses(e).every(free)).map((e) => e.id));
   }
 
   private async letGo(pool: ENIPool): Promise<Result> {

@@ -1,6 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { Gauge, type Registry } from 'prom-client';
 import { API_VERSION, type ENIPoolClass, type ENIPoolSpec } from '../api/types.js';
+import { isConflict } from '../kube/errors.js';
 import type { ClassVerdict } from './class-reconciler.js';
 import type { OperatorConfig } from './config.js';
 import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
@@ -74,7 +75,17 @@ export class NodePlacement {
     return out;
   }
 
-  async reconcile(name: string): Promise<{ requeueAfterMs?: number }> {
+  async reconcile(name: string): Promise<{ requeueAfterMs?: number; backoff?: boolean }> {
+    try {
+      return await this.place(name);
+    } catch (e) {
+      // A write planned on a pool older than the server's: placed again on the newer pool, after a back-off.
+      if (isConflict(e)) return { backoff: true };
+      throw e;
+    }
+  }
+
+  private async place(name: string): Promise<{ requeueAfterMs?: number }> {
     const { cache } = this.deps;
     const node = cache.node(name);
     if (!node) {
@@ -146,7 +157,9 @@ export class NodePlacement {
     if (!pool || pool.metadata.deletionTimestamp || !this.deps.mayWrite()) return {};
     const flag = why(pool.spec.className ?? '');
     if (pool.metadata.annotations?.[MISMATCH_ANNOTATION] === flag) return {};
-    const patch: PoolPatch = { metadata: { annotations: { [MISMATCH_ANNOTATION]: flag } } };
+    const patch: PoolPatch = {
+      metadata: { annotations: { [MISMATCH_ANNOTATION]: flag }, resourceVersion: pool.metadata.resourceVersion },
+    };
     await this.deps.store.patchPool(pool.metadata.name, patch);
     return {};
   }
@@ -218,8 +231,13 @@ export class NodePlacement {
     );
     const dropped = POLICY_FIELDS.some((f) => spec[f] === null && existing.spec[f] !== undefined);
     if (differs || dropped || existing.metadata.annotations?.[MISMATCH_ANNOTATION]) {
+      // Planned on the cached pool: refused if the pool changed since (the user may have just taken it over).
       await this.deps.store.patchPool(node.name, {
-        metadata: { labels, annotations: { [MISMATCH_ANNOTATION]: null } },
+        metadata: {
+          labels,
+          annotations: { [MISMATCH_ANNOTATION]: null },
+          resourceVersion: existing.metadata.resourceVersion,
+        },
         spec,
       });
       if (existing.spec.className !== cls.metadata.name)

@@ -24,6 +24,12 @@ import { NodePlacement } from './node-placement.js';
 import { KubePlacementStore, objectEvents } from './placement-store.js';
 import { CloudHealth } from './cloud-health.js';
 
+/** Node's timers take at most 2^31-1 ms; a longer delay would fire at once, over and over. */
+const MAX_TIMER_MS = 2_147_483_647;
+const timerMs = (ms: number) => Math.min(ms, MAX_TIMER_MS);
+/** While the cloud answers, a fleet-wide read at least this often, so a cloud that breaks shows within a minute. */
+const PROBE_MS = 30_000;
+
 /** The work queue's keys: a pool (named after its node), a class, or a node to place, as `kind/name`. */
 export type QueueKey = `pool/${string}` | `class/${string}` | `node/${string}`;
 type KeyKind = 'pool' | 'class' | 'node';
@@ -84,6 +90,12 @@ export class Operator {
   private resyncTimer?: NodeJS.Timeout;
   private probeTimer?: NodeJS.Timeout;
   private campaignTimer?: NodeJS.Timeout;
+  /** When this replica last read the cloud fleet-wide (a full resync or a probe), whatever the answer. */
+  private lastFleetRead = 0;
+  /** When it began leading. */
+  private ledSince = 0;
+  /** How long a replica that cannot read the cloud waits before it campaigns, or leads before it steps aside. */
+  private deferMs = 0;
   private leading = false;
   private stopping = false;
   /** Resolves when leadership is lost (the process should exit). */
@@ -328,7 +340,8 @@ export class Operator {
         }
       },
     });
-    this.campaignOnceVerified(le.leaseDurationSeconds * 2000);
+    this.deferMs = le.leaseDurationSeconds * 2000;
+    this.campaignOnceVerified(this.deferMs);
   }
 
   /**
@@ -364,8 +377,8 @@ export class Operator {
   private async lead(): Promise<void> {
     if (this.stopping) return;
     this.leading = true;
+    this.ledSince = Date.now();
     this.metrics.leader.set(1);
-    clearTimeout(this.probeTimer);
     this.workers = runWorkers(
       this.queue,
       this.o.config.workers,
@@ -376,9 +389,10 @@ export class Operator {
       },
     );
     await this.resyncAndReschedule();
+    if (!this.probeTimer) void this.probeAndReschedule();
     const t = setInterval(
       () => void this.gc().catch((e) => this.o.logger.warn({ err: apiErrorMessage(e) }, 'garbage collection failed')),
-      this.o.config.gcIntervalMs,
+      timerMs(this.o.config.gcIntervalMs),
     );
     t.unref();
     this.timers.push(t);
@@ -391,25 +405,34 @@ export class Operator {
     if (!this.leading || this.stopping) return;
     const next = this.health.current ? this.health.retryDelayMs() : this.o.config.resyncIntervalMs;
     clearTimeout(this.resyncTimer);
-    this.resyncTimer = setTimeout(() => void this.resyncAndReschedule(), next);
+    this.resyncTimer = setTimeout(() => void this.resyncAndReschedule(), timerMs(next));
     this.resyncTimer.unref();
   }
 
   /**
-   * A follower proves its credentials and endpoint with one small read (it is not ready before),
-   * then again every resync interval, so that its readiness and `eni_ipam_cloud_up` tell the truth.
+   * Every replica reads the cloud at least every PROBE_MS (one small page), so that a cloud that
+   * breaks while nothing else calls it shows within a minute (readiness, `eni_ipam_cloud_up`,
+   * Degraded). A follower is not ready before its first probe succeeds. A leader probes only while
+   * its reads work and its full resyncs are not recent: while they fail, its resyncs retry.
    */
   private async probeAndReschedule(): Promise<void> {
-    if (this.leading || this.stopping) return;
-    try {
-      await this.o.api.describeNetworkInterfacesPage({ vpcId: this.o.config.vpcId }, { maxResults: 10 });
-      if (this.health.succeeded({ resync: false }))
-        this.o.logger.info({ credentials: this.o.credentialsSource }, 'cloud reads work');
-    } catch (e) {
-      this.cloudFailed(e, 'cloud probe');
+    if (this.stopping) return;
+    const due = Date.now() - this.lastFleetRead >= PROBE_MS;
+    const mine = !this.leading || (this.health.resynced && !this.health.current);
+    if (due && mine) {
+      this.lastFleetRead = Date.now();
+      try {
+        await this.o.api.describeNetworkInterfacesPage({ vpcId: this.o.config.vpcId }, { maxResults: 10 });
+        if (this.health.succeeded({ resync: false })) {
+          this.o.logger.info({ credentials: this.o.credentialsSource }, 'cloud reads work');
+          if (this.leading) this.enqueueAll();
+        }
+      } catch (e) {
+        this.cloudFailed(e, 'cloud probe');
+      }
     }
-    if (this.leading || this.stopping) return;
-    const next = this.health.current ? this.health.retryDelayMs() : this.o.config.resyncIntervalMs;
+    if (this.stopping) return;
+    const next = this.health.current && !this.leading ? this.health.retryDelayMs() : PROBE_MS;
     this.probeTimer = setTimeout(() => void this.probeAndReschedule(), next);
     this.probeTimer.unref();
   }
@@ -425,12 +448,20 @@ export class Operator {
       failures: outage.failures,
       retryInMs: this.health.retryDelayMs(),
     };
-    if (before?.message === outage.message) {
-      this.o.logger.warn(fields, `${what} failed again: ${outage.message}`);
-      return;
+    if (before?.message === outage.message) this.o.logger.warn(fields, `${what} failed again: ${outage.message}`);
+    else {
+      this.o.logger.error(fields, `${what} failed: ${outage.message}`);
+      if (this.leading) this.enqueueAll();
     }
-    this.o.logger.error(fields, `${what} failed: ${outage.message}`);
-    if (this.leading) this.enqueueAll();
+    // A leader that has never read the cloud hands the Lease on after a while: a replica that can
+    // may stand by (the deferral keeps it from taking the Lease back at once).
+    if (this.leading && this.elector && !this.health.verified && Date.now() - this.ledSince >= this.deferMs) {
+      this.o.logger.warn(
+        { reason: outage.reason, ledMs: Date.now() - this.ledSince },
+        'stepping down: this replica has not read the cloud since it began leading; a replica that can may lead',
+      );
+      void this.elector.stop({ release: true });
+    }
   }
 
   /** A full resync of the cloud state, then every pool and class again (what the periodic resync does). */
@@ -442,6 +473,7 @@ export class Operator {
   private async fullResync(): Promise<void> {
     const cpu = process.cpuUsage();
     const started = Date.now();
+    this.lastFleetRead = started;
     let read: { enis: number; pages: number };
     try {
       read = await this.cloud.fullResync();

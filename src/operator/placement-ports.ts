@@ -20,9 +20,16 @@ export interface PlacementCache {
   pool(name: string): ENIPool | undefined;
 }
 
-/** A pool's spec and metadata as a merge patch (null removes a field). */
+/**
+ * A pool's spec and metadata as a merge patch (null removes a field); with `resourceVersion`, the
+ * API server refuses it (409) unless the pool is still as the patch was planned on.
+ */
 export interface PoolPatch {
-  metadata?: { labels?: Record<string, string | null>; annotations?: Record<string, string | null> };
+  metadata?: {
+    labels?: Record<string, string | null>;
+    annotations?: Record<string, string | null>;
+    resourceVersion?: string;
+  };
   spec?: { [K in keyof ENIPoolSpec]?: ENIPoolSpec[K] | null };
 }
 

@@ -242,7 +242,11 @@ describe('leader election on a Lease', () => {
     expect(a.holdsFreshLease()).toBe(false);
     expect(events.slice(0, 2)).toEqual(['a leads', 'a stops']);
     expect(logged(lines, 'conflict')).toEqual([
-      expect.objectContaining({ level: 'warn', identity: 'a', msg: 'lost leadership: the lease update lost a conflict' }),
+      expect.objectContaining({
+        level: 'warn',
+        identity: 'a',
+        msg: 'lost leadership: the lease update lost a conflict',
+      }),
     ]);
   });
 

@@ -60,6 +60,26 @@ export const served = (o: KubeObject, t: ResourceType, version: string): KubeObj
   kind: t.kind,
 });
 
+/** Integer fields of built-in kinds: the API server's decoder refuses anything else (400), before validation. */
+const INT32_FIELDS: Record<string, Array<[string, string]>> = {
+  Lease: [
+    ['leaseDurationSeconds', 'LeaseSpec.spec.leaseDurationSeconds'],
+    ['leaseTransitions', 'LeaseSpec.spec.leaseTransitions'],
+  ],
+};
+
+function decodeBuiltin(t: ResourceType, version: string, o: KubeObject): void {
+  for (const [field, goPath] of INT32_FIELDS[t.kind] ?? []) {
+    const v = (o.spec as Record<string, unknown> | undefined)?.[field];
+    if (v === undefined || v === null || (Number.isInteger(v) && Math.abs(v as number) < 2 ** 31)) continue;
+    const what = typeof v === 'number' ? `number ${v}` : typeof v === 'string' ? 'string' : typeof v;
+    throw badRequest(
+      `${t.kind} in version "${version}" cannot be handled as a ${t.kind}: ` +
+        `json: cannot unmarshal ${what} into Go struct field ${goPath} of type int32`,
+    );
+  }
+}
+
 function checkMetadata(t: ResourceType, o: KubeObject): StatusCause[] {
   const out: StatusCause[] = [];
   const name = o.metadata.name ?? '';
@@ -211,6 +231,7 @@ export class Writer {
       throw badRequest(`the name of the object (${o.metadata.name}) does not match the name on the URL (${req.name})`);
     if (this.store.get(t, o.metadata.namespace, o.metadata.name)) throw alreadyExists(t, o.metadata.name);
     if (!t.builtin && t.statusSubresource) delete o.status;
+    if (t.builtin) decodeBuiltin(t, req.version, o);
     applyBuiltinDefaults(this.store, t, o);
     const warnings: string[] = [];
     const causes = [
@@ -278,6 +299,7 @@ export class Writer {
       if (old.status === undefined) delete next.status;
       else next.status = structuredClone(old.status);
     }
+    if (t.builtin) decodeBuiltin(t, req.version, next);
     const warnings: string[] = [];
     const causes = [
       ...checkMetadata(t, next),

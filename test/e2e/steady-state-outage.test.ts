@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 /**
- * REVIEW DEFECT (failing on purpose; see the review report): a cloud that stops working once the
+ * Found in review (it failed before the fix): a cloud that stops working once the
  * operator runs (the AccessKey in the mounted Secret rotated to a wrong one, the RAM policy
  * detached) is not visible within a minute: pools and classes keep Degraded=False and
  * `eni_ipam_cloud_up` stays 1 until the next full resync, up to `--resync-interval` (5 min) later,
@@ -31,7 +31,7 @@ const condition = (o: any, type: string) => o?.status?.conditions?.find((x: any)
 let c: TestCluster;
 afterEach(() => c?.close());
 
-describe('REVIEW DEFECT: the cloud breaks while the operator runs', () => {
+describe('the cloud breaks while the operator runs', () => {
   it('pools say Degraded (and eni_ipam_cloud_up says 0) within a minute', async () => {
     c = await testCluster();
     await c.addClass('default', POD_CLASS);
@@ -40,7 +40,7 @@ describe('REVIEW DEFECT: the cloud breaks while the operator runs', () => {
     const op = await c.startOperator({ credentials: creds }); // the default 5-minute resync
     await allReady(c, [node], 30_000);
     creds.set(WRONG); // the Secret's files now hold a wrong key
-    // Fails today: Degraded stays False, cloud_up 1, for up to the resync interval.
+    // Before the fix: Degraded stays False, cloud_up 1, for up to the resync interval.
     await eventually(async () => condition(await c.pool(node), 'Degraded')?.status === 'True', 60_000, 1000);
     expect(await op.registry.metrics()).toContain('eni_ipam_cloud_up 0');
   }, 120_000);

@@ -1,5 +1,5 @@
 /**
- * REVIEW DEFECT (failing on purpose; see the review report): a pool deleted on a live node never
+ * Found in review (it failed before the fix): a pool deleted on a live node never
  * lets go when one of its published ENIs holds an address its last status did not list.
  *
  * The teardown asks the agent about every address the cloud holds on an attached ENI
@@ -39,7 +39,7 @@ function agentAnswers(live: ENIPool): void {
   live.metadata.resourceVersion = String(Number(live.metadata.resourceVersion) + 1);
 }
 
-describe('REVIEW DEFECT: teardown on a live node with an address assigned after the last status', () => {
+describe('teardown on a live node with an address assigned after the last status', () => {
   it('lets the pool go once the agent has confirmed every address it was ever given (no pod holds any)', async () => {
     // The cloud holds 5 addresses on eni-1; the pool's last status published 3 of them.
     const cloudEni = eni(1, 5);
@@ -58,7 +58,7 @@ describe('REVIEW DEFECT: teardown on a live node with an address assigned after 
       released = !live.metadata.finalizers?.includes(FINALIZER);
       agentAnswers(live); // the agent answers every request it sees, as it would
     }
-    // Fails today: the agent answers do-not-release for 10.0.1.4 and 10.0.1.5 (never published to
+    // Before the fix: the agent answers do-not-release for 10.0.1.4 and 10.0.1.5 (never published to
     // it), so eni-1 is kept and the finalizer stays, round after round (ENIsInUse every 5 s).
     expect(deleted).toBe(true);
     expect(released).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * REVIEW DEFECT (failing on purpose; see the review report): `--leader-elect-lease-duration 12.5`
+ * Found in review (it failed before the fix): `--leader-elect-lease-duration 12.5`
  * passes the flag checks, and every Lease the operator then writes carries
  * `leaseDurationSeconds: 12.5`, an int32 field (coordination.k8s.io/v1 LeaseSpec): a real API
  * server refuses the body (400, "cannot unmarshal number 12.5 into ... of type int32"), so the
@@ -21,7 +21,7 @@ afterEach(async () => {
   emu = undefined;
 });
 
-describe('REVIEW DEFECT: a lease duration that is not whole seconds', () => {
+describe('a lease duration that is not whole seconds', () => {
   it('is refused when the flags are parsed (exit 2, naming the flag)', () => {
     expect(() => parseFlags(operatorCommand, [...BASE, '--leader-elect-lease-duration', '12.5'])).toThrow(UsageError);
     expect(() => parseFlags(operatorCommand, [...BASE, '--leader-elect-lease-duration', '12.5'])).toThrow(

@@ -1,5 +1,5 @@
 /**
- * REVIEW DEFECT (failing on purpose; see the review report): a pool the user has just marked
+ * Found in review (it failed before the fix): a pool the user has just marked
  * `eniipam.io/override: "true"` is rewritten from a cache that has not seen the annotation yet.
  *
  * node-placement.ts ensurePool decides from the cached pool (`existing`) and writes a merge patch
@@ -64,7 +64,7 @@ const cachedPool: ENIPool = {
   },
 };
 
-describe('REVIEW DEFECT: an override pool and a pool cache that lags', () => {
+describe('an override pool and a pool cache that lags', () => {
   it('never rewrites a pool whose live copy carries the override annotation', async () => {
     // On the API server: the user marked the pool as theirs and set its own sizing (rv 11, 12).
     const live = mergePatch(cachedPool, {
@@ -104,7 +104,7 @@ describe('REVIEW DEFECT: an override pool and a pool cache that lags', () => {
     });
     await placement.reconcile('n1').catch(() => undefined); // a refused write is retried on a fresh cache
     expect(live.metadata.annotations?.[OVERRIDE_ANNOTATION]).toBe('true');
-    // Fails today: the user's minAllocate 50 is replaced with the class's 10.
+    // Before the fix: the user's minAllocate 50 is replaced with the class's 10.
     expect(live.spec.minAllocate).toBe(50);
   });
 });

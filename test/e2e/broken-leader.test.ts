@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 /**
- * REVIEW DEFECT (failing on purpose; see the review report): a replica that cannot read the cloud
+ * Found in review (it failed before the fix): a replica that cannot read the cloud
  * keeps the Lease for good once it has it, while a replica that can read it stands by.
  *
  * operator.ts campaignOnceVerified lets a replica whose cloud reads fail campaign after two lease
@@ -35,7 +35,7 @@ const condition = (o: any, type: string) => o?.status?.conditions?.find((x: any)
 let c: TestCluster;
 afterEach(() => c?.close());
 
-describe('REVIEW DEFECT: a leader that cannot read the cloud, beside a replica that can', () => {
+describe('a leader that cannot read the cloud, beside a replica that can', () => {
   it('hands the Lease to the replica that can read the cloud', async () => {
     c = await testCluster();
     await c.addClass('default', POD_CLASS);

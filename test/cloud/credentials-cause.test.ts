@@ -1,5 +1,5 @@
 /**
- * REVIEW DEFECT (failing on purpose; see the review report): credentials that cannot be had (a RAM
+ * Found in review (it failed before the fix): credentials that cannot be had (a RAM
  * role the instance does not carry, a metadata service that fails, an empty Secret) are not said as
  * such: Degraded reads `CloudCallsFailing` with the code `Unknown` and "the operator retries with
  * a growing delay", and the failure is classified `unknown`, a permanent one (held back 5 s up to
@@ -27,7 +27,7 @@ afterEach(async () => {
   client = emu = undefined;
 });
 
-describe('REVIEW DEFECT: credentials that cannot be fetched', () => {
+describe('credentials that cannot be fetched', () => {
   it('are said as a credentials problem naming the source, not as an unknown cloud failure', async () => {
     emu = await emulator();
     const credentials = ramRoleCredentials({ role: 'not-the-nodes-role', metadataEndpoint: emu.metadataUrl });
@@ -35,7 +35,7 @@ describe('REVIEW DEFECT: credentials that cannot be fetched', () => {
     const err = (await client.api.describeNetworkInterfaces({}).catch((e: unknown) => e)) as CloudError;
     expect(err).toBeInstanceOf(CloudError);
     const cause = cloudFailureCause(err, credentials.source);
-    // Today: { reason: 'CloudCallsFailing', code: 'Unknown', message: 'DescribeNetworkInterfaces: Unknown: RAM role
+    // Before the fix: { reason: 'CloudCallsFailing', code: 'Unknown', message: 'DescribeNetworkInterfaces: Unknown: RAM role
     // not-the-nodes-role: metadata service answered HTTP 404; the operator retries with a growing delay' }.
     expect(['CloudCredentialsUnavailable', 'CloudAuthFailed']).toContain(cause.reason);
     expect(cause.message).toContain('not-the-nodes-role');
