@@ -52,6 +52,8 @@ export class LeaderElector {
     if (this.renewDeadline <= this.retry * 1.2)
       throw new Error('the renew deadline must be longer than 1.2 retry periods');
     if (this.lease <= this.renewDeadline) throw new Error('the lease duration must be longer than the renew deadline');
+    // The Lease holds whole seconds (an int32): the API server refuses anything else.
+    if (!Number.isInteger(this.lease / 1000)) throw new Error('the lease duration must be whole seconds');
   }
 
   start(): void {

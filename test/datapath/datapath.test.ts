@@ -184,7 +184,7 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
       expect((await inNs(pod.netns, 'ip', '-4', '-o', 'addr', 'show', 'eth0')).split(/\s+/)).toContain(`${pod.ip}/20`);
       const pool = await c.pool(pod.node.name);
       expect(pool.status!.enis!.some((e) => e.ips!.includes(pod.ip))).toBe(true);
-      expect(pool.status!.used![pod.ip]).toEqual({ pod: `default/${pod.name}`, containerID: pod.id });
+      expect(pool.status!.used![pod.ip]).toEqual({ pod: `default/${pod.name}`, containerID: pod.id, ifName: 'eth0' });
       const eni = c.ecs.state().enis.find((e) => e.secondaryIps.includes(pod.ip) || e.primaryIp === pod.ip)!;
       expect(eni.instanceId).toBe(pod.node.instance);
     }

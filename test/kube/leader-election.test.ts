@@ -26,7 +26,7 @@ function candidate(identity: string, events: string[] = [], via: KubeConfig = kc
     namespace: 'kube-system',
     name: 'eni-ipam',
     identity,
-    leaseDurationSeconds: 1.5,
+    leaseDurationSeconds: 2,
     renewDeadlineSeconds: 1,
     retryPeriodSeconds: RETRY_MS / 1000,
     logger,
@@ -132,7 +132,7 @@ describe('leader election on a Lease', () => {
     await a.stop();
     const t0 = Date.now();
     await eventually(() => b.leader, 3000);
-    // Released: no need to wait out the 1.5 s lease.
+    // Released: no need to wait out the 2 s lease.
     expect(Date.now() - t0).toBeLessThan(1400);
     expect((await lease()).spec?.leaseTransitions).toBe(1);
     expect(events).toEqual(['a leads', 'a stops', 'b leads']);
@@ -149,7 +149,7 @@ describe('leader election on a Lease', () => {
     b.start();
     await eventually(() => b.leader, 5000);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1400);
-    expect(Date.now() - t0).toBeLessThan(5000); // one lease (1.5 s) plus retries, with room for a loaded machine
+    expect(Date.now() - t0).toBeLessThan(5000); // one lease (2 s) plus retries, with room for a loaded machine
   });
 
   it('steps down when it cannot renew in time', async () => {
@@ -193,7 +193,7 @@ describe('leader election on a Lease', () => {
     expect(steppedDown).toBeLessThan(1500);
     expect(a.holdsFreshLease()).toBe(false);
     await eventually(() => b.leader, 5000);
-    // The follower took over only once the lease (1.5 s) had run out: never two at once.
+    // The follower took over only once the lease (2 s) had run out: never two at once.
     expect(Date.now() - cut).toBeGreaterThanOrEqual(1400);
     expect(events.slice(0, 3)).toEqual(['a leads', 'a stops', 'b leads']);
     expect(a.holdsFreshLease()).toBe(false);
