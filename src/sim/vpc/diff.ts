@@ -75,7 +75,7 @@ export function diffVpc(ports: Port[], kernel: KernelState): Changes {
   const fresh = new Set<string>();
   for (const [name, link] of links) {
     const want = byName.get(name);
-    if (!want || link.alias !== want.key || link.mtu !== want.mtu || link.mac.toLowerCase() !== GATEWAY_MAC) {
+    if (!want || link.alias !== want.alias || link.mtu !== want.mtu || link.mac.toLowerCase() !== GATEWAY_MAC) {
       vpc.push(`link del ${name}`);
       fresh.add(name);
       if (!want) removed.push(name);
@@ -90,7 +90,7 @@ export function diffVpc(ports: Port[], kernel: KernelState): Changes {
         // One segment per packet leaves the device, as on the wire: the VPC's checks see what a real
         // VPC sees, never a TCP super-packet of 64 KiB.
         `address ${p.peerMac} mtu ${p.peerMtu} gso_max_segs 1`,
-      `link set ${p.name} alias ${p.key} up`,
+      `link set ${p.name} alias ${p.alias} up`,
       // Proxy ARP answers at once, not after up to 0.8 s: a VPC answers ARP without delay.
       `ntable change name arp_cache dev ${p.name} proxy_delay 0`,
     );

@@ -87,6 +87,8 @@ export interface Vpc {
   vpcId: string;
   /** The VPC's namespace: every ENI's port is there. */
   netns: string;
+  /** The nodes it plugs ENIs into. */
+  nodes: readonly VpcNode[];
   vpcHost?: VpcHost;
   /** The port of an ENI (or of `vpc-host`) in `netns`, while its device exists. */
   portOf(eniId: string): string | undefined;
@@ -316,6 +318,7 @@ export async function startVpc(o: VpcOptions): Promise<Vpc> {
   return {
     vpcId,
     netns,
+    nodes: o.nodes,
     vpcHost: host && {
       netns: host.netns,
       ip: host.ip,

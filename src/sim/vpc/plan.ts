@@ -10,7 +10,7 @@ export const GATEWAY_MAC = 'ee:ff:ff:ff:ff:ff';
 export const DEFAULT_MTU = 1500;
 /** What a freshly hot-plugged Ethernet device starts with, whatever the VPC carries. */
 export const FRESH_DEVICE_MTU = 1500;
-/** The port key (and ifalias) of the host outside the cluster. */
+/** The port key (and name) of the host outside the cluster. */
 export const HOST_KEY = 'vpc-host';
 
 /** The ECS world as the VPC reads it: plain data. */
@@ -60,9 +60,11 @@ export interface HostSpec {
 
 /** One port of the VPC: a veth whose VPC end is `name` and whose other end is the ENI's device. */
 export interface Port {
-  /** What the port stands for: an ENI id, or `vpc-host`. Kept in the port's ifalias. */
+  /** What the port stands for: an ENI id, or `vpc-host`. */
   key: string;
   name: string;
+  /** The port's ifalias, `<key>@<netns>`: a port whose alias differs (an ENI moved to another node) is remade. */
+  alias: string;
   netns: string;
   /** The device's name at creation (a template with `%d` lets the kernel pick, as on hot-plug). */
   peerName: string;
@@ -148,6 +150,7 @@ export function planPorts(input: PlanInput): { ports: Port[]; inUseSince: Map<st
       ports.push({
         key: eni.id,
         name: portName(eni.id),
+        alias: `${eni.id}@${node.netns}`,
         netns: node.netns,
         peerName:
           eni.type === 'Primary'
@@ -173,6 +176,7 @@ export function planPorts(input: PlanInput): { ports: Port[]; inUseSince: Map<st
     ports.push({
       key: HOST_KEY,
       name: portName(HOST_KEY),
+      alias: `${HOST_KEY}@${host.netns}`,
       netns: host.netns,
       peerName: 'eth0',
       peerMac: host.mac,

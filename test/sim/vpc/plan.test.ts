@@ -60,7 +60,7 @@ const plan = (w: WorldView, over: Partial<PlanInput> = {}) =>
 const applied = (ports: Port[]): KernelState => ({
   links: [
     { name: 'lo', mtu: 65536, mac: '00:00:00:00:00:00', up: true },
-    ...ports.map((p) => ({ name: p.name, alias: p.key, mtu: p.mtu, mac: GATEWAY_MAC, up: true })),
+    ...ports.map((p) => ({ name: p.name, alias: p.alias, mtu: p.mtu, mac: GATEWAY_MAC, up: true })),
   ],
   addresses: ports.map((p) => ({ dev: p.name, address: `${p.gateway}/32` })),
   routes: [
@@ -143,7 +143,7 @@ describe('the VPC emulation’s plan (pure)', () => {
     const name = portName('eni-a1');
     expect(fromEmpty.vpc).toEqual([
       `link add ${name} mtu 8500 address ee:ff:ff:ff:ff:ff type veth peer name eth%d netns n1 address 00:16:3e:00:00:a1 mtu 1500 gso_max_segs 1`,
-      `link set ${name} alias eni-a1 up`,
+      `link set ${name} alias eni-a1@n1 up`,
       `ntable change name arp_cache dev ${name} proxy_delay 0`,
       `addr add 10.1.31.253/32 dev ${name}`,
       'route replace blackhole default',
@@ -200,7 +200,7 @@ describe('the VPC emulation’s plan (pure)', () => {
     const { ports } = plan(world([eni('eni-a1')]));
     const name = portName('eni-a1');
     const kernel = applied(ports);
-    kernel.links[1]!.alias = 'eni-other';
+    kernel.links[1]!.alias = 'eni-a1@n2'; // the ENI was on another node
     kernel.links.push({ name: 'stray', mtu: 1500, mac: GATEWAY_MAC, up: true });
     kernel.routes.push({ dst: '10.9.9.9/32', dev: 'stray' }, { dst: '10.1.0.0/16', dev: name });
     kernel.iptables.set('stray', ['-A stray -j DROP']);
