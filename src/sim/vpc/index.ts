@@ -11,6 +11,8 @@
  * await vpc.sync()    // reconcile now (it does by itself every `pollMs`)
  * await vpc.stop()    // removes every namespace, port and device it made
  * ```
+ * `vpcUnavailable()` says why this machine cannot run it (for a test's skip). Each node's namespace
+ * must exist before `startVpc`; with the default `primaryDevice` it must not hold an `eth0` yet.
  *
  * What it does, as a real VPC does:
  * - An ENI `InUse` on a node's instance appears in the node's namespace as a device with the

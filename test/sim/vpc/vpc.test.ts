@@ -232,6 +232,8 @@ maybe('the emulated VPC (root)', () => {
       await inNs(pod1, 'curl', '-sS', '--max-time', '3', `http://${host().ip}:${host().ports.http}/`),
     );
     expect(seen).toEqual({ server: host().ip, client: a.ips[1] });
+    // The node asked for the gateway on a's device (from an address that is not a's): answered.
+    expect(await inNs(N1, 'ip', 'neigh', 'show', a.gateway, 'dev', devA)).toMatch(/lladdr ee:ff:ff:ff:ff:ff/);
     const echo = await sh('ip', [
       'netns',
       'exec',
@@ -423,6 +425,9 @@ maybe('the emulated VPC’s knobs: device names and late devices (root)', () => 
     // primaryDevice null: no eth0 made; the first VPC does not see this node.
     expect((await links(N3)).map((l) => l.ifname).sort()).toEqual(['enp0s6', 'lo']);
     expect(await deviceOf(N1, eni.mac)).toBeUndefined();
+    // The instance released (its node scaled in): its ENIs are detached, their devices go.
+    expect((await fetch(`${emu.url}/_emulator/instances/i-demo-07`, { method: 'DELETE' })).status).toBe(200);
+    await eventually(async () => !(await deviceOf(N3, eni.mac)), 2000, 20);
   }, 20_000);
 });
 
