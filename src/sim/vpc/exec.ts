@@ -15,7 +15,7 @@ export function exec(cmd: string, args: string[], input = '', timeoutMs = 15_000
           ? (err as { code: number }).code
           : 1
         : 0;
-      resolve({ code, stdout, stderr: stderr || (err && code !== 0 && !stderr ? err.message : '') });
+      resolve({ code, stdout, stderr: stderr || (err ? err.message : '') });
     });
     child.stdin?.on('error', () => undefined); // a tool that reads no input may close it first
     child.stdin?.end(input);
