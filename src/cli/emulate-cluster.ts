@@ -38,6 +38,14 @@ function helmCommand(): string {
   return onPath || !existsSync(local) ? 'helm' : local;
 }
 
+/** Where the host outside the cluster is, and what it serves. */
+function vpcHostLine(cluster: EmulatedCluster): string {
+  const h = cluster.vpc.vpcHost!;
+  const serves = [`ping`, `TCP echo :${h.ports.echo}`, `HTTP :${h.ports.http}`];
+  if (h.ports.iperf3) serves.push(`iperf3 -s :${h.ports.iperf3}`);
+  return `VPC host ${h.ip} (vSwitch ${h.vSwitchId}, namespace ${h.netns}) serves ${serves.join(', ')}; nodes' ENIs appear in their namespaces`;
+}
+
 export const emulateCluster: CommandSpec = {
   name: 'emulate cluster',
   summary:
@@ -112,6 +120,7 @@ export const emulateCluster: CommandSpec = {
       `ECS emulator ${cluster.ecs.url} (region ${cluster.ecs.world.region})`,
       `Kubernetes API ${cluster.kube.url} (TLS${f.auth ? ', RBAC' : ''}); nodes: ${cluster.nodes.join(' ')}`,
       `kubeconfig written to ${kc}`,
+      vpcHostLine(cluster),
       `Secret kube-system/eni-ipam-access-key holds the emulator's AccessKey.`,
       `Install the chart (${valuesFile} points it at this cluster's emulators):`,
       `  ${helmCommand()} install eni-ipam ${chart} --kubeconfig ${kc} --namespace kube-system --wait -f ${valuesFile}`,

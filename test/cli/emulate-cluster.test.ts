@@ -46,6 +46,11 @@ maybe('eni-ipam emulate cluster (root)', () => {
       });
       const kubeconfig = join(dir, 'kubeconfig');
       expect(lines).toContain(`kubeconfig written to ${kubeconfig}`);
+      expect(lines).toContainEqual(
+        expect.stringMatching(
+          /^VPC host 192\.168\.67\.252 \(vSwitch vsw-j-pods, namespace ecv\S+-host\) serves ping, TCP echo :7, HTTP :80/,
+        ),
+      );
       const api = /^Kubernetes API (https:\/\/(\S+):\d+) \(TLS, RBAC\); nodes: node-01$/.exec(
         lines.find((l) => l.startsWith('Kubernetes API'))!,
       )!;

@@ -12,6 +12,7 @@ import { Kubelet } from './runtime/kubelet.js';
 import { ClusterNetwork, runtimeUnavailable } from './runtime/network.js';
 import { servePodLog } from './runtime/pod-log.js';
 import type { TokenMinter } from './runtime/volumes.js';
+import { startVpc, type Vpc, type VpcNode, type VpcOptions } from '../vpc/index.js';
 
 export { runtimeUnavailable } from './runtime/network.js';
 export { WorkDirInUse } from './work-dir-lock.js';
@@ -39,6 +40,8 @@ export interface ClusterOptions {
   kubePort?: number;
   /** Authenticate and authorize requests with RBAC (pods run with their service accounts' rights). */
   auth?: boolean;
+  /** The emulated VPC's knobs: what ENI devices are called, how late they appear after InUse. */
+  vpc?: Pick<VpcOptions, 'deviceName' | 'deviceDelayMs'>;
 }
 
 export interface EmulatedCluster {
@@ -46,6 +49,8 @@ export interface EmulatedCluster {
   kube: KubeEmulator;
   network: ClusterNetwork;
   kubelets: Kubelet[];
+  /** The VPC in namespaces: each node's ENIs appear in its namespace; `vpc.vpcHost` is outside the cluster. */
+  vpc: Vpc;
   /** Node names, in order. */
   nodes: string[];
   kubeconfigPath: string;
@@ -97,9 +102,11 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
   let ecs: EcsEmulator | undefined;
   let kube: KubeEmulator | undefined;
   let controllers: Controllers | undefined;
+  let vpc: Vpc | undefined;
   const kubelets: Kubelet[] = [];
   const close = async () => {
     await Promise.all(kubelets.map((k) => k.stop()));
+    await vpc?.stop();
     controllers?.stop();
     await kube?.close();
     await ecs?.close();
@@ -129,9 +136,12 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
     controllers = startControllers(objects, logger.child({ component: 'controllers' }), { caCert: kube.caCert });
     const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
     const nodes: string[] = [];
+    const vpcNodes: VpcNode[] = [];
     for (const [i, inst] of instances.entries()) {
       const ecsUrl = new URL(ecs.url);
       const net = await network.addNode(i, { host: ecsUrl.hostname, port: Number(ecsUrl.port) });
+      // The node's eth0 stays on the bridge (the API server and the emulators are there): not the VPC's.
+      vpcNodes.push({ instanceId: inst.id, netns: net.netns, primaryDevice: null });
       const n = nodeObject(ecs.world, inst.id, {
         'kubernetes.io/hostname': inst.hostName,
         'kubernetes.io/os': 'linux',
@@ -182,6 +192,13 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
       kubelets.push(kubelet);
       nodes.push(inst.hostName);
     }
+    vpc = await startVpc({
+      world: ecs.world,
+      nodes: vpcNodes,
+      prefix: `ecv${network.id}-`,
+      logger,
+      ...o.vpc,
+    });
     kube.store.hooks.kubeletRuns = (node) => nodes.includes(node);
     kube.store.hooks.podLog = (pod, query, res) =>
       servePodLog(
@@ -190,7 +207,7 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
         query,
         res,
       );
-    return { ecs, kube, network, kubelets, nodes, kubeconfigPath, close };
+    return { ecs, kube, network, kubelets, vpc, nodes, kubeconfigPath, close };
   } catch (e) {
     await close().catch(() => undefined);
     throw e;

@@ -37,6 +37,11 @@ export interface Fixture {
     /** Private IPv4 addresses per ENI, the ENI's primary included. */
     eniPrivateIpAddressQuantity: number;
     eniIpv6AddressQuantity: number;
+    /**
+     * The MTU its ENIs carry in the emulated VPC: 1500 (the default), or 8500 for a type with
+     * jumbo frames. The ECS API does not report it; the VPC in network namespaces (src/sim/vpc) uses it.
+     */
+    mtu?: 1500 | 8500;
   }>;
   instances: Array<{
     id: string;
@@ -172,6 +177,7 @@ const schema = {
           eniQuantity: posInt,
           eniPrivateIpAddressQuantity: posInt,
           eniIpv6AddressQuantity: { type: 'integer', minimum: 0 },
+          mtu: { enum: [1500, 8500] },
         },
       },
     },

@@ -23,7 +23,10 @@ const broken = (patch: (f: Fixture) => void): string => {
 };
 
 describe('fixture validation', () => {
-  it('accepts the default world', () => {
+  it('accepts the default world, and a type with jumbo frames', () => {
+    const jumbo = defaultWorld();
+    jumbo.instanceTypes[0]!.mtu = 8500;
+    expect(validateFixture(jumbo).instanceTypes[0]!.mtu).toBe(8500);
     const f = validateFixture(defaultWorld());
     expect(f.instances.length).toBeGreaterThanOrEqual(12);
     expect(new Set(f.vSwitches.map((v) => v.zoneId)).size).toBeGreaterThanOrEqual(2);
@@ -55,6 +58,11 @@ describe('fixture validation', () => {
       'an unknown instance type',
       (f) => (f.instances[3]!.instanceType = 'ecs.nope'),
       /^instances\[3\]\.instanceType: "ecs\.nope" is not in instanceTypes$/,
+    ],
+    [
+      'an MTU no instance type has',
+      (f) => (f.instanceTypes[0]!.mtu = 9000 as 8500),
+      /^instanceTypes\[0\]\.mtu: must be equal to one of the allowed values \[1500,8500\]$/,
     ],
     ['a duplicate id', (f) => (f.instances[4]!.id = 'i-demo-01'), /^instances\[4\]\.id: duplicate id "i-demo-01"$/],
     ['a negative quota', (f) => (f.quotas!.enisPerRegion = -1), /^quotas\.enisPerRegion: must be >= 0$/],
