@@ -55,7 +55,9 @@ export const emulateCluster: CommandSpec = {
     'Starts the ECS emulator and the Kubernetes API (TLS, RBAC) on a bridge, the workload controllers',
     '(Deployments, DaemonSets, scheduling, garbage collection) and N nodes, one per emulated ECS instance.',
     'Each node is a network namespace whose kubelet runs the pods of eni-ipam’s image (ghcr.io/eni-ipam/eni-ipam,',
-    'any tag) as local processes with this checkout at /app (run `npm run build` first); other images stay Pending.',
+    'any tag) as local processes with this checkout at /app (run `npm run build` first), and of the toolbox',
+    '(eni-ipam/toolbox: the machine’s own tools, for kubectl exec); pods outside the host network go through',
+    'the node’s CNI configuration (the chart installs it); other images stay Pending.',
     'Prints the kubeconfig and the helm install line, then serves until SIGINT or SIGTERM.',
   ].join('\n'),
   flags: [

@@ -1,6 +1,12 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  CniRuntime,
+  parseNetworkConfig,
+  type Attachment,
+  type NetworkConfigList,
+} from '../../src/sim/cluster/runtime/cni.js';
 import { namespacesUnavailable } from '../../src/sim/cluster/runtime/network.js';
 
 /** Debian's containernetworking-plugins. */
@@ -81,82 +87,53 @@ export interface PodSpec {
   bandwidth?: { egressRate?: number; egressBurst?: number; ingressRate?: number; ingressBurst?: number };
 }
 
-interface Conflist {
-  cniVersion: string;
-  name: string;
-  plugins: Array<{ type: string; capabilities?: Record<string, boolean>; [k: string]: unknown }>;
-}
-
 /**
- * What a container runtime does with a conflist (libcni's AddNetworkList / DelNetworkList):
- * each plugin in order for ADD with the previous result, in reverse for DEL with the cached
- * result, capabilities passed as runtimeConfig, plugins found on CNI_PATH, run in the node's
- * network namespace. `socketDir` is bind-mounted on the plugin's /run/eni-ipam, as each node
- * has its own /run.
+ * A container runtime's CNI calls for pods on a test "node" (a network namespace): the kubelet's
+ * own CNI runtime (src/sim/cluster/runtime/cni.ts: libcni's ADD and DEL of a list), with plugins
+ * found on `cniPath` and run in the node's network namespace. `socketDir` is bind-mounted on the
+ * plugin's /run/eni-ipam, as each node has its own /run.
  */
 export class MiniRuntime {
-  private readonly conf: Conflist;
-  private readonly results = new Map<string, unknown>();
+  private readonly conf: NetworkConfigList;
+  private readonly cni: CniRuntime;
 
-  constructor(
-    conflistPath: string,
-    private readonly cniPath: string[],
-    private readonly node: { netns: string; socketDir: string },
-  ) {
-    this.conf = JSON.parse(readFileSync(conflistPath, 'utf8'));
-  }
-
-  private find(type: string): string {
-    const dir = this.cniPath.find((d) => existsSync(join(d, type)));
-    if (!dir) throw new Error(`plugin ${type} not found on CNI_PATH ${this.cniPath.join(':')}`);
-    return join(dir, type);
-  }
-
-  private async exec(
-    command: 'ADD' | 'DEL',
-    pod: PodSpec,
-    plugin: Conflist['plugins'][number],
-    prevResult: unknown,
-  ): Promise<unknown> {
-    const runtimeConfig = plugin.capabilities?.bandwidth && pod.bandwidth ? { bandwidth: pod.bandwidth } : undefined;
-    const stdin = JSON.stringify({
-      cniVersion: this.conf.cniVersion,
-      name: this.conf.name,
-      ...plugin,
-      ...(prevResult ? { prevResult } : {}),
-      ...(runtimeConfig ? { runtimeConfig } : {}),
-    });
-    const env = {
-      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: pod.id,
-      CNI_NETNS: `/var/run/netns/${pod.netns}`,
-      CNI_IFNAME: 'eth0',
-      CNI_PATH: this.cniPath.join(':'),
-      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod.namespace};K8S_POD_NAME=${pod.name};K8S_POD_INFRA_CONTAINER_ID=${pod.id}`,
-    };
+  constructor(conflistPath: string, cniPath: string[], node: { netns: string; socketDir: string }) {
+    this.conf = parseNetworkConfig(conflistPath, readFileSync(conflistPath, 'utf8'));
     const script = 'mount --bind "$SOCKET_DIR" /run/eni-ipam && exec "$PLUGIN"';
-    const r = await sh('ip', ['netns', 'exec', this.node.netns, 'unshare', '--mount', 'sh', '-c', script], {
-      stdin,
-      env: { ...env, SOCKET_DIR: this.node.socketDir, PLUGIN: this.find(plugin.type) },
+    this.cni = new CniRuntime({
+      cniPath,
+      exists: existsSync,
+      run: (plugin, env, stdin) =>
+        sh('ip', ['netns', 'exec', node.netns, 'unshare', '--mount', 'sh', '-c', script], {
+          stdin,
+          env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env, SOCKET_DIR: node.socketDir, PLUGIN: plugin },
+        }),
     });
-    if (r.code !== 0)
-      throw new Error(`${plugin.type} ${command} for ${pod.name} failed (${r.code}): ${r.stdout}${r.stderr}`);
-    return r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
+  }
+
+  private attachment(pod: PodSpec): Attachment {
+    return {
+      containerId: pod.id,
+      netns: `/var/run/netns/${pod.netns}`,
+      ifName: 'eth0',
+      args: [
+        ['IgnoreUnknown', '1'],
+        ['K8S_POD_NAMESPACE', pod.namespace],
+        ['K8S_POD_NAME', pod.name],
+        ['K8S_POD_INFRA_CONTAINER_ID', pod.id],
+      ],
+      capabilityArgs: pod.bandwidth ? { bandwidth: pod.bandwidth } : {},
+    };
   }
 
   async add(pod: PodSpec): Promise<{
     ips: Array<{ address: string; gateway: string }>;
     interfaces?: Array<{ name: string; sandbox?: string }>;
   }> {
-    let result: unknown;
-    for (const plugin of this.conf.plugins) result = await this.exec('ADD', pod, plugin, result);
-    this.results.set(pod.id, result);
-    return result as never;
+    return (await this.cni.add(this.conf, this.attachment(pod))) as never;
   }
 
   async del(pod: PodSpec): Promise<void> {
-    const cached = this.results.get(pod.id);
-    for (const plugin of [...this.conf.plugins].reverse()) await this.exec('DEL', pod, plugin, cached);
+    await this.cni.del(this.conf, this.attachment(pod));
   }
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../../observability/logger.js';
 import { silentLogger } from '../../observability/logger.js';
 import { defaultWorld, nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../ecs/index.js';
 import { lockWorkDir } from './work-dir-lock.js';
+import { StatusError } from '../kube/errors.js';
 import { startKubeEmulator, type KubeEmulator } from '../kube/index.js';
 import { startControllers, type Controllers } from './controllers/index.js';
 import { Objects } from './objects.js';
@@ -77,7 +78,8 @@ export const boundTokens =
 /**
  * A local cluster: the ECS and Kubernetes emulators on a bridge, the workload controllers,
  * and N nodes (one per emulated ECS instance, as a cloud provider registers them), each a
- * network namespace with a kubelet that runs eni-ipam's pods as local processes. Needs root.
+ * network namespace with a kubelet that runs pods of eni-ipam's image and of the toolbox as
+ * local processes, outside the host network through the node's CNI chain. Needs root.
  */
 export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> {
   const why = runtimeUnavailable();
@@ -207,6 +209,16 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
         query,
         res,
       );
+    kube.store.hooks.podExec = (pod, request) => {
+      const kubelet = kubelets.find((k) => k.node === pod.spec?.nodeName);
+      if (!kubelet)
+        throw new StatusError(
+          400,
+          'BadRequest',
+          `node ${pod.spec?.nodeName} of pod ${pod.metadata.name} runs no kubelet`,
+        );
+      return kubelet.prepareExec(pod, request);
+    };
     return { ecs, kube, network, kubelets, vpc, nodes, kubeconfigPath, close };
   } catch (e) {
     await close().catch(() => undefined);

@@ -61,6 +61,24 @@ export class AuditLog {
     if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);
   }
 
+  /** Records a request answered outside an HTTP response (an upgrade: 101 once it is taken). */
+  recordCode(user: Identity, a: Attributes, code: number): void {
+    if (!a.resourceRequest) return;
+    this.entries.push({
+      time: Date.now(),
+      user: user.name,
+      groups: user.groups,
+      verb: a.verb,
+      apiGroup: a.apiGroup,
+      resource: a.resource,
+      subresource: a.subresource,
+      namespace: a.namespace,
+      name: a.name,
+      code,
+    });
+    if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);
+  }
+
   list(f: AuditFilter = {}): AuditEntry[] {
     return this.entries
       .filter((e) => (!f.user || e.user === f.user) && (f.since === undefined || e.time >= f.since))

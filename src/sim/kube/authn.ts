@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Attributes } from './rbac.js';
+import { StatusError } from './errors.js';
+import { authorize, forbidden, type Attributes } from './rbac.js';
+import type { Store } from './store.js';
 import type { Identity, ServiceAccountTokens } from './tokens.js';
 
 /** The admin's identity: cluster-admin through `system:masters`, as kubeadm's admin.conf. */
@@ -67,4 +69,17 @@ export function impersonation(req: IncomingMessage): { identity: Identity; check
   ];
   const implied = sa ? ['system:serviceaccounts', `system:serviceaccounts:${sa[1]}`] : [];
   return { identity: { name, groups: [...new Set([...groups, ...implied, 'system:authenticated'])] }, checks };
+}
+
+/**
+ * Who a request acts as: its authenticated caller (401 for bad credentials), or whom it
+ * impersonates, once the caller may (403 otherwise). Without `auth` everyone is the admin.
+ */
+export function requestUser(auth: Authentication | undefined, store: Store, req: IncomingMessage): Identity {
+  if (!auth) return ADMIN;
+  const caller = authenticate(req, auth);
+  if (!caller) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
+  const acting = impersonation(req);
+  for (const a of acting?.checks ?? []) if (!authorize(store, caller, a)) throw forbidden(caller, a);
+  return acting?.identity ?? caller;
 }

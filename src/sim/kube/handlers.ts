@@ -325,7 +325,14 @@ export class Writer {
     if (this.dryRun(req)) return { status: 200, body: served(next, t, req.version), warnings };
     if (sameContent(old, next)) return { status: 200, body: served(old, t, req.version), warnings };
     next.metadata.resourceVersion = this.store.nextRv();
-    if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) {
+    // As the API server's shouldDeleteDuringUpdate: an update deletes only an object being finalized
+    // (its last finalizer removed, no grace period left), never a pod still terminating gracefully.
+    if (
+      next.metadata.deletionTimestamp &&
+      !next.metadata.finalizers?.length &&
+      old.metadata.finalizers?.length &&
+      !old.metadata.deletionGracePeriodSeconds
+    ) {
       this.store.remove(t, next);
       this.afterDelete(t, next);
     } else {

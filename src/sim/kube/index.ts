@@ -9,6 +9,7 @@ import { KubeFaultRules, parseKubeFaultSpec, type KubeFaultRule, type KubeFaultR
 import { kubeconfigFor } from './kubeconfig.js';
 import { makeClusterPki, type ClusterPki } from './pki.js';
 import { bootstrapPolicy } from './rbac.js';
+import { upgradeHandler } from './pod-exec.js';
 import { keysPathFor, loadKeys, saveKeys } from './saved-keys.js';
 import { kubeHandler, type KubeFaults, type ServerState } from './server.js';
 import { Store } from './store.js';
@@ -19,6 +20,7 @@ export type { KubeFaults } from './server.js';
 export type { AuditEntry, AuditFilter } from './audit.js';
 export type { KubeFaultRule, KubeFaultRuleState, KubeFaultSpec } from './faults.js';
 export type { KubeObject } from './types.js';
+export type { ExecRequest, ExecSession, ExecStreams, TerminalSize } from './pod-exec.js';
 export type { IssuedToken, TokenRequestInput } from './tokens.js';
 export { TOKEN_ISSUER } from './tokens.js';
 
@@ -180,6 +182,8 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
         serve,
       )
     : createServer(serve);
+  // pods/exec: WebSocket connections (kubectl exec).
+  server.on('upgrade', upgradeHandler(state));
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditLog } from './audit.js';
 import { authEndpoint } from './auth-endpoints.js';
-import { ADMIN, authenticate, impersonation, type Authentication } from './authn.js';
+import { requestUser, type Authentication } from './authn.js';
 import { authorize, forbidden, type Attributes } from './rbac.js';
-import type { Identity, ServiceAccountTokens } from './tokens.js';
+import type { ServiceAccountTokens } from './tokens.js';
 import {
   apiGroupDoc,
   apiGroupList,
@@ -18,6 +18,7 @@ import { faultInfo, type KubeFaultRules } from './faults.js';
 import { Writer, type Request, type Result } from './handlers.js';
 import { OPENAPI_V2_PROTOBUF, openApiV2, openApiV2Protobuf } from './openapi-v2.js';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
+import { execAttributes, execTarget, prepareExec } from './pod-exec.js';
 import { parsePodProxyTarget, proxyToPod } from './pod-proxy.js';
 import { getOne, listPage } from './reads.js';
 import { scaleRequest } from './scale.js';
@@ -52,7 +53,6 @@ export interface ServerState {
 /** A list or watch of one object by `fieldSelector=metadata.name=NAME` is authorized as a request for that name. */
 const nameFromFieldSelector = (q: URLSearchParams): string | undefined =>
   /^metadata\.name==?([^,]+)$/.exec(q.get('fieldSelector') ?? '')?.[1];
-const unauthorized = () => new StatusError(401, 'Unauthorized', 'Unauthorized');
 /**
  * Paths under /api/VERSION/ and /apis/GROUP/VERSION/ name resources; every other path is a
  * non-resource URL for RBAC.
@@ -150,17 +150,10 @@ export function kubeHandler(s: ServerState) {
           : { body: raw?.toString('utf8'), contentType: sentType });
     try {
       if (s.faults.latencyMs) await sleep(s.faults.latencyMs);
-      const caller = s.auth ? authenticate(req, s.auth) : ADMIN;
-      if (!caller) throw unauthorized();
-      const allowAs = (u: Identity, a: Attributes) => {
-        if (s.auth && !authorize(store, u, a)) throw forbidden(u, a);
-      };
-      const acting = s.auth ? impersonation(req) : undefined;
-      acting?.checks.forEach((a) => allowAs(caller, a));
-      const user = acting?.identity ?? caller;
+      const user = requestUser(s.auth, store, req);
       const allow = (a: Attributes) => {
         s.audit.record(res, user, a);
-        allowAs(user, a);
+        if (s.auth && !authorize(store, user, a)) throw forbidden(user, a);
       };
       const segs = path.split('/').filter(Boolean);
       if (!isResourcePath(segs))
@@ -249,6 +242,13 @@ export function kubeHandler(s: ServerState) {
           namespace: rest[1]!,
         });
         return await proxyToPod(store, rest[1]!, target, rest.slice(5).join('/'), url.search, res);
+      }
+      const exec = execTarget(path);
+      if (exec) {
+        allow(execAttributes(exec));
+        // Checked as for an upgrade, so that a mistake is named before the missing upgrade is.
+        prepareExec(store, exec, url.searchParams);
+        throw new StatusError(400, 'BadRequest', 'Upgrade request required');
       }
       const r = route(store, group, version, rest);
       if (!r) throw notFoundPath();

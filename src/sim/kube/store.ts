@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { gone } from './errors.js';
+import type { ExecRequest, ExecSession } from './pod-exec.js';
 import { builtinTypes, crdType } from './resources.js';
 import { matchesFields, matchesLabels, type FieldSelector, type LabelSelector } from './selectors.js';
 import { typeKey, type KubeObject, type ResourceType } from './types.js';
@@ -28,6 +29,11 @@ export interface StoreHooks {
   kubeletRuns?: (nodeName: string) => boolean;
   /** Serves `pods/log` from the kubelet that runs the pod (throws a StatusError when it cannot). */
   podLog?: (pod: KubeObject, query: URLSearchParams, res: ServerResponse) => Promise<void>;
+  /**
+   * Prepares `pods/exec` on the kubelet that runs the pod: the session that runs the command once
+   * the connection is upgraded (throws a StatusError when it cannot, say the container is not running).
+   */
+  podExec?: (pod: KubeObject, request: ExecRequest) => ExecSession;
 }
 
 const objectKey = (o: KubeObject): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;

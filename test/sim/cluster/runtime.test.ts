@@ -5,10 +5,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runtimeUnavailable, startCluster, type EmulatedCluster } from '../../../src/sim/cluster/index.js';
+import { cniPluginsUnavailable } from '../../../src/sim/cluster/runtime/node-image.js';
 import { eventually } from '../../helpers/ecs.js';
 import { kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { installHostLocalConflist } from '../../helpers/node-cni.js';
 
-const why = runtimeUnavailable();
+const why = runtimeUnavailable() ?? cniPluginsUnavailable();
 if (why) console.warn(`node runtime tests skipped: ${why}`);
 const maybe = why ? describe.skip : describe;
 
@@ -94,6 +96,12 @@ maybe('the node runtime (root)', () => {
   beforeAll(async () => {
     cluster = await startCluster({ nodes: 2, workDir: mkdtempSync(join(tmpdir(), 'cluster-')), backoffBaseMs: 1000 });
     kubectl = kubectlFor(cluster.kube);
+    // Pods outside the host network get their addresses from the node's CNI chain: here the
+    // standard ptp and host-local over the node's podCIDR.
+    for (const node of cluster.nodes) {
+      const n = cluster.kube.store.get(cluster.kube.store.types.get('nodes')!, undefined, node)!;
+      installHostLocalConflist(cluster, node, 'pods', { subnet: n.spec.podCIDR });
+    }
     expect((await kubectl(['create', 'secret', 'generic', 'creds', '--from-literal=user=alice'])).code).toBe(0);
     expect((await kubectl(['create', 'configmap', 'config', '--from-literal=greeting=hello'])).code).toBe(0);
   }, 60_000);
@@ -141,6 +149,9 @@ maybe('the node runtime (root)', () => {
       ),
     );
     expect((await kubectl(['logs', 'web'])).stdout).toContain('listening on 8000');
+    // kubectl exec runs in the container as its user, with its volumes.
+    expect((await kubectl(['exec', 'web', '--', 'id', '-u'])).stdout).toBe('1234\n');
+    expect((await kubectl(['exec', 'web', '--', 'cat', '/etc/config/greeting'])).stdout).toBe('hello');
     expect((await kubectl(['logs', 'web', '-c', 'init'])).code).toBe(0);
   }, 60_000);
 

@@ -10,13 +10,15 @@ export interface ImageConfig {
   repositories: string[];
   workdir: string;
   entrypoint: string[];
+  /** The image's CMD: the arguments when the pod gives neither command nor args. */
+  cmd?: string[];
   user: number;
   group: number;
   env: Record<string, string>;
 }
 
 export const IMAGE_REPOSITORIES = ['ghcr.io/eni-ipam/eni-ipam', 'eni-ipam', 'docker.io/library/eni-ipam'];
-const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /**
  * The image config of the checkout's Dockerfile (its last stage: WORKDIR, ENTRYPOINT, USER,
@@ -139,7 +141,8 @@ export interface ContainerSpec {
   /** The network namespace to run in. */
   netns: string;
   hostname: string;
-  checkout: string;
+  /** The checkout, mounted read-only at `workdir` (eni-ipam's image); none for an image of the machine's own tools. */
+  checkout?: string;
   /** Where the image keeps the app (the checkout is mounted there) and starts. */
   workdir: string;
   argv: string[];
@@ -194,8 +197,8 @@ const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /**
  * The shell script that builds a container's root in a private mount namespace: a
  * copy-on-write overlay of the machine's root (so mount points can be made anywhere without
- * touching the machine), /dev, /proc and /sys, the checkout read-only at /app, a fresh /tmp,
- * (unless the root is read-only),
+ * touching the machine), /dev, /proc and /sys, a fresh /run, a fresh /tmp (unless the root is
+ * read-only), the checkout read-only at its workdir (eni-ipam's image; not the toolbox),
  * the volumes at their mountPaths; then the hostname, chroot, and the user, groups and
  * capabilities of the securityContext.
  */
@@ -210,22 +213,34 @@ export function containerScript(c: ContainerSpec): string {
     `mount --rbind /dev ${q(`${R}/dev`)}`,
     `mount --rbind /proc ${q(`${R}/proc`)}`,
     `mount --rbind /sys ${q(`${R}/sys`)}`,
+    // A /run of its own: the machine's holds its network namespaces' names, among others.
+    `mount -t tmpfs -o mode=755 tmpfs ${q(`${R}/run`)}`,
     // A writable /tmp only where the root is writable, as on a node.
     ...(c.readOnlyRoot ? [] : [`mount -t tmpfs -o mode=1777 tmpfs ${q(`${R}/tmp`)}`]),
-    `mkdir -p ${q(`${R}${c.workdir}`)} && ` +
-      `mount --bind ${q(c.checkout)} ${q(`${R}${c.workdir}`)} && ` +
-      `mount -o remount,bind,ro ${q(`${R}${c.workdir}`)}`,
+    ...(c.checkout
+      ? [
+          `mkdir -p ${q(`${R}${c.workdir}`)} && ` +
+            `mount --bind ${q(c.checkout)} ${q(`${R}${c.workdir}`)} && ` +
+            `mount -o remount,bind,ro ${q(`${R}${c.workdir}`)}`,
+        ]
+      : []),
   ];
   for (const m of c.mounts) {
     const target = `${R}${inRoot(m.target)}`;
     const isFile = existsSync(m.source) && !statSync(m.source).isDirectory();
     lines.push(isFile ? `mkdir -p "$(dirname ${q(target)})" && touch ${q(target)}` : `mkdir -p ${q(target)}`);
-    lines.push(`mount --bind ${q(m.source)} ${q(target)}`);
+    lines.push(`mount ${m.recursive ? '--rbind' : '--bind'} ${q(m.source)} ${q(target)}`);
     if (m.readOnly) lines.push(`mount -o remount,bind,ro ${q(target)}`);
   }
   if (c.readOnlyRoot) lines.push(`mount -o remount,ro ${q(R)}`);
   lines.push(`hostname ${q(c.hostname)}`);
-  const setpriv = [
+  lines.push(`exec chroot ${q(R)} env -C ${q(c.workdir)} ${[...setprivArgv(c), ...c.argv].map(q).join(' ')}`);
+  return lines.join('\n');
+}
+
+/** setpriv's command line (up to `--`) that gives a process the container's user, groups and capabilities. */
+export function setprivArgv(c: ContainerSpec): string[] {
+  return [
     'setpriv',
     `--reuid=${c.uid}`,
     `--regid=${c.gid}`,
@@ -236,8 +251,6 @@ export function containerScript(c: ContainerSpec): string {
     '--pdeathsig=KILL',
     '--',
   ];
-  lines.push(`exec chroot ${q(R)} env -C ${q(c.workdir)} ${[...setpriv, ...c.argv].map(q).join(' ')}`);
-  return lines.join('\n');
 }
 
 /** Starts a container: its process is the entrypoint itself (every step execs), so signals reach it. */
@@ -262,7 +275,11 @@ export function startContainer(c: ContainerSpec, log: LogBuffer): ChildProcess {
   return child;
 }
 
-/** The command line of a container: the image's entrypoint unless `command` replaces it, then `args`. */
+/**
+ * The command line of a container, as Kubernetes combines it with the image: `command` replaces
+ * the entrypoint (and drops the image's CMD), `args` replace the CMD.
+ */
 export function containerArgv(container: any, image: ImageConfig): string[] {
-  return [...(container.command ?? image.entrypoint), ...(container.args ?? [])];
+  if (container.command) return [...container.command, ...(container.args ?? [])];
+  return [...image.entrypoint, ...(container.args ?? image.cmd ?? [])];
 }

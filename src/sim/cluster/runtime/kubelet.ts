@@ -1,26 +1,32 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../../observability/logger.js';
+import { StatusError } from '../../kube/errors.js';
+import type { ExecRequest, ExecSession } from '../../kube/pod-exec.js';
 import type { KubeObject } from '../../kube/types.js';
 import { now, type Objects } from '../objects.js';
+import { CniRuntime } from './cni.js';
 import {
-  IMAGE_REPOSITORIES,
   LogBuffer,
   containerArgv,
   containerScript,
   imageConfig,
-  runsImage,
   startContainer,
+  type ContainerSpec,
   type ImageConfig,
   inPodNamespaces,
 } from './container.js';
 import { ConfigError, containerEnv, expand } from './env.js';
+import { execSession, runInContainer, type ExecTarget } from './exec.js';
+import { RUNNABLE_IMAGES, nodeImage } from './images.js';
 import type { ClusterNetwork, NodeNetwork } from './network.js';
+import { NODE_CNI_BIN_DIR, NODE_CNI_CONF_DIR, NODE_CNI_DIRS, installNodeImage } from './node-image.js';
+import { PodSandboxes, SandboxError } from './pod-sandbox.js';
 import { runProbe } from './probes.js';
 import { podStatus, recordPodEvent, type ContainerRun, type PodRun } from './pod-status.js';
-import { MountError, containerMounts, setUpVolumes, type TokenMinter } from './volumes.js';
+import { MountError, containerMounts, setUpVolumes, type Mount, type TokenMinter } from './volumes.js';
 
 export interface KubeletOptions {
   objects: Objects;
@@ -44,11 +50,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const MAX_BACKOFF_MS = 300_000;
 
 /**
- * The kubelet of one emulated node: runs the pods bound to it whose image is eni-ipam's as
- * local processes (see container.ts), in the node's network namespace (hostNetwork) or one of
- * their own with an address from the node's pod range; sets up their volumes and environment,
- * runs init containers first, probes, restarts with back-off, writes the pod status, serves
- * logs, and terminates pods on deletion (SIGTERM, SIGKILL after the grace period).
+ * The kubelet of one emulated node, with its container runtime: runs the pods bound to it whose
+ * image is eni-ipam's or the toolbox as local processes (see container.ts), in the node's
+ * network namespace (hostNetwork) or in a sandbox of their own that the node's CNI chain sets
+ * up (see pod-sandbox.ts); sets up their volumes and environment, runs init containers first,
+ * probes, restarts with back-off, writes the pod status, serves logs and exec, and terminates
+ * pods on deletion (SIGTERM, SIGKILL after the grace period, then the sandbox's CNI DEL).
  */
 export class Kubelet {
   private readonly pods = new Map<string, PodRun>();
@@ -60,10 +67,24 @@ export class Kubelet {
   /** The node's host paths that pods have used: what a process on the node sees at those paths. */
   private readonly hostPaths = new Set<string>();
   private execs = 0;
+  private readonly sandboxes: PodSandboxes;
 
   constructor(private readonly o: KubeletOptions) {
     this.log = o.logger.child({ node: o.node });
     this.image = imageConfig(o.checkout);
+    const root = join(o.dir, 'root');
+    // The plugins run as the container runtime runs them: on the node, as root, in its network namespace.
+    const cni = new CniRuntime({
+      cniPath: [NODE_CNI_BIN_DIR],
+      exists: (path) => existsSync(join(root, path)),
+      run: (path, env, stdin) => this.exec([path], { env, stdin, timeoutMs: 120_000 }),
+    });
+    this.sandboxes = new PodSandboxes({
+      cni,
+      confDir: join(root, NODE_CNI_CONF_DIR),
+      createNetns: (id) => o.cluster.addPodNamespace(id),
+      removeNetns: (netns) => o.cluster.removePod(netns),
+    });
   }
 
   get node(): string {
@@ -71,7 +92,7 @@ export class Kubelet {
   }
 
   start(): void {
-    mkdirSync(join(this.o.dir, 'root'), { recursive: true });
+    installNodeImage(join(this.o.dir, 'root'));
     let pending: NodeJS.Timeout | undefined;
     this.unsubscribe = this.o.objects.onChange(['pods'], () => {
       pending ??= setTimeout(() => {
@@ -107,7 +128,6 @@ export class Kubelet {
         run = {
           uid,
           pod,
-          ownNetns: false,
           podDir: join(this.o.dir, 'pods', uid),
           startTime: now(),
           initialized: false,
@@ -151,33 +171,27 @@ export class Kubelet {
         started: false,
         backoffMs: 0,
         timers: [],
+        execs: new Set(),
       });
     }
-    const foreign = all.find(({ c }) => !runsImage(String(c.image ?? '')));
+    const foreign = all.find(({ c }) => !nodeImage(String(c.image ?? ''), this.image));
     if (foreign) {
       run.waiting = {
         reason: 'ImageNotRunnable',
         message:
-          `the emulated node ${this.o.node} runs only eni-ipam's own image ` +
-          `(${IMAGE_REPOSITORIES.join(', ')}, any tag) as local processes; ` +
-          `"${String(foreign.c.image)}" of container "${foreign.c.name}" is not it`,
+          `the emulated node ${this.o.node} runs only ${RUNNABLE_IMAGES} as local processes; ` +
+          `"${String(foreign.c.image)}" of container "${foreign.c.name}" is neither`,
       };
       this.event(run, 'Warning', 'Failed', run.waiting.message);
       this.pushStatus(run);
       return;
     }
     this.pushStatus(run);
-    // The sandbox: the node's network, or a namespace of the pod's own.
+    // The sandbox: the node's network, or a namespace of the pod's own that the node's CNI sets up.
     if (spec.hostNetwork) {
       run.netns = this.o.network.netns;
       run.podIP = this.o.network.hostIP;
-    } else {
-      const taken = new Set([...this.pods.values()].map((r) => r.podIP).filter((x): x is string => Boolean(x)));
-      const s = await this.o.cluster.addPod(this.o.network, run.uid, taken);
-      run.netns = s.netns;
-      run.podIP = s.podIP;
-      run.ownNetns = true;
-    }
+    } else if (!(await this.makeSandbox(run))) return;
     // Volumes: retried until they can be set up (a Secret created later, say).
     let dirs: Map<string, string> | undefined;
     while (!dirs && !run.terminating) {
@@ -189,7 +203,7 @@ export class Kubelet {
             pod: run.pod,
             node: this.o.node,
             hostIP: this.o.network.hostIP,
-            podIP: run.podIP,
+            podIP: run.podIP!,
             podDir: run.podDir,
             nodeRoot: join(this.o.dir, 'root'),
             mint: this.o.mint,
@@ -231,6 +245,71 @@ export class Kubelet {
     await Promise.all([...run.containers.values()].filter((c) => !c.init).map((c) => this.keepRunning(run, c, dirs)));
   }
 
+  /**
+   * The pod's sandbox, retried as the kubelet retries a pod whose sandbox failed (every back-off
+   * period, jittered), each failure a Warning Event naming the plugin's error; false when the pod
+   * went first.
+   */
+  private async makeSandbox(run: PodRun): Promise<boolean> {
+    while (!run.terminating) {
+      let settle!: () => void;
+      run.sandboxing = new Promise<void>((r) => (settle = r));
+      try {
+        const sandbox = await this.sandboxes.create(run.pod);
+        run.sandbox = sandbox;
+        run.netns = sandbox.netns;
+        run.podIP = sandbox.podIPs[0];
+        run.podIPs = sandbox.podIPs;
+        run.waiting = undefined;
+        this.log.info({ pod: run.pod.metadata.name, sandbox: sandbox.id, podIPs: sandbox.podIPs }, 'pod sandbox ready');
+        return !run.terminating;
+      } catch (e) {
+        if (!(e instanceof SandboxError)) throw e;
+        this.log.warn({ pod: run.pod.metadata.name, err: e.message }, 'pod sandbox failed');
+        this.event(run, 'Warning', e.reason, e.message);
+        run.waiting = { reason: 'ContainerCreating', message: e.message };
+        this.pushStatus(run);
+      } finally {
+        settle();
+      }
+      const base = this.o.backoffBaseMs ?? 10_000;
+      const until = Date.now() + base * (1 + Math.random() / 2);
+      while (!run.terminating && !this.stopped && Date.now() < until) await sleep(Math.min(200, until - Date.now()));
+    }
+    return false;
+  }
+
+  /**
+   * Removes the pod's sandbox: CNI DEL of its networks, then its namespace. A DEL that fails is
+   * retried (a Warning Event says why) while the pod is there to delete, as the kubelet keeps a
+   * pod Terminating until its sandbox is gone; with `once`, one attempt.
+   */
+  private async removeSandbox(run: PodRun, once: boolean): Promise<void> {
+    await run.sandboxing;
+    const sandbox = run.sandbox;
+    if (!sandbox) return;
+    for (;;) {
+      try {
+        await this.sandboxes.remove(sandbox);
+        run.sandbox = undefined;
+        return;
+      } catch (e) {
+        const message = (e as Error).message;
+        this.log.warn({ pod: run.pod.metadata.name, sandbox: sandbox.id, err: message }, 'pod sandbox not removed');
+        const pod = this.o.objects.get('pods', run.pod.metadata.namespace, run.pod.metadata.name!);
+        if (once || this.stopped || !pod || pod.metadata.uid !== run.uid) return;
+        this.event(
+          run,
+          'Warning',
+          'FailedKillPod',
+          `error killing pod: failed to "KillPodSandbox" for "${run.uid}" with KillPodSandboxError: ` +
+            `"rpc error: code = Unknown desc = ${message}"`,
+        );
+        await sleep(this.o.backoffBaseMs ?? 10_000);
+      }
+    }
+  }
+
   /** An init container: run until it exits 0, restarting with back-off (restartPolicy Never: the pod fails). */
   private async runToCompletion(run: PodRun, c: ContainerRun, dirs: Map<string, string>): Promise<boolean> {
     while (!run.terminating) {
@@ -238,7 +317,7 @@ export class Kubelet {
       if (run.terminating) return false;
       if (code === 0) return true;
       if (run.pod.spec?.restartPolicy === 'Never') {
-        this.pushStatus(run, 'Failed');
+        this.finish(run, 'Failed');
         return false;
       }
       await this.backOff(run, c);
@@ -259,7 +338,7 @@ export class Kubelet {
       if (policy === 'Never' || (policy === 'OnFailure' && code === 0)) {
         const done = [...run.containers.values()].filter((x) => !x.init).every((x) => x.state.terminated);
         if (done)
-          this.pushStatus(
+          this.finish(
             run,
             [...run.containers.values()].some((x) => !x.init && x.state.terminated.exitCode !== 0)
               ? 'Failed'
@@ -271,6 +350,14 @@ export class Kubelet {
       if (Date.now() - started > 600_000) c.backoffMs = 0;
       await this.backOff(run, c);
     }
+  }
+
+  /** A pod whose containers are done for good: its final phase, and its sandbox goes (its address is free again). */
+  private finish(run: PodRun, phase: 'Succeeded' | 'Failed'): void {
+    this.pushStatus(run, phase);
+    void this.removeSandbox(run, false).catch((e) =>
+      this.log.warn({ pod: run.pod.metadata.name, err: e }, 'sandbox of a finished pod not removed'),
+    );
   }
 
   private async backOff(run: PodRun, c: ContainerRun): Promise<void> {
@@ -294,9 +381,10 @@ export class Kubelet {
   /** Starts a container once and resolves with its exit code (probes run while it lives). */
   private async startOnce(run: PodRun, c: ContainerRun, dirs: Map<string, string>): Promise<number> {
     const pod = run.pod;
+    const image = nodeImage(String(c.spec.image), this.image)!;
     const sc = { ...pod.spec?.securityContext, ...c.spec.securityContext };
-    const uid = sc.runAsUser ?? this.image.user;
-    const gid = sc.runAsGroup ?? (uid === this.image.user ? this.image.group : uid === 0 ? 0 : this.image.group);
+    const uid = sc.runAsUser ?? image.user;
+    const gid = sc.runAsGroup ?? (uid === image.user ? image.group : uid === 0 ? 0 : image.group);
     let env: Record<string, string>;
     try {
       if (sc.runAsNonRoot && uid === 0) throw new ConfigError('container has runAsNonRoot and image will run as root');
@@ -308,7 +396,7 @@ export class Kubelet {
           podIP: run.podIP!,
           apiHost: this.o.apiHost,
           apiPort: this.o.apiPort,
-          image: this.image,
+          image,
         },
         c.spec,
         uid,
@@ -332,28 +420,28 @@ export class Kubelet {
       ]),
     ];
     const drop: string[] = c.spec.securityContext?.capabilities?.drop ?? [];
-    const proc = startContainer(
-      {
-        name: c.spec.name,
-        stageDir: join(run.podDir, 'containers', c.spec.name),
-        netns: run.netns!,
-        // A host-network pod shares its node's UTS namespace, as with a real container runtime.
-        hostname: pod.spec?.hostNetwork ? this.o.node : pod.metadata.name!,
-        checkout: this.o.checkout,
-        workdir: this.image.workdir,
-        argv: containerArgv(c.spec, this.image).map((a) => expand(a, env)),
-        env,
-        mounts: containerMounts(c.spec, dirs),
-        uid,
-        gid,
-        groups,
-        readOnlyRoot: Boolean(c.spec.securityContext?.readOnlyRootFilesystem),
-        dropAllCaps: drop.includes('ALL'),
-        noNewPrivs: c.spec.securityContext?.allowPrivilegeEscalation === false,
-      },
-      c.log,
-    );
+    const process: ContainerSpec = {
+      name: c.spec.name,
+      stageDir: join(run.podDir, 'containers', c.spec.name),
+      netns: run.netns!,
+      // A host-network pod shares its node's UTS namespace, as with a real container runtime.
+      hostname: pod.spec?.hostNetwork ? this.o.node : pod.metadata.name!,
+      // eni-ipam's image is this checkout; the toolbox is the machine's root alone.
+      checkout: image === this.image ? this.o.checkout : undefined,
+      workdir: image.workdir,
+      argv: containerArgv(c.spec, image).map((a) => expand(a, env)),
+      env,
+      mounts: containerMounts(c.spec, dirs),
+      uid,
+      gid,
+      groups,
+      readOnlyRoot: Boolean(c.spec.securityContext?.readOnlyRootFilesystem),
+      dropAllCaps: drop.includes('ALL'),
+      noNewPrivs: c.spec.securityContext?.allowPrivilegeEscalation === false,
+    };
+    const proc = startContainer(process, c.log);
     c.proc = proc;
+    c.process = process;
     const startedAt = now();
     c.state = { running: { startedAt } };
     c.started = !c.spec.startupProbe;
@@ -369,6 +457,8 @@ export class Kubelet {
     const code = await c.exited;
     c.timers.forEach(clearTimeout);
     c.timers = [];
+    // Commands run in it go with it, as they go with a container's PID namespace.
+    for (const x of c.execs) x.kill('SIGKILL');
     c.proc = undefined;
     c.ready = false;
     c.started = false;
@@ -395,7 +485,13 @@ export class Kubelet {
           c.timers.push(setTimeout(() => void once(), period));
           return;
         }
-        const r = await runProbe(probe, c.spec, run.podIP!, c.proc?.pid);
+        const target = this.execTarget(c);
+        const r = await runProbe(
+          probe,
+          c.spec,
+          run.podIP!,
+          target && ((argv, timeoutMs) => runInContainer(target, argv, timeoutMs)),
+        );
         if (!c.proc || run.terminating) return;
         if (r.ok) {
           failures = 0;
@@ -463,7 +559,7 @@ export class Kubelet {
       this.event(run, 'Normal', 'Killing', `Stopping container ${live.map((c) => c.spec.name).join(', ')}`);
     await Promise.all(live.map((c) => this.stopContainer(c, grace)));
     run.tokenTimers.forEach(clearInterval);
-    if (run.ownNetns && run.netns) await this.o.cluster.removePod(run.netns);
+    await this.removeSandbox(run, !graceful);
     rmSync(run.podDir, { recursive: true, force: true });
     if (run.statusTimer) clearTimeout(run.statusTimer);
     this.pods.delete(run.uid);
@@ -474,16 +570,26 @@ export class Kubelet {
       });
   }
 
+  /** The node's own paths for a process on the node: its CNI folders and the host paths its pods mount. */
+  private nodeMounts(): Mount[] {
+    const root = join(this.o.dir, 'root');
+    const paths = [...new Set([...NODE_CNI_DIRS, ...this.hostPaths])].sort((a, b) => a.length - b.length);
+    return [
+      ...paths.map((p) => ({ source: join(root, p), target: p, readOnly: false })),
+      // The pods' network namespaces (CNI_NETNS), with the namespace mounts in that folder.
+      { source: '/run/netns', target: '/run/netns', readOnly: false, recursive: true },
+    ];
+  }
+
   /**
-   * Runs a command on the node, as root in its network namespace and with its host paths
-   * (those its pods mount) where they are on the node: a CNI plugin call as the container
+   * Runs a command on the node, as root in its network namespace, with its CNI folders and the
+   * host paths its pods mount where they are on the node: a CNI plugin call as the container
    * runtime makes it, say.
    */
   exec(
     argv: string[],
     o: { stdin?: string; env?: Record<string, string>; timeoutMs?: number } = {},
   ): Promise<{ code: number; stdout: string; stderr: string }> {
-    const root = join(this.o.dir, 'root');
     const stageDir = join(this.o.dir, 'exec', String(++this.execs));
     const script = containerScript({
       name: 'exec',
@@ -494,7 +600,7 @@ export class Kubelet {
       workdir: this.image.workdir,
       argv,
       env: {},
-      mounts: [...this.hostPaths].map((p) => ({ source: join(root, p), target: p, readOnly: false })),
+      mounts: this.nodeMounts(),
       uid: 0,
       gid: 0,
       groups: [],
@@ -521,6 +627,32 @@ export class Kubelet {
     });
   }
 
+  /** The running process of a container, to run commands in (undefined while it does not run). */
+  private execTarget(c: ContainerRun): ExecTarget | undefined {
+    return c.proc?.pid && c.process ? { pid: c.proc.pid, spec: c.process } : undefined;
+  }
+
+  /**
+   * `kubectl exec` into one of this node's pods: the session that runs the command in the
+   * container (as its user, with its env, in its namespaces), or the StatusError that says why
+   * it cannot (the container is not running).
+   */
+  prepareExec(pod: KubeObject, request: ExecRequest): ExecSession {
+    const run = this.pods.get(pod.metadata.uid!);
+    const c = run?.containers.get(request.container);
+    const target = c && this.execTarget(c);
+    if (!c || !target) {
+      const waiting = c?.state?.waiting?.reason ?? run?.waiting?.reason ?? (c?.state?.terminated ? 'Terminated' : '');
+      throw new StatusError(
+        400,
+        'BadRequest',
+        `container ${request.container} of pod ${pod.metadata.namespace}/${pod.metadata.name} is not running` +
+          `${waiting ? ` (${waiting})` : ''}: exec needs a running container`,
+      );
+    }
+    return execSession(target, request, c.execs);
+  }
+
   /** Stops every pod at once (the cluster is shutting down). */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -533,7 +665,7 @@ export class Kubelet {
         await Promise.all([...run.containers.values()].map((c) => this.stopContainer(c, 2)));
         run.tokenTimers.forEach(clearInterval);
         if (run.statusTimer) clearTimeout(run.statusTimer);
-        if (run.ownNetns && run.netns) await this.o.cluster.removePod(run.netns);
+        await this.removeSandbox(run, true).catch(() => undefined);
         rmSync(run.podDir, { recursive: true, force: true });
       }),
     );

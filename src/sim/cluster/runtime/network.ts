@@ -55,20 +55,17 @@ export interface NodeNetwork {
   netns: string;
   /** The node's address on the bridge (its InternalIP). */
   hostIP: string;
-  /** The node's pod range, e.g. 10.213.101.0/24. */
+  /** The node's pod range (its Node's spec.podCIDR, routed to it from the machine), e.g. 10.213.101.0/24. */
   podCIDR: string;
-  /** The pod range's gateway (on the node side of every pod's veth). */
-  gateway: string;
 }
 
 /**
  * The cluster's network: a bridge on the machine (the emulators and the API server listen on
- * its address), a namespace per node joined to it by a veth, and per pod a namespace joined to
- * its node by a veth, with a /32 route each way, as a ptp CNI plugin sets pods up. A subnet
- * 10.X.0.0/16 no route of the machine uses is picked, so that clusters never collide.
+ * its address), a namespace per node joined to it by a veth, and per pod sandbox an empty
+ * namespace that the node's CNI plugins set up. A subnet 10.X.0.0/16 no route of the machine
+ * uses is picked, so that clusters never collide.
  */
 export class ClusterNetwork {
-  private nextPod = new Map<string, number>();
   private constructor(
     readonly id: string,
     readonly bridge: string,
@@ -107,7 +104,6 @@ export class ClusterNetwork {
     const netns = `ecn${this.id}-${index}`;
     const hostIP = `10.${this.octet}.0.${10 + index}`;
     const podCIDR = `10.${this.octet}.${100 + index}.0/24`;
-    const gateway = `10.${this.octet}.${100 + index}.1`;
     const [outer, inner] = [`ecn${this.id}${index}a`, `ecn${this.id}${index}b`].map((n) => n.slice(0, 15));
     await ip('netns', 'add', netns);
     await ip('link', 'add', outer!, 'type', 'veth', 'peer', 'name', inner!);
@@ -143,41 +139,17 @@ export class ClusterNetwork {
         );
       }
     }
-    return { netns, hostIP, podCIDR, gateway };
+    return { netns, hostIP, podCIDR };
   }
 
-  /** A pod's namespace on a node, with the next free address of the node's range. */
-  async addPod(node: NodeNetwork, podUid: string, taken: Set<string>): Promise<{ netns: string; podIP: string }> {
-    const base = node.podCIDR.split('.').slice(0, 3).join('.');
-    let n = this.nextPod.get(node.netns) ?? 2;
-    let podIP = '';
-    for (let tries = 0; tries < 253; tries++) {
-      const candidate = `${base}.${n}`;
-      n = n >= 254 ? 2 : n + 1;
-      if (!taken.has(candidate)) {
-        podIP = candidate;
-        break;
-      }
-    }
-    if (!podIP) throw new Error(`the pod range ${node.podCIDR} of ${node.netns} is full`);
-    this.nextPod.set(node.netns, n);
-    const h = shortHash(podUid);
-    const netns = `ecp${this.id}-${h}`;
-    const [outer, inner] = [`ecp${h}a`, `ecp${h}b`];
+  /**
+   * An empty network namespace for a pod's sandbox (the node's CNI plugins set it up), named so
+   * that `destroy` finds it.
+   */
+  async addPodNamespace(sandboxId: string): Promise<string> {
+    const netns = `ecp${this.id}-${sandboxId.slice(0, 12)}`;
     await ip('netns', 'add', netns);
-    await ip('link', 'add', outer, 'type', 'veth', 'peer', 'name', inner);
-    await ip('link', 'set', outer, 'netns', node.netns);
-    await ip('link', 'set', inner, 'netns', netns);
-    await inNs(netns, 'ip', 'link', 'set', 'lo', 'up');
-    await inNs(netns, 'ip', 'link', 'set', inner, 'name', 'eth0');
-    await inNs(netns, 'ip', 'addr', 'add', `${podIP}/32`, 'dev', 'eth0');
-    await inNs(netns, 'ip', 'link', 'set', 'eth0', 'up');
-    await inNs(netns, 'ip', 'route', 'add', node.gateway, 'dev', 'eth0', 'scope', 'link');
-    await inNs(netns, 'ip', 'route', 'add', 'default', 'via', node.gateway, 'dev', 'eth0');
-    await inNs(node.netns, 'ip', 'addr', 'add', `${node.gateway}/32`, 'dev', outer);
-    await inNs(node.netns, 'ip', 'link', 'set', outer, 'up');
-    await inNs(node.netns, 'ip', 'route', 'add', `${podIP}/32`, 'dev', outer);
-    return { netns, podIP };
+    return netns;
   }
 
   async removePod(netns: string): Promise<void> {

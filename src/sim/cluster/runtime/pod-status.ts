@@ -2,7 +2,8 @@
 import type { ChildProcess } from 'node:child_process';
 import type { KubeObject } from '../../kube/types.js';
 import { now, setCondition, type Objects } from '../objects.js';
-import type { LogBuffer } from './container.js';
+import type { ContainerSpec, LogBuffer } from './container.js';
+import type { PodSandbox } from './pod-sandbox.js';
 import type { TokenFile } from './volumes.js';
 
 /** One container as the kubelet runs it. */
@@ -20,6 +21,10 @@ export interface ContainerRun {
   backoffMs: number;
   timers: NodeJS.Timeout[];
   exited?: Promise<number>;
+  /** How the running process was started (user, env...): commands run in it (`kubectl exec`) the same way. */
+  process?: ContainerSpec;
+  /** Commands running in it (`kubectl exec`): they end with it. */
+  execs: Set<ChildProcess>;
 }
 
 /** One pod as the kubelet runs it. */
@@ -27,8 +32,13 @@ export interface PodRun {
   uid: string;
   pod: KubeObject;
   netns?: string;
-  ownNetns: boolean;
+  /** The sandbox made for a pod outside the host network (its namespace and networks). */
+  sandbox?: PodSandbox;
+  /** Settles when a sandbox being made is made or has failed. */
+  sandboxing?: Promise<unknown>;
   podIP?: string;
+  /** All of the pod's addresses (dual stack), IPv4 first. */
+  podIPs?: string[];
   podDir: string;
   startTime: string;
   initialized: boolean;
@@ -99,7 +109,7 @@ export function podStatus(run: PodRun, pod: KubeObject, node: string, hostIP: st
     hostIP,
     hostIPs: [{ ip: hostIP }],
     podIP: run.podIP,
-    podIPs: run.podIP ? [{ ip: run.podIP }] : undefined,
+    podIPs: (run.podIPs ?? (run.podIP ? [run.podIP] : undefined))?.map((ip) => ({ ip })),
     startTime: run.startTime,
     initContainerStatuses: inits.length ? inits.map(view) : undefined,
     containerStatuses: mains.map(view),

@@ -1,5 +1,4 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import { execFile } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
@@ -19,11 +18,17 @@ export function probePort(port: number | string, container: any): number {
   return p.containerPort;
 }
 
+/** Runs a command in the container (its namespaces, root and user) to completion. */
+export type ProbeExec = (
+  argv: string[],
+  timeoutMs: number,
+) => Promise<{ code: number; output: string; timedOut: boolean }>;
+
 /**
  * Runs one probe as the kubelet does: httpGet (2xx or 3xx), tcpSocket (a connection) at the
- * pod's address, or exec (exit 0) inside the container's namespaces and root.
+ * pod's address, or exec (exit 0) inside the container (`exec`: undefined while it is not running).
  */
-export function runProbe(probe: any, container: any, podIP: string, pid: number | undefined): Promise<ProbeResult> {
+export function runProbe(probe: any, container: any, podIP: string, exec: ProbeExec | undefined): Promise<ProbeResult> {
   const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
   if (probe.httpGet) {
     const g = probe.httpGet;
@@ -84,22 +89,15 @@ export function runProbe(probe: any, container: any, podIP: string, pid: number 
     });
   }
   if (probe.exec) {
-    if (!pid) return Promise.resolve({ ok: false, message: 'the container is not running' });
-    return new Promise((resolve) => {
-      execFile(
-        'nsenter',
-        ['-t', String(pid), '-m', '-u', '-n', '-r', '-w', '--', ...(probe.exec.command ?? [])],
-        { timeout: timeoutMs },
-        (err, stdout, stderr) => {
-          if (!err) resolve({ ok: true });
-          else
-            resolve({
-              ok: false,
-              message: (err as any).killed ? `command timed out` : `${stdout}${stderr}`.trim() || err.message,
-            });
-        },
-      );
-    });
+    if (!exec) return Promise.resolve({ ok: false, message: 'the container is not running' });
+    return exec(probe.exec.command ?? [], timeoutMs).then((r) =>
+      r.code === 0
+        ? { ok: true }
+        : {
+            ok: false,
+            message: r.timedOut ? 'command timed out' : r.output.trim() || `command exited with ${r.code}`,
+          },
+    );
   }
   return Promise.resolve({ ok: false, message: 'the probe has no handler (httpGet, tcpSocket or exec)' });
 }

@@ -19,6 +19,8 @@ export interface Mount {
   source: string;
   target: string;
   readOnly: boolean;
+  /** With the mounts below the source (a folder of namespace files, say). */
+  recursive?: boolean;
 }
 
 /** A projected token to rewrite before it expires (at 80% of its life, as the kubelet does). */

@@ -1,0 +1,165 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  chartValues,
+  createAccessKeySecret,
+  runtimeUnavailable,
+  startCluster,
+  type EmulatedCluster,
+} from '../../src/sim/cluster/index.js';
+import { cniPluginsUnavailable } from '../../src/sim/cluster/runtime/node-image.js';
+import { eventually } from '../helpers/ecs.js';
+import { CHART, run, setArgs, tool } from '../helpers/helm.js';
+import { kubectlFor, type Kubectl } from '../helpers/kube.js';
+
+// Workload pods with the chart installed, as a user tries it: `kubectl run` toolbox pods get ENI
+// addresses from their node's pool through the CNI chain the agent's init container installed
+// (ptp, eni-ipam-cni, bandwidth), `kubectl exec` works in them and in eni-ipam's own pods, and
+// `kubectl delete pod` gives the address back.
+const why = runtimeUnavailable() ?? cniPluginsUnavailable();
+if (why) console.warn(`toolbox e2e tests skipped: ${why}`);
+const maybe = why ? describe.skip : describe;
+
+const NS = 'kube-system';
+let cluster: EmulatedCluster;
+let kubectl: Kubectl;
+const until = <T>(fn: () => Promise<T | undefined | false>, ms = 60_000) => eventually(fn as () => Promise<T>, ms, 200);
+const json = async (args: string[]) => {
+  const r = await kubectl([...args, '-o', 'json']);
+  if (r.code !== 0) throw new Error(r.stderr);
+  return JSON.parse(r.stdout);
+};
+const pool = (node: string) => json(['get', 'enipool', node]);
+const runToolbox = (name: string, node: string, extra: string[] = []) =>
+  kubectl(['run', name, '--image=eni-ipam/toolbox:latest', `--overrides={"spec":{"nodeName":"${node}"}}`, ...extra]);
+const runningPod = (name: string) =>
+  until(async () => {
+    const p = await json(['get', 'pod', name]);
+    return p.status?.containerStatuses?.[0]?.state?.running && p.status.podIP && p;
+  });
+const poolIps = (p: any): string[] => (p.status?.enis ?? []).flatMap((e: any) => e.ips ?? []);
+
+maybe('toolbox pods on the emulated cluster with the chart installed (root)', () => {
+  beforeAll(async () => {
+    cluster = await startCluster({
+      nodes: 2,
+      workDir: mkdtempSync(join(tmpdir(), 'toolbox-e2e-')),
+      auth: true,
+      backoffBaseMs: 1000,
+    });
+    kubectl = kubectlFor(cluster.kube);
+    createAccessKeySecret(cluster);
+    const helm = await run(tool('helm'), [
+      'install',
+      'eni-ipam',
+      CHART,
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--namespace',
+      NS,
+      '--wait',
+      '--timeout',
+      '90s',
+      ...setArgs(chartValues(cluster)),
+    ]);
+    if (helm.code !== 0) throw new Error(`helm install failed: ${helm.stderr}`);
+    await until(async () => {
+      const pools = (await json(['get', 'enipools'])).items as any[];
+      return (
+        pools.length === cluster.nodes.length &&
+        pools.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))
+      );
+    }, 90_000);
+  }, 180_000);
+
+  afterAll(async () => {
+    await cluster?.close();
+  });
+
+  test("kubectl run: each toolbox pod gets an address of its node's pool, in status.used with the pod's name", async () => {
+    const node = cluster.nodes[0]!;
+    expect((await runToolbox('a', node)).code).toBe(0);
+    expect((await runToolbox('b', node)).code).toBe(0);
+    for (const name of ['a', 'b']) {
+      const p = await runningPod(name);
+      const ip = p.status.podIP;
+      expect(poolIps(await pool(node))).toContain(ip);
+      const used = await until(async () => (await pool(node)).status?.used?.[ip]);
+      expect(used).toEqual({
+        pod: `default/${name}`,
+        containerID: expect.stringMatching(/^[0-9a-f]{64}$/),
+        ifName: 'eth0',
+      });
+    }
+  }, 90_000);
+
+  test('kubectl exec in a toolbox pod: its address, a ping to the other pod through ptp, exit codes, stdin', async () => {
+    const a = await json(['get', 'pod', 'a']);
+    const b = await json(['get', 'pod', 'b']);
+    const addr = await kubectl(['exec', 'a', '--', 'ip', '-4', '-o', 'addr', 'show', 'eth0']);
+    expect(addr.code).toBe(0);
+    expect(addr.stdout).toContain(`inet ${a.status.podIP}/`);
+    const ping = await kubectl(['exec', 'a', '--', 'ping', '-c1', '-W2', b.status.podIP]);
+    expect(ping.stdout).toContain('1 received');
+    expect((await kubectl(['exec', 'a', '--', 'sh', '-c', 'exit 3'])).code).toBe(3);
+    expect((await kubectl(['exec', '-i', 'b', '--', 'cat'], 'hi\n')).stdout).toBe('hi\n');
+  }, 60_000);
+
+  test("kubectl exec into eni-ipam's own pods: the operator as its user, the agent beside its socket", async () => {
+    const [operator] = (await json(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=operator'])).items;
+    const [agent] = (await json(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=agent'])).items;
+    expect((await kubectl(['exec', '-n', NS, operator.metadata.name, '--', 'id', '-u'])).stdout).toBe('65532\n');
+    const ls = await kubectl(['exec', '-n', NS, agent.metadata.name, '-c', 'agent', '--', 'ls', '/run/eni-ipam']);
+    expect(ls.stdout).toContain('agent.sock');
+  }, 60_000);
+
+  test("kubectl delete pod runs the CNI DEL: the address leaves the pool's status.used", async () => {
+    const a = await json(['get', 'pod', 'a']);
+    expect((await kubectl(['delete', 'pod', 'a', '--wait=true', '--timeout=30s'])).code).toBe(0);
+    await until(async () => !(await pool(cluster.nodes[0]!)).status?.used?.[a.status.podIP]);
+    // The other pod keeps its own.
+    const b = await json(['get', 'pod', 'b']);
+    expect((await pool(cluster.nodes[0]!)).status.used[b.status.podIP]).toMatchObject({ pod: 'default/b' });
+  }, 60_000);
+
+  test("with no agent on its node, a pod's ADD fails with eni-ipam-cni's error in a FailedCreatePodSandBox Event; it starts once the agent is back", async () => {
+    const [, other] = cluster.nodes;
+    const keep = { spec: { template: { spec: { nodeSelector: { 'kubernetes.io/hostname': cluster.nodes[0] } } } } };
+    const patched = await kubectl([
+      'patch',
+      'daemonset',
+      '-n',
+      NS,
+      'eni-ipam-agent',
+      '--type=merge',
+      '-p',
+      JSON.stringify(keep),
+    ]);
+    expect(patched.code).toBe(0);
+    await until(async () => {
+      const agents = (await json(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=agent'])).items as any[];
+      return agents.every((p) => p.spec.nodeName !== other);
+    });
+    expect((await runToolbox('late', other!)).code).toBe(0);
+    const failed = await until(async () =>
+      ((await json(['get', 'events', '--field-selector', 'involvedObject.name=late'])).items as any[]).find(
+        (e) => e.reason === 'FailedCreatePodSandBox',
+      ),
+    );
+    expect(failed.type).toBe('Warning');
+    expect(failed.message).toMatch(
+      /failed to setup network for sandbox "[0-9a-f]{64}": plugin type="ptp" name="eni-ipam" failed \(add\): .*\/run\/eni-ipam\/agent\.sock/,
+    );
+    expect((await json(['get', 'pod', 'late'])).status.phase).toBe('Pending');
+    const restore = { spec: { template: { spec: { nodeSelector: { 'kubernetes.io/hostname': null } } } } };
+    expect(
+      (await kubectl(['patch', 'daemonset', '-n', NS, 'eni-ipam-agent', '--type=merge', '-p', JSON.stringify(restore)]))
+        .code,
+    ).toBe(0);
+    const late = await runningPod('late');
+    expect(poolIps(await pool(other!))).toContain(late.status.podIP);
+  }, 120_000);
+});
