@@ -145,15 +145,9 @@ export function routeDelLine(r: KernelRoute): BatchLine {
 }
 
 function ruleSpec(r: KernelRule): string {
-  return [
-    'priority',
-    String(r.priority),
-    'protocol',
-    String(r.protocol),
-    ...(r.src ? ['from', r.src] : []),
-    ...(r.dst ? ['to', r.dst] : []),
-    ...(r.table !== undefined ? ['lookup', String(r.table)] : []),
-  ].join(' ');
+  const selectors = [r.src ? `from ${r.src}` : '', r.dst ? `to ${r.dst}` : ''].filter(Boolean);
+  const lookup = r.table !== undefined ? [`lookup ${r.table}`] : [];
+  return [`priority ${r.priority} protocol ${r.protocol}`, ...selectors, ...lookup].join(' ');
 }
 
 export function ruleAddLine(r: RuleAdd): BatchLine {

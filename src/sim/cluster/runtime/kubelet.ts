@@ -349,6 +349,7 @@ export class Kubelet {
         groups,
         readOnlyRoot: Boolean(c.spec.securityContext?.readOnlyRootFilesystem),
         dropAllCaps: drop.includes('ALL'),
+        addCaps: c.spec.securityContext?.capabilities?.add,
         noNewPrivs: c.spec.securityContext?.allowPrivilegeEscalation === false,
       },
       c.log,
