@@ -5,7 +5,10 @@ import { READ_BATCH, parseBatchErrors, parseKernelView } from './iproute.js';
 /** The kernel as the datapath sees it: read its state, apply `ip -batch` lines. */
 export interface KernelPort {
   read(): Promise<KernelView>;
-  /** Runs every line (one failing does not stop the others); answers the failed ones by 1-based number. */
+  /**
+   * Runs every line (one failing does not stop the others); answers the failed ones by 1-based
+   * number, or 0 when ip stopped without saying which line (then any of them may have run).
+   */
   apply(lines: string[]): Promise<Map<number, string>>;
 }
 
@@ -16,6 +19,9 @@ export interface IpRouteOptions {
   binary?: string;
   timeoutMs?: number;
 }
+
+/** ip lives in /usr/sbin or /sbin, which a container's PATH may lack. */
+const IP_PATH = [process.env.PATH, '/usr/sbin', '/usr/bin', '/sbin', '/bin'].filter(Boolean).join(':');
 
 interface Run {
   code: number;
@@ -33,7 +39,7 @@ export class IpRouteKernel implements KernelPort {
       const child = execFile(
         this.o.binary ?? 'ip',
         argv,
-        { timeout: this.o.timeoutMs ?? 10_000, maxBuffer: 64 * 1024 * 1024, env: { PATH: process.env.PATH ?? '' } },
+        { timeout: this.o.timeoutMs ?? 10_000, maxBuffer: 64 * 1024 * 1024, env: { PATH: IP_PATH } },
         (err, stdout, stderr) => {
           const e = err as { code?: unknown; killed?: boolean; message: string } | null;
           if (e && typeof e.code !== 'number')
@@ -62,8 +68,8 @@ export class IpRouteKernel implements KernelPort {
     if (!lines.length) return new Map();
     const r = await this.run(['-force', '-batch', '-'], `${lines.join('\n')}\n`);
     const failed = parseBatchErrors(r.stderr);
-    if (r.code !== 0 && failed.size === 0)
-      for (let i = 1; i <= lines.length; i++) failed.set(i, r.stderr.trim() || `ip exited ${r.code}`);
+    // ip gives up on a line it cannot parse (exit 255), whatever -force says: which ran is not known.
+    if (r.code !== 0 && failed.size === 0) failed.set(0, r.stderr.trim() || `ip exited ${r.code}`);
     return failed;
   }
 }

@@ -10,6 +10,7 @@ import {
   type ProblemKind,
 } from './model.js';
 import { linkLine, routeAddLine, routeDelLine, ruleAddLine, ruleDelLine, type BatchLine } from './iproute.js';
+import { RT_PROTOCOL } from './model.js';
 import type { KernelPort } from './kernel.js';
 import type { DatapathMetrics } from './metrics.js';
 import { planDatapath, ruleAddress } from './plan.js';
@@ -56,6 +57,9 @@ export function batchLines(plan: DatapathPlan): BatchLine[] {
     ...plan.addRules.map(ruleAddLine),
   ];
 }
+
+/** Problems that may pass by themselves: a device still to appear, an address the node took meanwhile (the retry gets another). */
+const TRANSIENT = new Set<ProblemKind>(['device-missing', 'address-on-device', 'not-in-pool']);
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
@@ -124,7 +128,8 @@ export class NodeRouting {
       failed = new Map(lines.map((_, i) => [i + 1, (e as Error).message]));
     }
     lines.forEach((l, i) => {
-      if (failed.has(i + 1)) this.o.metrics.applyFailures.inc({ change: l.change, eni: l.eniId ?? '' });
+      if (failed.has(i + 1) || failed.has(0))
+        this.o.metrics.applyFailures.inc({ change: l.change, eni: l.eniId ?? '' });
       else this.o.metrics.changes.inc({ change: l.change });
     });
     return failed;
@@ -148,9 +153,16 @@ export class NodeRouting {
     const lines = batchLines(plan);
     const failed = await this.apply(lines);
     for (const [n, err] of failed) {
-      const l = lines[n - 1]!;
+      const l = n > 0 ? lines[n - 1]! : undefined;
       this.o.logger.warn(
-        { node: this.o.node, eni: l.eniId, ip: l.ip, change: l.change, command: `ip ${l.text}`, err },
+        {
+          node: this.o.node,
+          eni: l?.eniId,
+          ip: l?.ip,
+          change: l?.change,
+          command: l ? `ip ${l.text}` : 'ip -batch',
+          err,
+        },
         'the kernel refused a datapath change; the next reconcile tries again',
       );
     }
@@ -167,8 +179,10 @@ export class NodeRouting {
         },
         'reconciled the node’s datapath',
       );
-    const failedEnis = new Set([...failed.keys()].map((n) => lines[n - 1]!.eniId).filter(Boolean));
-    this.noteEnis(plan, failedEnis as Set<string>);
+    const failedEnis = new Set(
+      failed.has(0) ? lines.map((l) => l.eniId) : [...failed.keys()].map((n) => lines[n - 1]!.eniId),
+    );
+    this.noteEnis(plan, failedEnis);
     end({ result: failed.size ? 'partial' : 'ok' });
     // Devices appear a moment after an attach: look again soon while one is missing or a change failed.
     const again = failed.size > 0 || plan.problems.some((p) => p.kind === 'device-missing');
@@ -177,7 +191,7 @@ export class NodeRouting {
   }
 
   /** Logs and counts what changed about each ENI: a problem that starts or ends, a device made ready. */
-  private noteEnis(plan: DatapathPlan, failedEnis: ReadonlySet<string>): void {
+  private noteEnis(plan: DatapathPlan, failedEnis: ReadonlySet<string | undefined>): void {
     const now = new Map<string, ProblemKind>();
     for (const p of plan.problems) if (!p.ip) now.set(p.eniId, p.kind);
     for (const p of plan.problems) {
@@ -218,12 +232,7 @@ export class NodeRouting {
         const left = deadline - Date.now();
         if (problem.kind !== 'device-missing' || left <= 0) {
           const waited = problem.kind === 'device-missing' ? ` (waited ${this.o.deviceTimeoutMs / 1000} s)` : '';
-          throw new DatapathError(
-            a.eniId,
-            problem.kind,
-            `${problem.message}${waited}`,
-            problem.kind === 'device-missing',
-          );
+          throw new DatapathError(a.eniId, problem.kind, `${problem.message}${waited}`, TRANSIENT.has(problem.kind));
         }
         await sleep(Math.min(wait, left));
       }
@@ -259,20 +268,35 @@ export class NodeRouting {
     const lines = batchLines(plan);
     const failed = await this.apply(lines);
     if (!failed.size) return undefined;
-    // Nothing half-set: the address's rules go again, and so does a table only partly written.
-    const tableFailed = lines.some((l, i) => failed.has(i + 1) && l.change === 'route-add');
-    const undo = lines
-      .filter((l, i) => !failed.has(i + 1) && l.undo && (l.change === 'rule-add' || tableFailed))
-      .map((l) => ({ ...l, text: l.undo!, change: l.change === 'rule-add' ? 'rule-del' : 'route-del' }) as BatchLine)
-      .reverse();
-    await this.apply(undo);
-    const [n, err] = [...failed][0]!;
-    throw new DatapathError(
-      a.eniId,
-      'apply-failed',
-      `cannot set up ${a.ip} on ENI ${a.eniId}: \`ip ${lines[n - 1]!.text}\` failed: ${err}`,
-      false,
+    await this.takeBack(plan).catch((e: unknown) =>
+      this.o.logger.warn(
+        { node: this.o.node, eni: a.eniId, ip: a.ip, err: (e as Error).message },
+        'cannot take back what a failed ADD set; the next reconcile removes it',
+      ),
     );
+    const [n, err] = [...failed][0]!;
+    const what = n > 0 ? `\`ip ${lines[n - 1]!.text}\` failed` : 'ip -batch stopped';
+    throw new DatapathError(a.eniId, 'apply-failed', `cannot set up ${a.ip} on ENI ${a.eniId}: ${what}: ${err}`, false);
+  }
+
+  /**
+   * Nothing half-set after a failed ADD: what the kernel holds now (whichever of the lines ran)
+   * of the rules the plan added goes again, and so do the routes of a table the plan wrote only
+   * partly.
+   */
+  private async takeBack(plan: DatapathPlan): Promise<void> {
+    const view = await this.read();
+    const key = (r: object) => JSON.stringify(r);
+    const added = new Set(plan.addRules.map(({ ip: _ip, eniId: _eni, ...r }) => key(r)));
+    const undo: BatchLine[] = view.rules.filter((r) => added.has(key(r))).map((r) => ruleDelLine(r, ruleAddress(r)));
+    const tables = new Set(plan.addRoutes.map((r) => r.table));
+    for (const table of tables) {
+      const wanted = plan.addRoutes.filter((r) => r.table === table).map(({ eniId: _eni, ...r }) => key(r));
+      const ours = view.routes.filter((r) => r.table === table && r.protocol === RT_PROTOCOL);
+      const have = new Set(ours.map(key));
+      if (!wanted.every((w) => have.has(w))) undo.push(...ours.map(routeDelLine));
+    }
+    await this.apply(undo);
   }
 
   /** Takes away the rules of released addresses (DEL); logs what the kernel refuses, never throws. */
@@ -291,7 +315,7 @@ export class NodeRouting {
         const failed = await this.apply(lines);
         for (const [n, err] of failed)
           this.o.logger.warn(
-            { node: this.o.node, ip: lines[n - 1]!.ip, command: `ip ${lines[n - 1]!.text}`, err },
+            { node: this.o.node, ip: lines[n - 1]?.ip, command: `ip ${lines[n - 1]?.text ?? '-batch'}`, err },
             'cannot remove the rule of a released address; the next reconcile tries again',
           );
       } catch (e) {
