@@ -15,6 +15,7 @@ import { CRDS } from '../../src/api/crds.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import type { KubeEmulator } from '../../src/sim/kube/index.js';
 import { eventually } from '../helpers/ecs.js';
+import { run, tool } from '../helpers/helm.js';
 import { http, kube } from '../helpers/kube.js';
 import { datapathUnavailable, deleteNamespaces, inNs, ip, sh } from '../helpers/netns.js';
 
@@ -413,6 +414,11 @@ maybe('the node’s datapath, set up by the agent (root, network namespaces)', (
       (await running!.registry.metrics()).match(/eni_ipam_agent_datapath_enis_ready \d+/)?.[0]?.endsWith(' 1'),
     );
     expect(await running!.registry.metrics()).not.toMatch(/eni_ipam_agent_datapath_eni_problems\{eni="eni-4"/);
+    // The datapath's metrics, with values by now, as Prometheus' own linter reads them.
+    const text = await running!.registry.metrics();
+    expect(text).toMatch(/^eni_ipam_agent_datapath_changes_total\{change="rule-add"\} [1-9]/m);
+    const lint = await run(tool('promtool'), ['check', 'metrics'], text);
+    expect(lint.stdout + lint.stderr).toBe('');
   }, 30_000);
 
   it('a rule the kernel refuses fails the ADD with a CNI error naming the ENI and the command; the rule set before it is taken back and the address released', async () => {
