@@ -216,6 +216,7 @@ export class Agent {
         deviceIndex: e.deviceIndex,
         gatewayIP: e.gatewayIP ?? '',
         vSwitchCIDR: e.vSwitchCIDR ?? '',
+        ...(e.primaryIP ? { primaryIP: e.primaryIP } : {}),
       }));
   }
 

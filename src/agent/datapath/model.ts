@@ -53,6 +53,8 @@ export interface PoolEni {
   deviceIndex?: number;
   gatewayIP: string;
   vSwitchCIDR: string;
+  /** The ENI's own address: the image's network scripts may configure it on the device (DHCP) at any time. */
+  primaryIP?: string;
 }
 
 /** An address a pod holds, and the ENI it belongs to. */

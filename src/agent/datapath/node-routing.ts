@@ -84,9 +84,14 @@ export class NodeRouting {
     return this.o.metrics;
   }
 
-  /** Addresses the image's network scripts put on ENI devices: the node's, never handed to a pod. */
+  /**
+   * Addresses that are the node's, never handed to a pod: each ENI's primary address (an image
+   * DHCPs it on a hot-plugged NIC, seconds after the device appears) and whatever else the
+   * image's network scripts put on an ENI's device.
+   */
   heldByNode(): ReadonlySet<string> {
-    return this.held;
+    const primaries = (this.o.poolEnis() ?? []).flatMap((e) => (e.primaryIP ? [e.primaryIP] : []));
+    return primaries.length ? new Set([...this.held, ...primaries]) : this.held;
   }
 
   private locked<T>(f: () => Promise<T>): Promise<T> {
