@@ -14,6 +14,8 @@ RUN npm run build
 
 FROM node:20.20.2-bookworm-slim AS runtime
 ENV NODE_ENV=production
+# iproute2: the agent sets up the node's datapath (ENI devices, route tables, rules) with `ip -json` and `ip -batch`.
+RUN apt-get update && apt-get install -y --no-install-recommends iproute2 && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 # Production dependencies only: no compiler, test or tool packages in the image.

@@ -155,6 +155,8 @@ export class BenchCluster {
       if (this.o.agents === 'processes') {
         const args = [
           'agent',
+          // The agents share the machine's network namespace: no node's datapath to set up.
+          '--node-routing=false',
           '--kubeconfig',
           this.kubeconfigPath(),
           '--node',

@@ -60,11 +60,15 @@ export function operatorArgs(o: { kubeconfig: string; ecs: string; clusterId: st
   ];
 }
 
-/** `eni-ipam agent` for one node: its kubeconfig, state folder and socket; metrics and health on free ports. */
+/**
+ * `eni-ipam agent` for one node: its kubeconfig, state folder and socket; metrics and health on
+ * free ports; no node routing (these agents share the machine's network namespace, which is no
+ * node's to set up).
+ */
 export function agentArgs(o: { node: string; kubeconfig: string; stateDir: string; socket: string }): string[] {
   return [
     'agent',
     ...['--node', o.node, '--kubeconfig', o.kubeconfig, '--state-dir', o.stateDir, '--socket', o.socket],
-    ...['--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0'],
+    ...['--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--node-routing=false'],
   ];
 }

@@ -332,6 +332,8 @@ export class ChaosCluster {
       'agent',
       ...['--kubeconfig', a.kubeconfig ?? join(this.dir, 'kubeconfig'), '--node', a.node],
       ...['--state-dir', stateDir, '--socket', a.socket, '--cooldown', '3'],
+      // The agents share the machine's network namespace: no node's datapath to set up.
+      '--node-routing=false',
       ...['--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'],
     ];
   }

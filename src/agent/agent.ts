@@ -28,6 +28,10 @@ import {
   type Lease,
   type NodePod,
 } from './allocator.js';
+import { DatapathMetrics } from './datapath/metrics.js';
+import type { KernelPort } from './datapath/kernel.js';
+import type { DatapathConfig, PodAddress, PoolEni } from './datapath/model.js';
+import { DatapathError, NodeRouting } from './datapath/node-routing.js';
 import { AgentMetrics } from './metrics.js';
 import { StateFile, type JournalOps } from './state-file.js';
 import { DEFAULT_STATUS_BACKOFF } from './status-outage.js';
@@ -54,6 +58,17 @@ export interface AgentOptions {
   registry: Registry;
   /** Namespace of the Events about the (cluster-scoped) pool. */
   eventNamespace?: string;
+  /** The node's datapath (ENI devices, per-ENI tables, per-pod rules); none when absent (tests, --node-routing=false). */
+  datapath?: DatapathOptions;
+}
+
+export interface DatapathOptions {
+  config: DatapathConfig;
+  kernel: KernelPort;
+  /** How long an ADD waits for its ENI's device (default 5 s: below the plugin's 10 s timeout). */
+  deviceTimeoutMs?: number;
+  /** A full reconcile at least this often (default 60 s). */
+  resyncMs?: number;
 }
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -97,6 +112,8 @@ export class Agent {
   private stopped = false;
   readonly metrics: AgentMetrics;
   private readonly events: EventRecorder;
+  /** The node's datapath, when the agent sets it up. */
+  readonly routing?: NodeRouting;
 
   constructor(private readonly o: AgentOptions) {
     this.file = StateFile.in(o.stateDir, o.journalOps);
@@ -126,6 +143,18 @@ export class Agent {
       stray: () => (this.current() ? strayAllocations(this.state, this.current()).length : 0),
       statusUnsentSeconds: () => this.status.unsentMs() / 1000,
     });
+    if (o.datapath)
+      this.routing = new NodeRouting({
+        node: o.node,
+        config: o.datapath.config,
+        kernel: o.datapath.kernel,
+        deviceTimeoutMs: o.datapath.deviceTimeoutMs ?? 5000,
+        resyncMs: o.datapath.resyncMs ?? 60_000,
+        logger: o.logger,
+        metrics: new DatapathMetrics(o.registry),
+        poolEnis: () => this.routedEnis(),
+        addresses: () => this.routedAddresses(),
+      });
     this.status = new StatusWriter({
       node: o.node,
       policy: {
@@ -172,7 +201,29 @@ export class Agent {
   }
 
   private free(): string[] {
-    return freeAddresses(this.state, this.current(), Date.now());
+    return freeAddresses(this.state, this.current(), Date.now(), this.routing?.heldByNode());
+  }
+
+  /** The pool's InUse ENIs for the datapath; undefined until the pool has been listed (absence is no proof). */
+  private routedEnis(): PoolEni[] | undefined {
+    const pool = this.current();
+    if (!this.pool.synced || !pool) return undefined;
+    return (pool.status?.enis ?? [])
+      .filter((e) => e.state === 'InUse')
+      .map((e) => ({
+        id: e.id,
+        mac: e.mac ?? '',
+        deviceIndex: e.deviceIndex,
+        gatewayIP: e.gatewayIP ?? '',
+        vSwitchCIDR: e.vSwitchCIDR ?? '',
+        ...(e.primaryIP ? { primaryIP: e.primaryIP } : {}),
+      }));
+  }
+
+  private routedAddresses(): PodAddress[] {
+    return Object.values(this.state.allocations)
+      .filter((a) => a.eniId)
+      .map((a) => ({ ip: a.ip, eniId: a.eniId }));
   }
 
   /**
@@ -245,6 +296,12 @@ export class Agent {
         );
       }
     }
+    // The datapath after recovery, before any ADD: every address a running pod holds is known by
+    // then, so a restart takes none of their rules away (and adds none twice: it compares first).
+    if (this.routing && !this.stopped) {
+      await this.routing.reconcile();
+      this.routing.start();
+    }
     this.recovering = false;
     this.onPoolChange();
     this.recoveryTimer = setInterval(() => void this.releaseDeparted(), 30_000);
@@ -275,6 +332,7 @@ export class Agent {
           'the agent keeps the allocation until the pod releases it',
       );
     }
+    if (!this.recovering) void this.routing?.reconcile();
     this.scheduleStatus();
   }
 
@@ -283,28 +341,82 @@ export class Agent {
     // Until what the state file lacks has been taken back in, no address is known to be free.
     if (this.recovering) return 'pool-empty';
     const end = this.metrics.latency.startTimer();
-    const r = allocate(this.state, this.current(), req, Date.now());
+    const r = this.take(req);
+    end();
+    return r === 'pool-empty' ? r : r.lease;
+  }
+
+  private take(req: { containerId: string; ifName: string; pod: string; network?: string }) {
+    const r = allocate(this.state, this.current(), req, Date.now(), this.routing?.heldByNode());
     if ('error' in r) {
       this.metrics.emptyPool.inc();
-      end();
-      return 'pool-empty';
+      return 'pool-empty' as const;
     }
     if (r.fresh) {
       this.state = r.state;
       this.persist();
       this.scheduleStatus();
     }
-    end();
-    return r.lease;
+    return r;
+  }
+
+  /**
+   * A pod's ADD: an address (as allocate), and with the node's datapath, its ENI's device, table
+   * and the address's rules set before it answers. When they cannot be, a fresh address is
+   * released again (nothing half-set) and the DatapathError says which ENI and why.
+   */
+  async addPod(req: {
+    containerId: string;
+    ifName: string;
+    pod: string;
+    network?: string;
+  }): Promise<Lease | 'pool-empty'> {
+    if (this.recovering) return 'pool-empty';
+    const end = this.metrics.latency.startTimer();
+    try {
+      const r = this.take(req);
+      if (r === 'pool-empty' || !this.routing) return r === 'pool-empty' ? r : r.lease;
+      try {
+        await this.routing.ensure({ ip: r.lease.ip, eniId: r.lease.eniId });
+      } catch (e) {
+        const err =
+          e instanceof DatapathError
+            ? e
+            : new DatapathError(r.lease.eniId, 'apply-failed', (e as Error).message, false);
+        this.routing.metrics.podFailures.inc({ eni: err.eniId, reason: err.reason });
+        this.o.logger.warn(
+          { node: this.o.node, eni: err.eniId, ip: r.lease.ip, pod: req.pod, reason: err.reason, err: err.message },
+          r.fresh
+            ? 'the datapath of a pod address could not be set up; the ADD fails and the address is released'
+            : 'the datapath of a pod address could not be set up; the ADD fails',
+        );
+        if (r.fresh) await this.removePod(req.containerId, req.ifName);
+        throw err;
+      }
+      return r.lease;
+    } finally {
+      end();
+    }
   }
 
   release(containerId: string, ifName?: string): string[] {
+    return this.drop(containerId, ifName).released;
+  }
+
+  private drop(containerId: string, ifName?: string): { released: string[]; unrouted: Promise<void> } {
     const r = release(this.state, containerId, ifName, Date.now(), this.o.cooldownMs);
     if (r.released.length) {
       this.state = r.state;
       this.persist();
       this.scheduleStatus();
     }
+    return { released: r.released, unrouted: this.routing?.forget(r.released) ?? Promise.resolve() };
+  }
+
+  /** A pod's DEL: its addresses released, and their rules gone from the node before it answers. */
+  async removePod(containerId: string, ifName?: string): Promise<string[]> {
+    const r = this.drop(containerId, ifName);
+    await r.unrouted;
     return r.released;
   }
 
@@ -404,6 +516,7 @@ export class Agent {
   /** Writes what is pending and stops watching. */
   async stop(): Promise<void> {
     this.stopped = true;
+    await this.routing?.stop();
     clearTimeout(this.recoveryRetry);
     clearInterval(this.recoveryTimer);
     clearTimeout(this.coolingTimer);

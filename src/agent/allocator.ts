@@ -71,15 +71,21 @@ function walkPool(pool: ENIPool): Map<string, Omit<Lease, 'ip'>> {
 
 /**
  * The addresses free to hand out now, in a stable order: in the pool, not requested for
- * release (those leave the free list first), not in use, not cooling down.
+ * release (those leave the free list first), not in use, not cooling down, and not held by the
+ * node (`exclude`: an ENI's address the image configured on its device).
  */
-export function freeAddresses(state: AgentState, pool: ENIPool | undefined, now: number): string[] {
+export function freeAddresses(
+  state: AgentState,
+  pool: ENIPool | undefined,
+  now: number,
+  exclude?: ReadonlySet<string>,
+): string[] {
   // A pool being deleted is giving its ENIs back: nothing more is handed out from it.
   if (pool?.metadata.deletionTimestamp) return [];
   const requested = new Set(Object.keys(pool?.status?.releaseRequests ?? {}));
   const inUse = new Set(Object.values(state.allocations).map((a) => a.ip));
   return [...poolAddresses(pool).keys()].filter(
-    (ip) => !requested.has(ip) && !inUse.has(ip) && !((state.cooling[ip] ?? 0) > now),
+    (ip) => !requested.has(ip) && !inUse.has(ip) && !((state.cooling[ip] ?? 0) > now) && !exclude?.has(ip),
   );
 }
 
@@ -92,6 +98,7 @@ export function allocate(
   pool: ENIPool | undefined,
   req: { containerId: string; ifName: string; pod: string; network?: string },
   now: number,
+  exclude?: ReadonlySet<string>,
 ): AllocateResult {
   const key = allocationKey(req.containerId, req.ifName);
   const addresses = poolAddresses(pool);
@@ -103,7 +110,7 @@ export function allocate(
       : { ip: existing.ip, prefixLength: 32, gateway: '', eniId: existing.eniId, mac: '', vSwitchCidr: '' };
     return { state, lease, fresh: false };
   }
-  const [ip] = freeAddresses(state, pool, now);
+  const [ip] = freeAddresses(state, pool, now, exclude);
   if (!ip) return { state, error: 'pool-empty' };
   const where = addresses.get(ip)!;
   const allocation: Allocation = {

@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import type { Agent } from './agent.js';
 import { answerCni } from './cni.js';
+import { DatapathError } from './datapath/node-routing.js';
 
 /** Request bodies above this are refused with 413 (a CNI request is a few KiB). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -123,7 +124,7 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
       try {
         const route = `${req.method} ${(req.url ?? '').split('?')[0]}`;
         if (route === 'POST /v1/cni') {
-          const answer = answerCni(agent, cniRequest(await body(req)));
+          const answer = await answerCni(agent, cniRequest(await body(req)));
           await agent.persisted();
           res
             .writeHead(200, {
@@ -136,11 +137,17 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
         }
         if (route === 'POST /v1/allocate') {
           const b = await body(req);
-          const lease = agent.allocate({
-            containerId: str(b, 'containerId')!,
-            ifName: str(b, 'ifName')!,
-            pod: str(b, 'pod')!,
-          });
+          let lease: Awaited<ReturnType<Agent['addPod']>>;
+          try {
+            lease = await agent.addPod({
+              containerId: str(b, 'containerId')!,
+              ifName: str(b, 'ifName')!,
+              pod: str(b, 'pod')!,
+            });
+          } catch (e) {
+            if (!(e instanceof DatapathError)) throw e;
+            return send(res, 503, { error: 'datapath', eniId: e.eniId, reason: e.reason, message: e.message });
+          }
           if (lease === 'pool-empty')
             return send(res, 503, {
               error: 'pool-empty',
@@ -151,7 +158,7 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
         }
         if (route === 'POST /v1/release') {
           const b = await body(req);
-          const released = agent.release(str(b, 'containerId')!, str(b, 'ifName', false));
+          const released = await agent.removePod(str(b, 'containerId')!, str(b, 'ifName', false));
           await agent.persisted();
           return send(res, 200, { released });
         }

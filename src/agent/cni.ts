@@ -1,4 +1,5 @@
 import type { Allocation, Lease } from './allocator.js';
+import { DatapathError } from './datapath/node-routing.js';
 
 /** CNI error codes (spec 1.0.0, and 50 from 1.1.0 for STATUS). */
 export const CNI_ERRORS = {
@@ -45,8 +46,10 @@ export interface CniAnswer {
 /** The part of the agent the protocol needs. */
 export interface CniAgent {
   readonly ready: boolean;
-  allocate(req: { containerId: string; ifName: string; pod: string; network?: string }): Lease | 'pool-empty';
-  release(containerId: string, ifName?: string): string[];
+  /** An address for the pod interface, its datapath on the node set up (see Agent.addPod). */
+  addPod(req: { containerId: string; ifName: string; pod: string; network?: string }): Promise<Lease | 'pool-empty'>;
+  /** Releases the container's (interface's) addresses and takes their rules off the node. */
+  removePod(containerId: string, ifName?: string): Promise<string[]>;
   list(): Allocation[];
 }
 
@@ -152,7 +155,7 @@ function addResult(conf: NetConf, lease: Lease): unknown {
 }
 
 /** Runs one command; answers its result (undefined for an empty stdout) or throws a CniError. */
-function run(agent: CniAgent, req: CniRequest, now: number): unknown {
+async function run(agent: CniAgent, req: CniRequest, now: number): Promise<unknown> {
   const command = need(req.env, 'CNI_COMMAND');
   if (command === 'VERSION') return { cniVersion: '1.0.0', supportedVersions: SUPPORTED_VERSIONS };
   const conf = parseConf(req.stdin);
@@ -183,7 +186,7 @@ function run(agent: CniAgent, req: CniRequest, now: number): unknown {
         now - a.allocatedAt < GC_GRACE_MS
       )
         continue;
-      agent.release(a.containerId, a.ifName);
+      await agent.removePod(a.containerId, a.ifName);
     }
     return undefined;
   }
@@ -197,7 +200,15 @@ function run(agent: CniAgent, req: CniRequest, now: number): unknown {
   const ifName = need(req.env, 'CNI_IFNAME');
   if (command === 'ADD') {
     need(req.env, 'CNI_NETNS');
-    const lease = agent.allocate({ containerId, ifName, pod: podOf(req.env), network });
+    let lease: Lease | 'pool-empty';
+    try {
+      lease = await agent.addPod({ containerId, ifName, pod: podOf(req.env), network });
+    } catch (e) {
+      // A device that has not appeared yet may appear: the runtime tries again. Anything else is an I/O failure.
+      if (e instanceof DatapathError)
+        throw new CniError(e.transient ? CNI_ERRORS.tryAgainLater : CNI_ERRORS.io, e.message, `reason: ${e.reason}`);
+      throw e;
+    }
     if (lease === 'pool-empty')
       throw new CniError(
         CNI_ERRORS.tryAgainLater,
@@ -206,7 +217,7 @@ function run(agent: CniAgent, req: CniRequest, now: number): unknown {
     return addResult(conf, lease);
   }
   if (command === 'DEL') {
-    agent.release(containerId, ifName);
+    await agent.removePod(containerId, ifName);
     return undefined;
   }
   const mine = agent.list().find((a) => a.containerId === containerId && a.ifName === ifName);
@@ -243,9 +254,9 @@ function errorVersion(stdin: string): string {
  * releases this network's allocations the runtime no longer lists; VERSION lists the
  * versions. Errors are the spec's error objects, exit code 1.
  */
-export function answerCni(agent: CniAgent, req: CniRequest, now = Date.now()): CniAnswer {
+export async function answerCni(agent: CniAgent, req: CniRequest, now = Date.now()): Promise<CniAnswer> {
   try {
-    const result = run(agent, req, now);
+    const result = await run(agent, req, now);
     return { stdout: result === undefined ? '' : `${JSON.stringify(result)}\n`, exitCode: 0 };
   } catch (e) {
     const err =

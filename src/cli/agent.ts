@@ -5,6 +5,8 @@ import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.js';
 import { SocketInUseError, clearStaleSocket, serveAgentApi } from '../agent/api.js';
 import { DEFAULT_SOCKET } from '../agent/cni.js';
+import { IpRouteKernel } from '../agent/datapath/kernel.js';
+import { DEFAULT_TABLE_BASE, MAX_DEVICE_INDEX } from '../agent/datapath/model.js';
 import { StateFileError } from '../agent/state-file.js';
 import { StateDirLockedError, StateLock } from '../agent/state-lock.js';
 import { createLogger, servingLogger } from '../observability/logger.js';
@@ -83,6 +85,44 @@ export const agentCommand: CommandSpec = {
       help: 'status writes are coalesced to at most one per interval',
       check: timerSeconds(),
     },
+    {
+      name: 'node-routing',
+      type: 'boolean',
+      default: true,
+      help:
+        'set up the node’s datapath: ENI devices up with --mtu, a route table per ENI, two rules per pod address; ' +
+        '--node-routing=false is for tests and debugging only (pods on secondary ENIs then cannot reach the VPC)',
+    },
+    {
+      name: 'mtu',
+      type: 'number',
+      value: 'BYTES',
+      default: 1500,
+      help: 'MTU of the ENI devices (the chart passes agent.mtu, which the pods’ veths use too)',
+      check: (v) =>
+        Number.isInteger(v) && Number(v) >= 576 && Number(v) <= 65535
+          ? undefined
+          : 'must be an integer from 576 to 65535',
+    },
+    {
+      name: 'route-table-base',
+      type: 'number',
+      value: 'N',
+      default: DEFAULT_TABLE_BASE,
+      help: `the ENI with device index I gets route table N+I; tables N+1 to N+${MAX_DEVICE_INDEX} are the agent’s`,
+      check: (v) =>
+        Number.isInteger(v) && Number(v) >= 255 && Number(v) + MAX_DEVICE_INDEX <= 0x7fffffff
+          ? undefined
+          : `must be an integer from 255 to ${0x7fffffff - MAX_DEVICE_INDEX} (tables 253 to 255 are the kernel’s)`,
+    },
+    {
+      name: 'device-timeout',
+      type: 'number',
+      value: 'SECONDS',
+      default: 5,
+      help: 'how long an ADD waits for its ENI’s device to appear; keep it below the plugin’s ipam.timeoutSeconds (10)',
+      check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0'),
+    },
     addressFlag('metrics-addr', '0.0.0.0:9091', 'serve /metrics here'),
     addressFlag('health-addr', '0.0.0.0:8081', 'serve /healthz and /readyz (pool seen) here'),
     {
@@ -144,6 +184,15 @@ export const agentCommand: CommandSpec = {
         eventNamespace: String(f['event-namespace']),
         logger,
         registry,
+        ...(f['node-routing']
+          ? {
+              datapath: {
+                config: { tableBase: f['route-table-base'] as number, mtu: f.mtu as number },
+                kernel: new IpRouteKernel(),
+                deviceTimeoutMs: (f['device-timeout'] as number) * 1000,
+              },
+            }
+          : {}),
       });
     } catch (e) {
       endpoints.close();

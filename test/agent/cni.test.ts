@@ -220,10 +220,10 @@ describe('the CNI protocol on POST /v1/cni', () => {
     const shifted: CniAgent = {
       ready: true,
       list: () => agent.list().map((a) => (a === young ? { ...a, allocatedAt: at } : a)),
-      release: (c, i) => agent.release(c, i),
-      allocate: (r) => agent.allocate(r),
+      removePod: (c, i) => agent.removePod(c, i),
+      addPod: (r) => agent.addPod(r),
     };
-    expect(answerCni(shifted, { env: { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' }, stdin }, at)).toEqual({
+    expect(await answerCni(shifted, { env: { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' }, stdin }, at)).toEqual({
       stdout: '',
       exitCode: 0,
     });

@@ -52,7 +52,16 @@ const operator = () => [
   ...['--health-addr', '127.0.0.1:0'],
 ];
 const agent = () => [
-  ...['agent', '--node', 'node-1', '--kubeconfig', kubeconfig, '--state-dir', join(dir, 'state')],
+  ...[
+    'agent',
+    '--node-routing=false',
+    '--node',
+    'node-1',
+    '--kubeconfig',
+    kubeconfig,
+    '--state-dir',
+    join(dir, 'state'),
+  ],
   ...['--socket', join(dir, 'agent.sock'), '--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0'],
 ];
 const COMMANDS: Array<[string, string, () => string[]]> = [

@@ -187,6 +187,7 @@ describe('eni-ipam agent', () => {
   it('creates its socket 0600 under umask 000, 0660 for --socket-group, and refuses bad socket settings', async () => {
     const base = [
       'agent',
+      '--node-routing=false',
       '--node',
       'node-9',
       '--kubeconfig',

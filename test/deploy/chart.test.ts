@@ -271,6 +271,20 @@ describe('the Helm chart', () => {
         readOnlyRootFilesystem: true,
         capabilities: { drop: ['ALL'] },
       });
+    // The node's datapath (links, routes, rules) needs NET_ADMIN: the agent has it, its init container not.
+    expect(agent.securityContext.capabilities.add).toEqual(['NET_ADMIN']);
+    expect(init.securityContext.capabilities.add).toBeUndefined();
+    expect(agent.args).toEqual(expect.arrayContaining(['--mtu=1500', '--route-table-base=3000', '--device-timeout=5']));
+    expect(agent.args).not.toContain('--node-routing=false');
+    const unrouted = containers(
+      find(
+        await template([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'agent.nodeRouting=false']),
+        'DaemonSet',
+        '-agent',
+      ),
+    )[1];
+    expect(unrouted.args).toContain('--node-routing=false');
+    expect(unrouted.securityContext.capabilities).toEqual({ drop: ['ALL'] });
     // The conflist it installs is the example the datapath test uses, with the socket the agent serves.
     const conflist = JSON.parse(find(objs, 'ConfigMap', '-cni').data['10-eni-ipam.conflist']);
     expect(conflist).toEqual(JSON.parse(readFileSync(`${ROOT}examples/10-eni-ipam.conflist`, 'utf8')));

@@ -77,6 +77,8 @@ describe('the container image', () => {
     expect(runtime.lines.filter((l) => l.op === 'ENTRYPOINT').at(-1)!.args).toBe('["node", "/app/bin/eni-ipam"]');
     expect(runtime.lines.some((l) => l.op === 'COPY' && l.args.startsWith('bin '))).toBe(true);
     expect(runtime.lines.some((l) => l.op === 'RUN' && l.args.includes('/usr/local/bin/eni-ipam-cni'))).toBe(true);
+    // The agent's datapath runs `ip` (iproute2), which the slim base image lacks.
+    expect(runtime.lines.some((l) => l.op === 'RUN' && /apt-get install\b.*\biproute2\b/.test(l.args))).toBe(true);
   });
 
   it('needs no devDependency at run time: every package the compiled code imports is a dependency', () => {

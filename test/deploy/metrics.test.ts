@@ -50,6 +50,7 @@ beforeAll(async () => {
   operatorFresh = await scrape(operatorUrl);
   const agentUrl = await start([
     'agent',
+    '--node-routing=false',
     '--kubeconfig',
     kubeconfig,
     '--node',

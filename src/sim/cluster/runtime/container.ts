@@ -153,7 +153,18 @@ export interface ContainerSpec {
   groups: number[];
   readOnlyRoot: boolean;
   dropAllCaps: boolean;
+  /** securityContext.capabilities.add (NET_ADMIN or CAP_NET_ADMIN): kept in the bounding set when ALL is dropped. */
+  addCaps?: string[];
   noNewPrivs: boolean;
+}
+
+/** setpriv's names of Kubernetes capability names (NET_ADMIN, CAP_NET_ADMIN -> +net_admin). */
+function setprivCaps(caps: string[] | undefined): string {
+  return (caps ?? [])
+    .map((c) => c.toLowerCase().replace(/^cap_/, ''))
+    .filter((c) => /^[a-z_]+$/.test(c))
+    .map((c) => `,+${c}`)
+    .join('');
 }
 
 /**
@@ -245,7 +256,9 @@ export function setprivArgv(c: ContainerSpec): string[] {
     `--reuid=${c.uid}`,
     `--regid=${c.gid}`,
     c.groups.length ? `--groups=${c.groups.join(',')}` : '--clear-groups',
-    ...(c.dropAllCaps ? ['--inh-caps=-all', '--bounding-set=-all'] : []),
+    ...(c.dropAllCaps
+      ? [`--inh-caps=-all${setprivCaps(c.addCaps)}`, `--bounding-set=-all${setprivCaps(c.addCaps)}`]
+      : []),
     ...(c.noNewPrivs ? ['--no-new-privs'] : []),
     // The container dies with the runtime that started it, even when that is killed.
     '--pdeathsig=KILL',

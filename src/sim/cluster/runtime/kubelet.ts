@@ -437,6 +437,7 @@ export class Kubelet {
       groups,
       readOnlyRoot: Boolean(c.spec.securityContext?.readOnlyRootFilesystem),
       dropAllCaps: drop.includes('ALL'),
+      addCaps: c.spec.securityContext?.capabilities?.add,
       noNewPrivs: c.spec.securityContext?.allowPrivilegeEscalation === false,
     };
     const proc = startContainer(process, c.log);

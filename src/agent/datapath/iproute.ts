@@ -1,0 +1,182 @@
+import type { KernelLink, KernelRoute, KernelRule, KernelView, LinkChange, RouteAdd, RuleAdd } from './model.js';
+
+/**
+ * iproute2's side of the datapath, as pure functions: the kernel's state from `ip -N -d -json`
+ * (numbers for tables, protocols, scopes and types, so the node's rt_tables names change
+ * nothing), and the changes as `ip -batch` lines.
+ */
+
+/** What the agent reads, in one `ip -batch` run: one JSON array per line. */
+export const READ_BATCH = 'addr show\nroute show table all\nrule show\n';
+
+export class IpOutputError extends Error {}
+
+const num = (v: unknown, what: string): number => {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!Number.isFinite(n)) throw new IpOutputError(`ip printed ${what} ${JSON.stringify(v)}, not a number`);
+  return n;
+};
+
+function array(line: string | undefined, what: string): Array<Record<string, unknown>> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line ?? '');
+  } catch {
+    throw new IpOutputError(`ip printed no JSON for ${what}: ${JSON.stringify((line ?? '').slice(0, 200))}`);
+  }
+  if (!Array.isArray(parsed)) throw new IpOutputError(`ip printed ${what} that is not a JSON array`);
+  return parsed as Array<Record<string, unknown>>;
+}
+
+export function parseLinks(items: Array<Record<string, unknown>>): KernelLink[] {
+  return items.map((l) => {
+    const flags = Array.isArray(l.flags) ? (l.flags as string[]) : [];
+    const addrInfo = Array.isArray(l.addr_info) ? (l.addr_info as Array<Record<string, unknown>>) : [];
+    return {
+      index: num(l.ifindex, 'ifindex'),
+      name: String(l.ifname),
+      mac: String(l.address ?? '').toLowerCase(),
+      mtu: num(l.mtu, 'mtu'),
+      up: flags.includes('UP'),
+      ...(typeof l.master === 'string' ? { master: l.master } : {}),
+      ...(typeof l.link === 'string' ? { parent: l.link } : {}),
+      addresses: addrInfo.filter((a) => a.family === 'inet' && typeof a.local === 'string').map((a) => String(a.local)),
+    };
+  });
+}
+
+export function parseRoutes(items: Array<Record<string, unknown>>): KernelRoute[] {
+  return items.map((r) => ({
+    // `ip route show table all` prints the table of every route; a route without one is main's.
+    table: r.table === undefined ? 254 : num(r.table, 'table'),
+    type: r.type === undefined ? 1 : num(r.type, 'type'),
+    dst: String(r.dst),
+    ...(typeof r.gateway === 'string' ? { gateway: r.gateway } : {}),
+    ...(typeof r.dev === 'string' ? { dev: r.dev } : {}),
+    scope: r.scope === undefined ? 0 : num(r.scope, 'scope'),
+    protocol: r.protocol === undefined ? 0 : num(r.protocol, 'protocol'),
+    ...(r.metric !== undefined ? { metric: num(r.metric, 'metric') } : {}),
+    ...(Array.isArray(r.nexthops) ? { multipath: true } : {}),
+  }));
+}
+
+/** A rule's selector as a CIDR: ip prints an address, `all`, and the length apart when it is not the full one. */
+function selector(addr: unknown, len: unknown): string | undefined {
+  if (addr === undefined || addr === 'all') return undefined;
+  const bits = len === undefined ? 32 : num(len, 'prefix length');
+  return `${String(addr)}/${bits}`;
+}
+
+const RULE_KEYS = new Set(['priority', 'src', 'srclen', 'dst', 'dstlen', 'table', 'protocol']);
+
+export function parseRules(items: Array<Record<string, unknown>>): KernelRule[] {
+  return items.map((r) => {
+    const src = selector(r.src, r.srclen);
+    const dst = selector(r.dst, r.dstlen);
+    const extra = Object.keys(r).some((k) => !RULE_KEYS.has(k));
+    return {
+      priority: r.priority === undefined ? 0 : num(r.priority, 'priority'),
+      ...(src ? { src } : {}),
+      ...(dst ? { dst } : {}),
+      ...(r.table !== undefined ? { table: num(r.table, 'table') } : {}),
+      protocol: r.protocol === undefined ? 0 : num(r.protocol, 'protocol'),
+      ...(extra ? { extra: true } : {}),
+    };
+  });
+}
+
+/** The kernel's state from the output of `ip -N -d -json -batch -` fed READ_BATCH. */
+export function parseKernelView(stdout: string): KernelView {
+  const lines = stdout.split('\n').filter((l) => l.trim());
+  if (lines.length !== 3) throw new IpOutputError(`ip printed ${lines.length} JSON lines for 3 commands`);
+  return {
+    links: parseLinks(array(lines[0], 'addr show')),
+    routes: parseRoutes(array(lines[1], 'route show table all')),
+    rules: parseRules(array(lines[2], 'rule show')),
+  };
+}
+
+/** One `ip -batch` line and what it serves. */
+export interface BatchLine {
+  text: string;
+  change: 'link' | 'route-add' | 'route-del' | 'rule-add' | 'rule-del';
+  eniId?: string;
+  ip?: string;
+  /** The line that takes this one back (for an add). */
+  undo?: string;
+}
+
+export function linkLine(c: LinkChange): BatchLine {
+  const parts = [
+    'link set dev',
+    c.dev,
+    ...(c.mtu !== undefined ? ['mtu', String(c.mtu)] : []),
+    ...(c.up ? ['up'] : []),
+  ];
+  return { text: parts.join(' '), change: 'link', eniId: c.eniId };
+}
+
+function routeSpec(r: KernelRoute): string {
+  return [
+    r.dst,
+    ...(r.gateway ? ['via', r.gateway] : []),
+    ...(r.dev ? ['dev', r.dev] : []),
+    ...(r.scope === 253 ? ['scope', 'link'] : []),
+    'table',
+    String(r.table),
+    'proto',
+    String(r.protocol),
+  ].join(' ');
+}
+
+export function routeAddLine(r: RouteAdd): BatchLine {
+  return {
+    text: `route add ${routeSpec(r)}`,
+    change: 'route-add',
+    eniId: r.eniId,
+    undo: `route del ${routeSpec(r)}`,
+  };
+}
+
+export function routeDelLine(r: KernelRoute): BatchLine {
+  // Only what identifies it: a multipath route is named by its destination, table and protocol.
+  const spec = r.multipath ? `${r.dst} table ${r.table} proto ${r.protocol}` : routeSpec(r);
+  return { text: `route del ${spec}`, change: 'route-del' };
+}
+
+function ruleSpec(r: KernelRule): string {
+  const selectors = [r.src ? `from ${r.src}` : '', r.dst ? `to ${r.dst}` : ''].filter(Boolean);
+  const lookup = r.table !== undefined ? [`lookup ${r.table}`] : [];
+  return [`priority ${r.priority} protocol ${r.protocol}`, ...selectors, ...lookup].join(' ');
+}
+
+export function ruleAddLine(r: RuleAdd): BatchLine {
+  return {
+    text: `rule add ${ruleSpec(r)}`,
+    change: 'rule-add',
+    eniId: r.eniId,
+    ip: r.ip,
+    undo: `rule del ${ruleSpec(r)}`,
+  };
+}
+
+export function ruleDelLine(r: KernelRule, ip?: string): BatchLine {
+  return { text: `rule del ${ruleSpec(r)}`, change: 'rule-del', ...(ip ? { ip } : {}) };
+}
+
+/**
+ * The errors of an `ip -force -batch -` run by line number (1-based): ip prints the kernel's
+ * answer, then `Command failed -:N`.
+ */
+export function parseBatchErrors(stderr: string): Map<number, string> {
+  const out = new Map<number, string>();
+  let pending: string[] = [];
+  for (const line of stderr.split('\n')) {
+    const m = /^Command failed (?:-|\S+):(\d+)\s*$/.exec(line);
+    if (m) {
+      out.set(Number(m[1]), pending.join('; ') || 'failed');
+      pending = [];
+    } else if (line.trim()) pending.push(line.trim());
+  }
+  return out;
+}

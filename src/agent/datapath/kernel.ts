@@ -1,0 +1,75 @@
+import { execFile } from 'node:child_process';
+import type { KernelView } from './model.js';
+import { READ_BATCH, parseBatchErrors, parseKernelView } from './iproute.js';
+
+/** The kernel as the datapath sees it: read its state, apply `ip -batch` lines. */
+export interface KernelPort {
+  read(): Promise<KernelView>;
+  /**
+   * Runs every line (one failing does not stop the others); answers the failed ones by 1-based
+   * number, or 0 when ip stopped without saying which line (then any of them may have run).
+   */
+  apply(lines: string[]): Promise<Map<number, string>>;
+}
+
+export interface IpRouteOptions {
+  /** A named network namespace (`ip -n`); the agent's own when absent (it runs with host networking). */
+  netns?: string;
+  /** The ip binary (default: `ip` on PATH). */
+  binary?: string;
+  timeoutMs?: number;
+}
+
+/** ip lives in /usr/sbin or /sbin, which a container's PATH may lack. */
+const IP_PATH = [process.env.PATH, '/usr/sbin', '/usr/bin', '/sbin', '/bin'].filter(Boolean).join(':');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** iproute2 in batch mode: one process per read (three commands) and one per set of changes. */
+export class IpRouteKernel implements KernelPort {
+  constructor(private readonly o: IpRouteOptions = {}) {}
+
+  private run(args: string[], stdin: string): Promise<Run> {
+    const argv = [...(this.o.netns ? ['-n', this.o.netns] : []), ...args];
+    return new Promise((resolve, reject) => {
+      const child = execFile(
+        this.o.binary ?? 'ip',
+        argv,
+        { timeout: this.o.timeoutMs ?? 10_000, maxBuffer: 64 * 1024 * 1024, env: { PATH: IP_PATH } },
+        (err, stdout, stderr) => {
+          const e = err as { code?: unknown; killed?: boolean; message: string } | null;
+          if (e && typeof e.code !== 'number')
+            return reject(
+              new Error(
+                e.code === 'ENOENT'
+                  ? `${this.o.binary ?? 'ip'} (iproute2) is not installed; the agent needs it for the node's datapath`
+                  : `ip ${argv.join(' ')}: ${e.killed ? 'timed out' : e.message}`,
+              ),
+            );
+          resolve({ code: e ? (e.code as number) : 0, stdout, stderr });
+        },
+      );
+      child.stdin?.on('error', () => undefined);
+      child.stdin?.end(stdin);
+    });
+  }
+
+  async read(): Promise<KernelView> {
+    const r = await this.run(['-N', '-d', '-json', '-batch', '-'], READ_BATCH);
+    if (r.code !== 0) throw new Error(`cannot read the node's links, routes and rules: ${r.stderr.trim()}`);
+    return parseKernelView(r.stdout);
+  }
+
+  async apply(lines: string[]): Promise<Map<number, string>> {
+    if (!lines.length) return new Map();
+    const r = await this.run(['-force', '-batch', '-'], `${lines.join('\n')}\n`);
+    const failed = parseBatchErrors(r.stderr);
+    // ip gives up on a line it cannot parse (exit 255), whatever -force says: which ran is not known.
+    if (r.code !== 0 && failed.size === 0) failed.set(0, r.stderr.trim() || `ip exited ${r.code}`);
+    return failed;
+  }
+}
