@@ -133,7 +133,7 @@ const eni = s.object(
     state: s.enum(['Available', 'Attaching', 'InUse', 'Detaching', 'Deleting'] as const),
     deviceIndex: s.int({ minimum: 0 }),
     ips: s.array(s.string(), {
-      description: 'Every IPv4 address of the ENI usable by pods, its own primary included.',
+      description: "The ENI's addresses usable by pods: its secondary addresses (its own primary address is the node's).",
     }),
   },
   { required: ['id', 'state'] },

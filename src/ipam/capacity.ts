@@ -7,12 +7,16 @@ export interface InstanceLimits {
 }
 
 /**
- * Pod IPs an instance can hold: every address of every secondary ENI (their own primary
- * addresses included); the instance's primary ENI is the node's and is never used.
+ * Pod addresses per secondary ENI: its secondary addresses. An ENI's own primary address is the
+ * node's (an image configures it on the hot-plugged device, by DHCP), as with AWS's VPC CNI; the
+ * instance's primary ENI is the node's and is never used.
  */
+export const podIpsPerEni = (l: InstanceLimits): number => Math.max(0, l.ipv4PerEni - 1);
+
+/** Pod IPs an instance can hold: the secondary addresses of every secondary ENI. */
 export function podIpCapacity(l: InstanceLimits): number {
-  return Math.max(0, l.eniQuantity - 1) * l.ipv4PerEni;
+  return Math.max(0, l.eniQuantity - 1) * podIpsPerEni(l);
 }
 
-/** What one CreateNetworkInterface call may carry: its primary plus at most 49 secondaries (ECS limit). */
-export const CREATE_MAX_IPS = 50;
+/** Pod addresses one CreateNetworkInterface call may carry: at most 49 secondaries (ECS limit). */
+export const CREATE_MAX_IPS = 49;

@@ -1,6 +1,6 @@
 import type { Condition, ENIPool, ENIPoolStatus } from '../api/types.js';
 import { planAllocation, type EniView } from './allocate.js';
-import { podIpCapacity, type InstanceLimits } from './capacity.js';
+import { podIpCapacity, podIpsPerEni, type InstanceLimits } from './capacity.js';
 import { conditionTime, setCondition, type PlannedCondition } from './conditions.js';
 import { degradedCondition, heldBack, nextAttempt, type FailureRecord } from './failure-record.js';
 import {
@@ -120,7 +120,8 @@ export interface PoolPlan {
 /** IPs per UnassignPrivateIpAddresses call (ECS limit). */
 export const UNASSIGN_BATCH = 50;
 
-const ipsOf = (e: { secondaryIps: string[] }) => 1 + e.secondaryIps.length;
+/** An ENI's pod addresses: its secondaries (its own primary address is the node's). */
+const ipsOf = (e: { secondaryIps: string[] }) => e.secondaryIps.length;
 
 /** A pool's sizing with the ceiling resolved against what its instance type holds. */
 export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing => ({
@@ -229,7 +230,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const views: EniView[] = o.instanceEnis.map((e) =>
     mine(e) && !deleted.has(e.id)
       ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: ipsOf(e) - unassigned(e.id) }
-      : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: limits.ipv4PerEni },
+      : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: podIpsPerEni(limits) },
   );
   const withComing = { ...usage, available: usage.available + coming.ips };
   const want = Math.max(0, toAllocate(sizing, withComing));
@@ -284,7 +285,9 @@ function planAllocationStep(
     create: !blocked('CreateNetworkInterface') && !blocked('AttachNetworkInterface'),
   };
   const selection = spec.vSwitchSelection ?? 'MostFreeIPs';
-  const alloc = planAllocation({ ...a, enis: a.views, limits, vSwitches: candidates, selection, allow });
+  // In pod addresses: an ENI holds its secondaries for pods.
+  const podLimits = { ...limits, ipv4PerEni: podIpsPerEni(limits) };
+  const alloc = planAllocation({ ...a, enis: a.views, limits: podLimits, vSwitches: candidates, selection, allow });
   if (alloc.shortfall && a.creating === 0 && allow.assign && allow.create) {
     memory.shortfall =
       alloc.shortfall === 'instance-limit'
@@ -450,7 +453,7 @@ function plannedStatus(
 function ceilingMessage(spec: ENIPool['spec'], limits: InstanceLimits, sizing: Sizing): string {
   const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < podIpCapacity(limits);
   if (byClass) return `the pool is at its maxAllocate of ${sizing.maxAllocate} IPs`;
-  const shape = `${limits.eniQuantity - 1} secondary ENIs × ${limits.ipv4PerEni}`;
+  const shape = `${limits.eniQuantity - 1} secondary ENIs × ${podIpsPerEni(limits)} secondary IPs`;
   const instance = `instance ${spec.instanceID} (${spec.instanceType})`;
   return `${instance} holds at most ${sizing.maxAllocate} pod IPs (${shape}); the pool wants more`;
 }

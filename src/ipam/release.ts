@@ -76,11 +76,8 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
   for (const ip of [...outstanding]) {
     if (!onEnis.has(ip) || i.used.has(ip) || answer(ip) === 'do-not-release') withdraw(ip);
   }
-  // A confirmed primary whose ENI still has IPs in use cannot go with its ENI: give it back.
-  for (const eni of i.enis) {
-    if (confirmed(eni.primaryIp) && [eni.primaryIp, ...eni.secondaryIps].some((ip) => i.used.has(ip)))
-      withdraw(eni.primaryIp);
-  }
+  // An ENI's primary address is the node's, never a pod's: nothing to ask of it.
+  for (const eni of i.enis) if (outstanding.has(eni.primaryIp)) withdraw(eni.primaryIp);
   // Too many outstanding for today's excess: withdraw unconfirmed requests (confirmed ones are released).
   const over = outstanding.size - i.excess;
   if (over > 0) for (const ip of [...outstanding].filter((x) => !confirmed(x)).slice(0, over)) withdraw(ip);
@@ -88,12 +85,10 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
   const due = i.excessSince !== undefined && i.now - i.excessSince >= i.delayMs;
   let toRequest = due ? i.excess - outstanding.size : 0;
   if (toRequest > 0) {
-    const usedOn = (e: ReleasableEni) => [e.primaryIp, ...e.secondaryIps].filter((ip) => i.used.has(ip)).length;
+    const usedOn = (e: ReleasableEni) => e.secondaryIps.filter((ip) => i.used.has(ip)).length;
     const order = [...i.enis].sort((a, b) => usedOn(a) - usedOn(b) || (a.id < b.id ? -1 : 1));
     for (const eni of order) {
-      // An ENI whose every address can go (when empty ENIs are deleted) gives its primary too.
-      const whole = i.deleteEmptyEnis && usedOn(eni) === 0;
-      const candidates = [...eni.secondaryIps, ...(whole ? [eni.primaryIp] : [])].filter(
+      const candidates = eni.secondaryIps.filter(
         (ip) => !i.used.has(ip) && !outstanding.has(ip) && !i.cooling?.has(ip),
       );
       for (const ip of candidates) {
@@ -105,7 +100,8 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
     }
   }
   for (const eni of i.enis) {
-    if (i.deleteEmptyEnis && [eni.primaryIp, ...eni.secondaryIps].every(confirmed)) {
+    // Every pod address confirmed free (the primary is the node's): the ENI goes whole.
+    if (i.deleteEmptyEnis && eni.secondaryIps.length > 0 && eni.secondaryIps.every(confirmed)) {
       plan.deleteEnis.push(eni.id);
       continue;
     }

@@ -78,7 +78,7 @@ export class EniLifecycle implements EniWork {
         eni = await this.createResolved(name, {
           vSwitchId,
           securityGroupIds,
-          secondaryIpCount: ips - 1,
+          secondaryIpCount: ips,
           tags,
           clientToken,
           description: `eni-ipam pool ENI of node ${name}`,

@@ -2,7 +2,10 @@ import type { ENIPoolStatus, PoolENI } from '../api/types.js';
 import type { NetworkInterface, VSwitch } from '../cloud/index.js';
 import { vSwitchGateway } from '../ipam/gateway.js';
 
-/** The pool's ENIs as published: every address of an ENI is usable by pods once it is InUse. */
+/**
+ * The pool's ENIs as published: an ENI's secondary addresses are usable by pods once it is InUse
+ * (its own primary address is the node's: an image configures it on the device).
+ */
 export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[]): PoolENI[] {
   return enis
     .map((e) => {
@@ -17,7 +20,7 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[]): P
         securityGroupIDs: e.securityGroupIds,
         state: e.status,
         deviceIndex: e.deviceIndex,
-        ips: e.status === 'InUse' ? [e.primaryIp, ...e.secondaryIps] : [],
+        ips: e.status === 'InUse' ? [...e.secondaryIps] : [],
       };
     })
     .sort((a, b) => (a.deviceIndex ?? 99) - (b.deviceIndex ?? 99) || (a.id < b.id ? -1 : 1));

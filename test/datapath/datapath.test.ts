@@ -8,10 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
 import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { IpRouteKernel } from '../../src/agent/datapath/kernel.js';
+import { createLogger, silentLogger } from '../../src/observability/logger.js';
+import { destination as pinoDestination } from 'pino';
+import { startVpc, vpcUnavailable, type Vpc } from '../../src/sim/vpc/index.js';
 import { runCli } from '../helpers/cli.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
-import { eventually } from '../helpers/ecs.js';
+import { eventually, sleep } from '../helpers/ecs.js';
 import { ROOT } from '../helpers/helm.js';
 import {
   MiniRuntime,
@@ -26,25 +29,32 @@ import {
 } from '../helpers/netns.js';
 
 /*
- * Two "nodes" (network namespaces) on a "VPC" (a namespace with a bridge for the node vSwitch and
- * one route per ENI address to the node that holds it, as the VPC routes ENI addresses), the
- * operator and both emulators, one agent per node, and "pods" started by the shipped conflist
- * (ptp + eni-ipam-cni + bandwidth) exactly as a container runtime runs it.
+ * Pods on secondary ENIs, as on a real ECS node, proven the way a pod uses the network: nodes are
+ * network namespaces on the strict VPC emulation (src/sim/vpc: an ENI InUse appears in its node as
+ * a device with its MAC, DOWN; the VPC delivers each address to its ENI's device only and drops
+ * what an ENI sends from an address not its own), the operator and both emulators, an agent per
+ * node with its node routing (device up, a table per ENI, a rule pair per pod address), and pods
+ * started by the shipped conflist (ptp + eni-ipam-cni + bandwidth) as a container runtime runs it.
+ * A third node's agent runs with its node routing off: the negative control.
  */
-const why = datapathUnavailable();
+const why = datapathUnavailable() ?? vpcUnavailable();
 if (why) console.warn(`datapath test skipped: ${why}`);
 const describeDatapath = why ? describe.skip : describe;
 
 const P = `eipam${process.pid % 10000}-`;
-const VPC = `${P}vpc`;
 const CONFLIST = join(ROOT, 'examples/10-eni-ipam.conflist');
 const COOLDOWN_MS = 1000;
+const TABLE_BASE = 3000;
+/** The agent's rule priorities (README: what the agent changes on a node). */
+const INGRESS = 20;
+const EGRESS = 111;
 
 interface Node {
   name: string;
   instance: string;
   netns: string;
-  ip: string;
+  dir: string;
+  routing: boolean;
   agent: Agent;
   server: Server;
   runtime: MiniRuntime;
@@ -55,29 +65,63 @@ interface Pod extends PodSpec {
 }
 
 let c: TestCluster;
+let vpc: Vpc;
+let bin: string;
 const nodes: Node[] = [];
 const pods: Pod[] = [];
 const servers: ChildProcess[] = [];
 let createdRunDir = false;
 
+async function startAgent(n: Omit<Node, 'agent' | 'server'>): Promise<{ agent: Agent; server: Server }> {
+  const agent = new Agent({
+    kc: c.kc,
+    node: n.name,
+    stateDir: n.dir,
+    cooldownMs: COOLDOWN_MS,
+    statusIntervalMs: 100,
+    logger: silentLogger(),
+    registry: new Registry(),
+    ...(n.routing
+      ? {
+          datapath: {
+            config: { tableBase: TABLE_BASE, mtu: 1500 },
+            kernel: new IpRouteKernel({ netns: n.netns }),
+            deviceTimeoutMs: 5000,
+            resyncMs: 60_000,
+          },
+        }
+      : {}),
+  });
+  await agent.start();
+  const server = await serveAgentApi(agent, join(n.dir, 'agent.sock'));
+  await eventually(() => agent.ready, 15_000);
+  return { agent, server };
+}
+
 async function startPod(node: Node, name: string, bandwidth?: PodSpec['bandwidth']): Promise<Pod> {
   const spec: PodSpec = { id: `ctr-${name}`, namespace: 'default', name, netns: `${P}${name}`, bandwidth };
   await ip('netns', 'add', spec.netns);
-  const result = await node.runtime.add(spec);
+  // A runtime retries an ADD refused with "try again later" (code 11): the pool is being topped up.
+  const result = await eventually(() => node.runtime.add(spec).catch(() => undefined), 30_000, 500);
   const pod = { ...spec, node, ip: result.ips[0]!.address.split('/')[0]! };
   pods.push(pod);
   return pod;
 }
 
-/** The VPC's routes: every address of every ENI attached to a node goes to that node. */
-async function routeEniAddresses(): Promise<void> {
-  for (const e of c.ecs.state().enis) {
-    const node = nodes.find((n) => n.instance === e.instanceId);
-    if (!node || e.type === 'Primary') continue;
-    for (const addr of [e.primaryIp, ...e.secondaryIps])
-      await inNs(VPC, 'ip', 'route', 'replace', `${addr}/32`, 'via', node.ip);
-  }
+async function stopPod(pod: Pod): Promise<void> {
+  await pod.node.runtime.del(pod);
+  await ip('netns', 'del', pod.netns);
+  pods.splice(pods.indexOf(pod), 1);
 }
+
+/** The ENI of the cloud that holds an address. */
+const eniOf = (addr: string) => [...c.ecs.world.enis.values()].find((e) => e.secondaryIps.includes(addr))!;
+const primaryEniOf = (instance: string) => c.ecs.world.instances.get(instance)!.primaryEniId;
+const rules = async (netns: string) =>
+  (await inNs(netns, 'ip', '-4', 'rule', 'show'))
+    .split('\n')
+    .filter((l) => l.startsWith(`${INGRESS}:`) || l.startsWith(`${EGRESS}:`))
+    .sort((a, b) => parseInt(a, 10) - parseInt(b, 10) || (a < b ? -1 : 1));
 
 async function iperf(from: Pod, to: Pod, port: number): Promise<number> {
   const server = startInNs(to.netns, ['iperf3', '-s', '-1', '-p', String(port)]);
@@ -87,22 +131,43 @@ async function iperf(from: Pod, to: Pod, port: number): Promise<number> {
   return JSON.parse(out).end.sum_received.bits_per_second as number;
 }
 
+/** What a capture on an ENI's port in the VPC sees while `act` runs (the VPC's side of the wire). */
+async function captured(port: string, filter: string, act: () => Promise<unknown>): Promise<string> {
+  const capture = startInNs(vpc.netns, ['tcpdump', '-i', port, '-n', '-l', '-e', filter]);
+  servers.push(capture);
+  let seen = '';
+  capture.stdout!.on('data', (d) => (seen += d));
+  await sleep(800);
+  await act();
+  await sleep(500);
+  capture.kill('SIGINT');
+  await Promise.race([once(capture, 'exit'), sleep(3000)]);
+  return seen;
+}
+
 beforeAll(async () => {
   if (why) return;
-  deleteNamespaces('eipam');
+  deleteNamespaces(P);
   if (!existsSync('/run/eni-ipam')) {
     mkdirSync('/run/eni-ipam', { recursive: true });
     createdRunDir = true;
   }
   c = await testCluster();
-  await c.addClass('pods', { vSwitchIDs: ['vsw-h-pods'], securityGroupIDs: ['sg-demo-pods'], preAllocate: 4 });
+  const common = { securityGroupIDs: ['sg-demo-pods'], preAllocate: 3, releaseDelaySeconds: 0, deleteEmptyENIs: true };
+  // Two vSwitches of zone h: pods of node 1 in vsw-h-pods, of node 2 in vsw-h-pods-2.
+  await c.addClass('a', { ...common, vSwitchIDs: ['vsw-h-pods'], nodeSelector: { matchLabels: { datapath: 'a' } } });
+  await c.addClass('b', { ...common, vSwitchIDs: ['vsw-h-pods-2'], nodeSelector: { matchLabels: { datapath: 'b' } } });
   await c.startOperator();
-  // Two instances in zone h, whose node vSwitch vsw-h-nodes is 192.168.0.0/24 (gateway .253).
-  const instances = ['i-demo-01', 'i-demo-04'];
-  const names = await Promise.all(instances.map((i) => c.addNode(i)));
+  // ecs.g7.large (2 secondary ENIs × 5 pod addresses), ecs.g7.xlarge, ecs.c7.2xlarge.
+  const plan = [
+    { instance: 'i-demo-01', label: 'a', routing: true },
+    { instance: 'i-demo-04', label: 'b', routing: true },
+    { instance: 'i-demo-07', label: 'a', routing: false },
+  ];
+  const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
   await allReady(c, names, 30_000);
 
-  const bin = mkdtempSync(join(tmpdir(), 'cni-bin-'));
+  bin = mkdtempSync(join(tmpdir(), 'cni-bin-'));
   // Installed as the agent DaemonSet's init container does it.
   const installed = await runCli([
     'install-cni',
@@ -115,47 +180,31 @@ beforeAll(async () => {
   ]);
   if (installed.code !== 0) throw new Error(`install-cni failed: ${installed.stderr}`);
 
-  await ip('netns', 'add', VPC);
-  await inNs(VPC, 'ip', 'link', 'set', 'lo', 'up');
-  await inNs(VPC, 'ip', 'link', 'add', 'br0', 'type', 'bridge');
-  await inNs(VPC, 'ip', 'addr', 'add', '192.168.0.253/24', 'dev', 'br0');
-  await inNs(VPC, 'ip', 'link', 'set', 'br0', 'up');
-  await inNs(VPC, 'sysctl', '-qw', 'net.ipv4.ip_forward=1');
-  for (const [k, instance] of instances.entries()) {
-    const netns = `${P}node${k + 1}`;
-    const primary = c.ecs.world.enis.get(c.ecs.world.instances.get(instance)!.primaryEniId)!.primaryIp;
-    await ip('netns', 'add', netns);
-    await ip('link', 'add', `${P}n${k + 1}`, 'netns', VPC, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
-    await inNs(VPC, 'ip', 'link', 'set', `${P}n${k + 1}`, 'master', 'br0', 'up');
-    await inNs(netns, 'ip', 'link', 'set', 'lo', 'up');
-    await inNs(netns, 'ip', 'addr', 'add', `${primary}/24`, 'dev', 'eth0');
-    await inNs(netns, 'ip', 'link', 'set', 'eth0', 'up');
-    await inNs(netns, 'ip', 'route', 'add', 'default', 'via', '192.168.0.253');
-    const dir = mkdtempSync(join(tmpdir(), `agent-${k}-`));
-    const agent = new Agent({
-      kc: c.kc,
-      node: names[k]!,
-      stateDir: dir,
-      cooldownMs: COOLDOWN_MS,
-      statusIntervalMs: 100,
-      logger: silentLogger(),
-      registry: new Registry(),
-    });
-    await agent.start();
-    const server = await serveAgentApi(agent, join(dir, 'agent.sock'));
-    await eventually(() => agent.ready);
-    nodes.push({
-      name: names[k]!,
-      instance,
-      netns,
-      ip: primary,
-      agent,
-      server,
-      runtime: new MiniRuntime(CONFLIST, [bin, SYSTEM_CNI_DIR], { netns, socketDir: dir }),
-    });
+  const netnses = plan.map((_, k) => `${P}node${k + 1}`);
+  for (const ns of netnses) {
+    await ip('netns', 'add', ns);
+    await inNs(ns, 'ip', 'link', 'set', 'lo', 'up');
   }
-  await routeEniAddresses();
-}, 90_000);
+  // The VPC makes each node's eth0 (its primary ENI, as the image's DHCP would) and its ENI devices.
+  vpc = await startVpc({
+    world: c.ecs.world,
+    nodes: plan.map((p, k) => ({ instanceId: p.instance, netns: netnses[k]! })),
+    prefix: P,
+    logger: process.env.DEBUG_VPC ? createLogger({ level: 'debug' }, pinoDestination('/tmp/vpc.log')) : undefined,
+  });
+  for (const [k, p] of plan.entries()) {
+    const n = {
+      name: names[k]!,
+      instance: p.instance,
+      netns: netnses[k]!,
+      dir: mkdtempSync(join(tmpdir(), `agent-${k}-`)),
+      routing: p.routing,
+      runtime: undefined as unknown as MiniRuntime,
+    };
+    n.runtime = new MiniRuntime(CONFLIST, [bin, SYSTEM_CNI_DIR], { netns: n.netns, socketDir: n.dir });
+    nodes.push({ ...n, ...(await startAgent(n)) });
+  }
+}, 120_000);
 
 afterAll(async () => {
   for (const s of servers) s.kill('SIGKILL');
@@ -163,15 +212,16 @@ afterAll(async () => {
     n.server.close();
     await n.agent.stop();
   }
+  await vpc?.stop();
   await c?.close();
   if (!why) deleteNamespaces(P);
   if (createdRunDir && readdirSync('/run/eni-ipam').length === 0) rmdirSync('/run/eni-ipam');
 });
 
-describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
-  it('gives three pods on each node addresses from their own node’s pool and ENIs', async () => {
-    for (const n of nodes) for (const k of [1, 2, 3]) await startPod(n, `${n.netns.slice(P.length)}-pod${k}`);
-    // The agents' status writes are coalesced: wait until each pool reports its pods.
+describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped CNI chain', () => {
+  it('gives three pods on each routed node addresses of their own node’s ENIs, on two vSwitches', async () => {
+    const [n1, n2] = nodes;
+    for (const n of [n1!, n2!]) for (const k of [1, 2, 3]) await startPod(n, `${n.netns.slice(P.length)}-pod${k}`);
     await eventually(
       async () => {
         for (const pod of pods) if (!(await c.pool(pod.node.name)).status?.used?.[pod.ip]) return false;
@@ -181,17 +231,55 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
       50,
     );
     for (const pod of pods) {
-      expect((await inNs(pod.netns, 'ip', '-4', '-o', 'addr', 'show', 'eth0')).split(/\s+/)).toContain(`${pod.ip}/20`);
       const pool = await c.pool(pod.node.name);
       expect(pool.status!.enis!.some((e) => e.ips!.includes(pod.ip))).toBe(true);
-      expect(pool.status!.used![pod.ip]).toEqual({ pod: `default/${pod.name}`, containerID: pod.id, ifName: 'eth0' });
-      const eni = c.ecs.state().enis.find((e) => e.secondaryIps.includes(pod.ip) || e.primaryIp === pod.ip)!;
+      expect(pool.status!.used![pod.ip]).toMatchObject({ pod: `default/${pod.name}`, containerID: pod.id });
+      // A secondary address of an ENI of the pod's own node (an ENI's own primary is the node's).
+      const eni = eniOf(pod.ip);
       expect(eni.instanceId).toBe(pod.node.instance);
+      expect(eni.primaryIp).not.toBe(pod.ip);
     }
+    expect(new Set(pods.filter((p) => p.node === n1).map((p) => eniOf(p.ip).vSwitchId))).toEqual(
+      new Set(['vsw-h-pods']),
+    );
+    expect(new Set(pods.filter((p) => p.node === n2).map((p) => eniOf(p.ip).vSwitchId))).toEqual(
+      new Set(['vsw-h-pods-2']),
+    );
     expect(new Set(pods.map((p) => p.ip)).size).toBe(6);
-  }, 60_000);
+  }, 90_000);
 
-  it('connects every pod to every other pod, by ping and by TCP', async () => {
+  it('sets the node up as the README says: each ENI’s device up, a table per ENI, two rules per pod; eth0 and main untouched', async () => {
+    const n1 = nodes[0]!;
+    const pool = await c.pool(n1.name);
+    for (const e of pool.status!.enis!.filter((x) => x.state === 'InUse')) {
+      // Brought up at the agent's reconcile of the pool change that published it.
+      const link = await eventually(
+        async () =>
+          (JSON.parse(await inNs(n1.netns, 'ip', '-j', 'link', 'show')) as Array<Record<string, unknown>>).find(
+            (l) => l.address === e.mac && l.operstate === 'UP',
+          ),
+        10_000,
+        100,
+      );
+      expect(link).toMatchObject({ mtu: 1500, operstate: 'UP' });
+      const table = await inNs(n1.netns, 'ip', 'route', 'show', 'table', String(TABLE_BASE + e.deviceIndex!));
+      expect(table).toContain(`${e.gatewayIP} dev ${link.ifname} proto 236 scope link`);
+      expect(table).toContain(`default via ${e.gatewayIP} dev ${link.ifname} proto 236`);
+    }
+    for (const pod of pods.filter((p) => p.node === n1)) {
+      const table = TABLE_BASE + pool.status!.enis!.find((e) => e.ips!.includes(pod.ip))!.deviceIndex!;
+      const mine = (await rules(n1.netns)).filter((l) => l.includes(` ${pod.ip} `));
+      expect(mine).toEqual([
+        `${INGRESS}:\tfrom all to ${pod.ip} lookup main proto 236`,
+        `${EGRESS}:\tfrom ${pod.ip} lookup ${table} proto 236`,
+      ]);
+    }
+    // The node's own network: eth0 (the primary ENI, as its DHCP set it) and the main table's default route.
+    expect(await inNs(n1.netns, 'ip', 'route', 'show', 'default')).toMatch(/^default via 192\.168\.0\.253 dev eth0/);
+  }, 30_000);
+
+  it('connects every pod to every other pod, across nodes and vSwitches, and to a host of the VPC, by ping and TCP', async () => {
+    const host = vpc.vpcHost!;
     for (const p of pods)
       servers.push(
         startInNs(p.netns, [
@@ -202,25 +290,40 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
       );
     for (const p of pods) await eventually(async () => (await inNs(p.netns, 'ss', '-ltn')).includes(':7000'), 5000, 50);
     const client =
-      "const s=require('net').connect(7000,process.argv[1]);s.setEncoding('utf8');s.on('data',(d)=>process.stdout.write(d));s.on('error',(e)=>{console.error(e.message);process.exit(1)})";
+      "const s=require('net').connect(+process.argv[2],process.argv[1]);s.setEncoding('utf8');s.on('data',(d)=>process.stdout.write(d));s.on('error',(e)=>{console.error(e.message);process.exit(1)})";
     for (const a of pods) {
       for (const b of pods) {
         if (a === b) continue;
         await inNs(a.netns, 'ping', '-c', '1', '-W', '2', b.ip);
-        expect(await inNs(a.netns, 'node', '-e', client, b.ip)).toBe(`hello from ${b.name}\n`);
+        expect(await inNs(a.netns, 'node', '-e', client, b.ip, '7000')).toBe(`hello from ${b.name}\n`);
       }
+      await inNs(a.netns, 'ping', '-c', '1', '-W', '2', host.ip);
+      // The VPC host sees the pod's own address: no masquerade, no overlay.
+      const answer = await inNs(a.netns, 'curl', '-s', '--max-time', '3', `http://${host.ip}/`);
+      expect(JSON.parse(answer)).toMatchObject({ client: a.ip });
+    }
+  }, 120_000);
+
+  it('sends each pod’s packets out of its own ENI: the VPC sees them on that ENI’s port, none on the primary’s', async () => {
+    const host = vpc.vpcHost!;
+    for (const pod of [pods[0]!, pods[3]!]) {
+      const eni = eniOf(pod.ip);
+      const ping = () => inNs(pod.netns, 'ping', '-c', '3', '-i', '0.2', '-W', '2', host.ip);
+      const onEni = await captured(vpc.portOf(eni.id)!, `icmp and src host ${pod.ip}`, ping);
+      // The pod's own address, from the ENI's own MAC (the node's device), to the gateway's.
+      expect(onEni).toMatch(
+        new RegExp(`^\\S+ ${eni.mac} > ee:ff:ff:ff:ff:ff, .* ${pod.ip.replace(/\./g, '\\.')} > `, 'm'),
+      );
+      expect(onEni.split('\n').filter((l) => l.includes('ICMP echo request')).length).toBeGreaterThanOrEqual(3);
+      const onPrimary = await captured(vpc.portOf(primaryEniOf(pod.node.instance))!, `src host ${pod.ip}`, ping);
+      expect(onPrimary.split('\n').filter((l) => l.includes(pod.ip))).toEqual([]);
     }
   }, 60_000);
 
-  it('carries traffic between nodes as plain IP: a full 1500-byte path and no encapsulation on the wire', async () => {
+  it('carries a full 1500-byte packet with DF set, and not one byte more; no encapsulation on the wire', async () => {
     const [a, b] = [pods.find((p) => p.node === nodes[0])!, pods.find((p) => p.node === nodes[1])!];
-    for (const ns of [a.netns, a.node.netns, VPC, b.node.netns, b.netns]) {
-      for (const line of (await inNs(ns, 'ip', '-o', 'link', 'show'))
-        .split('\n')
-        .filter((l) => l && !l.includes(' lo:')))
-        expect(line).toMatch(/ mtu 1500 /);
-    }
     await inNs(a.netns, 'ping', '-c', '1', '-W', '2', '-M', 'do', '-s', '1472', b.ip);
+    await inNs(a.netns, 'ping', '-c', '1', '-W', '2', '-M', 'do', '-s', '1472', vpc.vpcHost!.ip);
     const tooBig = await sh('ip', [
       'netns',
       'exec',
@@ -238,29 +341,10 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
     ]);
     expect(tooBig.code).not.toBe(0);
     expect(tooBig.stdout + tooBig.stderr).toMatch(/message too long|mtu=1500/i);
-    // On the VPC's wire the packet is the pod's own: pod address to pod address, ICMP, 1500 bytes.
-    const capture = startInNs(VPC, [
-      'tcpdump',
-      '-i',
-      'br0',
-      '-n',
-      '-c',
-      '1',
-      '-l',
-      '-v',
-      `icmp and src host ${a.ip} and dst host ${b.ip}`,
-    ]);
-    servers.push(capture);
-    let seen = '';
-    capture.stdout!.on('data', (d) => (seen += d));
-    await new Promise((r) => setTimeout(r, 1000));
-    await inNs(a.netns, 'ping', '-c', '2', '-W', '2', '-M', 'do', '-s', '1472', b.ip);
-    await Promise.race([once(capture, 'exit'), new Promise((r) => setTimeout(r, 5000))]);
-    expect(seen).toMatch(
-      new RegExp(
-        `proto ICMP \\(1\\), length 1500\\)\\s+${a.ip.replace(/\./g, '\\.')} > ${b.ip.replace(/\./g, '\\.')}: ICMP echo request`,
-      ),
+    const seen = await captured(vpc.portOf(eniOf(a.ip).id)!, `icmp and src host ${a.ip} and dst host ${b.ip}`, () =>
+      inNs(a.netns, 'ping', '-c', '2', '-W', '2', '-M', 'do', '-s', '1472', b.ip),
     );
+    expect(seen).toMatch(/ethertype IPv4 \(0x0800\), length 1514: /);
     expect(seen).not.toMatch(/UDP|VXLAN|GRE|ipip/i);
   }, 30_000);
 
@@ -270,40 +354,125 @@ describeDatapath('pods in network namespaces, on the shipped CNI chain', () => {
     const limited = await startPod(node, 'limited', { egressRate: 4_000_000, egressBurst: 256_000 });
     const free = await startPod(node, 'unlimited');
     const target = pods.find((p) => p.node === nodes[1])!;
-    await routeEniAddresses();
     const slow = await iperf(limited, target, 5201);
     const fast = await iperf(free, target, 5202);
     expect(slow).toBeGreaterThanOrEqual(3.5e6);
     expect(slow).toBeLessThanOrEqual(4.5e6);
     expect(fast).toBeGreaterThanOrEqual(50 * slow);
-    // The limit is the bandwidth plugin's: a TBF on an IFB device that mirrors the pod's host veth.
     expect(await inNs(node.netns, 'tc', 'qdisc', 'show')).toMatch(/qdisc tbf .* rate 4Mbit/);
+    await stopPod(limited);
+    await stopPod(free);
+  }, 90_000);
+
+  it('negative control: with the agent’s node routing off, the same pods cannot reach the VPC (their packets leave by eth0 and the VPC drops them)', async () => {
+    const control = nodes[2]!;
+    const pod = await startPod(control, 'control-pod');
+    const eni = eniOf(pod.ip);
+    expect(eni.instanceId).toBe(control.instance);
+    const before = await vpc.drops(primaryEniOf(control.instance));
+    const ping = await sh('ip', [
+      'netns',
+      'exec',
+      pod.netns,
+      'ping',
+      '-c',
+      '3',
+      '-i',
+      '0.2',
+      '-W',
+      '1',
+      vpc.vpcHost!.ip,
+    ]);
+    expect(ping.code).not.toBe(0);
+    expect(ping.stdout).toMatch(/100% packet loss/);
+    // The VPC's anti-spoofing: a pod address of eni-X sent from the primary ENI is not that ENI's.
+    await eventually(
+      async () => (await vpc.drops(primaryEniOf(control.instance))).spoofed >= before.spoofed + 3,
+      5000,
+      100,
+    );
+    expect(await rules(control.netns)).toEqual([]);
+    await stopPod(pod);
+  }, 30_000);
+
+  it('restarts the agent with pods running: a ping through it loses at most a few packets, no rule is added twice, a stale rule goes', async () => {
+    const n1 = nodes[0]!;
+    const pod = pods.find((p) => p.node === n1)!;
+    const before = await rules(n1.netns);
+    // A rule an earlier agent left for an address no pod holds any more (ours: priority and protocol).
+    const table = (await c.pool(n1.name)).status!.enis!.find((e) => e.ips!.includes(pod.ip))!.deviceIndex! + TABLE_BASE;
+    await inNs(
+      n1.netns,
+      'ip',
+      'rule',
+      'add',
+      'from',
+      '192.168.16.254/32',
+      'lookup',
+      String(table),
+      'priority',
+      String(EGRESS),
+      'protocol',
+      '236',
+    );
+    const ping = startInNs(pod.netns, ['ping', '-i', '0.1', '-c', '60', '-W', '1', vpc.vpcHost!.ip]);
+    servers.push(ping);
+    let out = '';
+    ping.stdout!.on('data', (d) => (out += d));
+    await sleep(1500);
+    n1.server.close();
+    await n1.agent.stop();
+    await sleep(1000);
+    Object.assign(n1, await startAgent(n1));
+    await once(ping, 'exit');
+    const received = Number(/(\d+) received/.exec(out)?.[1] ?? 0);
+    expect(received).toBeGreaterThanOrEqual(57);
+    await eventually(async () => JSON.stringify(await rules(n1.netns)) === JSON.stringify(before), 10_000, 200);
+    expect(await rules(n1.netns)).toEqual(before);
   }, 60_000);
 
-  it('leaves nothing behind on DEL: no address held, no veth or qdisc, and a repeated DEL succeeds', async () => {
-    expect(nodes.reduce((k, n) => k + n.agent.list().length, 0)).toBe(pods.length);
-    for (const pod of pods) await pod.node.runtime.del(pod);
-    for (const pod of pods) await pod.node.runtime.del(pod); // again, as a runtime may
+  it('scales down: an ENI emptied and detached takes its device, its table and its rules with it', async () => {
+    const n1 = nodes[0]!;
+    // Fill the node past one ENI (5 pod addresses each), then let the second ENI empty out.
+    const extra: Pod[] = [];
+    for (let k = 0; k < 6; k++) extra.push(await startPod(n1, `grow-${k}`));
+    const pool = await eventually(async () => {
+      const p = await c.pool(n1.name);
+      return (p.status?.enis ?? []).filter((e) => e.state === 'InUse').length === 2 ? p : undefined;
+    }, 20_000);
+    const [first, second] = pool.status!.enis!;
+    expect(pods.some((p) => p.node === n1 && second!.ips!.includes(p.ip))).toBe(true);
+    // All but one pod go (one stays on the first ENI): the excess is now more than the second ENI holds.
+    const keep = pods.find((p) => p.node === n1 && first!.ips!.includes(p.ip))!;
+    for (const p of pods.filter((x) => x.node === n1 && x !== keep)) await stopPod(p);
+    // The operator requests the excess, the agent confirms it, the emptied ENI is detached and deleted.
+    await eventually(() => !c.ecs.world.enis.has(second!.id), 60_000, 200);
+    const links = async () =>
+      JSON.parse(await inNs(n1.netns, 'ip', '-j', 'link', 'show')) as Array<{ address: string }>;
+    await eventually(async () => !(await links()).some((l) => l.address === second!.mac), 10_000, 200);
+    await eventually(
+      async () =>
+        (await inNs(n1.netns, 'ip', 'route', 'show', 'table', String(TABLE_BASE + second!.deviceIndex!))) === '',
+      10_000,
+      200,
+    );
+    expect(
+      (await rules(n1.netns)).filter((l) => l.endsWith(`lookup ${TABLE_BASE + second!.deviceIndex!} proto 236`)),
+    ).toEqual([]);
+    // The first ENI and its pods are untouched.
+    expect((await links()).some((l) => l.address === first!.mac)).toBe(true);
+    for (const p of pods.filter((x) => x.node === n1))
+      await inNs(p.netns, 'ping', '-c', '1', '-W', '2', vpc.vpcHost!.ip);
+  }, 120_000);
+
+  it('leaves nothing behind on DEL: no address held, no veth, rule or qdisc, and a repeated DEL succeeds', async () => {
+    for (const pod of [...pods]) await pod.node.runtime.del(pod);
+    for (const pod of [...pods]) await pod.node.runtime.del(pod); // again, as a runtime may
     for (const n of nodes) {
       expect(n.agent.list()).toEqual([]);
-      expect(await inNs(n.netns, 'ip', '-o', 'link', 'show', 'type', 'veth')).toMatch(/^\d+: eth0@/);
-      expect((await inNs(n.netns, 'ip', '-o', 'link', 'show', 'type', 'veth')).trim().split('\n')).toHaveLength(1);
       expect(await inNs(n.netns, 'ip', '-o', 'link', 'show', 'type', 'ifb')).toBe('');
       expect(await inNs(n.netns, 'tc', 'qdisc', 'show')).not.toMatch(/tbf|ingress/);
-    }
-    // After the cool-down every released address is free in the agent again.
-    for (const n of nodes) {
-      const pool = await c.pool(n.name);
-      const total = pool.status!.enis!.reduce((k, e) => k + e.ips!.length, 0);
-      await eventually(async () => {
-        const p = await c.pool(n.name);
-        return Object.keys(p.status?.used ?? {}).length === 0 && Object.keys(p.status?.cooling ?? {}).length === 0;
-      }, 10_000);
-      expect(total).toBeGreaterThanOrEqual(pods.filter((p) => p.node === n).length);
-      for (const p of pods.filter((x) => x.node === n))
-        expect(n.agent.allocate({ containerId: `again-${p.id}`, ifName: 'eth0', pod: 'default/again' })).not.toBe(
-          'pool-empty',
-        );
+      await eventually(async () => (await rules(n.netns)).length === 0, 10_000, 200);
     }
   }, 60_000);
 });

@@ -28,9 +28,10 @@ export interface Case {
   m: PoolMemory;
 }
 
-export const ipsOf = (e: { primaryIp: string; secondaryIps: string[] }) => [e.primaryIp, ...e.secondaryIps];
+/** An ENI's pod addresses: its secondaries (its own primary is the node's). */
+export const ipsOf = (e: { primaryIp: string; secondaryIps: string[] }) => [...e.secondaryIps];
 export const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-export const podIps = (l: InstanceLimits) => (l.eniQuantity - 1) * l.ipv4PerEni;
+export const podIps = (l: InstanceLimits) => (l.eniQuantity - 1) * (l.ipv4PerEni - 1);
 export const owner = { pod: 'default/p', containerID: 'c' };
 
 /** True with the given probability (in percent). */
@@ -325,7 +326,7 @@ export function applyPlan({ o, m }: Case, plan: PoolPlan): Case {
     instanceId: INSTANCE,
     vSwitchId: c.vSwitchId,
     primaryIp: fresh(),
-    secondaryIps: Array.from({ length: c.ips - 1 }, fresh),
+    secondaryIps: Array.from({ length: c.ips }, fresh),
     ours: true,
     removing: false,
     attaching: false,

@@ -112,14 +112,15 @@ describe('pool planning (properties)', () => {
               plan.create.length,
           ).toBeLessThanOrEqual(eniQuantity - 1);
         for (const c of plan.create) expect(c.ips).toBeGreaterThan(0);
-        for (const c of plan.create) expect(c.ips).toBeLessThanOrEqual(Math.min(ipv4PerEni, 50));
+        // Pod addresses: an ENI's secondaries (its primary is the node's), at most 49 per create.
+        for (const c of plan.create) expect(c.ips).toBeLessThanOrEqual(Math.min(ipv4PerEni - 1, 49));
         for (const a of plan.assign) {
           const e = o.instanceEnis.find((x) => x.id === a.eniId);
           expect(e).toMatchObject({ ours: true, removing: false, status: 'InUse', vSwitchId: a.vSwitchId });
           const added = sum(plan.assign.filter((x) => x.eniId === a.eniId).map((x) => x.count));
           // The shell unassigns before it assigns: what leaves the ENI makes room on it.
           const leaves = sum(plan.unassign.filter((u) => u.eniId === a.eniId).map((u) => u.ips.length));
-          expect(ipsOf(e!).length - leaves + added).toBeLessThanOrEqual(ipv4PerEni);
+          expect(ipsOf(e!).length - leaves + added).toBeLessThanOrEqual(ipv4PerEni - 1);
         }
         // Every IP the node holds or will hold, each counted once: our ENIs (attached, attaching
         // or parked; those we attach are in flight too) and the ENIs being created, plus the plan's.
@@ -237,14 +238,14 @@ describe('pool planning (properties)', () => {
 
 // Table tests: one pool on i-node (3 ENIs x 10 IPs: 20 pod IPs), one vSwitch with room, the default sizing (8 free).
 const VSW = { id: 'vsw-a', zoneId: ZONE, vpcId: VPC, free: 100, tags: {}, blocked: false };
-/** An ENI of ours InUse on the instance with `ips` addresses 10.0.<i>.1.. (its primary first). */
+/** An ENI of ours InUse on the instance with `ips` pod addresses 10.0.<i>.2.. (its primary, 10.0.<i>.1, is the node’s). */
 const eni = (i: number, ips: number, over: Partial<EniFact> = {}): EniFact => ({
   id: `eni-${i}`,
   status: 'InUse',
   instanceId: INSTANCE,
   vSwitchId: 'vsw-a',
   primaryIp: `10.0.${i}.1`,
-  secondaryIps: Array.from({ length: ips - 1 }, (_, k) => `10.0.${i}.${k + 2}`),
+  secondaryIps: Array.from({ length: ips }, (_, k) => `10.0.${i}.${k + 2}`),
   ours: true,
   removing: false,
   attaching: false,
@@ -287,7 +288,7 @@ function observe(
       },
       status,
     },
-    limits: { eniQuantity: 3, ipv4PerEni: 10 },
+    limits: { eniQuantity: 3, ipv4PerEni: 11 },
     instanceEnis: enis.filter((e) => e.instanceId === INSTANCE),
     ownedEnis: enis.filter((e) => e.ours),
     inFlight: { enis: 0, ips: 0 },
@@ -360,7 +361,7 @@ describe('pool planning (branches)', () => {
     });
     expect(exhausted(byClass)).toMatchObject({ status: 'True', reason: 'InstanceLimit' });
     expect(ready(byClass)).toMatchObject({ status: 'True', reason: 'AtCapacity' });
-    const message = 'instance i-node (ecs.test) holds at most 20 pod IPs (2 secondary ENIs × 10); the pool wants more';
+    const message = 'instance i-node (ecs.test) holds at most 20 pod IPs (2 secondary ENIs × 10 secondary IPs); the pool wants more';
     for (const spec of [{ maxAllocate: 50 }, {}]) {
       const byInstance = full([eni(0, 10), eni(1, 10)], spec);
       expect(byInstance.memory.shortfall).toEqual({ reason: 'InstanceLimit', message });
@@ -371,7 +372,7 @@ describe('pool planning (branches)', () => {
   it('a full instance and exhausted vSwitches are told apart', () => {
     const enis = [eni(0, 10, { ours: false }), eni(1, 10)];
     const full = planPool(observe({ enis, status: { used: usedOf(ipsOf(enis[1]!)) } }), mem());
-    const message = 'instance i-node (ecs.test) holds no more ENIs or IPs (3 ENIs × 10 IPs)';
+    const message = 'instance i-node (ecs.test) holds no more ENIs or IPs (3 ENIs × 11 IPs)';
     expect(full.memory.shortfall).toEqual({ reason: 'InstanceLimit', message });
     expect(ready(full)).toMatchObject({ status: 'False', reason: 'InstanceLimit', message });
     const dry = (over: Partial<PoolObservation>) => planPool(observe(over), mem()).memory.shortfall;
@@ -500,7 +501,7 @@ describe('pool planning (defects the properties found, now fixed)', () => {
     // attach held back it is neither adopted nor counted, so 2 IPs are assigned to eni-0: 32 IPs
     // once eni-1 lands, above the maxAllocate of 30.
     const o = observe({
-      limits: { eniQuantity: 3, ipv4PerEni: 20 },
+      limits: { eniQuantity: 3, ipv4PerEni: 21 },
       spec: { maxAllocate: 30 },
       enis: [eni(0, 10), eni(1, 20, { status: 'Attaching' })],
       status: { used: usedOf(ipsOf(eni(0, 10)).slice(0, 4)) },

@@ -65,23 +65,21 @@ describe('release planning', () => {
   it('unassigns acknowledged IPs, withdraws refused ones, and deletes an ENI released whole', () => {
     const plan = planRelease({
       enis: [
-        { id: 'eni-a', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2', '10.0.0.3'] },
+        { id: 'eni-a', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2', '10.0.0.3', '10.0.0.4'] },
         { id: 'eni-b', primaryIp: '10.0.1.1', secondaryIps: ['10.0.1.2'] },
       ],
-      used: new Set(['10.0.0.1']),
+      used: new Set(['10.0.0.4']),
       excess: 4,
       now: 0,
       delayMs: 0,
       requests: new Map([
         ['10.0.0.2', T1],
         ['10.0.0.3', T1],
-        ['10.0.1.1', T1],
         ['10.0.1.2', T1],
       ]),
       acks: new Map([
         ['10.0.0.2', ready()],
         ['10.0.0.3', refused()],
-        ['10.0.1.1', ready()],
         ['10.0.1.2', ready()],
       ]),
       deleteEmptyEnis: true,
@@ -92,6 +90,22 @@ describe('release planning', () => {
       unassign: [{ eniId: 'eni-a', ips: ['10.0.0.2'] }],
       deleteEnis: ['eni-b'],
     });
+  });
+
+  it('never asks for an ENI’s own primary address (the node’s): an old request for one is withdrawn', () => {
+    const plan = planRelease({
+      enis: [{ id: 'eni-a', primaryIp: '10.0.0.1', secondaryIps: ['10.0.0.2'] }],
+      used: new Set(),
+      excess: 2,
+      excessSince: 0,
+      now: 0,
+      delayMs: 0,
+      requests: new Map([['10.0.0.1', T1]]),
+      acks: new Map([['10.0.0.1', ready()]]),
+      deleteEmptyEnis: true,
+    });
+    expect(plan.withdraw).toEqual(['10.0.0.1']);
+    expect(plan.request).toEqual(['10.0.0.2']);
   });
 
   it('ignores an ack that answers an earlier request for the same IP', () => {
@@ -157,18 +171,14 @@ describe('release planning', () => {
           expect(input.used.has(ip)).toBe(false);
           expect(input.cooling!.has(ip)).toBe(false);
         }
-        // A request the agent confirmed is released, never withdrawn (unless its ENI must stay).
+        // A request the agent confirmed is released, never withdrawn (unless it names an ENI's primary, the node's).
         for (const ip of plan.withdraw) {
           if (
             input.acks.get(ip)?.answer === 'ready' &&
             input.acks.get(ip)?.requestedAt === input.requests.get(ip) &&
             !input.used.has(ip)
           ) {
-            expect(
-              input.enis.some(
-                (e) => e.primaryIp === ip && [e.primaryIp, ...e.secondaryIps].some((x) => input.used.has(x)),
-              ),
-            ).toBe(true);
+            expect(input.enis.some((e) => e.primaryIp === ip)).toBe(true);
           }
         }
         for (const u of plan.unassign) {
@@ -180,7 +190,7 @@ describe('release planning', () => {
         for (const id of plan.deleteEnis) {
           const eni = input.enis.find((e) => e.id === id)!;
           expect(input.deleteEmptyEnis).toBe(true);
-          for (const ip of [eni.primaryIp, ...eni.secondaryIps]) {
+          for (const ip of eni.secondaryIps) {
             expect(input.used.has(ip)).toBe(false);
             expect(input.acks.get(ip)).toEqual(ready(input.requests.get(ip)));
           }
@@ -189,7 +199,7 @@ describe('release planning', () => {
         plan.request.forEach((ip) => outstanding.add(ip));
         if (plan.request.length) expect(outstanding.size).toBeLessThanOrEqual(input.excess);
         for (const ip of outstanding) expect(input.used.has(ip)).toBe(false);
-        if (!input.deleteEmptyEnis) for (const e of input.enis) expect(plan.request).not.toContain(e.primaryIp);
+        for (const e of input.enis) expect(plan.request).not.toContain(e.primaryIp);
       }),
       { numRuns: 500 },
     );

@@ -57,8 +57,8 @@ const clone = <T>(x: T): T => structuredClone(x);
 // Objects
 
 /**
- * A secondary ENI of node-a, ours and InUse on i-a unless told otherwise, with `ips` IPv4
- * addresses in all (its primary 10.0.<n>.1 included; secondaries 10.0.<n>.2, .3, ...).
+ * A secondary ENI of node-a, ours and InUse on i-a unless told otherwise, with `ips` pod
+ * addresses: its secondaries 10.0.<n>.2, .3, ... (its own primary, 10.0.<n>.1, is the node's).
  */
 export function eni(
   n: number,
@@ -77,7 +77,7 @@ export function eni(
     instanceId: INSTANCE,
     deviceIndex: n,
     primaryIp: `10.0.${n}.1`,
-    secondaryIps: Array.from({ length: ips - 1 }, (_, k) => `10.0.${n}.${k + 2}`),
+    secondaryIps: Array.from({ length: ips }, (_, k) => `10.0.${n}.${k + 2}`),
     ipv4Prefixes: [],
     ipv6: [],
     securityGroupIds: ['sg-1'],
@@ -87,12 +87,12 @@ export function eni(
   };
 }
 
-/** Every address of an ENI, its primary first. */
-export const ipsOf = (e: NetworkInterface): string[] => [e.primaryIp, ...e.secondaryIps];
+/** An ENI's pod addresses (its secondaries). */
+export const ipsOf = (e: NetworkInterface): string[] => [...e.secondaryIps];
 
 /** The instance's own primary ENI: never part of a pool. */
 export const primaryEni = (): NetworkInterface => ({
-  ...eni(0, 1, { ours: false, deviceIndex: 0, vSwitchId: 'vsw-nodes' }),
+  ...eni(0, 0, { ours: false, deviceIndex: 0, vSwitchId: 'vsw-nodes' }),
   id: 'eni-primary',
   type: 'Primary',
 });
@@ -465,7 +465,8 @@ export interface FixtureOptions {
   nodeGoneGraceMs?: number;
 }
 
-export const DEFAULT_TYPE: InstanceTypeLimits = { id: TYPE, eniQuantity: 3, ipv4PerEni: 10, ipv6PerEni: 0 };
+/** 3 ENIs of 11 addresses: 10 pod addresses on each secondary ENI (its own primary is the node's). */
+export const DEFAULT_TYPE: InstanceTypeLimits = { id: TYPE, eniQuantity: 3, ipv4PerEni: 11, ipv6PerEni: 0 };
 
 export interface Fixture {
   reconciler: PoolReconciler;

@@ -183,7 +183,7 @@ const allocation: Case[] = [
     check: (f) => {
       const published = (lastPatch(f)!.enis as Array<{ ips: string[] }>)[0]!.ips;
       expect(published).toEqual([...ipsOf(e1(5)), '10.9.1.1', '10.9.1.2', '10.9.1.3']);
-      expect(f.cloud.get('eni-1')!.secondaryIps).toHaveLength(7);
+      expect(f.cloud.get('eni-1')!.secondaryIps).toHaveLength(8);
       // The addresses taken are counted off the vSwitch until its next refresh.
       expect(f.cloud.knownVSwitches.find((v) => v.id === 'vsw-a')!.availableIpCount).toBe(97);
       expect(f.memory.of(NODE).deficitSince).toBeUndefined();
@@ -241,7 +241,7 @@ const allocation: Case[] = [
     status: { summary: summary(1, 10, 5, 3, 0), conditions: conds('False/InstanceLimit', 'True/InstanceLimit') },
     check: (f) =>
       expect(conditionIn(lastPatch(f), 'Exhausted')!.message).toBe(
-        `instance ${INSTANCE} (${TYPE}) holds no more ENIs or IPs (3 ENIs × 10 IPs)`,
+        `instance ${INSTANCE} (${TYPE}) holds no more ENIs or IPs (3 ENIs × 11 IPs)`,
       ),
   },
   {
@@ -251,7 +251,7 @@ const allocation: Case[] = [
     status: { summary: summary(2, 20, 15, 0, 0), conditions: conds('True/AtCapacity', 'True/InstanceLimit') },
     check: (f) =>
       expect(conditionIn(lastPatch(f), 'Exhausted')!.message).toBe(
-        `instance ${INSTANCE} (${TYPE}) holds at most 20 pod IPs (2 secondary ENIs × 10); the pool wants more`,
+        `instance ${INSTANCE} (${TYPE}) holds at most 20 pod IPs (2 secondary ENIs × 10 secondary IPs); the pool wants more`,
       ),
   },
   {

@@ -81,7 +81,8 @@ export function diffVpc(ports: Port[], kernel: KernelState): Changes {
       if (!want) removed.push(name);
     } else if (!link.up) vpc.push(`link set ${name} up`);
   }
-  for (const p of ports) {
+  // Primary ENIs first: a hot-plugged device named by the kernel (eth%d) must not take eth0 from them.
+  for (const p of [...ports].sort((a, b) => Number(!a.configure) - Number(!b.configure))) {
     if (links.has(p.name) && !fresh.has(p.name)) continue;
     fresh.add(p.name);
     made.push(p);
