@@ -83,10 +83,6 @@ maybe('helm install into an emulated cluster (root)', () => {
       '--timeout',
       '90s',
       ...setArgs(chartValues(cluster)),
-      // The emulated nodes have no ENI devices yet (the VPC emulation brings them): the CNI calls
-      // below test addresses, not the node's datapath (test/datapath/node-routing.test.ts does).
-      '--set',
-      'agent.nodeRouting=false',
     ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);

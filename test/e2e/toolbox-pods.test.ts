@@ -162,4 +162,27 @@ maybe('toolbox pods on the emulated cluster with the chart installed (root)', ()
     const late = await runningPod('late');
     expect(poolIps(await pool(other!))).toContain(late.status.podIP);
   }, 120_000);
+
+  test('toolbox pods on every node reach each other and a host of the VPC through their ENIs, with their own addresses', async () => {
+    const host = cluster.vpc.vpcHost!;
+    const all = ['b', 'late'];
+    const ipOf = async (name: string) => (await json(['get', 'pod', name])).status.podIP as string;
+    for (const from of all) {
+      for (const to of all.filter((x) => x !== from)) {
+        const ping = await kubectl(['exec', from, '--', 'ping', '-c1', '-W2', await ipOf(to)]);
+        expect(ping.stdout).toContain('1 received');
+      }
+      const answer = await kubectl(['exec', from, '--', 'curl', '-s', '--max-time', '3', `http://${host.ip}/`]);
+      expect(answer.code).toBe(0);
+      expect(JSON.parse(answer.stdout)).toMatchObject({ client: await ipOf(from) });
+    }
+    // The node's rules for the pod, as the agent set them (seen from the agent, in the node's network).
+    const late = await json(['get', 'pod', 'late']);
+    const agent = (
+      (await json(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=agent'])).items as any[]
+    ).find((p) => p.spec.nodeName === late.spec.nodeName);
+    const rules = await kubectl(['exec', '-n', NS, agent.metadata.name, '-c', 'agent', '--', 'ip', 'rule']);
+    expect(rules.stdout).toMatch(new RegExp(`^20:\\s+from all to ${late.status.podIP} lookup main proto 236`, 'm'));
+    expect(rules.stdout).toMatch(new RegExp(`^111:\\s+from ${late.status.podIP} lookup 30\\d\\d proto 236`, 'm'));
+  }, 90_000);
 });
