@@ -6,12 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { runtimeUnavailable } from '../src/sim/cluster/index.js';
+import { cniPluginsUnavailable } from '../src/sim/cluster/runtime/node-image.js';
 import { ROOT } from './helpers/helm.js';
 
 // The README's commands as a user runs them: the cluster line of "Try the chart locally" in a
-// terminal of its own, then the install, verify and uninstall blocks (marked
+// terminal of its own, then the install, pods, verify and uninstall blocks (marked
 // `<!-- readme-test: NAME -->`) in one shell, as written.
-const why = runtimeUnavailable();
+const why = runtimeUnavailable() ?? cniPluginsUnavailable();
 if (why) console.warn(`README test skipped: ${why}`);
 const maybe = why ? describe.skip : describe;
 
@@ -27,7 +28,7 @@ function block(marker: string): string {
 }
 
 maybe('the README, run as written (root)', () => {
-  test('Try the chart locally: the cluster, then install, verify and uninstall leave no ENI behind', async () => {
+  test('Try the chart locally: the cluster, then install, pods that reach each other and the VPC host, verify and uninstall leave no ENI behind', async () => {
     const clusterLine = block('## Try the chart locally').trim();
     expect(clusterLine).toMatch(/^\.\/bin\/eni-ipam emulate cluster /);
     const home = mkdtempSync(join(tmpdir(), 'readme-'));
@@ -48,6 +49,8 @@ maybe('the README, run as written (root)', () => {
       const script = [
         'set -euo pipefail',
         block('<!-- readme-test: local-install -->'),
+        'echo "=== pods"',
+        block('<!-- readme-test: pods -->'),
         'echo "=== verify"',
         block('<!-- readme-test: verify -->'),
         'echo "=== uninstall"',
@@ -60,9 +63,19 @@ maybe('the README, run as written (root)', () => {
       shell.stderr.on('data', (d) => (err += d));
       const [code] = await once(shell, 'exit');
       if (code !== 0) throw new Error(`the README's commands failed (${code}):\n${out}\n${err}`);
-      const [install, verify, uninstall] = out.split(/^=== \w+$/m) as [string, string, string];
+      const [install, pods, verify, uninstall] = out.split(/^=== \w+$/m) as [string, string, string, string];
       expect(install).toMatch(/STATUS: deployed/);
       expect(install).toMatch(/condition met/);
+      // pod-a's address (from the VPC host's answer) is in its node's pool, by name, and the
+      // node's rules route it; pod-b answered pod-a's pings.
+      expect(pods).toMatch(/3 packets transmitted, 3 received/);
+      const answer = JSON.parse(/^\{"server".*$/m.exec(pods)![0]) as { client: string };
+      expect(pods).toMatch(
+        new RegExp(`^\\{"${answer.client.replace(/\./g, '\\.')}":\\{[^}]*"pod":"default/pod-a"`, 'm'),
+      );
+      expect(pods).toMatch(new RegExp(`^20:\\s+from all to ${answer.client} lookup main proto 236`, 'm'));
+      expect(pods).toMatch(new RegExp(`^111:\\s+from ${answer.client} lookup 30\\d\\d proto 236`, 'm'));
+      expect(pods).toMatch(/pod "pod-b" deleted/);
       expect(verify).toMatch(/^eni_ipam_cloud_up 1$/m);
       expect(verify).toMatch(/^eni_ipam_openapi_requests_total\{action="DescribeNetworkInterfaces",code="OK"\} [1-9]/m);
       expect(uninstall).toMatch(/release "eni-ipam" uninstalled/);
