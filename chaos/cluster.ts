@@ -21,6 +21,8 @@ import { kubeconfigFor } from '../src/sim/kube/kubeconfig.js';
 import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
 import { startMetadataRelay, type MetadataRelay } from '../src/sim/metadata-relay.js';
 import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
+import { ClusterNetwork } from '../src/sim/cluster/runtime/network.js';
+import { startVpc, type Vpc } from '../src/sim/vpc/index.js';
 import { operatorArgs, untilServing } from '../bench/process.js';
 import { benchWorld } from '../bench/world.js';
 import { startRequestLog, type RequestLog } from './request-log.js';
@@ -66,6 +68,12 @@ export interface ClusterOptions {
   ramRole?: { credentialTtlSeconds: number };
   /** Each agent reaches the API server through a proxy of its own that records its requests. */
   agentRequestLogs?: boolean;
+  /**
+   * Nodes are network namespaces on the strict VPC emulation (needs root, iproute2, iptables): each
+   * agent runs in its node's namespace with its node routing on, and an ENI's device appears there
+   * `deviceDelayMs` after the ENI is InUse.
+   */
+  vpc?: { deviceDelayMs: number };
 }
 
 /** When and why an operator stopped leading, from its log line. */
@@ -101,6 +109,8 @@ export interface OperatorProcess {
 
 export interface AgentProcess {
   node: string;
+  /** Its node's network namespace (with `vpc`), where it runs. */
+  netns?: string;
   socket: string;
   stateDir: string;
   child?: ChildProcess;
@@ -124,6 +134,11 @@ export class ChaosCluster {
   private metadataLatencyMs = 0;
   /** Instances whose Node is not registered yet. */
   private waiting: string[] = [];
+  /** With `vpc`: the bridge that joins the nodes' namespaces to this machine (the API server), and the VPC. */
+  network?: ClusterNetwork;
+  vpc?: Vpc;
+  /** With `vpc`: each node's (instance's) network namespace. */
+  private readonly netnsOf = new Map<string, string>();
 
   private constructor(
     readonly o: ClusterOptions,
@@ -152,13 +167,25 @@ export class ChaosCluster {
         { name: OPERATOR_ROLE, credentialTtlSeconds: o.ramRole.credentialTtlSeconds },
       ];
     o.world?.(fixture);
+    if (o.vpc && o.agentRequestLogs) throw new Error('the chaos cluster: vpc and agentRequestLogs do not go together');
+    const network = o.vpc ? await ClusterNetwork.create() : undefined;
     const ecs = await startEcsEmulator({ fixture });
-    const kube = await startKubeEmulator({});
+    // With namespaces the agents reach the API server at the bridge's address.
+    const kube = await startKubeEmulator(network ? { host: '0.0.0.0' } : {});
     const kc = new KubeConfig();
     kc.loadFromString(kube.kubeconfig);
     const c = new ChaosCluster(o, ecs, kube, kc);
     mkdirSync(c.dir, { recursive: true });
     writeFileSync(join(c.dir, 'kubeconfig'), kube.kubeconfig);
+    if (network) {
+      c.network = network;
+      try {
+        await c.startVpc(network, o.vpc!.deviceDelayMs);
+      } catch (e) {
+        await c.stop();
+        throw e;
+      }
+    }
     const ext = kc.makeApiClient(ApiextensionsV1Api);
     for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
     const spec = {
@@ -181,6 +208,21 @@ export class ChaosCluster {
     return c;
   }
 
+  /** A namespace per node (held-back ones too) on the bridge, then the VPC over them all. */
+  private async startVpc(network: ClusterNetwork, deviceDelayMs: number): Promise<void> {
+    const instances = [...this.ecs.world.instances.values()].filter((i) => i.hostName.startsWith('node-'));
+    for (const [k, inst] of instances.entries()) this.netnsOf.set(inst.id, (await network.addNode(k)).netns);
+    const agentKubeconfig = join(this.dir, 'kubeconfig-nodes');
+    writeFileSync(agentKubeconfig, kubeconfigFor(`http://${network.hostAddress}:${new URL(this.kube.url).port}`));
+    // The nodes' eth0 stays on the bridge: the VPC brings only the secondary ENIs' devices.
+    this.vpc = await startVpc({
+      world: this.ecs.world,
+      nodes: instances.map((i) => ({ instanceId: i.id, netns: this.netnsOf.get(i.id)!, primaryDevice: null })),
+      prefix: `ecv${network.id}-`,
+      deviceDelayMs,
+    });
+  }
+
   /** Registers the next `n` held-back nodes (all at once) and starts their agents. */
   async addHeldBackNodes(n: number): Promise<void> {
     await this.registerNodes(n, this.o.start?.agents !== false);
@@ -199,6 +241,9 @@ export class ChaosCluster {
           node,
           socket: join(this.dir, 'nodes', node, 'run', 'agent.sock'),
           stateDir: join(this.dir, 'nodes', node, 'state'),
+          ...(this.netnsOf.has(id)
+            ? { netns: this.netnsOf.get(id), kubeconfig: join(this.dir, 'kubeconfig-nodes') }
+            : {}),
         };
         if (this.o.agentRequestLogs) {
           a.requests = await startRequestLog(this.kube.url);
@@ -315,27 +360,31 @@ export class ChaosCluster {
       Array.from({ length: 4 }, async () => {
         for (let a = queue.shift(); a; a = queue.shift()) {
           if (opts.wipeState) rmSync(a.stateDir, { recursive: true, force: true });
-          a.child = spawn(process.execPath, this.agentArgv(a), {
-            stdio: ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore'],
-          });
+          a.child = this.spawnAgent(a, a.stateDir, ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore']);
           await untilServing(a.child, 'agent');
         }
       }),
     );
   }
 
-  /** The node's agent command line; `stateDir` instead of its own (a stray run elsewhere). */
-  private agentArgv(a: AgentProcess, stateDir = a.stateDir): string[] {
-    return [
+  /**
+   * The node's agent, in its node's namespace with `vpc` (its datapath on), else in the machine's
+   * (where there is no node's datapath to set up); `stateDir` instead of its own (a stray run elsewhere).
+   */
+  private spawnAgent(a: AgentProcess, stateDir: string, stdio: Array<'ignore' | 'pipe' | 'inherit'>): ChildProcess {
+    const argv = [
       '--max-old-space-size=96',
       BIN,
       'agent',
       ...['--kubeconfig', a.kubeconfig ?? join(this.dir, 'kubeconfig'), '--node', a.node],
       ...['--state-dir', stateDir, '--socket', a.socket, '--cooldown', '3'],
-      // The agents share the machine's network namespace: no node's datapath to set up.
-      '--node-routing=false',
+      ...(a.netns ? [] : ['--node-routing=false']),
       ...['--metrics-addr', '127.0.0.1:0', '--health-addr', '127.0.0.1:0', '--log-level', 'warn'],
     ];
+    // `ip netns exec` execs the program: the child is the agent itself.
+    return a.netns
+      ? spawn('ip', ['netns', 'exec', a.netns, process.execPath, ...argv], { stdio })
+      : spawn(process.execPath, argv, { stdio });
   }
 
   /**
@@ -346,7 +395,7 @@ export class ChaosCluster {
     a: AgentProcess,
     o: { stateDir?: string; timeoutMs?: number } = {},
   ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, this.agentArgv(a, o.stateDir), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = this.spawnAgent(a, o.stateDir ?? a.stateDir, ['ignore', 'pipe', 'pipe']);
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -489,6 +538,8 @@ export class ChaosCluster {
     await Promise.all(this.operators.map((o) => o.proxy.close()));
     await Promise.all(this.operators.map((o) => o.metadata?.close()));
     await Promise.all(this.agents.map((a) => a.requests?.close()));
+    await this.vpc?.stop();
+    await this.network?.destroy();
     await this.kube.close();
     await this.ecs.close();
     rmSync(this.dir, { recursive: true, force: true });

@@ -29,7 +29,7 @@ export interface ScenarioContext {
 
 export interface Scenario {
   name: string;
-  group: 'ECS' | 'Kubernetes' | 'Processes';
+  group: 'ECS' | 'VPC' | 'Kubernetes' | 'Processes';
   summary: string;
   cluster: ClusterOptions & { heldBack?: number };
   faultMs: number;

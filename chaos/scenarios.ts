@@ -6,7 +6,9 @@ import { StateFile } from '../src/agent/state-file.js';
 import type { ENIPool } from '../src/api/types.js';
 import type { FaultSpec } from '../src/sim/ecs/index.js';
 import type { KubeFaultRule } from '../src/sim/kube/index.js';
-import type { AgentProcess, ChaosCluster, OperatorProcess } from './cluster.js';
+import { exec } from '../src/sim/vpc/exec.js';
+import { ROOT, type AgentProcess, type ChaosCluster, type OperatorProcess } from './cluster.js';
+import { ProbePods, type Probe } from './probe-pods.js';
 import { RETRY_PERIOD_MS, mutatingCallsOf, type Verdict } from './invariants.js';
 import { sleep, type Scenario, type ScenarioContext } from './scenario.js';
 
@@ -189,6 +191,137 @@ async function waitFor(cond: () => boolean | Promise<boolean>, ms: number): Prom
     await sleep(200);
   }
   return false;
+}
+
+/** The agent's route tables: base (its default) + the ENI's deviceIndex (README: what the agent changes on a node). */
+const TABLE_BASE = 3000;
+const DEVICE_DELAY_MS = 4000;
+
+/** What the agent owns in a node's namespace now: its rules (proto 236) and, per ENI MAC, the device and its table's default route. */
+async function nodeDatapath(netns: string, pool: ENIPool | undefined) {
+  const json = async (...args: string[]) => {
+    const r = await exec('ip', ['-N', '-n', netns, '-j', ...args]);
+    // A table nothing was ever put in does not exist: it holds no route.
+    if (r.code !== 0 && r.stderr.includes('FIB table does not exist')) return [];
+    if (r.code !== 0) throw new Error(`ip -n ${netns} ${args.join(' ')}: ${r.stderr.trim()}`);
+    return JSON.parse(r.stdout || '[]') as Array<Record<string, unknown>>;
+  };
+  const rules = (await json('rule', 'show')).filter((r) => String(r.protocol) === '236');
+  const links = await json('link', 'show');
+  const enis = [];
+  for (const eni of pool?.status?.enis ?? []) {
+    if (eni.state !== 'InUse' || eni.deviceIndex === undefined) continue;
+    const link = links.find((l) => l.address === eni.mac);
+    const table = TABLE_BASE + eni.deviceIndex;
+    const routes = await json('route', 'show', 'table', String(table));
+    enis.push({
+      id: eni.id,
+      up: !!link && (link.flags as string[]).includes('UP'),
+      routed: routes.some((r) => r.dst === 'default' && r.gateway === eni.gatewayIP && r.dev === link?.ifname),
+    });
+  }
+  return {
+    egress: rules
+      .filter((r) => r.priority === 111)
+      .map((r) => String(r.src))
+      .sort(),
+    ingress: rules
+      .filter((r) => r.priority === 20)
+      .map((r) => String(r.dst))
+      .sort(),
+    enis,
+  };
+}
+
+/**
+ * A scale-up on the strict VPC whose ENI devices appear late: two nodes join, the pods on the
+ * others swing (their pools grow by ENIs too), and on every node probe pods start one after
+ * another through the shipped conflist and ping the VPC host at once. Each ADD must answer only
+ * once the pod's path works (its ENI's device up, its table and rules set), waiting for a late
+ * device rather than failing for good; and once the pods settle, each node holds exactly the
+ * rules of the addresses its pods hold, every InUse ENI's device up and its table routed.
+ */
+async function devicesLate(ctx: ScenarioContext): Promise<Record<string, Verdict>> {
+  const { c } = ctx;
+  if (!c.vpc?.vpcHost || !c.network)
+    return { 'probes-reach-vpc': { ok: false, detail: 'the cluster runs without the VPC emulation' } };
+  const probes = new ProbePods(c.vpc.vpcHost.ip, `ecp${c.network.id}-`, ROOT);
+  const t0 = Date.now();
+  const before = new Set(c.agents.map((a) => a.node));
+  await ctx.addNodes(2);
+  await Promise.all(
+    c.agents.map(async (a) => {
+      while (Date.now() - t0 < ctx.faultMs) {
+        await probes.run(a);
+        await sleep(300);
+      }
+    }),
+  );
+  await ctx.stopWorkload();
+  const list: Probe[] = probes.probes;
+  const failed = list.filter((p) => p.error || !p.reached);
+  const slowest = list.reduce((m, p) => Math.max(m, p.addMs), 0);
+  const joined = list.filter((p) => !before.has(p.node));
+  const firstOnJoined = [...new Set(joined.map((p) => p.node))].map((n) => joined.find((p) => p.node === n)!);
+  const attached = c.clusterEnis().filter((e) => e.status === 'InUse' && e.creationTime >= t0 - 1000).length;
+  // Once the pods settle, and the agents' next pass (on the pool change) has run.
+  const settled = await (async () => {
+    let last = '';
+    for (let i = 0; i < 20; i++) {
+      const bad: string[] = [];
+      for (const a of c.agents) {
+        const held = [...new Set((await agentHolds(a))?.values() ?? [])].sort();
+        const dp = await nodeDatapath(
+          a.netns!,
+          c.pools().find((p) => p.metadata.name === a.node),
+        );
+        if (JSON.stringify(dp.egress) !== JSON.stringify(held) || JSON.stringify(dp.ingress) !== JSON.stringify(held))
+          bad.push(
+            `${a.node}: pods hold ${held.length}, egress rules ${dp.egress.length}, ingress ${dp.ingress.length}`,
+          );
+        for (const e of dp.enis)
+          if (!e.up || !e.routed) bad.push(`${a.node}: ENI ${e.id} up ${e.up}, routed ${e.routed}`);
+      }
+      if (!bad.length) return undefined;
+      last = bad.slice(0, 4).join('; ');
+      await sleep(500);
+    }
+    return last;
+  })();
+  const enisChecked = c
+    .pools()
+    .reduce((n, p) => n + (p.status?.enis ?? []).filter((e) => e.state === 'InUse').length, 0);
+  return {
+    'probes-reach-vpc':
+      list.length && !failed.length
+        ? {
+            ok: true,
+            detail: `${list.length} probe pods on ${c.agents.length} nodes: every ADD answered and the first ping reached the VPC host; longest ADD ${(slowest / 1000).toFixed(1)} s, ${list.filter((p) => p.retries).length} retried by the kubelet`,
+          }
+        : {
+            ok: false,
+            detail: `${failed.length} of ${list.length} probe pods failed, first: ${failed
+              .slice(0, 3)
+              .map((p) => `${p.node} ${p.ip ?? ''} ${p.error ?? 'no answer to its first ping'}`)
+              .join('; ')}`,
+          },
+    'late-devices-waited':
+      firstOnJoined.length === 2 && firstOnJoined.every((p) => p.addMs >= DEVICE_DELAY_MS) && attached > 0
+        ? {
+            ok: true,
+            detail: `${attached} ENIs attached during the fault, each device ${DEVICE_DELAY_MS / 1000} s late; the first pod of each joining node waited ${firstOnJoined.map((p) => `${(p.addMs / 1000).toFixed(1)} s`).join(', ')} and worked`,
+          }
+        : {
+            ok: false,
+            detail: `${attached} ENIs attached; first pods of the joining nodes: ${firstOnJoined.map((p) => `${p.node} ${(p.addMs / 1000).toFixed(1)} s`).join(', ') || 'none'} (a device ${DEVICE_DELAY_MS / 1000} s late must be waited for)`,
+          },
+    'datapath-exact': settled
+      ? { ok: false, detail: `10 s after the pods settled: ${settled}` }
+      : {
+          ok: true,
+          detail: `each node's rules (proto 236) = the addresses its pods hold; ${enisChecked} InUse ENIs up and routed`,
+        },
+  };
 }
 
 export const SCENARIOS: Scenario[] = [
@@ -506,6 +639,17 @@ export const SCENARIOS: Scenario[] = [
             : { ok: false, detail: `${enis} secondary ENIs in the cloud for 120 wanted` },
       };
     },
+  },
+  // VPC
+  {
+    name: 'vpc-devices-late',
+    group: 'VPC',
+    summary: `a scale-up on the strict VPC (nodes in namespaces, real pods): each new ENI's device appears in its node ${DEVICE_DELAY_MS / 1000} s after the ENI is InUse`,
+    cluster: { nodes: 2, heldBack: 2, replicas: 1, vpc: { deviceDelayMs: DEVICE_DELAY_MS } },
+    faultMs: 60_000,
+    quickFaultMs: 20_000,
+    recoverWithinMs: 60_000,
+    fault: devicesLate,
   },
   // Kubernetes
   {

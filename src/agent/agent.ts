@@ -347,7 +347,7 @@ export class Agent {
   }
 
   private take(req: { containerId: string; ifName: string; pod: string; network?: string }) {
-    const r = allocate(this.state, this.current(), req, Date.now(), this.routing?.heldByNode());
+    const r = allocate(this.state, this.current(), req, Date.now(), this.routing?.heldByNode(), this.routing?.ready());
     if ('error' in r) {
       this.metrics.emptyPool.inc();
       return 'pool-empty' as const;

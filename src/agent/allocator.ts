@@ -92,13 +92,18 @@ export function freeAddresses(
 export type AllocateResult =
   { state: AgentState; lease: Lease; fresh: boolean } | { state: AgentState; error: 'pool-empty' };
 
-/** Hands an address to a pod interface; the same container and interface get the same address again. */
+/**
+ * Hands an address to a pod interface; the same container and interface get the same address
+ * again. With `readyEnis` (the ENIs whose device and table the node's datapath has set), a free
+ * address on one of them comes first.
+ */
 export function allocate(
   state: AgentState,
   pool: ENIPool | undefined,
   req: { containerId: string; ifName: string; pod: string; network?: string },
   now: number,
   exclude?: ReadonlySet<string>,
+  readyEnis?: ReadonlySet<string>,
 ): AllocateResult {
   const key = allocationKey(req.containerId, req.ifName);
   const addresses = poolAddresses(pool);
@@ -110,7 +115,10 @@ export function allocate(
       : { ip: existing.ip, prefixLength: 32, gateway: '', eniId: existing.eniId, mac: '', vSwitchCidr: '' };
     return { state, lease, fresh: false };
   }
-  const [ip] = freeAddresses(state, pool, now, exclude);
+  const free = freeAddresses(state, pool, now, exclude);
+  // An address on an ENI whose datapath is set answers at once; one on an ENI just attached waits
+  // for its device (seconds, on a real node): taken only when no ready ENI has a free address.
+  const ip = (readyEnis && free.find((x) => readyEnis.has(addresses.get(x)!.eniId))) ?? free[0];
   if (!ip) return { state, error: 'pool-empty' };
   const where = addresses.get(ip)!;
   const allocation: Allocation = {

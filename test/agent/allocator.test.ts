@@ -143,6 +143,46 @@ describe('agent allocation', () => {
     expect(strayAllocations(a.state, pool(['192.168.16.2'])).map((x) => x.ip)).toEqual(['192.168.16.1']);
   });
 
+  it('takes an address of an ENI whose datapath is ready first, one of another ENI only when none is free (property)', () => {
+    const twoEnis = (a: string[], b: string[]): ENIPool => {
+      const p = pool(a);
+      const second = { ...p.status!.enis![0]!, id: 'eni-c', mac: '00:16:3e:00:00:03', ips: b };
+      return { ...p, status: { ...p.status!, enis: [p.status!.enis![0]!, second] } };
+    };
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 4 }),
+        fc.integer({ min: 0, max: 4 }),
+        fc.constantFrom('eni-a', 'eni-c'),
+        fc.integer({ min: 1, max: 10 }),
+        (onA, onC, ready, pods) => {
+          const p = twoEnis(IPS.slice(0, onA), IPS.slice(4, 4 + onC));
+          const readyIps = (ready === 'eni-a' ? IPS.slice(0, onA) : IPS.slice(4, 4 + onC)).length;
+          let state = emptyState();
+          for (let k = 0; k < pods; k++) {
+            const r = allocate(
+              state,
+              p,
+              { containerId: `c${k}`, ifName: 'eth0', pod: `d/p${k}` },
+              0,
+              undefined,
+              new Set([ready]),
+            );
+            if (k >= onA + onC) {
+              expect(r).toMatchObject({ error: 'pool-empty' });
+              continue;
+            }
+            if (!('lease' in r)) throw new Error(`no lease for pod ${k} of ${onA + onC} addresses`);
+            // The first pods land on the ready ENI, as long as it has a free address; then the other.
+            expect(r.lease.eniId === ready).toBe(k < readyIps);
+            state = r.state;
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it('never gives one address to two interfaces, nor a requested or cooling one (property)', () => {
     type Op = { kind: 'add' | 'del'; c: number; at: number };
     fc.assert(

@@ -84,6 +84,11 @@ export class NodeRouting {
     return this.o.metrics;
   }
 
+  /** The ENIs whose device is up and route table set, as the last reconcile left them. */
+  ready(): ReadonlySet<string> {
+    return this.readyEnis;
+  }
+
   /**
    * Addresses that are the node's, never handed to a pod: each ENI's primary address (an image
    * DHCPs it on a hot-plugged NIC, seconds after the device appears) and whatever else the

@@ -1,0 +1,129 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  CniPluginError,
+  CniRuntime,
+  parseNetworkConfig,
+  type NetworkConfigList,
+} from '../src/sim/cluster/runtime/cni.js';
+import { SYSTEM_CNI_DIR } from '../src/sim/cluster/runtime/node-image.js';
+import { exec } from '../src/sim/vpc/exec.js';
+import type { AgentProcess } from './cluster.js';
+
+/** One probe pod: how its ADD went and whether it then reached the VPC host. */
+export interface Probe {
+  node: string;
+  ip?: string;
+  /** From the first ADD to the one that answered an address. */
+  addMs: number;
+  /** ADDs refused with "try again" (code 11, the kubelet retries them) before one answered. */
+  retries: number;
+  /** The error of an ADD that did not answer in the end. */
+  error?: string;
+  /** Its first ping to the VPC host, right after ADD answered, got an answer. */
+  reached?: boolean;
+}
+
+/** What the kubelet allows a pod's sandbox set-up before it gives up and starts again. */
+const ADD_DEADLINE_MS = 30_000;
+
+/**
+ * Pods the way a pod uses the network, on a chaos cluster with `vpc`: the shipped conflist
+ * (ptp, eni-ipam-cni, bandwidth) run by the container runtime's CNI code in the node's namespace
+ * for a sandbox namespace of its own, retried as the kubelet does while eni-ipam-cni says "try
+ * again"; then one ping from the pod to the VPC host, and DEL. An ADD answers only once the pod's
+ * path works, so the first ping must get through.
+ */
+export class ProbePods {
+  readonly probes: Probe[] = [];
+  private readonly conflist: string;
+  private readonly cniPath: string[];
+  private seq = 0;
+
+  constructor(
+    private readonly vpcHost: string,
+    private readonly prefix: string,
+    root: string,
+  ) {
+    this.conflist = readFileSync(join(root, 'examples/10-eni-ipam.conflist'), 'utf8');
+    this.cniPath = [join(root, 'bin'), SYSTEM_CNI_DIR];
+  }
+
+  /** The conflist as the node's agent serves it: its socket. */
+  private listFor(a: AgentProcess): NetworkConfigList {
+    const list = parseNetworkConfig('10-eni-ipam.conflist', this.conflist);
+    for (const plugin of list.plugins)
+      if (plugin.ipam && typeof plugin.ipam === 'object') plugin.ipam = { ...plugin.ipam, socket: a.socket };
+    return list;
+  }
+
+  private runtime(a: AgentProcess): CniRuntime {
+    return new CniRuntime({
+      cniPath: this.cniPath,
+      exists: existsSync,
+      run: (plugin, env, stdin) =>
+        exec(
+          'ip',
+          [
+            'netns',
+            'exec',
+            a.netns!,
+            'env',
+            '-i',
+            'PATH=/usr/sbin:/usr/bin:/sbin:/bin',
+            ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+            plugin,
+          ],
+          stdin,
+          ADD_DEADLINE_MS,
+        ),
+    });
+  }
+
+  /** One probe pod on the node of `a`: ADD (retried), a ping to the VPC host, DEL. */
+  async run(a: AgentProcess): Promise<Probe> {
+    const id = `probe${++this.seq}`;
+    const netns = `${this.prefix}${id}`;
+    const list = this.listFor(a);
+    const cni = this.runtime(a);
+    const attachment = {
+      containerId: `${id}-${a.node}`,
+      netns: `/var/run/netns/${netns}`,
+      ifName: 'eth0',
+      args: [
+        ['IgnoreUnknown', '1'],
+        ['K8S_POD_NAMESPACE', 'default'],
+        ['K8S_POD_NAME', id],
+      ] as Array<[string, string]>,
+      capabilityArgs: {},
+    };
+    const probe: Probe = { node: a.node, addMs: 0, retries: 0 };
+    this.probes.push(probe);
+    await exec('ip', ['netns', 'add', netns]);
+    const t0 = Date.now();
+    try {
+      for (;;) {
+        try {
+          const result = await cni.add(list, attachment);
+          probe.addMs = Date.now() - t0;
+          probe.ip = result?.ips?.[0]?.address.split('/')[0];
+          break;
+        } catch (e) {
+          const again = e instanceof CniPluginError && e.code === 11 && Date.now() - t0 < ADD_DEADLINE_MS;
+          if (!again) {
+            probe.error = (e as Error).message;
+            return probe;
+          }
+          probe.retries++;
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+      const ping = await exec('ip', ['netns', 'exec', netns, 'ping', '-c1', '-W3', '-n', this.vpcHost]);
+      probe.reached = ping.code === 0;
+      return probe;
+    } finally {
+      await cni.del(list, attachment).catch((e: unknown) => (probe.error ??= `DEL: ${(e as Error).message}`));
+      await exec('ip', ['netns', 'del', netns]);
+    }
+  }
+}
