@@ -133,7 +133,8 @@ const eni = s.object(
     state: s.enum(['Available', 'Attaching', 'InUse', 'Detaching', 'Deleting'] as const),
     deviceIndex: s.int({ minimum: 0 }),
     ips: s.array(s.string(), {
-      description: "The ENI's addresses usable by pods: its secondary addresses (its own primary address is the node's).",
+      description:
+        "The ENI's addresses usable by pods: its secondary addresses (its own primary address is the node's).",
     }),
   },
   { required: ['id', 'state'] },

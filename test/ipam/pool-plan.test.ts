@@ -361,7 +361,8 @@ describe('pool planning (branches)', () => {
     });
     expect(exhausted(byClass)).toMatchObject({ status: 'True', reason: 'InstanceLimit' });
     expect(ready(byClass)).toMatchObject({ status: 'True', reason: 'AtCapacity' });
-    const message = 'instance i-node (ecs.test) holds at most 20 pod IPs (2 secondary ENIs × 10 secondary IPs); the pool wants more';
+    const message =
+      'instance i-node (ecs.test) holds at most 20 pod IPs (2 secondary ENIs × 10 secondary IPs); the pool wants more';
     for (const spec of [{ maxAllocate: 50 }, {}]) {
       const byInstance = full([eni(0, 10), eni(1, 10)], spec);
       expect(byInstance.memory.shortfall).toEqual({ reason: 'InstanceLimit', message });
