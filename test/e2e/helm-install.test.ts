@@ -1,18 +1,10 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  chartValues,
-  createAccessKeySecret,
-  runtimeUnavailable,
-  startCluster,
-  type EmulatedCluster,
-} from '../../src/sim/cluster/index.js';
+import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../src/sim/cluster/index.js';
 import { eventually } from '../helpers/ecs.js';
-import { CHART, run, setArgs, tool } from '../helpers/helm.js';
-import { kubectlFor, type Kubectl } from '../helpers/kube.js';
+import { CHART, setArgs } from '../helpers/helm.js';
+import { type Kubectl } from '../helpers/kube.js';
+import { allPoolsReady, chartCluster, isReady, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
 import { nodeCni } from '../helpers/node-cni.js';
 
 // The chart installed for real: `helm install --wait` into an emulated cluster whose nodes run
@@ -24,18 +16,14 @@ const maybe = why ? describe.skip : describe;
 
 let cluster: EmulatedCluster;
 let kubectl: Kubectl;
-let helm: (args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
+let helm: Helm;
 const NS = 'kube-system';
 const until = <T>(fn: () => Promise<T | undefined | false | ''>, ms = 30_000) =>
   eventually(fn as () => Promise<T>, ms, 200);
-const json = async (args: string[]) => {
-  const r = await kubectl([...args, '-o', 'json']);
-  if (r.code !== 0) throw new Error(r.stderr);
-  return JSON.parse(r.stdout);
-};
+const json = kubectlJson(() => kubectl);
 const pods = async (component: string) =>
   (await json(['get', 'pods', '-n', NS, '-l', `app.kubernetes.io/component=${component}`])).items as any[];
-const ready = (p: any) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
+const ready = isReady;
 const leader = async () =>
   String((await json(['get', 'lease', '-n', NS, 'eni-ipam-operator'])).spec.holderIdentity ?? '');
 /** The processes of the pods that ran (their container IDs carry the PID). */
@@ -58,16 +46,7 @@ const cni = (node: number, command: 'ADD' | 'DEL', containerId: string) => nodeC
 
 maybe('helm install into an emulated cluster (root)', () => {
   beforeAll(async () => {
-    cluster = await startCluster({
-      nodes: 2,
-      workDir: mkdtempSync(join(tmpdir(), 'helm-cluster-')),
-      auth: true,
-      backoffBaseMs: 2000,
-    });
-    kubectl = kubectlFor(cluster.kube);
-    const helmBin = tool('helm');
-    helm = (args) => run(helmBin, [...args, '--kubeconfig', cluster.kubeconfigPath, '--namespace', NS]);
-    createAccessKeySecret(cluster);
+    ({ cluster, kubectl, helm } = await chartCluster({ nodes: 2, backoffBaseMs: 2000, name: 'helm-cluster' }));
   }, 60_000);
 
   afterAll(async () => {
@@ -108,13 +87,7 @@ maybe('helm install into an emulated cluster (root)', () => {
     const metrics = await (await fetch(`http://${operators[0].status.hostIP}:9492/metrics`)).text();
     expect(metrics).toContain('eni_ipam_');
     notePids([...operators, ...agents]);
-    await until(async () => {
-      const pools = (await json(['get', 'enipools'])).items as any[];
-      return (
-        pools.length === cluster.nodes.length &&
-        pools.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))
-      );
-    });
+    await until(() => allPoolsReady(json, cluster));
   }, 120_000);
 
   test('a CNI ADD through the plugin the init container installed on a node gets an IP of its pool; DEL releases it', async () => {

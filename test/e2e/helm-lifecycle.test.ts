@@ -1,21 +1,15 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
-import {
-  chartValues,
-  createAccessKeySecret,
-  runtimeUnavailable,
-  startCluster,
-  type EmulatedCluster,
-} from '../../src/sim/cluster/index.js';
+import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../src/sim/cluster/index.js';
 import { nodeObject } from '../../src/sim/ecs/index.js';
 import type { AuditEntry } from '../../src/sim/kube/index.js';
 import { eventually, pop } from '../helpers/ecs.js';
 import { CHART, ROOT, run, setArgs, tool } from '../helpers/helm.js';
-import { kubectlFor, type Kubectl } from '../helpers/kube.js';
+import { type Kubectl } from '../helpers/kube.js';
+import { allPoolsReady, chartCluster, isReady, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
 import { nodeCni } from '../helpers/node-cni.js';
 
 // The chart used as users use it, start to end, under its own RBAC: addresses released, a pool
@@ -32,18 +26,14 @@ const OPERATOR = `system:serviceaccount:${NS}:eni-ipam-operator`;
 const AGENT = `system:serviceaccount:${NS}:eni-ipam-agent`;
 let cluster: EmulatedCluster;
 let kubectl: Kubectl;
-let helm: (args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
+let helm: Helm;
 let values: string[];
 
 const until = <T>(fn: () => Promise<T | undefined | false | ''>, ms = 30_000) =>
   eventually(fn as () => Promise<T>, ms, 250);
-const json = async (args: string[]) => {
-  const r = await kubectl([...args, '-o', 'json']);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-};
+const json = kubectlJson(() => kubectl);
 const pool = (node: string) => json(['get', 'enipool', node]);
-const ready = (p: any) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
+const ready = isReady;
 const calls = (action: string, since = 0) => cluster.ecs.calls({ since, action });
 const tag = (o: { tags: Array<{ key: string; value: string }> }, key: string) =>
   o.tags.find((t) => t.key === key)?.value;
@@ -65,16 +55,7 @@ const add = (node: number, containerId: string) =>
 
 maybe('the chart through a whole life, under its own RBAC (root)', () => {
   beforeAll(async () => {
-    cluster = await startCluster({
-      nodes: 2,
-      workDir: mkdtempSync(join(tmpdir(), 'helm-life-')),
-      auth: true,
-      backoffBaseMs: 1000,
-    });
-    kubectl = kubectlFor(cluster.kube);
-    const helmBin = tool('helm');
-    helm = (args) => run(helmBin, [...args, '--kubeconfig', cluster.kubeconfigPath, '--namespace', NS]);
-    createAccessKeySecret(cluster);
+    ({ cluster, kubectl, helm } = await chartCluster({ nodes: 2, backoffBaseMs: 1000, name: 'helm-life' }));
     values = [
       ...chartValues(cluster),
       'defaultClass.spec.preAllocate=2',
@@ -96,10 +77,7 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect((await kubectl(['rollout', 'status', '-n', NS, 'daemonset/eni-ipam-agent', '--timeout=60s'])).code).toBe(0);
-    await until(async () => {
-      const pools = (await json(['get', 'enipools'])).items as any[];
-      return pools.length === cluster.nodes.length && pools.every(ready);
-    });
+    await until(() => allPoolsReady(json, cluster));
   }, 150_000);
 
   test('addresses a node no longer needs are released through the handshake, under the chart’s RBAC', async () => {

@@ -1,19 +1,11 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  chartValues,
-  createAccessKeySecret,
-  runtimeUnavailable,
-  startCluster,
-  type EmulatedCluster,
-} from '../../src/sim/cluster/index.js';
+import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../src/sim/cluster/index.js';
 import { cniPluginsUnavailable } from '../../src/sim/cluster/runtime/node-image.js';
 import { eventually } from '../helpers/ecs.js';
-import { CHART, run, setArgs, tool } from '../helpers/helm.js';
-import { kubectlFor, type Kubectl } from '../helpers/kube.js';
+import { CHART, setArgs } from '../helpers/helm.js';
+import { type Kubectl } from '../helpers/kube.js';
+import { allPoolsReady, chartCluster, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
 
 // Workload pods with the chart installed, as a user tries it: `kubectl run` toolbox pods get ENI
 // addresses from their node's pool through the CNI chain the agent's init container installed
@@ -27,11 +19,7 @@ const NS = 'kube-system';
 let cluster: EmulatedCluster;
 let kubectl: Kubectl;
 const until = <T>(fn: () => Promise<T | undefined | false>, ms = 60_000) => eventually(fn as () => Promise<T>, ms, 200);
-const json = async (args: string[]) => {
-  const r = await kubectl([...args, '-o', 'json']);
-  if (r.code !== 0) throw new Error(r.stderr);
-  return JSON.parse(r.stdout);
-};
+const json = kubectlJson(() => kubectl);
 const pool = (node: string) => json(['get', 'enipool', node]);
 const runToolbox = (name: string, node: string, extra: string[] = []) =>
   kubectl(['run', name, '--image=eni-ipam/toolbox:latest', `--overrides={"spec":{"nodeName":"${node}"}}`, ...extra]);
@@ -44,35 +32,19 @@ const poolIps = (p: any): string[] => (p.status?.enis ?? []).flatMap((e: any) =>
 
 maybe('toolbox pods on the emulated cluster with the chart installed (root)', () => {
   beforeAll(async () => {
-    cluster = await startCluster({
-      nodes: 2,
-      workDir: mkdtempSync(join(tmpdir(), 'toolbox-e2e-')),
-      auth: true,
-      backoffBaseMs: 1000,
-    });
-    kubectl = kubectlFor(cluster.kube);
-    createAccessKeySecret(cluster);
-    const helm = await run(tool('helm'), [
+    let helm: Helm;
+    ({ cluster, kubectl, helm } = await chartCluster({ nodes: 2, backoffBaseMs: 1000, name: 'toolbox-e2e' }));
+    const install = await helm([
       'install',
       'eni-ipam',
       CHART,
-      '--kubeconfig',
-      cluster.kubeconfigPath,
-      '--namespace',
-      NS,
       '--wait',
       '--timeout',
       '90s',
       ...setArgs(chartValues(cluster)),
     ]);
-    if (helm.code !== 0) throw new Error(`helm install failed: ${helm.stderr}`);
-    await until(async () => {
-      const pools = (await json(['get', 'enipools'])).items as any[];
-      return (
-        pools.length === cluster.nodes.length &&
-        pools.every((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))
-      );
-    }, 90_000);
+    if (install.code !== 0) throw new Error(`helm install failed: ${install.stderr}`);
+    await until(() => allPoolsReady(json, cluster), 90_000);
   }, 180_000);
 
   afterAll(async () => {

@@ -27,6 +27,21 @@ export interface AuditFilter {
   since?: number;
 }
 
+/** Who asked what, as an entry records it (the answer's code apart). */
+function requestOf(user: Identity, a: Extract<Attributes, { resourceRequest: true }>): Omit<AuditEntry, 'code'> {
+  return {
+    time: Date.now(),
+    user: user.name,
+    groups: user.groups,
+    verb: a.verb,
+    apiGroup: a.apiGroup,
+    resource: a.resource,
+    subresource: a.subresource,
+    namespace: a.namespace,
+    name: a.name,
+  };
+}
+
 /** The newest entries, at most `limit` (the oldest are dropped, as a rotated audit log does). */
 export class AuditLog {
   private readonly entries: AuditEntry[] = [];
@@ -39,43 +54,26 @@ export class AuditLog {
    */
   record(res: ServerResponse, user: Identity, a: Attributes): void {
     if (!a.resourceRequest) return;
-    const entry = {
-      time: Date.now(),
-      user: user.name,
-      groups: user.groups,
-      verb: a.verb,
-      apiGroup: a.apiGroup,
-      resource: a.resource,
-      subresource: a.subresource,
-      namespace: a.namespace,
-      name: a.name,
-      get code(): number {
-        return res.headersSent ? res.statusCode : 0;
-      },
-    };
+    const entry = Object.defineProperty(requestOf(user, a), 'code', {
+      get: () => (res.headersSent ? res.statusCode : 0),
+      enumerable: true,
+      configurable: true,
+    }) as AuditEntry;
     // Once answered, the entry keeps only the code (the getter, and the response with it, go).
     res.once('close', () =>
       Object.defineProperty(entry, 'code', { value: res.headersSent ? res.statusCode : 0, enumerable: true }),
     );
-    this.entries.push(entry);
-    if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);
+    this.push(entry);
   }
 
   /** Records a request answered outside an HTTP response (an upgrade: 101 once it is taken). */
   recordCode(user: Identity, a: Attributes, code: number): void {
     if (!a.resourceRequest) return;
-    this.entries.push({
-      time: Date.now(),
-      user: user.name,
-      groups: user.groups,
-      verb: a.verb,
-      apiGroup: a.apiGroup,
-      resource: a.resource,
-      subresource: a.subresource,
-      namespace: a.namespace,
-      name: a.name,
-      code,
-    });
+    this.push({ ...requestOf(user, a), code });
+  }
+
+  private push(entry: AuditEntry): void {
+    this.entries.push(entry);
     if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);
   }
 
