@@ -17,6 +17,7 @@ import { Informer } from '../kube/informer.js';
 import type { Logger } from '../observability/logger.js';
 import {
   agentStatus,
+  allocationKey,
   allocate,
   departedRecoveries,
   freeAddresses,
@@ -84,6 +85,16 @@ function mergeWithin(ms: number): ConfigurationOptions {
     post: (r: ResponseContext) => new Observable(Promise.resolve(r)),
   };
   return { ...merge, middleware: [...(merge.middleware ?? []), deadline] };
+}
+
+/** The answer to an ADD whose address a DEL released while it waited for the datapath. */
+function released(lease: Lease): DatapathError {
+  return new DatapathError(
+    lease.eniId,
+    'released',
+    `${lease.ip} (ENI ${lease.eniId}) was released by a DEL of the pod while its ADD waited`,
+    true,
+  );
 }
 
 /**
@@ -376,8 +387,13 @@ export class Agent {
     try {
       const r = this.take(req);
       if (r === 'pool-empty' || !this.routing) return r === 'pool-empty' ? r : r.lease;
+      // Still this interface's address: a DEL (the runtime gave up on this ADD) may come while it waits.
+      const key = allocationKey(req.containerId, req.ifName);
+      const taken = this.state.allocations[key];
+      const ours = () => this.state.allocations[key] === taken;
       try {
         await this.routing.ensure({ ip: r.lease.ip, eniId: r.lease.eniId });
+        if (!ours()) throw released(r.lease);
       } catch (e) {
         const err =
           e instanceof DatapathError
@@ -390,7 +406,8 @@ export class Agent {
             ? 'the datapath of a pod address could not be set up; the ADD fails and the address is released'
             : 'the datapath of a pod address could not be set up; the ADD fails',
         );
-        if (r.fresh) await this.removePod(req.containerId, req.ifName);
+        // Only the address this ADD took goes back: not one a later ADD of the container holds now.
+        if (r.fresh && ours()) await this.removePod(req.containerId, req.ifName);
         throw err;
       }
       return r.lease;

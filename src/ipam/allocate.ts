@@ -47,7 +47,10 @@ export interface AllocationPlan {
 /** Mutating calls a plan takes: one per assign, two per new ENI (create, attach). */
 export const callsOf = (ops: AllocationOp[]): number => ops.reduce((n, op) => n + (op.kind === 'assign' ? 1 : 2), 0);
 
-/** Creates ENIs for `remaining` IPs in free slots, each carrying as many IPs as it may. */
+/**
+ * Creates ENIs for `remaining` IPs in free slots, each carrying as many IPs as it may. Each
+ * create also takes its own primary address from the vSwitch (the node's, never a pod's).
+ */
 function planCreates(
   remaining: number,
   slots: number,
@@ -60,14 +63,14 @@ function planCreates(
   let added = 0;
   while (remaining - added > 0 && ops.length < slots) {
     const wanted = Math.min(perEni, remaining - added);
-    const candidates = order.filter((id) => (free.get(id) ?? 0) > 0);
+    const candidates = order.filter((id) => (free.get(id) ?? 0) > 1);
     if (!candidates.length) break;
     const pick =
       selection === 'Ordered'
-        ? (candidates.find((id) => free.get(id)! >= wanted) ?? candidates[0]!)
+        ? (candidates.find((id) => free.get(id)! >= wanted + 1) ?? candidates[0]!)
         : candidates.reduce((best, id) => (free.get(id)! > free.get(best)! ? id : best));
-    const ips = Math.min(wanted, free.get(pick)!);
-    free.set(pick, free.get(pick)! - ips);
+    const ips = Math.min(wanted, free.get(pick)! - 1);
+    free.set(pick, free.get(pick)! - ips - 1);
     ops.push({ kind: 'create', vSwitchId: pick, ips });
     added += ips;
   }

@@ -100,8 +100,14 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
     }
   }
   for (const eni of i.enis) {
-    // Every pod address confirmed free (the primary is the node's): the ENI goes whole.
-    if (i.deleteEmptyEnis && eni.secondaryIps.length > 0 && eni.secondaryIps.every(confirmed)) {
+    // Every pod address confirmed free: the ENI goes whole. Its primary is the node's, but a pod
+    // may still hold it (handed out before eni-ipam kept primaries for the node): then it stays.
+    if (
+      i.deleteEmptyEnis &&
+      eni.secondaryIps.length > 0 &&
+      eni.secondaryIps.every(confirmed) &&
+      !i.used.has(eni.primaryIp)
+    ) {
       plan.deleteEnis.push(eni.id);
       continue;
     }

@@ -62,8 +62,8 @@ export class EniLifecycle implements EniWork {
     const name = pool.metadata.name;
     const memory = this.d.memory.of(name);
     addIncoming(memory, 1, ips);
-    // Taken from the vSwitch now, so that other pools planned meanwhile do not count on them too.
-    this.d.cloud.took(vSwitchId, ips);
+    // Taken from the vSwitch now (its IPs and its own primary), so that other pools planned meanwhile do not count on them too.
+    this.d.cloud.took(vSwitchId, ips + 1);
     const clientToken = randomUUID();
     const tags = {
       ...(pool.spec.eniTags ?? {}),
@@ -157,7 +157,8 @@ export class EniLifecycle implements EniWork {
   attach(pool: ENIPool, eni: NetworkInterface, o: { alreadyAttaching?: boolean } = {}): void {
     if (this.stopped) return;
     const memory = this.d.memory.of(pool.metadata.name);
-    const carried = 1 + eni.secondaryIps.length;
+    // What it brings to pods: its secondaries (its primary is the node's).
+    const carried = eni.secondaryIps.length;
     addIncoming(memory, 1, carried);
     this.attachCounted(pool, eni, memory, carried, o.alreadyAttaching ?? false);
   }

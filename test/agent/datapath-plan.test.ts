@@ -33,7 +33,7 @@ const TABLES = [MAIN_TABLE, 3001, 3002, 3003, 3004, 3300, 100, 2999];
 
 // Ownership as the README states it, written out here rather than taken from the code under test.
 const ours = {
-  rule: (r: KernelRule) => (r.priority === 20 || r.priority === 111) && r.protocol === 236,
+  rule: (r: KernelRule) => (r.priority === 20 || r.priority === 111) && r.protocol === 236 && !r.extra,
   route: (r: KernelRoute) => r.table > 3000 && r.table <= 3255 && r.protocol === 236,
 };
 

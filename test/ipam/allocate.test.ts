@@ -58,7 +58,8 @@ function bruteForce(input: AllocationInput): { planned: number; calls: number } 
     const chosen = roomy.filter((_, i) => mask & (1 << i));
     for (let n = 0; n <= slots; n++) {
       const room = chosen.reduce((a, b) => a + b, 0) + n * perEni;
-      const planned = Math.min(input.want, room, free);
+      // Each new ENI's own primary address comes from the vSwitch too (one vSwitch here).
+      const planned = Math.min(input.want, room, free - n);
       // Every call must add at least one IP; otherwise it is not part of a sensible plan.
       if (chosen.length + n > planned) continue;
       const calls = chosen.length + 2 * n;
@@ -132,8 +133,9 @@ describe('allocation planning', () => {
       selection: 'Ordered',
     };
     expect(planAllocation(input)).toEqual({
-      ops: [{ kind: 'create', vSwitchId: 'vsw-ok', ips: 4 }],
-      planned: 4,
+      // 4 free: 3 for pods, 1 for the new ENI's own primary.
+      ops: [{ kind: 'create', vSwitchId: 'vsw-ok', ips: 3 }],
+      planned: 3,
       shortfall: 'vswitch-exhausted',
     });
     expect(planAllocation({ ...input, vSwitches: [{ id: 'vsw-ok', free: 100 }], want: 20 })).toMatchObject({
@@ -154,7 +156,8 @@ describe('allocation planning', () => {
         for (const op of plan.ops) {
           const count = op.kind === 'assign' ? op.count : op.ips;
           expect(count).toBeGreaterThan(0);
-          perVsw.set(op.vSwitchId, (perVsw.get(op.vSwitchId) ?? 0) + count);
+          // A create takes its ENI's own primary from the vSwitch as well.
+          perVsw.set(op.vSwitchId, (perVsw.get(op.vSwitchId) ?? 0) + count + (op.kind === 'create' ? 1 : 0));
           if (op.kind === 'assign') perEni.set(op.eniId, (perEni.get(op.eniId) ?? 0) + count);
           else expect(count).toBeLessThanOrEqual(Math.min(input.limits.ipv4PerEni, 50));
         }
@@ -204,7 +207,7 @@ describe('allocation planning', () => {
               v.free -= op.count;
             } else {
               enis.push({ id: `eni-new-${step}-${enis.length}`, vSwitchId: op.vSwitchId, attached: true, ips: op.ips });
-              v.free -= op.ips;
+              v.free -= op.ips + 1;
             }
           }
           state = { ...state, enis, vSwitches, want: state.want - plan.planned };

@@ -335,7 +335,8 @@ export function applyPlan({ o, m }: Case, plan: PoolPlan): Case {
   const all = [...facts.values()];
   const taken = (id: string) =>
     sum(plan.assign.filter((a) => a.vSwitchId === id).map((a) => a.count)) +
-    sum(plan.create.filter((c) => c.vSwitchId === id).map((c) => c.ips));
+    // A created ENI took its own primary address too.
+    sum(plan.create.filter((c) => c.vSwitchId === id).map((c) => c.ips + 1));
   const status: ENIPoolStatus = {
     ...o.pool.status,
     enis: plan.status.eniIds.map((id) => {

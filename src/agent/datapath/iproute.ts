@@ -116,8 +116,25 @@ export function linkLine(c: LinkChange): BatchLine {
   return { text: parts.join(' '), change: 'link', eniId: c.eniId };
 }
 
+/** Route types by number (rtnetlink's RTN_*), as `ip route` names them. */
+const ROUTE_TYPES: Record<number, string> = {
+  2: 'local',
+  3: 'broadcast',
+  4: 'anycast',
+  5: 'multicast',
+  6: 'blackhole',
+  7: 'unreachable',
+  8: 'prohibit',
+  9: 'throw',
+};
+
+/**
+ * A route as `ip route add|del` takes it: everything that tells it apart, since a delete treats
+ * what it is not given as a wildcard and removes the first route that matches.
+ */
 function routeSpec(r: KernelRoute): string {
   return [
+    ...(ROUTE_TYPES[r.type] ? [ROUTE_TYPES[r.type]!] : []),
     r.dst,
     ...(r.gateway ? ['via', r.gateway] : []),
     ...(r.dev ? ['dev', r.dev] : []),
@@ -126,6 +143,7 @@ function routeSpec(r: KernelRoute): string {
     String(r.table),
     'proto',
     String(r.protocol),
+    ...(r.metric ? ['metric', String(r.metric)] : []),
   ].join(' ');
 }
 

@@ -31,7 +31,7 @@ export interface NodeRoutingOptions {
   addresses(): PodAddress[];
 }
 
-export type DatapathFailure = ProblemKind | 'apply-failed' | 'read-failed';
+export type DatapathFailure = ProblemKind | 'apply-failed' | 'read-failed' | 'released';
 
 /** The datapath of a pod address could not be set up: which ENI, why, and whether trying again may help. */
 export class DatapathError extends Error {
@@ -253,6 +253,9 @@ export class NodeRouting {
 
   /** One try of ensure, under the lock: undefined once set, or the problem in the way. */
   private async ensureNow(a: PodAddress): Promise<Problem | undefined> {
+    // A DEL released it meanwhile (the runtime gave up on the ADD): nothing more to set for it.
+    if (!this.o.addresses().some((x) => x.ip === a.ip))
+      throw new DatapathError(a.eniId, 'released', `${a.ip} (ENI ${a.eniId}) was released while its ADD waited`, true);
     const enis = this.o.poolEnis();
     if (!enis)
       return { kind: 'not-in-pool', eniId: a.eniId, ip: a.ip, message: 'the agent has not seen its ENIPool yet' };

@@ -38,9 +38,14 @@ export function isOurRoute(r: KernelRoute, config: DatapathConfig): boolean {
   return isOurTable(r.table, config) && r.protocol === RT_PROTOCOL;
 }
 
-/** Ours: at one of our priorities and written with our protocol. */
+/**
+ * Ours: at one of our priorities, written with our protocol, and selecting on nothing we never
+ * set. A rule with another selector (iif, fwmark, not...) is someone else's: a delete line names
+ * only what the model knows, and the kernel would take it for a pod's rule (it deletes the first
+ * rule that matches what is given).
+ */
 export function isOurRule(r: KernelRule): boolean {
-  return (r.priority === INGRESS_PRIORITY || r.priority === EGRESS_PRIORITY) && r.protocol === RT_PROTOCOL;
+  return (r.priority === INGRESS_PRIORITY || r.priority === EGRESS_PRIORITY) && r.protocol === RT_PROTOCOL && !r.extra;
 }
 
 const routeKey = (r: KernelRoute) =>

@@ -23,7 +23,7 @@ import { execSession, runInContainer, type ExecTarget } from './exec.js';
 import { RUNNABLE_IMAGES, nodeImage } from './images.js';
 import type { ClusterNetwork, NodeNetwork } from './network.js';
 import { NODE_CNI_BIN_DIR, NODE_CNI_CONF_DIR, NODE_CNI_DIRS, installNodeImage } from './node-image.js';
-import { PodSandboxes, SandboxError } from './pod-sandbox.js';
+import { PodSandboxes, SandboxError, type PodSandbox } from './pod-sandbox.js';
 import { runProbe } from './probes.js';
 import { podStatus, recordPodEvent, type ContainerRun, type PodRun } from './pod-status.js';
 import { MountError, containerMounts, setUpVolumes, type Mount, type TokenMinter } from './volumes.js';
@@ -134,6 +134,7 @@ export class Kubelet {
           containers: new Map(),
           tokens: [],
           tokenTimers: [],
+          leftovers: [],
           terminating: false,
           gone: false,
         };
@@ -255,6 +256,13 @@ export class Kubelet {
       let settle!: () => void;
       run.sandboxing = new Promise<void>((r) => (settle = r));
       try {
+        // The kubelet stops a failed sandbox again before it makes another: its DEL, retried.
+        await this.removeLeftovers(run, true);
+        if (run.leftovers.length)
+          throw new SandboxError(
+            'FailedCreatePodSandBox',
+            `failed to stop the pod's earlier sandbox "${run.leftovers[0]!.id}": its network is not torn down yet`,
+          );
         const sandbox = await this.sandboxes.create(run.pod);
         run.sandbox = sandbox;
         run.netns = sandbox.netns;
@@ -265,6 +273,7 @@ export class Kubelet {
         return !run.terminating;
       } catch (e) {
         if (!(e instanceof SandboxError)) throw e;
+        if (e.leftover) run.leftovers.push(e.leftover);
         this.log.warn({ pod: run.pod.metadata.name, err: e.message }, 'pod sandbox failed');
         this.event(run, 'Warning', e.reason, e.message);
         run.waiting = { reason: 'ContainerCreating', message: e.message };
@@ -286,18 +295,29 @@ export class Kubelet {
    */
   private async removeSandbox(run: PodRun, once: boolean): Promise<void> {
     await run.sandboxing;
+    await this.removeLeftovers(run, once);
     const sandbox = run.sandbox;
     if (!sandbox) return;
+    if (await this.removeOne(run, sandbox, once)) run.sandbox = undefined;
+  }
+
+  /** The failed sandboxes whose DEL failed, removed now (with `once`, one attempt each). */
+  private async removeLeftovers(run: PodRun, once: boolean): Promise<void> {
+    for (const sandbox of [...run.leftovers])
+      if (await this.removeOne(run, sandbox, once)) run.leftovers.splice(run.leftovers.indexOf(sandbox), 1);
+  }
+
+  /** One sandbox's DEL and namespace, retried unless `once`; whether it is gone. */
+  private async removeOne(run: PodRun, sandbox: PodSandbox, once: boolean): Promise<boolean> {
     for (;;) {
       try {
         await this.sandboxes.remove(sandbox);
-        run.sandbox = undefined;
-        return;
+        return true;
       } catch (e) {
         const message = (e as Error).message;
         this.log.warn({ pod: run.pod.metadata.name, sandbox: sandbox.id, err: message }, 'pod sandbox not removed');
         const pod = this.o.objects.get('pods', run.pod.metadata.namespace, run.pod.metadata.name!);
-        if (once || this.stopped || !pod || pod.metadata.uid !== run.uid) return;
+        if (once || this.stopped || !pod || pod.metadata.uid !== run.uid) return false;
         this.event(
           run,
           'Warning',

@@ -11,11 +11,15 @@ import {
   type NetworkConfigList,
 } from './cni.js';
 
-/** Why a pod's sandbox could not be made; `reason` is the kubelet's Event reason. */
+/**
+ * Why a pod's sandbox could not be made; `reason` is the kubelet's Event reason. `leftover`: the
+ * failed sandbox, when undoing it failed too (its DEL is still to do, its namespace kept).
+ */
 export class SandboxError extends Error {
   constructor(
     readonly reason: 'NetworkNotReady' | 'FailedCreatePodSandBox',
     message: string,
+    readonly leftover?: PodSandbox,
   ) {
     super(message);
   }
@@ -68,10 +72,11 @@ export class PodSandboxes {
     }
     if (!network) throw notReady('cni plugin not initialized');
     const id = randomBytes(32).toString('hex');
-    const failed = (why: string) =>
+    const failed = (why: string, leftover?: PodSandbox) =>
       new SandboxError(
         'FailedCreatePodSandBox',
         `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "${id}": ${why}`,
+        leftover,
       );
     let capabilityArgs: Record<string, unknown>;
     try {
@@ -100,9 +105,16 @@ export class PodSandboxes {
       }
       if (!sandbox.podIPs.length) throw new Error(`failed to find network info for sandbox "${id}"`);
     } catch (e) {
-      // What the plugins may have allocated goes back (DEL), as containerd tears a failed sandbox down.
-      await this.remove(sandbox).catch(() => this.o.removeNetns(netns));
-      throw failed((e as Error).message);
+      // What the plugins may have allocated goes back (DEL), as containerd tears a failed sandbox
+      // down; when that DEL fails too, containerd keeps the sandbox and its namespace, and the
+      // kubelet stops it again later (the DEL retried), so nothing a plugin allocated is lost.
+      const why = (e as Error).message;
+      try {
+        await this.remove(sandbox);
+      } catch (cleanup) {
+        throw failed(`${why}; ${(cleanup as Error).message}`, sandbox);
+      }
+      throw failed(why);
     }
     return sandbox;
   }

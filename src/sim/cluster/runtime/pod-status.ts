@@ -34,6 +34,8 @@ export interface PodRun {
   netns?: string;
   /** The sandbox made for a pod outside the host network (its namespace and networks). */
   sandbox?: PodSandbox;
+  /** Failed sandboxes whose teardown (DEL) failed: removed again before the next one, and with the pod. */
+  leftovers: PodSandbox[];
   /** Settles when a sandbox being made is made or has failed. */
   sandboxing?: Promise<unknown>;
   podIP?: string;
