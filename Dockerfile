@@ -1,4 +1,5 @@
-# eni-ipam: one image for every command (operator, agent, install-cni, the emulators and the demo).
+# eni-ipam: one image for the product's commands (operator, agent, install-cni). The testbed (the
+# emulators, the local cluster, the demo) is not in it: it runs from a clone (README).
 # Build: docker build -t eni-ipam:0.1.0 .
 
 FROM node:20.20.2-bookworm-slim AS build
@@ -7,10 +8,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev &
 WORKDIR /src
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --ignore-scripts
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
 COPY scripts/build-cni.sh ./scripts/build-cni.sh
 COPY src ./src
-RUN npm run build
+RUN npm run build:product
 
 FROM node:20.20.2-bookworm-slim AS runtime
 ENV NODE_ENV=production
@@ -20,7 +21,8 @@ WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 # Production dependencies only: no compiler, test or tool packages in the image.
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
-COPY --from=build /src/dist ./dist
+COPY --from=build /src/dist/src ./dist/src
+COPY --from=build /src/dist/bin ./dist/bin
 # bin/eni-ipam-cni links to dist/bin/eni-ipam-cni, the static binary install-cni copies to the host.
 COPY bin ./bin
 COPY examples/10-eni-ipam.conflist ./examples/10-eni-ipam.conflist

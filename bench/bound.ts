@@ -1,5 +1,5 @@
 import type { ENIPoolClass } from '../src/api/types.js';
-import type { Fixture } from '../src/sim/ecs/index.js';
+import type { Fixture } from '../testbed/ecs/index.js';
 
 export interface QuotaBound {
   /** Unavoidable mutating calls per action. */

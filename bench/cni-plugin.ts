@@ -11,9 +11,9 @@ import ts from 'typescript';
 import { agentRequest } from '../src/agent/client.js';
 import { StateFile } from '../src/agent/state-file.js';
 import { CRDS } from '../src/api/crds.js';
-import { startKubeEmulator } from '../src/sim/kube/index.js';
+import { startKubeEmulator } from '../testbed/kube/index.js';
 import { BENCH_DIR, percentile, writeResults } from './report.js';
-import { agentArgs, servingOf } from './process.js';
+import { agentArgs, servingOf } from '../testbed/harness/process.js';
 
 export interface CniPluginOptions {
   runs: number;

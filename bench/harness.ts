@@ -14,12 +14,12 @@ import { DEFAULT_API_LIMITS } from '../src/cloud/limits.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
 import { Informer } from '../src/kube/informer.js';
 import { silentLogger } from '../src/observability/logger.js';
-import { nodeObject, startEcsEmulator, type EcsEmulator } from '../src/sim/ecs/index.js';
-import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
+import { nodeObject, startEcsEmulator, type EcsEmulator } from '../testbed/ecs/index.js';
+import { startKubeEmulator, type KubeEmulator } from '../testbed/kube/index.js';
 import YAML from 'yaml';
-import { operatorArgs, untilServing } from './process.js';
+import { operatorArgs, untilServing } from '../testbed/harness/process.js';
 import { BENCH_DIR } from './report.js';
-import { benchWorld, type BenchWorldOptions } from './world.js';
+import { benchWorld, type BenchWorldOptions } from '../testbed/harness/world.js';
 
 const BIN = fileURLToPath(new URL('../../bin/eni-ipam', import.meta.url));
 /** The operator's V8 heap settings, as the chart's defaults set them. */

@@ -1,4 +1,4 @@
-import { benchWorld } from './world.js';
+import { benchWorld } from '../testbed/harness/world.js';
 import { scaleUpBound } from './bound.js';
 import { BenchCluster, metric } from './harness.js';
 import { percentile, writeResults } from './report.js';

@@ -15,16 +15,16 @@ import {
 } from '@kubernetes/client-node';
 import { CRDS } from '../src/api/crds.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
-import { TAGS } from '../src/operator/cloud-state.js';
-import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../src/sim/ecs/index.js';
-import { kubeconfigFor } from '../src/sim/kube/kubeconfig.js';
-import { startKubeEmulator, type KubeEmulator } from '../src/sim/kube/index.js';
-import { startMetadataRelay, type MetadataRelay } from '../src/sim/metadata-relay.js';
-import { startFaultProxy, type FaultProxy } from '../src/sim/netfault.js';
-import { ClusterNetwork } from '../src/sim/cluster/runtime/network.js';
-import { startVpc, type Vpc } from '../src/sim/vpc/index.js';
-import { operatorArgs, untilServing } from '../bench/process.js';
-import { benchWorld } from '../bench/world.js';
+import { TAGS } from '../src/operator/eni/cloud-state.js';
+import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../testbed/ecs/index.js';
+import { kubeconfigFor } from '../testbed/kube/auth/kubeconfig.js';
+import { startKubeEmulator, type KubeEmulator } from '../testbed/kube/index.js';
+import { startMetadataRelay, type MetadataRelay } from '../testbed/ecs/metadata-relay.js';
+import { startFaultProxy, type FaultProxy } from '../testbed/harness/netfault.js';
+import { ClusterNetwork } from '../testbed/cluster/runtime/network.js';
+import { startVpc, type Vpc } from '../testbed/vpc/index.js';
+import { operatorArgs, untilServing } from '../testbed/harness/process.js';
+import { benchWorld } from '../testbed/harness/world.js';
 import { startRequestLog, type RequestLog } from './request-log.js';
 
 // From the sources (tests) or from dist-chaos/chaos (npm run chaos).

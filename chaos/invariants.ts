@@ -1,6 +1,6 @@
 import { agentRequest } from '../src/agent/client.js';
 import { MUTATING_ACTIONS } from '../src/cloud/limits.js';
-import type { CallRecord } from '../src/sim/ecs/index.js';
+import type { CallRecord } from '../testbed/ecs/index.js';
 import type { ChaosCluster, OperatorProcess } from './cluster.js';
 import type { Workload } from './workload.js';
 

@@ -5,9 +5,9 @@ import {
   CniRuntime,
   parseNetworkConfig,
   type NetworkConfigList,
-} from '../src/sim/cluster/runtime/cni.js';
-import { SYSTEM_CNI_DIR } from '../src/sim/cluster/runtime/node-image.js';
-import { exec } from '../src/sim/vpc/exec.js';
+} from '../testbed/cluster/runtime/cni.js';
+import { SYSTEM_CNI_DIR } from '../testbed/cluster/runtime/node-image.js';
+import { exec } from '../testbed/vpc/exec.js';
 import type { AgentProcess } from './cluster.js';
 
 /** One probe pod: how its ADD went and whether it then reached the VPC host. */

@@ -5,8 +5,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { runtimeUnavailable } from '../src/sim/cluster/index.js';
-import { cniPluginsUnavailable } from '../src/sim/cluster/runtime/node-image.js';
+import { runtimeUnavailable } from '../testbed/cluster/index.js';
+import { cniPluginsUnavailable } from '../testbed/cluster/runtime/node-image.js';
 import { ROOT } from './helpers/helm.js';
 
 // The README's commands as a user runs them: the cluster line of "Try the chart locally" in a

@@ -22,8 +22,8 @@ export interface InstallCniOptions {
   pluginBinary?: string;
 }
 
-/** The static plugin binary built beside the compiled code (scripts/build-cni.sh). */
-export const PLUGIN_BINARY = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'eni-ipam-cni');
+/** The static plugin binary scripts/build-cni.sh writes to dist/bin (bin/eni-ipam-cni links to it). */
+export const PLUGIN_BINARY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'eni-ipam-cni');
 
 // What versions before the static binary installed: a Node.js runtime and the plugin's code.
 const OLD_RUNTIME_DIRS = ['eni-ipam.d', 'eni-ipam.d.new', 'eni-ipam.d.old'];

@@ -1,50 +1,69 @@
 import { UsageError, formatHelp, parseFlags, type CommandSpec } from './args.js';
-import { emulateEcs } from './emulate-ecs.js';
-import { emulateCluster } from './emulate-cluster.js';
-import { emulateKube } from './emulate-kube.js';
 import { operatorCommand } from './operator.js';
 import { agentCommand } from './agent.js';
-import { demoCommand } from './demo.js';
 import { installCniCommand } from './install-cni.js';
+import { TESTBED_MISSING, TESTBED_SUMMARIES, loadTestbedCommands } from './testbed.js';
 
-const COMMANDS: CommandSpec[] = [
-  demoCommand,
-  operatorCommand,
-  agentCommand,
-  installCniCommand,
-  emulateEcs,
-  emulateKube,
-  emulateCluster,
-];
+/** The product's commands; the testbed adds its own when it is installed (see testbed.ts). */
+const PRODUCT_COMMANDS: CommandSpec[] = [operatorCommand, agentCommand, installCniCommand];
 
-function topHelp(): string {
-  const rows = COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`);
+/** What the CLI offers here: the product's commands, and the testbed's when it is installed. */
+interface Commands {
+  runnable: CommandSpec[];
+  /** The testbed's commands where the testbed is not installed: named in help, refused with how to get them. */
+  absent: ReadonlyArray<{ name: string; summary: string }>;
+}
+
+/** Every command this installation has, the product's first. */
+export async function commands(): Promise<Commands> {
+  const testbed = await loadTestbedCommands();
+  return testbed
+    ? { runnable: [...PRODUCT_COMMANDS, ...testbed], absent: [] }
+    : { runnable: PRODUCT_COMMANDS, absent: TESTBED_SUMMARIES };
+}
+
+function topHelp({ runnable, absent }: Commands): string {
+  const row = (name: string, summary: string) => `  ${name.padEnd(16)} ${summary}`;
   return [
     'Usage: eni-ipam <command> [flags]',
     '',
     'ENI IPAM for Kubernetes on Alibaba Cloud.',
     '',
     'Commands:',
-    ...rows,
+    ...runnable.map((c) => row(c.name, c.summary)),
+    ...absent.map((c) => row(c.name, `${c.summary} Not installed here.`)),
     '',
     'Run eni-ipam <command> --help for its flags.',
     '',
   ].join('\n');
 }
 
-/** Runs the CLI and returns the process exit code (2 for a usage error). */
-export async function run(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
-    process.stdout.write(topHelp());
-    return argv.length === 0 ? 2 : 0;
-  }
-  // The longest command name that prefixes argv wins (`emulate ecs` before `emulate`).
-  const cmd = [...COMMANDS]
+/** The command whose words prefix argv; the longest wins (`emulate ecs` before `emulate`). */
+function matching<T extends { name: string }>(list: readonly T[], argv: string[]): T | undefined {
+  return [...list]
     .sort((a, b) => b.name.split(' ').length - a.name.split(' ').length)
     .find((c) => c.name.split(' ').every((w, i) => argv[i] === w));
+}
+
+/** Runs the CLI and returns the process exit code (2 for a usage error). */
+export async function run(argv: string[]): Promise<number> {
+  const available = await commands();
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+    process.stdout.write(topHelp(available));
+    return argv.length === 0 ? 2 : 0;
+  }
+  const cmd = matching(available.runnable, argv);
   if (!cmd) {
-    const group = COMMANDS.filter((c) => c.name.startsWith(`${argv[0]} `));
-    const known = group.length ? group.map((c) => c.name).join(', ') : COMMANDS.map((c) => c.name).join(', ');
+    const missing =
+      matching(available.absent, argv)?.name ??
+      (available.absent.some((c) => c.name.startsWith(`${argv[0]} `)) ? argv[0] : undefined);
+    if (missing) {
+      process.stderr.write(`eni-ipam ${missing}: ${TESTBED_MISSING}\n`);
+      return 2;
+    }
+    const all = available.runnable;
+    const group = all.filter((c) => c.name.startsWith(`${argv[0]} `));
+    const known = (group.length ? group : all).map((c) => c.name).join(', ');
     process.stderr.write(
       `eni-ipam: unknown command "${argv.slice(0, group.length ? 2 : 1).join(' ')}" (commands: ${known})\n`,
     );

@@ -35,3 +35,18 @@ export function degradedCondition(failures: readonly FailureRecord[]): PlannedCo
   const reason = failing.permanent ? 'CloudCallRefused' : 'CloudCallsFailing';
   return { type: 'Degraded', status: 'True', reason, message: failing.message };
 }
+
+/**
+ * The record after one more failure of an action: transient failures hold it back from 1 s to a
+ * minute, permanent ones from 5 s to ten minutes, so that a missing permission costs a few calls
+ * an hour rather than one every reconcile.
+ */
+export function nextFailure(
+  previous: FailureRecord | undefined,
+  failure: Pick<FailureRecord, 'action' | 'code' | 'message' | 'permanent'>,
+  now: number,
+): FailureRecord {
+  const count = (previous?.count ?? 0) + 1;
+  const [base, cap] = failure.permanent ? [5_000, 600_000] : [1_000, 60_000];
+  return { ...failure, count, until: now + Math.min(cap, base * 2 ** (count - 1)) };
+}

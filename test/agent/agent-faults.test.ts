@@ -11,7 +11,7 @@ import { agentRequest } from '../../src/agent/client.js';
 import { FS_JOURNAL_OPS } from '../../src/agent/state-file.js';
 import type { ENIPool } from '../../src/api/types.js';
 import { createLogger } from '../../src/observability/logger.js';
-import type { KubeFaultRule } from '../../src/sim/kube/index.js';
+import type { KubeFaultRule } from '../../testbed/kube/index.js';
 import { eventually, sleep } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 

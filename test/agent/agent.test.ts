@@ -11,7 +11,7 @@ import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
 import type { ENIPool } from '../../src/api/types.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 

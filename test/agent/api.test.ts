@@ -10,7 +10,7 @@ import { Agent } from '../../src/agent/agent.js';
 import { MAX_BODY_BYTES, serveAgentApi } from '../../src/agent/api.js';
 import { agentClient, agentRequest } from '../../src/agent/client.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 

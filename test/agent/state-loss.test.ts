@@ -8,11 +8,11 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { ENIPool } from '../../src/api/types.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
-import { agentArgs, servingOf } from '../../bench/process.js';
+import { agentArgs, servingOf } from '../../testbed/harness/process.js';
 
 const NODE = 'node-7';
 const IPS = Array.from({ length: 12 }, (_, i) => `10.7.0.${i + 10}`);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CLUSTER_ID, ChaosCluster, type OperatorProcess } from '../../chaos/cluster.js';
 import { Checker, deposedVerdict, leakVerdict, quotaVerdict, waitRecovered } from '../../chaos/invariants.js';
 import { Workload } from '../../chaos/workload.js';
-import { TAGS } from '../../src/operator/cloud-state.js';
+import { TAGS } from '../../src/operator/eni/cloud-state.js';
 import { REGION, eventually, pop } from '../helpers/ecs.js';
 
 let c: ChaosCluster;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { runSeries } from '../../chaos/scenario.js';
 import { SCENARIOS } from '../../chaos/scenarios.js';
-import { cniPluginsUnavailable } from '../../src/sim/cluster/runtime/node-image.js';
-import { vpcUnavailable } from '../../src/sim/vpc/index.js';
+import { cniPluginsUnavailable } from '../../testbed/cluster/runtime/node-image.js';
+import { vpcUnavailable } from '../../testbed/vpc/index.js';
 
 // The fault suite's VPC scenario, short: nodes in namespaces on the strict VPC, real pods through
 // the shipped conflist, ENI devices that appear 4 s after their ENI is InUse during a scale-up.

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { parseHostPort } from '../../src/cli/addresses.js';
-import { kubeconfigFor } from '../../src/sim/kube/kubeconfig.js';
+import { kubeconfigFor } from '../../testbed/kube/auth/kubeconfig.js';
 import { runCli } from '../helpers/cli.js';
 
 /** A server that takes every request and never answers: an API server or a cloud that hangs. */

@@ -7,13 +7,13 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { agentClient, agentRequest } from '../../src/agent/client.js';
 import type { Lease } from '../../src/agent/allocator.js';
 import { BIN, isLogEntry, runCli, startCli } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
-import { agentArgs, servingOf } from '../../bench/process.js';
+import { agentArgs, servingOf } from '../../testbed/harness/process.js';
 
 let emu: KubeEmulator;
 let dir: string;

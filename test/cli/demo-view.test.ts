@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { bar, renderLine, renderScreen, type DemoView } from '../../src/demo/view.js';
+import { bar, renderLine, renderScreen, type DemoView } from '../../testbed/demo/view.js';
 
 const view: DemoView = {
   nodes: 12,

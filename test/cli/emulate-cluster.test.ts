@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import YAML from 'yaml';
-import { runtimeUnavailable } from '../../src/sim/cluster/index.js';
+import { runtimeUnavailable } from '../../testbed/cluster/index.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { run, tool } from '../helpers/helm.js';

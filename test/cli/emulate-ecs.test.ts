@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { defaultWorld } from '../../src/sim/ecs/index.js';
+import { defaultWorld } from '../../testbed/ecs/index.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { REGION, pop } from '../helpers/ecs.js';
 

@@ -11,7 +11,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { UsageError, parseFlags } from '../../src/cli/args.js';
 import { operatorCommand } from '../../src/cli/operator.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { http, kube } from '../helpers/kube.js';
 
 const BASE = ['--region', 'cn-hangzhou', '--vpc-id', 'vpc-1', '--cluster-id', 'c1'];

@@ -11,7 +11,7 @@ import { UsageError } from '../../src/cli/args.js';
 import { testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN, isLogEntry, runCli } from '../helpers/cli.js';
 import { DEMO_KEY, eventually } from '../helpers/ecs.js';
-import { operatorArgs, servingOf } from '../../bench/process.js';
+import { operatorArgs, servingOf } from '../../testbed/harness/process.js';
 
 let c: TestCluster;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CloudError, staticCredentials, type NetworkInterface } from '../../src/cloud/index.js';
-import type { EcsEmulator, FaultSpec } from '../../src/sim/ecs/index.js';
+import type { EcsEmulator, FaultSpec } from '../../testbed/ecs/index.js';
 import { capturingLogger, clientFor, metricValue } from '../helpers/cloud.js';
 import { emulator } from '../helpers/ecs.js';
 

@@ -15,7 +15,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CloudError, ramRoleCredentials } from '../../src/cloud/index.js';
 import { cloudFailureCause } from '../../src/operator/failures.js';
-import type { EcsEmulator } from '../../src/sim/ecs/index.js';
+import type { EcsEmulator } from '../../testbed/ecs/index.js';
 import { clientFor } from '../helpers/cloud.js';
 import { emulator } from '../helpers/ecs.js';
 

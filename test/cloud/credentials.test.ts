@@ -10,8 +10,8 @@ import {
   ramRoleCredentials,
   rrsaFromEnv,
 } from '../../src/cloud/index.js';
-import type { EcsEmulator } from '../../src/sim/ecs/index.js';
-import { startMetadataRelay, type MetadataRelay } from '../../src/sim/metadata-relay.js';
+import type { EcsEmulator } from '../../testbed/ecs/index.js';
+import { startMetadataRelay, type MetadataRelay } from '../../testbed/ecs/metadata-relay.js';
 import { clientFor } from '../helpers/cloud.js';
 import { emulator, eventually, sleep } from '../helpers/ecs.js';
 

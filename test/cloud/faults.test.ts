@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CloudError } from '../../src/cloud/index.js';
-import type { EcsEmulator } from '../../src/sim/ecs/index.js';
+import type { EcsEmulator } from '../../testbed/ecs/index.js';
 import { clientFor, metricValue } from '../helpers/cloud.js';
 import { emulator } from '../helpers/ecs.js';
 

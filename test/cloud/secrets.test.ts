@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
 import { ramRoleCredentials, staticCredentials } from '../../src/cloud/index.js';
-import type { EcsEmulator } from '../../src/sim/ecs/index.js';
+import type { EcsEmulator } from '../../testbed/ecs/index.js';
 import { capturingLogger, clientFor } from '../helpers/cloud.js';
 import { emulator } from '../helpers/ecs.js';
 

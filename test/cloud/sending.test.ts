@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CloudError, ramRoleCredentials } from '../../src/cloud/index.js';
-import type { EcsEmulator } from '../../src/sim/ecs/index.js';
-import { startMetadataRelay, type MetadataRelay } from '../../src/sim/metadata-relay.js';
+import type { EcsEmulator } from '../../testbed/ecs/index.js';
+import { startMetadataRelay, type MetadataRelay } from '../../testbed/ecs/metadata-relay.js';
 import { capturingLogger, clientFor, metricValue } from '../helpers/cloud.js';
 import { emulator, sleep } from '../helpers/ecs.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { EcsEmulator } from '../../src/sim/ecs/index.js';
+import type { EcsEmulator } from '../../testbed/ecs/index.js';
 import { clientFor, metricValue } from '../helpers/cloud.js';
 import { emulator } from '../helpers/ecs.js';
 

@@ -11,7 +11,7 @@ import { serveAgentApi } from '../../src/agent/api.js';
 import { IpRouteKernel } from '../../src/agent/datapath/kernel.js';
 import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { destination as pinoDestination } from 'pino';
-import { startVpc, vpcUnavailable, type Vpc } from '../../src/sim/vpc/index.js';
+import { startVpc, vpcUnavailable, type Vpc } from '../../testbed/vpc/index.js';
 import { runCli } from '../helpers/cli.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually, sleep } from '../helpers/ecs.js';

@@ -13,7 +13,7 @@ import { agentClient } from '../../src/agent/client.js';
 import { IpRouteKernel, type KernelPort } from '../../src/agent/datapath/kernel.js';
 import { CRDS } from '../../src/api/crds.js';
 import { createLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { run, tool } from '../helpers/helm.js';
 import { http, kube } from '../helpers/kube.js';

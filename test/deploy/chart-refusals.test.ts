@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startKubeEmulator, type KubeEmulator } from '../../src/sim/kube/index.js';
+import { startKubeEmulator, type KubeEmulator } from '../../testbed/kube/index.js';
 import { CHART, CREDENTIAL_FORMS, REQUIRED, run, setArgs, tool } from '../helpers/helm.js';
 
 // The real `helm install` against an API server, once per wrong value: each must be refused

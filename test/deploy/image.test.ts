@@ -1,7 +1,16 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { runCli } from '../helpers/cli.js';
 import { ROOT } from '../helpers/helm.js';
@@ -43,7 +52,7 @@ describe('the container image', () => {
     expect(dockerfile.length).toBeGreaterThanOrEqual(2);
     for (const s of dockerfile) expect(s.from).toMatch(/^node:20\.\d+\.\d+-[a-z]+-slim(@sha256:[0-9a-f]{64})?$/);
     expect(dockerfile[0]!.lines).toContainEqual({ op: 'RUN', args: expect.stringMatching(/^npm ci\b/) });
-    expect(dockerfile[0]!.lines.some((l) => l.op === 'RUN' && l.args.includes('npm run build'))).toBe(true);
+    expect(dockerfile[0]!.lines.some((l) => l.op === 'RUN' && l.args === 'npm run build:product')).toBe(true);
     // npm run build compiles the static plugin: the build stage has gcc and libc's static archive, before the build.
     const build = dockerfile[0]!.lines;
     const compiler = build.findIndex(
@@ -51,16 +60,20 @@ describe('the container image', () => {
     );
     expect(compiler).toBeGreaterThanOrEqual(0);
     expect(compiler).toBeLessThan(build.findIndex((l) => l.op === 'RUN' && l.args.includes('npm run build')));
+    // The product only: the testbed, the suites and the tests never enter the build.
+    expect(build.filter((l) => l.op === 'COPY' && /\b(testbed|test|bench|chaos)\b/.test(l.args))).toEqual([]);
     expect(build.some((l) => l.op === 'COPY' && l.args.startsWith('scripts/build-cni.sh '))).toBe(true);
   });
 
   it('ships production dependencies only, the compiled code from the build stage, and no remote ADD', () => {
     expect(runtime.lines.some((l) => l.op === 'RUN' && /npm ci\b.*--omit=dev/.test(l.args))).toBe(true);
-    expect(
-      runtime.lines.some(
-        (l) => l.op === 'COPY' && l.args.startsWith(`--from=${dockerfile[0]!.name} `) && l.args.includes('/dist'),
-      ),
-    ).toBe(true);
+    const fromBuild = runtime.lines.filter(
+      (l) => l.op === 'COPY' && l.args.startsWith(`--from=${dockerfile[0]!.name} `),
+    );
+    expect(fromBuild.map((l) => l.args.split(/\s+/).slice(1))).toEqual([
+      ['/src/dist/src', './dist/src'],
+      ['/src/dist/bin', './dist/bin'],
+    ]);
     expect(
       runtime.lines.filter(
         (l) => l.op === 'COPY' && !l.args.startsWith('--from=') && /\b(src|test|node_modules)\b/.test(l.args),
@@ -73,7 +86,7 @@ describe('the container image', () => {
   it('runs as a non-root user with eni-ipam as the entry point, and has eni-ipam-cni for the init container', () => {
     const user = runtime.lines.filter((l) => l.op === 'USER').at(-1)!.args;
     expect(user.split(':')[0]).toMatch(/^[1-9]\d*$/);
-    // The launcher: dist/cli/main.js only exports run() and does nothing when executed.
+    // The launcher: dist/src/cli/main.js only exports run() and does nothing when executed.
     expect(runtime.lines.filter((l) => l.op === 'ENTRYPOINT').at(-1)!.args).toBe('["node", "/app/bin/eni-ipam"]');
     expect(runtime.lines.some((l) => l.op === 'COPY' && l.args.startsWith('bin '))).toBe(true);
     expect(runtime.lines.some((l) => l.op === 'RUN' && l.args.includes('/usr/local/bin/eni-ipam-cni'))).toBe(true);
@@ -81,14 +94,14 @@ describe('the container image', () => {
     expect(runtime.lines.some((l) => l.op === 'RUN' && /apt-get install\b.*\biproute2\b/.test(l.args))).toBe(true);
   });
 
-  it('needs no devDependency at run time: every package the compiled code imports is a dependency', () => {
+  it('needs no devDependency at run time, and every dependency is one the product imports', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
     const files = (dir: string): string[] =>
       readdirSync(dir).flatMap((f) =>
         statSync(join(dir, f)).isDirectory() ? files(join(dir, f)) : f.endsWith('.js') ? [join(dir, f)] : [],
       );
     const imported = new Set<string>();
-    for (const f of files(join(ROOT, 'dist'))) {
+    for (const f of files(join(ROOT, 'dist', 'src'))) {
       for (const m of readFileSync(f, 'utf8').matchAll(/(?:from|import\()\s*'([^'.][^']*)'/g)) {
         if (m[1]!.startsWith('node:')) continue;
         imported.add(m[1]!.startsWith('@') ? m[1]!.split('/').slice(0, 2).join('/') : m[1]!.split('/')[0]!);
@@ -96,6 +109,46 @@ describe('the container image', () => {
     }
     expect(imported.size).toBeGreaterThan(3);
     expect([...imported].filter((p) => !pkg.dependencies[p])).toEqual([]);
+    // `npm ls --omit=dev` lists what the product uses, nothing the testbed alone needs.
+    expect(Object.keys(pkg.dependencies).filter((p) => !imported.has(p))).toEqual([]);
+  });
+
+  it('runs from what the image holds: the product commands work, the testbed commands say where they are', async () => {
+    // The runtime stage, without a container engine: the launcher, dist/src, dist/bin, and only
+    // the packages `npm ci --omit=dev` installs (the lockfile's non-dev entries).
+    const app = mkdtempSync(join(tmpdir(), 'image-'));
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean }>;
+    };
+    for (const [path, entry] of Object.entries(lock.packages)) {
+      // Top-level packages only: a nested node_modules comes with its parent's directory.
+      if (!path || entry.dev || path.split('node_modules/').length !== 2) continue;
+      mkdirSync(dirname(join(app, path)), { recursive: true });
+      symlinkSync(join(ROOT, path), join(app, path));
+    }
+    // Copies, not links: Node resolves a module by its real path, which would find the testbed beside it.
+    for (const part of ['bin', 'dist/src', 'dist/bin', 'package.json'])
+      cpSync(join(ROOT, part), join(app, part), { recursive: true, dereference: true });
+    const cli = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(join(app, 'bin/eni-ipam'), args, (err, stdout, stderr) =>
+          resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
+        ),
+      );
+    // The CLI imports every product module when it starts: a package missing from the image fails here.
+    for (const command of ['operator', 'agent', 'install-cni']) {
+      const help = await cli([command, '--help']);
+      expect(help).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout).toContain(`Usage: eni-ipam ${command} [flags]`);
+    }
+    const demo = await cli(['demo', '--nodes', '3']);
+    expect(demo.code).toBe(2);
+    expect(demo.stderr).toBe(
+      'eni-ipam demo: this command is part of the testbed (the emulators, the local cluster and the demo), which ' +
+        'this installation does not carry: the image and `npm ci --omit=dev` hold the product only. From a clone ' +
+        'of the repository: `npm ci && npm run build`, then `./bin/eni-ipam demo`\n',
+    );
+    expect((await cli(['--help'])).stdout).toMatch(/^ {2}emulate cluster .* Not installed here\.$/m);
   });
 });
 

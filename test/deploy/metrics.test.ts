@@ -8,7 +8,7 @@ import { startCli } from '../helpers/cli.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 import { CREDENTIAL_FORMS, REQUIRED, run, template, tool } from '../helpers/helm.js';
-import { operatorArgs, servingOf } from '../../bench/process.js';
+import { operatorArgs, servingOf } from '../../testbed/harness/process.js';
 import { DEFAULT_API_LIMITS, MUTATING_ACTIONS } from '../../src/cloud/index.js';
 
 let c: TestCluster;

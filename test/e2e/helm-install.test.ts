@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../src/sim/cluster/index.js';
+import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { CHART, setArgs } from '../helpers/helm.js';
 import { type Kubectl } from '../helpers/kube.js';

@@ -14,8 +14,8 @@ import { createCloudClient, staticCredentials, type CloudClient } from '../../sr
 import { DEFAULT_OPERATOR_CONFIG } from '../../src/operator/config.js';
 import { Operator } from '../../src/operator/operator.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
-import { nodeObject, type EcsEmulator } from '../../src/sim/ecs/index.js';
-import { issueServiceAccountToken, startKubeEmulator, type KubeEmulator } from '../../src/sim/kube/index.js';
+import { nodeObject, type EcsEmulator } from '../../testbed/ecs/index.js';
+import { issueServiceAccountToken, startKubeEmulator, type KubeEmulator } from '../../testbed/kube/index.js';
 import { capturingLogger, metricValue } from '../helpers/cloud.js';
 import { DEMO_KEY, REGION, emulator, eventually } from '../helpers/ecs.js';
 

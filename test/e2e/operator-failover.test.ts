@@ -7,7 +7,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN } from '../helpers/cli.js';
 import { DEMO_KEY, eventually } from '../helpers/ecs.js';
-import { operatorArgs } from '../../bench/process.js';
+import { operatorArgs } from '../../testbed/harness/process.js';
 
 let c: TestCluster;
 const children: ChildProcess[] = [];

@@ -9,7 +9,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
-import { operatorArgs, servingOf } from '../../bench/process.js';
+import { operatorArgs, servingOf } from '../../testbed/harness/process.js';
 
 const KEY_ID = 'LTAI-recognisable-key-id';
 const SECRET = 'RecognisableSecret-9d1f7b3e';

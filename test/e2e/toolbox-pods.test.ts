@@ -1,7 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../src/sim/cluster/index.js';
-import { cniPluginsUnavailable } from '../../src/sim/cluster/runtime/node-image.js';
+import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
+import { cniPluginsUnavailable } from '../../testbed/cluster/runtime/node-image.js';
 import { eventually } from '../helpers/ecs.js';
 import { CHART, setArgs } from '../helpers/helm.js';
 import { type Kubectl } from '../helpers/kube.js';

@@ -2,7 +2,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAccessKeySecret, startCluster, type EmulatedCluster } from '../../src/sim/cluster/index.js';
+import { createAccessKeySecret, startCluster, type EmulatedCluster } from '../../testbed/cluster/index.js';
 import { run, tool } from './helm.js';
 import { kubectlFor, type Kubectl } from './kube.js';
 

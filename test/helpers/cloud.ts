@@ -7,7 +7,7 @@ import {
   type CloudClientOptions,
 } from '../../src/cloud/index.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
-import type { EcsEmulator } from '../../src/sim/ecs/index.js';
+import type { EcsEmulator } from '../../testbed/ecs/index.js';
 import { DEMO_KEY, REGION } from './ecs.js';
 
 /** A logger whose JSON lines are kept in `lines`. */

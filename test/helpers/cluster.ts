@@ -13,8 +13,8 @@ import {
 import { DEFAULT_OPERATOR_CONFIG, type OperatorConfig } from '../../src/operator/config.js';
 import { Operator, type LeaderElectionConfig } from '../../src/operator/operator.js';
 import { createLogger, silentLogger, type Logger } from '../../src/observability/logger.js';
-import { nodeObject, type EcsEmulator, type Fixture } from '../../src/sim/ecs/index.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import { nodeObject, type EcsEmulator, type Fixture } from '../../testbed/ecs/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { DEMO_KEY, REGION, emulator, eventually } from './ecs.js';
 import { http, kube } from './kube.js';
 

@@ -1,5 +1,5 @@
 import RPCClient from '@alicloud/pop-core';
-import { defaultWorld, startEcsEmulator, type EcsEmulator, type Fixture } from '../../src/sim/ecs/index.js';
+import { defaultWorld, startEcsEmulator, type EcsEmulator, type Fixture } from '../../testbed/ecs/index.js';
 
 export const REGION = 'cn-hangzhou';
 export const DEMO_KEY = { accessKeyId: 'demo', accessKeySecret: 'demo-secret' };

@@ -10,7 +10,7 @@ import { serveAgentApi } from '../../src/agent/api.js';
 import { CRDS } from '../../src/api/crds.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { eventually } from './ecs.js';
-import { startKubeEmulator, type KubeEmulator, type KubeEmulatorOptions } from '../../src/sim/kube/index.js';
+import { startKubeEmulator, type KubeEmulator, type KubeEmulatorOptions } from '../../testbed/kube/index.js';
 
 export interface Kubectl {
   (args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }>;

@@ -6,8 +6,8 @@ import {
   parseNetworkConfig,
   type Attachment,
   type NetworkConfigList,
-} from '../../src/sim/cluster/runtime/cni.js';
-import { namespacesUnavailable } from '../../src/sim/cluster/runtime/network.js';
+} from '../../testbed/cluster/runtime/cni.js';
+import { namespacesUnavailable } from '../../testbed/cluster/runtime/network.js';
 
 /** Debian's containernetworking-plugins. */
 export const SYSTEM_CNI_DIR = '/usr/lib/cni';

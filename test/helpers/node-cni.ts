@@ -1,7 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- the conflist is JSON */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EmulatedCluster } from '../../src/sim/cluster/index.js';
+import type { EmulatedCluster } from '../../testbed/cluster/index.js';
 
 /** An emulated node's root on the machine (its hostPath volumes, CNI folders...). */
 export const nodeRoot = (cluster: EmulatedCluster, node: string): string =>

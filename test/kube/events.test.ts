@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { EventRecorder } from '../../src/kube/events.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { kube } from '../helpers/kube.js';
 
 let emu: KubeEmulator;

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import { Informer } from '../../src/kube/informer.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { kube } from '../helpers/kube.js';
 

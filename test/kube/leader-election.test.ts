@@ -4,9 +4,9 @@ import { LeaderElector } from '../../src/kube/leader-election.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import { isConflict } from '../../src/kube/errors.js';
 import { capturingLogger } from '../helpers/cloud.js';
-import type { KubeEmulator } from '../../src/sim/kube/index.js';
+import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { eventually, sleep } from '../helpers/ecs.js';
-import { startFaultProxy } from '../../src/sim/netfault.js';
+import { startFaultProxy } from '../../testbed/harness/netfault.js';
 import { http, kube } from '../helpers/kube.js';
 
 let emu: KubeEmulator;

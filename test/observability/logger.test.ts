@@ -50,7 +50,7 @@ describe('the logger', () => {
   });
 
   it('ends the process on an error nothing handles with one fatal JSON line and exit 1', async () => {
-    const dist = (path: string) => fileURLToPath(new URL(`../../dist/${path}`, import.meta.url));
+    const dist = (path: string) => fileURLToPath(new URL(`../../dist/src/${path}`, import.meta.url));
     const script = [
       `import { createLogger } from ${JSON.stringify(dist('observability/logger.js'))};`,
       `import { exitOnUnhandledErrors } from ${JSON.stringify(dist('cli/fatal.js'))};`,

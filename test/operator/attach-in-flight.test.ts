@@ -5,9 +5,9 @@ import { Registry } from 'prom-client';
 import type { EcsApi, NetworkInterface } from '../../src/cloud/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { DEFAULT_OPERATOR_CONFIG } from '../../src/operator/config.js';
-import { EniLifecycle } from '../../src/operator/eni-lifecycle.js';
+import { EniLifecycle } from '../../src/operator/eni/lifecycle.js';
 import { OperatorMetrics } from '../../src/operator/metrics.js';
-import type { StatePoller } from '../../src/operator/poller.js';
+import type { StatePoller } from '../../src/operator/eni/poller.js';
 import { CLUSTER, NODE, VPC, eni, fixture, pool, type Fixture } from './fakes.js';
 
 /** The real EniLifecycle over the fixture's memory, cloud state and Events; the cloud answers as `state` says. */

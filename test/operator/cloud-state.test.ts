@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { EcsApi, NetworkInterface } from '../../src/cloud/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { CloudState, TAGS } from '../../src/operator/cloud-state.js';
+import { CloudState, TAGS } from '../../src/operator/eni/cloud-state.js';
 
 const eni = (id: string, secondaryIps: string[] = []): NetworkInterface => ({
   id,

@@ -28,13 +28,13 @@ import {
   type VSwitch,
 } from '../../src/cloud/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { CloudFailures } from '../../src/operator/cloud-failures.js';
-import { CloudState, TAGS } from '../../src/operator/cloud-state.js';
+import { CloudFailures } from '../../src/operator/failures.js';
+import { CloudState, TAGS } from '../../src/operator/eni/cloud-state.js';
 import { FINALIZER, type OperatorMode } from '../../src/operator/config.js';
 import { OperatorMetrics } from '../../src/operator/metrics.js';
-import { NodeMemories, type NodeMemory } from '../../src/operator/node-memory.js';
-import { PoolReconciler, type ReconcileResult } from '../../src/operator/pool-reconciler.js';
-import type { ClusterCache, EniWork, IpCalls, PoolEvents, PoolStore } from '../../src/operator/ports.js';
+import { NodeMemories, type NodeMemory } from '../../src/operator/pool/node-memory.js';
+import { PoolReconciler, type ReconcileResult } from '../../src/operator/pool/reconciler.js';
+import type { ClusterCache, EniWork, IpCalls, PoolEvents, PoolStore } from '../../src/operator/pool/ports.js';
 
 /** One recorded call: what was called, with which arguments (the pool argument left out). */
 export interface Call {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { nodeInfo, selectorMatches, winningClass } from '../../src/operator/node-info.js';
+import { nodeInfo, selectorMatches, winningClass } from '../../src/operator/class/node-info.js';
 
 describe('node info and class selection', () => {
   it('reads the instance from providerID and labels', () => {

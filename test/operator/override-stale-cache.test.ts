@@ -13,9 +13,9 @@ import type { V1Node } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { ClassVerdict } from '../../src/operator/class-reconciler.js';
-import { NodePlacement, OVERRIDE_ANNOTATION } from '../../src/operator/node-placement.js';
-import type { PlacementStore, PoolPatch } from '../../src/operator/placement-ports.js';
+import type { ClassVerdict } from '../../src/operator/class/reconciler.js';
+import { NodePlacement, OVERRIDE_ANNOTATION } from '../../src/operator/class/node-placement.js';
+import type { PlacementStore, PoolPatch } from '../../src/operator/class/ports.js';
 
 const VPC = 'vpc-1';
 const clone = <T>(x: T): T => structuredClone(x);

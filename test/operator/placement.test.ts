@@ -8,10 +8,10 @@ import { Registry } from 'prom-client';
 import type { ENIPool, ENIPoolClass, ENIPoolClassStatus } from '../../src/api/types.js';
 import { CloudError, type SecurityGroup, type VSwitch } from '../../src/cloud/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { ClassReconciler, type ClassVerdict } from '../../src/operator/class-reconciler.js';
+import { ClassReconciler, type ClassVerdict } from '../../src/operator/class/reconciler.js';
 import { cloudFailureCause } from '../../src/operator/failures.js';
-import { MISMATCH_ANNOTATION, NodePlacement, OVERRIDE_ANNOTATION } from '../../src/operator/node-placement.js';
-import type { PlacementCache, PlacementStore, PoolPatch } from '../../src/operator/placement-ports.js';
+import { MISMATCH_ANNOTATION, NodePlacement, OVERRIDE_ANNOTATION } from '../../src/operator/class/node-placement.js';
+import type { PlacementCache, PlacementStore, PoolPatch } from '../../src/operator/class/ports.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const VPC = 'vpc-1';

@@ -9,7 +9,7 @@ import type { ENIPoolStatus } from '../../src/api/types.js';
 import { CloudError } from '../../src/cloud/index.js';
 import { FINALIZER } from '../../src/operator/config.js';
 import { recordFailure } from '../../src/operator/failures.js';
-import type { ReconcileResult } from '../../src/operator/pool-reconciler.js';
+import type { ReconcileResult } from '../../src/operator/pool/reconciler.js';
 import {
   INSTANCE,
   NODE,

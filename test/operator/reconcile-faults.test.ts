@@ -8,9 +8,9 @@ import { Registry } from 'prom-client';
 import { CloudError, type EcsApi, type NetworkInterface } from '../../src/cloud/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../../src/operator/config.js';
-import { EniLifecycle } from '../../src/operator/eni-lifecycle.js';
+import { EniLifecycle } from '../../src/operator/eni/lifecycle.js';
 import { OperatorMetrics } from '../../src/operator/metrics.js';
-import type { StatePoller } from '../../src/operator/poller.js';
+import type { StatePoller } from '../../src/operator/eni/poller.js';
 import { CLUSTER, NODE, NOW, VPC, conditionIn, eni, fixture, pool, type Fixture } from './fakes.js';
 
 const forbidden = (action: string) => new CloudError(action, 'Forbidden.RAM', 'you are not authorized', 'req-0');

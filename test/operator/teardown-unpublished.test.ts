@@ -16,7 +16,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { ENIPool, ENIPoolStatus } from '../../src/api/types.js';
 import { agentStatus, emptyState } from '../../src/agent/allocator.js';
 import { FINALIZER } from '../../src/operator/config.js';
-import { NODE, eni, fixture, ipsOf } from '../operator/fakes.js';
+import { NODE, eni, fixture, ipsOf } from './fakes.js';
 
 const DELETING = { deletionTimestamp: '2026-03-01T11:59:00Z' };
 

@@ -1,0 +1,326 @@
+import type { ENIPool } from '../../api/types.js';
+import { randomUUID } from 'node:crypto';
+import {
+  CloudError,
+  TRANSPORT_CODES,
+  type CreateEniRequest,
+  type EcsApi,
+  type NetworkInterface,
+} from '../../cloud/index.js';
+import type { Logger } from '../../observability/logger.js';
+import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
+import { isShutdown, type CloudFailures } from '../failures.js';
+import type { OperatorConfig } from '../config.js';
+import { addIncoming, type NodeMemories, type NodeMemory } from '../pool/node-memory.js';
+import type { EniWork, PoolEvents } from '../pool/ports.js';
+import type { OperatorMetrics } from '../metrics.js';
+import type { StatePoller } from './poller.js';
+
+export interface LifecycleDeps {
+  api: EcsApi;
+  cloud: CloudState;
+  poller: StatePoller;
+  metrics: OperatorMetrics;
+  config: OperatorConfig;
+  logger: Logger;
+  memory: NodeMemories;
+  events: PoolEvents;
+  failures: CloudFailures;
+  now: () => number;
+  enqueue: (name: string, afterMs?: number) => void;
+  /** An ENI's IPs reached its pool. */
+  published: (name: string) => void;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** No answer came: the call may or may not have been carried out. */
+const outcomeUnknown = (e: unknown) => e instanceof CloudError && e.outcomeUnknown;
+
+/**
+ * The asynchronous life of an ENI, run in the background so that a reconcile returns at once:
+ * create it with all its IPs, attach it and wait for InUse through the shared poller (trusting
+ * the cloud over a lost answer), or detach and delete it. What is in flight is kept in the
+ * node's memory (IPs coming, ENIs attaching or being removed), which planning reads.
+ */
+export class EniLifecycle implements EniWork {
+  private stopped = false;
+
+  constructor(private readonly d: LifecycleDeps) {}
+
+  /** Background work issues no further cloud call (the operator is stopping). */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private event(pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    this.d.events.record(pool, type, reason, message);
+  }
+
+  /** Create an ENI carrying all its IPs, attach it, and publish it the moment it is InUse. */
+  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
+    if (this.stopped) return;
+    const name = pool.metadata.name;
+    const memory = this.d.memory.of(name);
+    addIncoming(memory, 1, ips);
+    // Taken from the vSwitch now (its IPs and its own primary), so that other pools planned meanwhile do not count on them too.
+    this.d.cloud.took(vSwitchId, ips + 1);
+    const clientToken = randomUUID();
+    const tags = {
+      ...(pool.spec.eniTags ?? {}),
+      [TAGS.cluster]: this.d.config.clusterId,
+      [TAGS.node]: name,
+      [TAGS.creator]: CREATOR,
+      [TAGS.createToken]: clientToken,
+    };
+    void (async () => {
+      let eni: NetworkInterface | undefined;
+      try {
+        eni = await this.createResolved(name, {
+          vSwitchId,
+          securityGroupIds,
+          secondaryIpCount: ips,
+          tags,
+          clientToken,
+          description: `eni-ipam pool ENI of node ${name}`,
+        });
+        memory.failures.delete('CreateNetworkInterface');
+        this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
+        this.d.cloud.upsert(eni);
+        this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
+      } catch (e) {
+        addIncoming(memory, -1, -ips);
+        await this.failed(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, e, vSwitchId);
+        return;
+      }
+      this.attachCounted(pool, eni, memory, ips, false);
+    })();
+  }
+
+  /**
+   * Creates the ENI; when no answer came (a timeout, a dropped connection), finds out what
+   * happened instead of creating another: the ENI is looked for by its token tag, and the
+   * create is repeated with the same ClientToken, which the cloud answers with the same ENI.
+   */
+  private async createResolved(
+    name: string,
+    req: CreateEniRequest & { clientToken: string },
+  ): Promise<NetworkInterface> {
+    let last: unknown;
+    for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
+      if (attempt > 0) {
+        await sleep(1000 * 2 ** (attempt - 1));
+        const [found] = await this.d.api
+          .describeNetworkInterfaces({
+            vpcId: this.d.config.vpcId,
+            tags: { [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.createToken]: req.clientToken },
+          })
+          .catch(() => []);
+        if (found) return found;
+      }
+      try {
+        return await this.d.api.createNetworkInterface(req);
+      } catch (e) {
+        if (!outcomeUnknown(e)) throw e;
+        last = e;
+        this.d.logger.warn(
+          { node: name, clientToken: req.clientToken, err: (e as Error).message },
+          'no answer to CreateNetworkInterface; resolving it by its ClientToken',
+        );
+      }
+    }
+    throw last;
+  }
+
+  /**
+   * A background failure: what it means is handled (see CloudFailures); an action held back is
+   * said once (Events fold repeats) and looked at again after its back-off.
+   */
+  private async failed(pool: ENIPool, reason: string, what: string, err: unknown, vSwitchId?: string): Promise<void> {
+    const name = pool.metadata.name;
+    if (!(err instanceof CloudError)) {
+      this.event(pool, 'Warning', reason, `${what}: ${(err as Error).message}`);
+      this.d.enqueue(name, 2000);
+      return;
+    }
+    if (isShutdown(err)) return;
+    const r = await this.d.failures.respond(pool, err, vSwitchId).catch((e: Error) => {
+      this.d.logger.warn({ node: name, err: e.message }, `${what} failed, and so did the resync after it`);
+      this.d.enqueue(name, 2000);
+      return undefined;
+    });
+    if (!r?.held) return; // handled, and the pool enqueued, by the response itself
+    if (!r.told) this.event(pool, 'Warning', reason, `${what}: ${r.held.message}`);
+    this.d.enqueue(name, r.held.until - this.d.now() + 50);
+  }
+
+  /** Attaches one of our ENIs and waits for InUse; `alreadyAttaching`: no attach call, only the wait. */
+  attach(pool: ENIPool, eni: NetworkInterface, o: { alreadyAttaching?: boolean } = {}): void {
+    if (this.stopped) return;
+    const memory = this.d.memory.of(pool.metadata.name);
+    // What it brings to pods: its secondaries (its primary is the node's).
+    const carried = eni.secondaryIps.length;
+    addIncoming(memory, 1, carried);
+    this.attachCounted(pool, eni, memory, carried, o.alreadyAttaching ?? false);
+  }
+
+  /** The attach, its IPs already counted as coming in the node's memory (the record it started with). */
+  private attachCounted(
+    pool: ENIPool,
+    eni: NetworkInterface,
+    memory: NodeMemory,
+    carried: number,
+    alreadyAttaching: boolean,
+  ): void {
+    const name = pool.metadata.name;
+    memory.attaching.add(eni.id);
+    void (async () => {
+      try {
+        if (this.stopped) return;
+        let failure: unknown;
+        if (!alreadyAttaching) {
+          try {
+            await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
+            memory.failures.delete('AttachNetworkInterface');
+            this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
+            this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
+          } catch (e) {
+            failure = e;
+          }
+        }
+        // Whatever the call answered, the cloud's word decides: an attach may succeed though its answer was lost.
+        const attached = await this.untilAttached(eni.id, pool.spec.instanceID!);
+        // The cloud could not be read: it proves nothing, so the ENI is kept for a later attach.
+        if (attached === 'unknown' && !(failure instanceof CloudError))
+          failure = new CloudError(
+            'AttachNetworkInterface',
+            TRANSPORT_CODES.timeout,
+            `the state of ${eni.id} could not be read after its attach`,
+            undefined,
+          );
+        if (attached !== 'unknown' && attached !== 'fell-back') {
+          this.d.cloud.upsert(attached);
+          this.d.published(name);
+          this.event(
+            pool,
+            'Normal',
+            'AttachedENI',
+            `${eni.id} is InUse on ${pool.spec.instanceID}; its ${carried} IPs are published`,
+          );
+          return;
+        }
+        if (this.stopped) return;
+        const why = failure instanceof Error ? failure.message : 'the ENI fell back to Available';
+        // Refused for a passing reason (throttled, no answer, not leading): the ENI is fine; attach it later.
+        if (
+          attached === 'unknown' ||
+          (failure instanceof CloudError &&
+            (failure.retryable || failure.code.startsWith('Client.') || failure.code === 'Transport.Closed'))
+        ) {
+          await this.failed(
+            pool,
+            'AttachFailed',
+            `attaching ${eni.id} to ${pool.spec.instanceID} (kept for a later attach)`,
+            failure,
+          );
+          return;
+        }
+        // Held back, so that a node whose attaches keep failing does not create (or adopt), fail and delete in a loop.
+        const cause =
+          failure instanceof CloudError
+            ? failure
+            : new CloudError(
+                'AttachNetworkInterface',
+                'OperationFailed.AttachFellBack',
+                `${eni.id} fell back to Available instead of reaching InUse`,
+                undefined,
+              );
+        if (this.d.config.mode !== 'normal') {
+          const what = `attaching ${eni.id} to ${pool.spec.instanceID} (mode ${this.d.config.mode} keeps it for a later attach)`;
+          await this.failed(pool, 'AttachFailed', what, cause);
+          return;
+        }
+        this.event(
+          pool,
+          'Warning',
+          'AttachFailed',
+          `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`,
+        );
+        await this.deleteEni(pool, eni.id).catch((err) =>
+          this.d.logger.warn(
+            { node: name, eni: eni.id, err: (err as Error).message },
+            'could not delete an ENI whose attach failed; GC will',
+          ),
+        );
+        await this.failed(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, cause);
+      } finally {
+        addIncoming(memory, -1, -carried);
+        memory.attaching.delete(eni.id);
+        this.d.enqueue(name);
+      }
+    })();
+  }
+
+  /**
+   * Waits until the ENI is InUse on the instance: the ENI as read then; `fell-back` when a read
+   * shows it is not attaching there (any more); `unknown` when the cloud could not be read (a failed
+   * read proves nothing: the ENI is not deleted on it).
+   */
+  private async untilAttached(id: string, instanceId: string): Promise<NetworkInterface | 'fell-back' | 'unknown'> {
+    for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
+      try {
+        const e = await this.d.poller.wait(id, 'InUse');
+        if (e?.instanceId === instanceId) return e;
+      } catch {
+        // Look again before giving up: the poller may have seen a state from before the attach.
+      }
+      let now: NetworkInterface | undefined;
+      try {
+        [now] = await this.d.api.describeNetworkInterfaces({ ids: [id] });
+      } catch {
+        continue;
+      }
+      if (now?.instanceId === instanceId && now.status === 'InUse') return now;
+      if (!(now?.instanceId === instanceId && now.status === 'Attaching')) return 'fell-back';
+    }
+    return 'unknown';
+  }
+
+  /** Detach (if attached) and delete an ENI, waiting through the shared poller. */
+  async deleteEni(pool: ENIPool, id: string): Promise<void> {
+    const memory = this.d.memory.of(pool.metadata.name);
+    memory.removing.add(id);
+    memory.removedByUs.add(id);
+    try {
+      await this.detachAndDelete(id);
+    } finally {
+      memory.removing.delete(id);
+    }
+  }
+
+  private async detachAndDelete(id: string): Promise<void> {
+    const { api, cloud, poller } = this.d;
+    let eni = cloud.get(id);
+    if (eni?.instanceId && (eni.status === 'InUse' || eni.status === 'Attaching' || eni.status === 'Detaching')) {
+      if (eni.status === 'Attaching') await poller.wait(id, 'InUse').catch(() => undefined);
+      await api.detachNetworkInterface(id, eni.instanceId).catch((e) => {
+        if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
+      });
+      this.d.metrics.cloudChanges.inc({ action: 'DetachNetworkInterface' });
+      eni = await poller.wait(id, 'Available');
+    }
+    await api.deleteNetworkInterface(id).catch((e) => {
+      if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
+    });
+    this.d.metrics.cloudChanges.inc({ action: 'DeleteNetworkInterface' });
+    await poller.wait(id, 'gone');
+    cloud.forget(id);
+  }
+
+  remove(pool: ENIPool, eni: NetworkInterface): void {
+    if (this.d.memory.of(pool.metadata.name).removing.has(eni.id)) return;
+    void this.deleteEni(pool, eni.id)
+      .then(() => this.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
+      .catch((e) => this.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))
+      .finally(() => this.d.enqueue(pool.metadata.name));
+  }
+}

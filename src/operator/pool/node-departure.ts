@@ -1,0 +1,188 @@
+import type { ENIPool } from '../../api/types.js';
+import type { NetworkInterface } from '../../cloud/index.js';
+import { acksOf, answerTo } from '../../ipam/release.js';
+import { apiErrorMessage } from '../../kube/errors.js';
+import { FINALIZER, type OperatorConfig } from '../config.js';
+import { requestStamp } from './status.js';
+import type { PoolSide } from './ports.js';
+
+export interface DepartureDeps extends PoolSide {
+  config: Pick<OperatorConfig, 'mode' | 'nodeGoneGraceMs'>;
+  notReady: (pool: ENIPool, reason: string, message: string) => Promise<void>;
+}
+
+type Result = { requeueAfterMs?: number };
+
+/**
+ * A node leaving the cluster, and its pool with it. Absence in a cache is no proof: a pool goes
+ * only when its Node is gone on the API server and its instance is released (a running instance
+ * keeps its ENIs for a grace period; many nodes vanishing at once are held as suspect). A pool
+ * being deleted gives its ENIs back to the cloud once the creations in flight have landed, and
+ * never an ENI whose addresses pods of a live node still use.
+ */
+export class NodeDeparture {
+  constructor(private readonly d: DepartureDeps) {}
+
+  async nodeMissing(pool: ENIPool): Promise<Result> {
+    const name = pool.metadata.name;
+    const nodeName = pool.spec.nodeName;
+    const memory = this.d.memory.of(name);
+    let exists: boolean;
+    try {
+      exists = await this.d.store.nodeExists(nodeName);
+    } catch (e) {
+      const why = apiErrorMessage(e);
+      throw new Error(`node ${nodeName} is not in the cache and cannot be read (${why}); keeping its pool`);
+    }
+    if (exists) return { requeueAfterMs: 1000 }; // the cache lags: the Node is there
+    const instanceId = pool.spec.instanceID;
+    const instance = instanceId ? (await this.d.ecs.describeInstances({ ids: [instanceId] }))[0] : undefined;
+    if (!this.d.mayWrite()) return {};
+    if (!instance) {
+      this.d.logger.info({ node: nodeName, instance: instanceId }, 'node and instance are gone; deleting the pool');
+      await this.d.store.deletePool(name);
+      return {};
+    }
+    const pools = this.d.cache.pools();
+    const vanished = pools.filter((p) => !this.d.cache.node(p.spec.nodeName)).length;
+    const now = this.d.now();
+    if (vanished >= 3 && vanished * 2 >= pools.length) {
+      memory.goneSince = undefined;
+      const message =
+        `${vanished} of ${pools.length} nodes vanished at once while their instances still exist; ` +
+        'treating it as suspect and keeping every pool';
+      this.d.logger.warn({ node: nodeName, vanished, pools: pools.length }, message);
+      await this.d.notReady(pool, 'NodeGone', message);
+      return { requeueAfterMs: 60_000 };
+    }
+    const since = memory.goneSince ?? now;
+    memory.goneSince = since;
+    const graceMs = this.d.config.nodeGoneGraceMs;
+    if (now - since >= graceMs) {
+      this.d.logger.info(
+        { node: nodeName, instance: instanceId, status: instance.status },
+        'node has been gone for the grace period; deleting its pool',
+      );
+      await this.d.store.deletePool(name);
+      return {};
+    }
+    const message =
+      `node ${nodeName} is gone but instance ${instanceId} is ${instance.status}; ` +
+      `its ENIs are kept until the instance is released or ${Math.round(graceMs / 1000)} s have passed`;
+    if (since === now) this.d.events.record(pool, 'Warning', 'NodeGone', message);
+    await this.d.notReady(pool, 'NodeGone', message);
+    return { requeueAfterMs: Math.min(60_000, graceMs - (now - since) + 50) };
+  }
+
+  /** The pool is being deleted: detach and delete the ENIs we created for it, then let it go. */
+  async teardown(pool: ENIPool): Promise<Result> {
+    const name = pool.metadata.name;
+    const { cloud, config, enis, events } = this.d;
+    if (!pool.metadata.finalizers?.includes(FINALIZER)) return {};
+    const memory = this.d.memory.of(name);
+    // ENIs still being created would end attached to no pool: let them land first.
+    if (memory.incoming.enis > 0) {
+      this.d.logger.info(
+        { node: name, inFlight: memory.incoming.enis },
+        'pool is being deleted; waiting for ENI creations in flight',
+      );
+      return { requeueAfterMs: 1000 };
+    }
+    if (config.mode !== 'normal') {
+      const kept = cloud.ownedBy(name);
+      if (kept.length) {
+        const message = `pool ${name} is deleted; mode ${config.mode} keeps its ${kept.length} ENIs`;
+        events.record(pool, 'Warning', 'ENIsKept', message);
+      }
+      return this.letGo(pool);
+    }
+    // What the cloud holds for this node now (the cache may predate the instance's release);
+    // once per teardown: while the agent answers, the poller and resyncs keep the cache.
+    if (!memory.resyncedForTeardown) {
+      await cloud.resyncInstance(pool.spec.instanceID, name);
+      memory.resyncedForTeardown = true;
+    }
+    const ours = cloud.ownedBy(name);
+    // On a node that still runs, pods may hold any published address: only the agent can say
+    // which are free. Its ENIs go through the release handshake, whole, one confirmed ENI at a time.
+    const attached = ours.filter((e) => e.status === 'InUse');
+    const handshake = attached.length > 0 && (await this.d.store.nodeExists(pool.spec.nodeName));
+    const confirmed = handshake ? await this.confirmRelease(pool, attached) : undefined;
+    // An ENI already being deleted (an emptied one, in the background) is waited for, not deleted twice.
+    const free = (e: NetworkInterface) =>
+      !memory.removing.has(e.id) && (!confirmed || e.status !== 'InUse' || confirmed.has(e.id));
+    const deletable = ours.filter(free);
+    await Promise.all(deletable.map((e) => enis.deleteEni(pool, e.id)));
+    if (deletable.length) {
+      const ids = deletable.map((e) => e.id).join(', ');
+      events.record(
+        pool,
+        'Normal',
+        'ReleasedENIs',
+        `pool ${name} is deleted: deleted its ${deletable.length} ENIs (${ids})`,
+      );
+    }
+    if (ours.some((e) => memory.removing.has(e.id))) return { requeueAfterMs: 1000 };
+    const kept = ours.filter((e) => !deletable.includes(e));
+    if (kept.length) {
+      const ids = kept.map((e) => e.id).join(', ');
+      const message =
+        `pool ${name} is deleted while node ${pool.spec.nodeName} runs; ` +
+        `${ids} go once the agent confirms their addresses are free`;
+      events.record(pool, 'Warning', 'ENIsInUse', message);
+      return { requeueAfterMs: 5_000 };
+    }
+    // The finalizer goes only once a live read shows no ENI of this pool left in the cloud (a
+    // cache can miss one, a read can fail: absence there is no proof). One left is deleted next.
+    await cloud.resyncInstance(pool.spec.instanceID, name);
+    const left = cloud.ownedBy(name);
+    if (left.length) {
+      this.d.logger.warn(
+        { node: name, enis: left.map((e) => e.id) },
+        'pool is being deleted; the cloud still holds ENIs of it: deleting them first',
+      );
+      memory.resyncedForTeardown = true;
+      return { requeueAfterMs: 1000 };
+    }
+    return this.letGo(pool);
+  }
+
+  /**
+   * Asks the agent, through releaseRequests, for every address it was shown (a fresh read of the
+   * pool, a write that carries its resourceVersion) and answers the ENIs whose every address is
+   * free for the request outstanding now. The agent hands out only addresses the pool publishes on
+   * an InUse ENI, and answers `do-not-release` for any other; a pool being deleted never publishes
+   * again, so an address it never published (an ENI, or an assign, that landed after its last
+   * status) is free as it is, unless it is in use all the same (a stray allocation).
+   */
+  private async confirmRelease(pool: ENIPool, enis: NetworkInterface[]): Promise<Set<string>> {
+    const name = pool.metadata.name;
+    const live = await this.d.store.readPool(name);
+    if (!live) return new Set();
+    const used = live.status?.used ?? {};
+    const shown = new Set((live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => e.ips ?? []));
+    const addresses = (e: NetworkInterface) => [e.primaryIp, ...e.secondaryIps];
+    const unseen = (ip: string) => !shown.has(ip) && !(ip in used);
+    const requests = { ...(live.status?.releaseRequests ?? {}) };
+    const missing = enis.flatMap(addresses).filter((ip) => !unseen(ip) && !(ip in requests));
+    if (missing.length) {
+      if (!this.d.mayWrite()) return new Set();
+      const stamp = requestStamp(this.d.now());
+      for (const ip of missing) requests[ip] = stamp;
+      await this.d.store.patchStatus(name, live.metadata.resourceVersion, { releaseRequests: requests });
+      return new Set(enis.filter((e) => addresses(e).every(unseen)).map((e) => e.id));
+    }
+    const asked = new Map(Object.entries(requests));
+    const acks = acksOf(live.status);
+    const free = (ip: string) => unseen(ip) || (!(ip in used) && answerTo(ip, asked, acks) === 'ready');
+    return new Set(enis.filter((e) => addresses(e).every(free)).map((e) => e.id));
+  }
+
+  private async letGo(pool: ENIPool): Promise<Result> {
+    if (!this.d.mayWrite()) return {};
+    this.d.memory.of(pool.metadata.name).resyncedForTeardown = false;
+    const finalizers = (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
+    await this.d.store.setFinalizers(pool.metadata.name, finalizers, pool.metadata.resourceVersion);
+    return {};
+  }
+}

@@ -1,0 +1,103 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { ENIPool } from '../../api/types.js';
+import type { NetworkInterface } from '../../cloud/index.js';
+import { heldBack, type FailureRecord } from '../../ipam/failure-record.js';
+import type { EniFact, PoolObservation } from '../../ipam/pool-plan.js';
+import { showsConfirmedRelease } from '../../ipam/release.js';
+import { TAGS } from '../eni/cloud-state.js';
+import type { OperatorConfig } from '../config.js';
+import { nextRequestStamp } from './status.js';
+import type { PoolSide } from './ports.js';
+
+export interface ObserveDeps extends Pick<PoolSide, 'cache' | 'store' | 'cloud' | 'memory' | 'now' | 'health'> {
+  config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode'>;
+}
+
+/** The describes without which nothing can be planned. */
+const REQUIRED = ['DescribeVSwitches', 'DescribeInstanceTypes'] as const;
+
+/** A describe the pool's observation needs that is held back after failing: nothing to plan until it ends. */
+export function describeHeldBack(d: ObserveDeps, name: string): FailureRecord | undefined {
+  const failures = [...d.memory.of(name).failures.values()];
+  return REQUIRED.map((a) => heldBack(failures, a, d.now())).find((r) => r !== undefined);
+}
+
+/**
+ * One plain observation of the pool. Releasing is destructive and the cache may be older than
+ * the agent's last word (or our own last write): when the cache shows an address confirmed
+ * free, the pool is read afresh and planned on as the API server has it. The reads that wait
+ * come first; what the operator holds in memory is then taken in one synchronous step, so the
+ * background ENI work cannot change it halfway. The security groups are read only when the pool
+ * selects them by tag, and their failure only holds back creates (`securityGroups` undefined).
+ */
+export async function observePool(
+  d: ObserveDeps,
+  cached: ENIPool,
+  o: { unservable?: PoolObservation['unservable']; securityGroupsFailed: (e: unknown) => Promise<void> },
+): Promise<PoolObservation | undefined> {
+  const { cloud, config, memory } = d;
+  const name = cached.metadata.name;
+  const fresh = showsConfirmedRelease(cached.status) && config.mode === 'normal';
+  const pool = fresh ? await d.store.readPool(name) : cached;
+  if (!pool) return undefined;
+  const { instanceID, instanceType, securityGroupTags } = pool.spec;
+  const m = memory.of(name);
+  const vSwitches = await cloud.vSwitches();
+  const limits = instanceType ? await cloud.instanceType(instanceType) : undefined;
+  for (const action of REQUIRED) m.failures.delete(action);
+  let securityGroups: PoolObservation['securityGroups'] = [];
+  if (Object.keys(securityGroupTags ?? {}).length) {
+    const held = heldBack([...m.failures.values()], 'DescribeSecurityGroups', d.now());
+    securityGroups = held
+      ? undefined
+      : await cloud.securityGroups().then(
+          (list) => (m.failures.delete('DescribeSecurityGroups'), list),
+          (e: unknown) => o.securityGroupsFailed(e).then(() => undefined),
+        );
+  }
+
+  // An ENI is this pool's by its cluster and node tags: one made for another pool on the same
+  // instance (two pools naming one instance) is neither counted nor released here.
+  const fact = (e: NetworkInterface): EniFact => ({
+    ...e,
+    ours: e.tags[TAGS.cluster] === config.clusterId && e.tags[TAGS.node] === name,
+    removing: m.removing.has(e.id),
+    attaching: m.attaching.has(e.id),
+  });
+  const now = d.now();
+  const secondary = instanceID ? cloud.enisOfInstance(instanceID).filter((e) => e.type !== 'Primary') : [];
+  return {
+    now,
+    mode: config.mode,
+    vpcId: config.vpcId,
+    pool,
+    limits,
+    instanceEnis: secondary.map(fact),
+    ownedEnis: cloud.ownedBy(name).map(fact),
+    inFlight: { ...m.incoming },
+    pendingPods: d.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
+    vSwitches: vSwitches.map((v) => ({
+      id: v.id,
+      zoneId: v.zoneId,
+      vpcId: v.vpcId,
+      free: v.availableIpCount,
+      tags: v.tags,
+      blocked: cloud.blocked.has(v.id),
+    })),
+    securityGroups,
+    removedByUs: new Set([...m.removing, ...m.removedByUs]),
+    requestStamp: nextRequestStamp(now),
+    unservable: o.unservable,
+    cloudOutage: d.health.outage(),
+    sharingInstance: instanceID
+      ? d.cache
+          .poolsNaming(instanceID)
+          .filter((p) => p.metadata.name !== name && !p.metadata.deletionTimestamp)
+          .map((p) => p.metadata.name)
+          .sort()
+      : [],
+  };
+}
+
+/** A pod scheduled to the node that still waits for an IP from the pool (host-network pods need none). */
+const waitsForIp = (p: V1Pod, node: string) => p.spec?.nodeName === node && !p.status?.podIP && !p.spec?.hostNetwork;

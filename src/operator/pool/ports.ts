@@ -1,0 +1,98 @@
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { ENIPool } from '../../api/types.js';
+import type { EcsApi, NetworkInterface } from '../../cloud/index.js';
+import type { Logger } from '../../observability/logger.js';
+import type { CloudState } from '../eni/cloud-state.js';
+import type { NodeMemories } from './node-memory.js';
+
+/**
+ * The narrow interfaces the pool reconciler works through. The operator gives it the real
+ * ones (informers, the API server, the cloud-state cache, the ECS client, the ENI lifecycle);
+ * the one-reconcile tests give it in-memory fakes of the same shapes.
+ */
+
+/** What a reconcile reads of the cluster: the informers' caches. */
+export interface ClusterCache {
+  pool(name: string): ENIPool | undefined;
+  pools(): readonly ENIPool[];
+  node(name: string): V1Node | undefined;
+  /** Pods in phase Pending scheduled to this node (an index, not a scan). */
+  pendingPodsOn(node: string): readonly V1Pod[];
+  /** Pools whose spec names this instance (an index, not a scan). */
+  poolsNaming(instanceId: string): readonly ENIPool[];
+}
+
+/** What a reconcile writes, or reads live, on the API server. */
+export interface PoolStore {
+  /** The pool as the API server has it now (not the cache); undefined when it is gone. */
+  readPool(name: string): Promise<ENIPool | undefined>;
+  /**
+   * Sets the finalizers (refused with a 409 unless the pool is still at `resourceVersion`, when
+   * given); answers the pool as written, undefined when it is gone.
+   */
+  setFinalizers(name: string, finalizers: string[], resourceVersion?: string): Promise<ENIPool | undefined>;
+  /** A merge patch of the status, refused with a 409 unless the pool is still at this resourceVersion. */
+  patchStatus(name: string, resourceVersion: string | undefined, patch: Record<string, unknown>): Promise<void>;
+  /** Deletes the pool (already gone is fine). */
+  deletePool(name: string): Promise<void>;
+  /** Whether the Node exists on the API server (a live read; any error but 404 is thrown). */
+  nodeExists(name: string): Promise<boolean>;
+}
+
+/** Events about a pool. */
+export interface PoolEvents {
+  record(pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string): void;
+}
+
+/** The cloud as a reconcile knows it: the cloud-state cache, and the refreshes it asks of it. */
+export type CloudView = Pick<
+  CloudState,
+  | 'get'
+  | 'upsert'
+  | 'enisOfInstance'
+  | 'ownedBy'
+  | 'vSwitches'
+  | 'securityGroups'
+  | 'instanceType'
+  | 'blocked'
+  | 'block'
+  | 'took'
+  | 'resyncInstance'
+>;
+
+/** The cloud calls a reconcile makes itself (ENIs are created and deleted by the lifecycle). */
+export type IpCalls = Pick<EcsApi, 'assignPrivateIpAddresses' | 'unassignPrivateIpAddresses' | 'describeInstances'>;
+
+/** The background life of ENIs: create and attach, attach, detach and delete. */
+export interface EniWork {
+  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void;
+  attach(pool: ENIPool, eni: NetworkInterface, o?: { alreadyAttaching?: boolean }): void;
+  /** Deletes an emptied ENI in the background. */
+  remove(pool: ENIPool, eni: NetworkInterface): void;
+  /** Detaches (if attached) and deletes an ENI, and waits until it is gone. */
+  deleteEni(pool: ENIPool, id: string): Promise<void>;
+}
+
+/** Whether the operator can plan on its picture of the cloud (see CloudHealth). */
+export interface CloudHealthView {
+  /** A full resync has succeeded since start: the cloud cache is a picture of the cloud. */
+  readonly resynced: boolean;
+  /** Why fleet-wide reads fail, while they do (a Degraded condition's reason and message). */
+  outage(): { reason: string; message: string } | undefined;
+}
+
+/** What every part of the pool side works with: the ports, the nodes' memory, a logger and a clock. */
+export interface PoolSide {
+  cache: ClusterCache;
+  store: PoolStore;
+  cloud: CloudView;
+  ecs: IpCalls;
+  enis: EniWork;
+  events: PoolEvents;
+  health: CloudHealthView;
+  memory: NodeMemories;
+  logger: Logger;
+  now: () => number;
+  /** Whether this operator may still write what it knows (it leads on a fresh lease). */
+  mayWrite: () => boolean;
+}

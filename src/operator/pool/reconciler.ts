@@ -1,0 +1,260 @@
+import type { ENIPool } from '../../api/types.js';
+import { CloudError, type NetworkInterface } from '../../cloud/index.js';
+import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
+import { degradedCondition } from '../../ipam/failure-record.js';
+import { planPool, type PoolObservation, type PoolPlan } from '../../ipam/pool-plan.js';
+import { isConflict } from '../../kube/errors.js';
+import { isShutdown, type CloudFailures, type FailureResponse } from '../failures.js';
+import { FINALIZER, type OperatorConfig } from '../config.js';
+import type { OperatorMetrics } from '../metrics.js';
+import { NodeDeparture } from './node-departure.js';
+import type { PoolSide } from './ports.js';
+import { describeHeldBack, observePool } from './observer.js';
+import { publishedEnis, statusPatch, tookRequestStamp } from './status.js';
+
+export interface PoolReconcilerDeps extends PoolSide {
+  failures: CloudFailures;
+  metrics: Pick<OperatorMetrics, 'poolIps' | 'cloudChanges' | 'deficitToPublished'>;
+  config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode' | 'nodeGoneGraceMs'>;
+  enqueue: (name: string, afterMs?: number) => void;
+}
+
+export type ReconcileResult = { requeueAfterMs?: number; backoff?: boolean };
+/** Soon: after a cloud failure (planned again on what it taught) or a write refused as stale. */
+const AGAIN_MS = 100;
+
+/**
+ * Keeps one node's pool full, level-triggered: observe (caches, one plain observation), plan
+ * (the pure core, once), act (cloud calls; ENI creation and deletion go to the background),
+ * publish (the status, written only if it changed and only against the pool it was planned on).
+ */
+export class PoolReconciler {
+  private readonly departure: NodeDeparture;
+
+  constructor(private readonly d: PoolReconcilerDeps) {
+    this.departure = new NodeDeparture({
+      ...d,
+      notReady: (pool, reason, message) => this.publishNotReady(pool, reason, message),
+    });
+  }
+
+  async reconcile(name: string): Promise<ReconcileResult> {
+    try {
+      return await this.reconcilePool(name);
+    } catch (e) {
+      // A write planned on an older pool than the server has: plan again on the newer pool, after the
+      // key's back-off (it grows while the cache lags, so a slow watch is not hammered with 409s).
+      if (isConflict(e)) return { backoff: true };
+      throw e;
+    }
+  }
+
+  private async reconcilePool(name: string): Promise<ReconcileResult> {
+    let pool = this.d.cache.pool(name);
+    if (!pool) {
+      this.d.memory.forget(name);
+      return {};
+    }
+    // Nothing is planned, torn down or judged gone on a cloud picture no read has confirmed yet.
+    if (!this.d.health.resynced) return this.publishOutage(pool);
+    if (pool.metadata.deletionTimestamp) return this.departure.teardown(pool);
+    if (!this.d.cache.node(pool.spec.nodeName)) return this.departure.nodeMissing(pool);
+    this.d.memory.of(name).goneSince = undefined;
+    if (!pool.metadata.finalizers?.includes(FINALIZER)) {
+      if (!this.d.mayWrite()) return {};
+      // Planned on the pool as written, so that the status write does not carry an older version.
+      // No precondition here: a new pool's cache often lags its creation by a write, and a 409 per
+      // new node costs every node of a scale-up a round trip (bench scale-up-100: 1.8x -> 2.3x).
+      const finalizers = [...(pool.metadata.finalizers ?? []), FINALIZER];
+      pool = await this.d.store.setFinalizers(name, finalizers);
+      if (!pool) return {};
+    }
+    const waiting = describeHeldBack(this.d, name);
+    if (waiting) return { requeueAfterMs: waiting.until - this.d.now() + 50 };
+    let observation: PoolObservation | undefined;
+    try {
+      observation = await this.observe(pool);
+    } catch (e) {
+      // A describe the observation needs failed: held back like any call, and said in the status.
+      const { held } = await this.failed(pool, e);
+      if (held) await this.publishDegraded(pool);
+      return { requeueAfterMs: held ? held.until - this.d.now() + 50 : undefined };
+    }
+    if (!observation) return {};
+    const plan = this.decide(observation);
+    const failure = await this.act(observation.pool, plan);
+    // After a failure nothing is published: the pool is planned again on what the failure taught
+    // (soon when the action is now held back, so that Degraded shows; the failure's handler
+    // enqueued the pool itself otherwise).
+    if (failure) return { requeueAfterMs: failure.held ? AGAIN_MS : undefined };
+    // The cloud changed under the plan (an ENI landed or went meanwhile): plan again on it.
+    if (!(await this.publish(observation.pool, plan))) return { requeueAfterMs: AGAIN_MS };
+    return { requeueAfterMs: plan.requeueAfterMs };
+  }
+
+  private observe(cached: ENIPool, unservable?: PoolObservation['unservable']): Promise<PoolObservation | undefined> {
+    return observePool(this.d, cached, {
+      unservable,
+      securityGroupsFailed: async (e) => void (await this.failed(cached, e)),
+    });
+  }
+
+  /** Plans once, and keeps what the plan decided in the node's memory; its Events are said now. */
+  private decide(o: PoolObservation): PoolPlan {
+    const name = o.pool.metadata.name;
+    const plan = planPool(o, this.d.memory.forPlanning(name));
+    Object.assign(this.d.memory.of(name), plan.memory);
+    if (Object.values(plan.status.releaseRequests).includes(o.requestStamp)) tookRequestStamp(o.requestStamp);
+    // A deposed leader's plan is no news.
+    if (this.d.mayWrite()) for (const e of plan.events) this.d.events.record(o.pool, e.type, e.reason, e.message);
+    this.d.logger.debug({ node: name, ...counts(plan) }, 'pool planned');
+    return plan;
+  }
+
+  /** Carries the plan out; stops at the first failed call and answers what it meant. */
+  private async act(pool: ENIPool, plan: PoolPlan): Promise<FailureResponse | undefined> {
+    const { cloud, enis } = this.d;
+    for (const a of plan.adopt) {
+      const eni = cloud.get(a.eniId);
+      if (eni) enis.attach(pool, eni, { alreadyAttaching: a.alreadyAttaching });
+    }
+    let vSwitchId: string | undefined;
+    try {
+      // Released first: the plan may assign into the room an unassign makes on the same ENI.
+      for (const u of plan.unassign) await this.unassign(pool, u);
+      for (const a of plan.assign) {
+        vSwitchId = a.vSwitchId;
+        await this.assign(pool, a);
+      }
+      vSwitchId = undefined;
+      for (const c of plan.create) enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds);
+      for (const id of plan.deleteEnis) {
+        const eni = cloud.get(id);
+        if (eni) enis.remove(pool, eni);
+      }
+      return undefined;
+    } catch (e) {
+      return await this.failed(pool, e, vSwitchId);
+    }
+  }
+
+  private async assign(pool: ENIPool, a: PoolPlan['assign'][number]): Promise<void> {
+    const { cloud } = this.d;
+    const ips = await this.d.ecs.assignPrivateIpAddresses(a.eniId, { count: a.count });
+    this.changed(pool, 'AssignPrivateIpAddresses');
+    cloud.took(a.vSwitchId, ips.length);
+    const eni = cloud.get(a.eniId);
+    if (eni) cloud.upsert({ ...eni, secondaryIps: [...eni.secondaryIps, ...ips] });
+    this.published(pool.metadata.name);
+    this.d.events.record(pool, 'Normal', 'AssignedIPs', `assigned ${ips.length} IPs to ${a.eniId} in ${a.vSwitchId}`);
+  }
+
+  private async unassign(pool: ENIPool, u: PoolPlan['unassign'][number]): Promise<void> {
+    const { cloud } = this.d;
+    await this.d.ecs.unassignPrivateIpAddresses(u.eniId, u.ips).catch((e) => {
+      if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
+    });
+    this.changed(pool, 'UnassignPrivateIpAddresses');
+    const eni = cloud.get(u.eniId);
+    if (eni) cloud.upsert({ ...eni, secondaryIps: eni.secondaryIps.filter((ip) => !u.ips.includes(ip)) });
+    const message = `unassigned ${u.ips.length} excess IPs from ${u.eniId} (${u.ips.join(', ')})`;
+    this.d.events.record(pool, 'Normal', 'ReleasedIPs', message);
+  }
+
+  private changed(pool: ENIPool, action: string): void {
+    this.d.memory.of(pool.metadata.name).failures.delete(action);
+    this.d.metrics.cloudChanges.inc({ action });
+  }
+
+  /** A failed call: its meaning is handled (see CloudFailures), and said in an Event if nothing said it yet. */
+  private async failed(pool: ENIPool, e: unknown, vSwitchId?: string): Promise<FailureResponse> {
+    if (!(e instanceof CloudError) || isShutdown(e)) throw e;
+    // No answer: the call may have been carried out; the next plan starts from what the cloud holds.
+    if (e.outcomeUnknown) {
+      await this.d.cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
+    }
+    const response = await this.d.failures.respond(pool, e, vSwitchId);
+    if (response.held && !response.told)
+      this.d.events.record(pool, 'Warning', 'CloudCallFailed', response.held.message);
+    return response;
+  }
+
+  /** The deficit of the node is met: its IPs reached the pool. */
+  published(name: string): void {
+    const m = this.d.memory.of(name);
+    if (m.deficitSince === undefined) return;
+    this.d.metrics.deficitToPublished.observe((this.d.now() - m.deficitSince) / 1000);
+    m.deficitSince = undefined;
+  }
+
+  /**
+   * Writes the planned status, if it differs from the pool's, against the pool's resourceVersion.
+   * False when the cloud no longer matches the plan (a background ENI landed or went while it
+   * acted): nothing is written, the pool is planned again.
+   */
+  private async publish(pool: ENIPool, plan: PoolPlan): Promise<boolean> {
+    const { cloud } = this.d;
+    const name = pool.metadata.name;
+    const { eniIds, summary, ...rest } = plan.status;
+    const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
+    const enis = publishedEnis(current, await cloud.vSwitches());
+    const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
+    if (enis.length !== eniIds.length || inUse !== summary.available) return false;
+    const m = this.d.metrics.poolIps;
+    for (const kind of ['available', 'used', 'needed', 'releasing'] as const)
+      m.set({ node: name, kind }, summary[kind] ?? 0);
+    const patch = statusPatch(pool.status, { enis, summary, ...rest });
+    // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
+    if (!this.d.mayWrite()) return true;
+    // The resourceVersion makes the write a precondition: planned on an older pool than the
+    // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
+    if (patch) await this.d.store.patchStatus(name, pool.metadata.resourceVersion, patch);
+    // ENIs we removed that the pool no longer lists: their leaving was said; forget them.
+    const memory = this.d.memory.of(name);
+    for (const old of pool.status?.enis ?? []) {
+      if (!eniIds.includes(old.id) && !memory.removing.has(old.id)) memory.removedByUs.delete(old.id);
+    }
+    return true;
+  }
+
+  /** A describe the observation needs keeps failing: Degraded says so (nothing else can be planned). */
+  private async publishDegraded(pool: ENIPool): Promise<void> {
+    const degraded = degradedCondition([...this.d.memory.of(pool.metadata.name).failures.values()]);
+    if (degraded.status === 'True') await this.publishCondition(pool, degraded);
+  }
+
+  /**
+   * The operator has not read the cloud yet (its first resync fails): the pool says why, once,
+   * and waits; the outage's end enqueues every pool.
+   */
+  private async publishOutage(pool: ENIPool): Promise<ReconcileResult> {
+    const outage = this.d.health.outage();
+    if (outage && (await this.publishCondition(pool, { type: 'Degraded', status: 'True', ...outage })))
+      this.d.events.record(pool, 'Warning', outage.reason, outage.message);
+    return {};
+  }
+
+  /** Sets one condition on the pool, if it changes anything; answers whether it was written. */
+  private async publishCondition(pool: ENIPool, condition: PlannedCondition): Promise<boolean> {
+    if (!this.d.mayWrite()) return false;
+    const conditions = setCondition(pool.status?.conditions ?? [], condition, conditionTime(this.d.now()));
+    if (JSON.stringify(conditions) === JSON.stringify(pool.status?.conditions)) return false;
+    await this.d.store.patchStatus(pool.metadata.name, pool.metadata.resourceVersion, { conditions });
+    return true;
+  }
+
+  /** The pool cannot be served now (its node is gone): Ready is false for this reason. */
+  private async publishNotReady(pool: ENIPool, reason: string, message: string): Promise<void> {
+    const observation = await this.observe(pool, { reason, message });
+    if (observation) await this.publish(observation.pool, this.decide(observation));
+  }
+}
+
+const counts = (p: PoolPlan) => ({
+  adopt: p.adopt.length,
+  assign: p.assign.length,
+  create: p.create.length,
+  unassign: p.unassign.length,
+  deleteEnis: p.deleteEnis.length,
+  requeueAfterMs: p.requeueAfterMs,
+});
