@@ -193,7 +193,7 @@ async function waitFor(cond: () => boolean | Promise<boolean>, ms: number): Prom
   return false;
 }
 
-/** The agent's route tables: base (its default) + the ENI's deviceIndex (README: what the agent changes on a node). */
+/** The agent's route tables: base (its default) + the ENI's deviceIndex (docs/datapath.md: what the agent changes on a node). */
 const TABLE_BASE = 3000;
 const DEVICE_DELAY_MS = 4000;
 

@@ -9,27 +9,29 @@ import { runtimeUnavailable } from '../testbed/cluster/index.js';
 import { cniPluginsUnavailable } from '../testbed/cluster/runtime/node-image.js';
 import { ROOT } from './helpers/helm.js';
 
-// The README's commands as a user runs them: the cluster line of "Try the chart locally" in a
-// terminal of its own, then the install, pods, verify and uninstall blocks (marked
-// `<!-- readme-test: NAME -->`) in one shell, as written.
+// The documented commands as a user runs them: the cluster line of "Try the chart locally"
+// (testbed/README.md) in a terminal of its own, then its install and pods blocks and the README's
+// verify and uninstall blocks (each marked `<!-- readme-test: NAME -->`) in one shell, as written.
 const why = runtimeUnavailable() ?? cniPluginsUnavailable();
 if (why) console.warn(`README test skipped: ${why}`);
 const maybe = why ? describe.skip : describe;
 
+/** The front page (install, verify, uninstall) and the testbed's page (the local cluster, pods on it). */
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const TESTBED = readFileSync(join(ROOT, 'testbed/README.md'), 'utf8');
 
-/** The first ```sh block after `marker` in the README. */
-function block(marker: string): string {
-  const at = README.indexOf(marker);
-  if (at < 0) throw new Error(`the README has no ${marker}`);
-  const m = /```sh\n([\s\S]*?)```/.exec(README.slice(at));
+/** The first ```sh block after `marker` in `doc`. */
+function block(marker: string, doc = README): string {
+  const at = doc.indexOf(marker);
+  if (at < 0) throw new Error(`no ${marker} in ${doc === README ? 'README.md' : 'testbed/README.md'}`);
+  const m = /```sh\n([\s\S]*?)```/.exec(doc.slice(at));
   if (!m) throw new Error(`no sh block after ${marker}`);
   return m[1]!;
 }
 
 maybe('the README, run as written (root)', () => {
   test('Try the chart locally: the cluster, then install, pods that reach each other and the VPC host, verify and uninstall leave no ENI behind', async () => {
-    const clusterLine = block('## Try the chart locally').trim();
+    const clusterLine = block('## Try the chart locally', TESTBED).trim();
     expect(clusterLine).toMatch(/^\.\/bin\/eni-ipam emulate cluster /);
     const home = mkdtempSync(join(tmpdir(), 'readme-'));
     const env = { ...process.env, HOME: home, KUBECACHEDIR: join(home, 'cache') };
@@ -48,9 +50,9 @@ maybe('the README, run as written (root)', () => {
       const ecs = /^ECS emulator (\S+) /.exec(lines.find((l) => l.startsWith('ECS emulator'))!)![1]!;
       const script = [
         'set -euo pipefail',
-        block('<!-- readme-test: local-install -->'),
+        block('<!-- readme-test: local-install -->', TESTBED),
         'echo "=== pods"',
-        block('<!-- readme-test: pods -->'),
+        block('<!-- readme-test: pods -->', TESTBED),
         'echo "=== verify"',
         block('<!-- readme-test: verify -->'),
         'echo "=== uninstall"',

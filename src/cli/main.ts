@@ -5,7 +5,7 @@ import { installCniCommand } from './install-cni.js';
 import { TESTBED_MISSING, TESTBED_SUMMARIES, loadTestbedCommands } from './testbed.js';
 
 /** The product's commands; the testbed adds its own when it is installed (see testbed.ts). */
-const PRODUCT_COMMANDS: CommandSpec[] = [operatorCommand, agentCommand, installCniCommand];
+export const PRODUCT_COMMANDS: CommandSpec[] = [operatorCommand, agentCommand, installCniCommand];
 
 /** What the CLI offers here: the product's commands, and the testbed's when it is installed. */
 interface Commands {

@@ -31,7 +31,7 @@ const IPS = ['10.0.0.10', '10.0.0.11', '10.0.0.12', '10.0.0.13', '10.0.0.14', '1
 const GATEWAYS = ['10.0.0.253', '10.0.1.253'];
 const TABLES = [MAIN_TABLE, 3001, 3002, 3003, 3004, 3300, 100, 2999];
 
-// Ownership as the README states it, written out here rather than taken from the code under test.
+// Ownership as docs/datapath.md states it, written out here rather than taken from the code under test.
 const ours = {
   rule: (r: KernelRule) => (r.priority === 20 || r.priority === 111) && r.protocol === 236 && !r.extra,
   route: (r: KernelRoute) => r.table > 3000 && r.table <= 3255 && r.protocol === 236,

@@ -45,7 +45,7 @@ const P = `eipam${process.pid % 10000}-`;
 const CONFLIST = join(ROOT, 'examples/10-eni-ipam.conflist');
 const COOLDOWN_MS = 1000;
 const TABLE_BASE = 3000;
-/** The agent's rule priorities (README: what the agent changes on a node). */
+/** The agent's rule priorities (docs/datapath.md: what the agent changes on a node). */
 const INGRESS = 20;
 const EGRESS = 111;
 
@@ -248,7 +248,7 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     expect(new Set(pods.map((p) => p.ip)).size).toBe(6);
   }, 90_000);
 
-  it('sets the node up as the README says: each ENI’s device up, a table per ENI, two rules per pod; eth0 and main untouched', async () => {
+  it('sets the node up as docs/datapath.md says: each ENI’s device up, a table per ENI, two rules per pod; eth0 and main untouched', async () => {
     const n1 = nodes[0]!;
     const pool = await c.pool(n1.name);
     for (const e of pool.status!.enis!.filter((x) => x.state === 'InUse')) {

@@ -8,7 +8,7 @@ export const emulateEcs: CommandSpec = {
   description: [
     'Prints "listening http://HOST:PORT" first and serves until SIGINT or SIGTERM.',
     'Without --fixture the default world is served: region cn-hangzhou, AccessKeyId demo,',
-    'secret demo-secret (see README). Faults and state: GET/PUT/DELETE /_emulator/faults,',
+    'secret demo-secret (see testbed/README.md). Faults and state: GET/PUT/DELETE /_emulator/faults,',
     'GET /_emulator/state, GET /_emulator/stats.',
   ].join('\n'),
   flags: [
