@@ -15,9 +15,11 @@ import { EventRecorder } from '../kube/events.js';
 import { collectLeakedEnis } from './eni/gc.js';
 import { OperatorMetrics, type FleetView } from './metrics.js';
 import { CloudFailures, isShutdown } from './failures.js';
+import { EniLedger } from './eni/ledger.js';
 import { EniLifecycle } from './eni/lifecycle.js';
 import { NodeMemories } from './pool/node-memory.js';
 import { PoolReconciler } from './pool/reconciler.js';
+import { RequestStamps } from './pool/status.js';
 import { KubePoolStore, poolEvents } from './pool/store.js';
 import { StatePoller } from './eni/poller.js';
 import { NodePlacement } from './class/node-placement.js';
@@ -177,7 +179,8 @@ export class Operator {
       },
     });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
-    // The pool side: one memory per node, shared by the reconciler and the background ENI work.
+    // The pool side: one memory per node, shared by the reconciler and the background ENI work;
+    // the ENI work in flight is the lifecycle's ledger, which the reconciler reads through it.
     const memory = new NodeMemories();
     const pool = { events: poolEvents(events), health: this.health, memory, logger, now, enqueue: enqueuePool };
     const failures = new CloudFailures({ ...pool, cloud: this.cloud });
@@ -189,7 +192,7 @@ export class Operator {
       metrics: this.metrics,
       config,
       failures,
-      published: (name) => this.poolReconciler.published(name),
+      ledger: new EniLedger(),
     });
     this.poolReconciler = new PoolReconciler({
       ...pool,
@@ -208,6 +211,7 @@ export class Operator {
       metrics: this.metrics,
       config,
       mayWrite: () => this.mayMutate(),
+      stamps: new RequestStamps(),
     });
     this.metrics.fleet = () => this.fleet();
     const placement = {

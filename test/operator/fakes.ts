@@ -30,11 +30,22 @@ import {
 import { silentLogger } from '../../src/observability/logger.js';
 import { CloudFailures } from '../../src/operator/failures.js';
 import { CloudState, TAGS } from '../../src/operator/eni/cloud-state.js';
-import { FINALIZER, type OperatorMode } from '../../src/operator/config.js';
+import { DEFAULT_OPERATOR_CONFIG, FINALIZER, type OperatorMode } from '../../src/operator/config.js';
 import { OperatorMetrics } from '../../src/operator/metrics.js';
 import { NodeMemories, type NodeMemory } from '../../src/operator/pool/node-memory.js';
 import { PoolReconciler, type ReconcileResult } from '../../src/operator/pool/reconciler.js';
-import type { ClusterCache, EniWork, IpCalls, PoolEvents, PoolStore } from '../../src/operator/pool/ports.js';
+import { EniLedger } from '../../src/operator/eni/ledger.js';
+import { EniLifecycle } from '../../src/operator/eni/lifecycle.js';
+import type { StatePoller } from '../../src/operator/eni/poller.js';
+import type {
+  ClusterCache,
+  EniWork,
+  EniWorkInFlight,
+  IpCalls,
+  PoolEvents,
+  PoolStore,
+} from '../../src/operator/pool/ports.js';
+import { RequestStamps } from '../../src/operator/pool/status.js';
 
 /** One recorded call: what was called, with which arguments (the pool argument left out). */
 export interface Call {
@@ -336,9 +347,13 @@ export const instance = (id = INSTANCE, status = 'Running'): Instance => ({
   securityGroupIds: ['sg-nodes'],
 });
 
-/** The background ENI work, recorded (nothing happens in the background). */
+/**
+ * The background ENI work, recorded (nothing happens in the background). Its work in flight is a
+ * real ledger that a case fills (or a real lifecycle writes, given this ledger).
+ */
 export class FakeEniWork implements EniWork {
   readonly calls: Call[] = [];
+  readonly ledger = new EniLedger();
   /** What a delete does to the cloud once it has waited for the ENI to be gone. */
   onDeleted?: (id: string) => void;
 
@@ -357,6 +372,18 @@ export class FakeEniWork implements EniWork {
   async deleteEni(_pool: ENIPool, id: string): Promise<void> {
     this.calls.push({ action: 'deleteEni', args: [id] });
     this.onDeleted?.(id);
+  }
+
+  inFlight(node: string): EniWorkInFlight {
+    return this.ledger.inFlight(node);
+  }
+
+  listed(node: string, eniIds: readonly string[]): void {
+    this.ledger.listed(node, eniIds);
+  }
+
+  forget(node: string): void {
+    this.ledger.forget(node);
   }
 }
 
@@ -459,8 +486,10 @@ export interface FixtureOptions {
   /** Nodes on the API server (default: those in the cache). */
   liveNodes?: string[];
   pods?: V1Pod[];
-  /** The node's memory before the reconcile (failures, in-flight creations, an excess since). */
+  /** The node's memory before the reconcile (failures, an excess since, a deficit since). */
   memory?: (m: NodeMemory) => void;
+  /** ENI work in flight before the reconcile (creates, attaches, removals), as the lifecycle records it. */
+  inFlight?: (ledger: EniLedger) => void;
   mayWrite?: boolean;
   nodeGoneGraceMs?: number;
 }
@@ -533,6 +562,7 @@ export function fixture(o: FixtureOptions = {}): Fixture {
   const events = new EventLog();
   const memory = new NodeMemories();
   o.memory?.(memory.of(NODE));
+  o.inFlight?.(eniWork.ledger);
   const clock = { now: NOW };
   const now = () => clock.now;
   const enqueued: Fixture['enqueued'] = [];
@@ -567,6 +597,7 @@ export function fixture(o: FixtureOptions = {}): Fixture {
     now,
     enqueue,
     mayWrite: () => lease.fresh,
+    stamps: new RequestStamps(),
   });
   const f: Fixture = {
     reconciler,
@@ -609,3 +640,55 @@ export const conditionIn = (patch: Record<string, unknown> | undefined, type: st
   (patch?.conditions as Array<{ type: string; status: string; reason?: string; message?: string }> | undefined)?.find(
     (c) => c.type === type,
   );
+
+/** What the cloud does when the real lifecycle calls it. */
+export interface LifecycleScript {
+  attach?: () => Promise<void>;
+  create?: () => Promise<NetworkInterface>;
+  /** What DescribeNetworkInterfaces / the poller see of an ENI. */
+  state?: (id: string) => NetworkInterface | undefined;
+}
+
+/** The real EniLifecycle over the fixture (memory, cloud state, Events, ledger), the cloud answering as `s` says. */
+export function scriptedLifecycle(f: Fixture, mode: OperatorMode, s: LifecycleScript) {
+  const calls: string[] = [];
+  const api = {
+    attachNetworkInterface: async () => (calls.push('AttachNetworkInterface'), s.attach?.()),
+    createNetworkInterface: async () => {
+      calls.push('CreateNetworkInterface');
+      return s.create!();
+    },
+    detachNetworkInterface: async () => void calls.push('DetachNetworkInterface'),
+    deleteNetworkInterface: async () => void calls.push('DeleteNetworkInterface'),
+    describeNetworkInterfaces: async (q: { ids?: string[] }) =>
+      (q.ids ?? []).flatMap((id) => (s.state?.(id) ? [s.state(id)!] : [])),
+  } as unknown as EcsApi;
+  const poller = {
+    wait: async (id: string, until: string) => {
+      const e = s.state?.(id);
+      if (until === 'gone') return undefined;
+      if (e?.status === until) return e;
+      throw new Error(`ENI ${id} is ${e?.status ?? 'gone'}`);
+    },
+  } as unknown as StatePoller;
+  const l = new EniLifecycle({
+    api,
+    cloud: f.cloud,
+    poller,
+    metrics: new OperatorMetrics(new Registry()),
+    config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: CLUSTER, vpcId: VPC, mode },
+    logger: silentLogger(),
+    memory: f.memory,
+    events: f.events,
+    failures: f.failures,
+    now: () => f.clock.now,
+    enqueue: (name, afterMs) => void f.enqueued.push([name, afterMs]),
+    ledger: f.enis.ledger,
+  });
+  return { l, calls };
+}
+
+/** Lets background work run its course (promises and immediates, no timers). */
+export const settle = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+};

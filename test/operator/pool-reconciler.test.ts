@@ -394,10 +394,7 @@ const halfDone: Case[] = [
     name: 'an ENI the lifecycle is attaching already is not adopted again, and its IPs count as coming',
     given: {
       enis: [eni(8, 8, { status: 'Available', instanceId: undefined })],
-      memory: (m) => {
-        m.attaching.add('eni-8');
-        m.incoming = { enis: 1, ips: 8 };
-      },
+      inFlight: (l) => void l.beginAttach(NODE, 'eni-8', 8),
     },
     writes: ['patchStatus rv=7'],
     status: { summary: summary(1, 0, 0, 8, 0), conditions: conds('False/Allocating') },
@@ -769,11 +766,11 @@ const publishing: Case[] = [
     given: {
       enis: [e1(8)],
       status: { enis: [{ id: 'eni-7', state: 'InUse', ips: ['10.0.7.1'] }] },
-      memory: (m) => m.removedByUs.add('eni-7'),
+      inFlight: (l) => l.removed(l.beginRemove(NODE, 'eni-7')),
     },
     writes: ['patchStatus rv=7'],
     status: { enis: ['eni-1'] },
-    check: (f) => expect(f.memory.of(NODE).removedByUs.has('eni-7')).toBe(false),
+    check: (f) => expect(f.enis.ledger.records()).toEqual([]),
   },
 ];
 
@@ -1002,7 +999,7 @@ const departure: Case[] = [
   },
   {
     name: 'pool being deleted while ENI creations are in flight: waits for them to land',
-    given: { metadata: DELETING, enis: [e1(8)], memory: (m) => (m.incoming = { enis: 1, ips: 8 }) },
+    given: { metadata: DELETING, enis: [e1(8)], inFlight: (l) => void l.beginCreate(NODE, 'token-1', 8) },
     requeue: 1000,
   },
   {

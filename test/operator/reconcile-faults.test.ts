@@ -4,14 +4,9 @@
  * and failures a resync does not explain.
  */
 import { describe, expect, it } from '@jest/globals';
-import { Registry } from 'prom-client';
-import { CloudError, type EcsApi, type NetworkInterface } from '../../src/cloud/index.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../../src/operator/config.js';
-import { EniLifecycle } from '../../src/operator/eni/lifecycle.js';
-import { OperatorMetrics } from '../../src/operator/metrics.js';
-import type { StatePoller } from '../../src/operator/eni/poller.js';
-import { CLUSTER, NODE, NOW, VPC, conditionIn, eni, fixture, pool, type Fixture } from './fakes.js';
+import { CloudError, type NetworkInterface } from '../../src/cloud/index.js';
+import type { EniOperation } from '../../src/operator/eni/ledger.js';
+import { NODE, NOW, conditionIn, eni, fixture, pool, scriptedLifecycle, settle, type Fixture } from './fakes.js';
 
 const forbidden = (action: string) => new CloudError(action, 'Forbidden.RAM', 'you are not authorized', 'req-0');
 const throttled = (action: string) => new CloudError(action, 'Throttling.User', 'slow down', 'req-0');
@@ -84,21 +79,17 @@ describe('observe: describes the plan needs', () => {
 describe('publish: the status as the cloud is after acting', () => {
   it('summary.available equals the IPs of the published InUse ENIs when an attach lands while the reconcile assigns', async () => {
     // eni-2 is being attached by the background work (its 10 IPs in flight); eni-1 gets 5 more.
+    let attach!: EniOperation;
     const f = fixture({
       spec: { preAllocate: 20 },
       enis: [eni(1, 5), eni(2, 10, { status: 'Attaching' })],
-      memory: (m) => {
-        m.attaching.add('eni-2');
-        m.incoming = { enis: 1, ips: 10 };
-      },
+      inFlight: (l) => void (attach = l.beginAttach(NODE, 'eni-2', 10)),
     });
     const assign = f.ecs.assignPrivateIpAddresses.bind(f.ecs);
     f.ecs.assignPrivateIpAddresses = async (id, o) => {
       // Meanwhile the attach lands (EniLifecycle.attach: upsert InUse, then its finally).
       f.cloud.upsert(eni(2, 10));
-      const m = f.memory.of(NODE);
-      m.attaching.delete('eni-2');
-      m.incoming = { enis: 0, ips: 0 };
+      f.enis.ledger.end(attach);
       return assign(id, o);
     };
     // The cloud changed under the plan: nothing is written, the pool is planned again soon.
@@ -117,62 +108,13 @@ describe('publish: the status as the cloud is after acting', () => {
 // ---------------------------------------------------------------------------------------------
 // The background ENI work (the real EniLifecycle) over the fixture's memory, cloud state and Events.
 
-interface LifecycleScript {
-  attach?: () => Promise<void>;
-  create?: () => Promise<NetworkInterface>;
-  /** What DescribeNetworkInterfaces / the poller see of an ENI. */
-  state?: (id: string) => NetworkInterface | undefined;
-}
-
-function lifecycle(f: Fixture, mode: OperatorMode, s: LifecycleScript) {
-  const calls: string[] = [];
-  const api = {
-    attachNetworkInterface: async () => (calls.push('AttachNetworkInterface'), s.attach?.()),
-    createNetworkInterface: async () => {
-      calls.push('CreateNetworkInterface');
-      return s.create!();
-    },
-    detachNetworkInterface: async () => void calls.push('DetachNetworkInterface'),
-    deleteNetworkInterface: async () => void calls.push('DeleteNetworkInterface'),
-    describeNetworkInterfaces: async (q: { ids?: string[] }) =>
-      (q.ids ?? []).flatMap((id) => (s.state?.(id) ? [s.state(id)!] : [])),
-  } as unknown as EcsApi;
-  const poller = {
-    wait: async (id: string, until: string) => {
-      const e = s.state?.(id);
-      if (until === 'gone') return undefined;
-      if (e?.status === until) return e;
-      throw new Error(`ENI ${id} is ${e?.status ?? 'gone'}`);
-    },
-  } as unknown as StatePoller;
-  const l = new EniLifecycle({
-    api,
-    cloud: f.cloud,
-    poller,
-    metrics: new OperatorMetrics(new Registry()),
-    config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: CLUSTER, vpcId: VPC, mode },
-    logger: silentLogger(),
-    memory: f.memory,
-    events: f.events,
-    failures: f.failures,
-    now: () => f.clock.now,
-    enqueue: (name, afterMs) => void f.enqueued.push([name, afterMs]),
-    published: () => undefined,
-  });
-  return { l, calls };
-}
-
-const settle = async () => {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-};
-
 describe('background ENI work', () => {
   it('no-release mode: an attach refused for good is held back, not adopted again at once', async () => {
     const parked = eni(3, 4, { status: 'Available', instanceId: undefined });
     const f = fixture({ mode: 'no-release', enis: [eni(1, 8), parked] });
     await f.reconcile();
     expect(f.enis.calls.map((c) => c.action)).toEqual(['attach']); // adopted
-    const { l, calls } = lifecycle(f, 'no-release', {
+    const { l, calls } = scriptedLifecycle(f, 'no-release', {
       attach: () => Promise.reject(forbidden('AttachNetworkInterface')),
       state: () => parked,
     });
@@ -187,30 +129,35 @@ describe('background ENI work', () => {
 
   it('a create started after stop() leaves nothing counted in flight', async () => {
     const f = fixture();
-    const { l, calls } = lifecycle(f, 'normal', {});
+    const { l, calls } = scriptedLifecycle(f, 'normal', {});
     l.stop();
     l.create(pool(), 'vsw-a', 8, ['sg-1']);
     await settle();
     expect(calls).toEqual([]);
-    expect(f.memory.of(NODE).incoming).toEqual({ enis: 0, ips: 0 });
+    expect(f.enis.ledger.records()).toEqual([]);
   });
 
   it('a create in flight when the node memory is forgotten does not count down the new record', async () => {
     const f = fixture();
     let answer!: (e: NetworkInterface) => void;
     const created = eni(4, 8, { status: 'Available', instanceId: undefined });
-    const { l } = lifecycle(f, 'normal', {
+    const { l } = scriptedLifecycle(f, 'normal', {
       create: () => new Promise((r) => (answer = r)),
       state: () => ({ ...created, status: 'InUse', instanceId: 'i-a' }),
     });
     l.create(pool(), 'vsw-a', 8, ['sg-1']);
     await settle();
+    expect(f.enis.inFlight(NODE)).toMatchObject({ enis: 1, ips: 8 });
     // The pool goes (its finalizer removed by hand) and comes back: a fresh record for node-a.
-    f.memory.forget(NODE);
-    expect(f.memory.of(NODE).incoming).toEqual({ enis: 0, ips: 0 });
+    const cached = f.cache.poolList;
+    f.cache.poolList = [];
+    await f.reconcile(); // the pool is gone: its node's records are forgotten
+    f.cache.poolList = cached;
+    expect(f.enis.inFlight(NODE)).toMatchObject({ enis: 0, ips: 0 });
     answer(created);
     await settle();
-    expect(f.memory.of(NODE).incoming).toEqual({ enis: 0, ips: 0 });
+    expect(f.enis.inFlight(NODE)).toMatchObject({ enis: 0, ips: 0 });
+    expect(f.enis.ledger.records()).toEqual([]);
   });
 });
 

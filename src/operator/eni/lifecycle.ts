@@ -11,8 +11,9 @@ import type { Logger } from '../../observability/logger.js';
 import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
 import { isShutdown, type CloudFailures } from '../failures.js';
 import type { OperatorConfig } from '../config.js';
-import { addIncoming, type NodeMemories, type NodeMemory } from '../pool/node-memory.js';
-import type { EniWork, PoolEvents } from '../pool/ports.js';
+import { deficitMet, type NodeMemories, type NodeMemory } from '../pool/node-memory.js';
+import type { EniWork, EniWorkInFlight, PoolEvents } from '../pool/ports.js';
+import type { EniLedger, EniOperation } from './ledger.js';
 import type { OperatorMetrics } from '../metrics.js';
 import type { StatePoller } from './poller.js';
 
@@ -20,7 +21,7 @@ export interface LifecycleDeps {
   api: EcsApi;
   cloud: CloudState;
   poller: StatePoller;
-  metrics: OperatorMetrics;
+  metrics: Pick<OperatorMetrics, 'cloudChanges' | 'deficitToPublished'>;
   config: OperatorConfig;
   logger: Logger;
   memory: NodeMemories;
@@ -28,8 +29,8 @@ export interface LifecycleDeps {
   failures: CloudFailures;
   now: () => number;
   enqueue: (name: string, afterMs?: number) => void;
-  /** An ENI's IPs reached its pool. */
-  published: (name: string) => void;
+  /** The record of ENI work in flight; the lifecycle is its only writer. */
+  ledger: EniLedger;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -39,13 +40,33 @@ const outcomeUnknown = (e: unknown) => e instanceof CloudError && e.outcomeUnkno
 /**
  * The asynchronous life of an ENI, run in the background so that a reconcile returns at once:
  * create it with all its IPs, attach it and wait for InUse through the shared poller (trusting
- * the cloud over a lost answer), or detach and delete it. What is in flight is kept in the
- * node's memory (IPs coming, ENIs attaching or being removed), which planning reads.
+ * the cloud over a lost answer), or detach and delete it. What is in flight is recorded in its
+ * ledger, one record per operation, which it alone writes and planning reads (`inFlight`).
  */
 export class EniLifecycle implements EniWork {
   private stopped = false;
+  private readonly ledger: EniLedger;
 
-  constructor(private readonly d: LifecycleDeps) {}
+  constructor(private readonly d: LifecycleDeps) {
+    this.ledger = d.ledger;
+  }
+
+  inFlight(node: string): EniWorkInFlight {
+    return this.ledger.inFlight(node);
+  }
+
+  listed(node: string, eniIds: readonly string[]): void {
+    this.ledger.listed(node, eniIds);
+  }
+
+  forget(node: string): void {
+    this.ledger.forget(node);
+  }
+
+  /** The operations in flight, of one node or all (for tests and debugging). */
+  operations(node?: string): readonly Readonly<EniOperation>[] {
+    return this.ledger.records(node);
+  }
 
   /** Background work issues no further cloud call (the operator is stopping). */
   stop(): void {
@@ -61,10 +82,10 @@ export class EniLifecycle implements EniWork {
     if (this.stopped) return;
     const name = pool.metadata.name;
     const memory = this.d.memory.of(name);
-    addIncoming(memory, 1, ips);
+    const clientToken = randomUUID();
+    const op = this.ledger.beginCreate(name, clientToken, ips);
     // Taken from the vSwitch now (its IPs and its own primary), so that other pools planned meanwhile do not count on them too.
     this.d.cloud.took(vSwitchId, ips + 1);
-    const clientToken = randomUUID();
     const tags = {
       ...(pool.spec.eniTags ?? {}),
       [TAGS.cluster]: this.d.config.clusterId,
@@ -88,11 +109,12 @@ export class EniLifecycle implements EniWork {
         this.d.cloud.upsert(eni);
         this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
       } catch (e) {
-        addIncoming(memory, -1, -ips);
+        this.ledger.end(op);
         await this.failed(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, e, vSwitchId);
         return;
       }
-      this.attachCounted(pool, eni, memory, ips, false);
+      this.ledger.created(op, eni.id);
+      this.attachRecorded(pool, eni, memory, op, false);
     })();
   }
 
@@ -156,23 +178,22 @@ export class EniLifecycle implements EniWork {
   /** Attaches one of our ENIs and waits for InUse; `alreadyAttaching`: no attach call, only the wait. */
   attach(pool: ENIPool, eni: NetworkInterface, o: { alreadyAttaching?: boolean } = {}): void {
     if (this.stopped) return;
-    const memory = this.d.memory.of(pool.metadata.name);
+    const name = pool.metadata.name;
     // What it brings to pods: its secondaries (its primary is the node's).
-    const carried = eni.secondaryIps.length;
-    addIncoming(memory, 1, carried);
-    this.attachCounted(pool, eni, memory, carried, o.alreadyAttaching ?? false);
+    const op = this.ledger.beginAttach(name, eni.id, eni.secondaryIps.length);
+    this.attachRecorded(pool, eni, this.d.memory.of(name), op, o.alreadyAttaching ?? false);
   }
 
-  /** The attach, its IPs already counted as coming in the node's memory (the record it started with). */
-  private attachCounted(
+  /** The attach of `op`, a record in the attaching phase; its failures go to the node's memory it started with. */
+  private attachRecorded(
     pool: ENIPool,
     eni: NetworkInterface,
     memory: NodeMemory,
-    carried: number,
+    op: EniOperation,
     alreadyAttaching: boolean,
   ): void {
     const name = pool.metadata.name;
-    memory.attaching.add(eni.id);
+    const carried = op.ips;
     void (async () => {
       try {
         if (this.stopped) return;
@@ -199,7 +220,7 @@ export class EniLifecycle implements EniWork {
           );
         if (attached !== 'unknown' && attached !== 'fell-back') {
           this.d.cloud.upsert(attached);
-          this.d.published(name);
+          deficitMet(this.d.memory.of(name), this.d.now(), this.d.metrics.deficitToPublished);
           this.event(
             pool,
             'Normal',
@@ -253,8 +274,7 @@ export class EniLifecycle implements EniWork {
         );
         await this.failed(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, cause);
       } finally {
-        addIncoming(memory, -1, -carried);
-        memory.attaching.delete(eni.id);
+        this.ledger.end(op);
         this.d.enqueue(name);
       }
     })();
@@ -287,13 +307,11 @@ export class EniLifecycle implements EniWork {
 
   /** Detach (if attached) and delete an ENI, waiting through the shared poller. */
   async deleteEni(pool: ENIPool, id: string): Promise<void> {
-    const memory = this.d.memory.of(pool.metadata.name);
-    memory.removing.add(id);
-    memory.removedByUs.add(id);
+    const op = this.ledger.beginRemove(pool.metadata.name, id);
     try {
       await this.detachAndDelete(id);
     } finally {
-      memory.removing.delete(id);
+      this.ledger.removed(op);
     }
   }
 
@@ -317,7 +335,7 @@ export class EniLifecycle implements EniWork {
   }
 
   remove(pool: ENIPool, eni: NetworkInterface): void {
-    if (this.d.memory.of(pool.metadata.name).removing.has(eni.id)) return;
+    if (this.ledger.inFlight(pool.metadata.name).removing.has(eni.id)) return;
     void this.deleteEni(pool, eni.id)
       .then(() => this.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
       .catch((e) => this.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))

@@ -3,7 +3,6 @@ import type { NetworkInterface } from '../../cloud/index.js';
 import { acksOf, answerTo } from '../../ipam/release.js';
 import { apiErrorMessage } from '../../kube/errors.js';
 import { FINALIZER, type OperatorConfig } from '../config.js';
-import { requestStamp } from './status.js';
 import type { PoolSide } from './ports.js';
 
 export interface DepartureDeps extends PoolSide {
@@ -80,10 +79,11 @@ export class NodeDeparture {
     const { cloud, config, enis, events } = this.d;
     if (!pool.metadata.finalizers?.includes(FINALIZER)) return {};
     const memory = this.d.memory.of(name);
+    const inFlight = enis.inFlight(name);
     // ENIs still being created would end attached to no pool: let them land first.
-    if (memory.incoming.enis > 0) {
+    if (inFlight.enis > 0) {
       this.d.logger.info(
-        { node: name, inFlight: memory.incoming.enis },
+        { node: name, inFlight: inFlight.enis },
         'pool is being deleted; waiting for ENI creations in flight',
       );
       return { requeueAfterMs: 1000 };
@@ -110,7 +110,7 @@ export class NodeDeparture {
     const confirmed = handshake ? await this.confirmRelease(pool, attached) : undefined;
     // An ENI already being deleted (an emptied one, in the background) is waited for, not deleted twice.
     const free = (e: NetworkInterface) =>
-      !memory.removing.has(e.id) && (!confirmed || e.status !== 'InUse' || confirmed.has(e.id));
+      !inFlight.removing.has(e.id) && (!confirmed || e.status !== 'InUse' || confirmed.has(e.id));
     const deletable = ours.filter(free);
     await Promise.all(deletable.map((e) => enis.deleteEni(pool, e.id)));
     if (deletable.length) {
@@ -122,7 +122,7 @@ export class NodeDeparture {
         `pool ${name} is deleted: deleted its ${deletable.length} ENIs (${ids})`,
       );
     }
-    if (ours.some((e) => memory.removing.has(e.id))) return { requeueAfterMs: 1000 };
+    if (ours.some((e) => enis.inFlight(name).removing.has(e.id))) return { requeueAfterMs: 1000 };
     const kept = ours.filter((e) => !deletable.includes(e));
     if (kept.length) {
       const ids = kept.map((e) => e.id).join(', ');
@@ -167,7 +167,7 @@ export class NodeDeparture {
     const missing = enis.flatMap(addresses).filter((ip) => !unseen(ip) && !(ip in requests));
     if (missing.length) {
       if (!this.d.mayWrite()) return new Set();
-      const stamp = requestStamp(this.d.now());
+      const stamp = this.d.stamps.take(this.d.now());
       for (const ip of missing) requests[ip] = stamp;
       await this.d.store.patchStatus(name, live.metadata.resourceVersion, { releaseRequests: requests });
       return new Set(enis.filter((e) => addresses(e).every(unseen)).map((e) => e.id));

@@ -14,26 +14,14 @@ export interface NodeMemory {
   goneSince?: number;
   /** The pool is being torn down and the node's ENIs were read afresh for it. */
   resyncedForTeardown: boolean;
-  /** IPs on their way: ENIs being created or attached. */
-  incoming: { enis: number; ips: number };
-  /** ENIs being attached or waited for. */
-  attaching: Set<string>;
-  /** ENIs being detached and deleted: no longer part of the pool, though they hold a slot. */
-  removing: Set<string>;
-  /** ENIs this operator removed itself; any other ENI that leaves the pool was removed behind its back. */
-  removedByUs: Set<string>;
 }
 
-const fresh = (): NodeMemory => ({
-  failures: new Map(),
-  resyncedForTeardown: false,
-  incoming: { enis: 0, ips: 0 },
-  attaching: new Set(),
-  removing: new Set(),
-  removedByUs: new Set(),
-});
+const fresh = (): NodeMemory => ({ failures: new Map(), resyncedForTeardown: false });
 
-/** One record per node, made on first use and removed in one place, when the node's pool is gone. */
+/**
+ * One record per node, made on first use and removed in one place, when the node's pool is gone.
+ * ENI work in flight is not here: the lifecycle's ledger has it (eni/ledger.ts).
+ */
 export class NodeMemories {
   private readonly byNode = new Map<string, NodeMemory>();
 
@@ -57,7 +45,9 @@ export class NodeMemories {
   }
 }
 
-/** IPs on their way to the node, counted up (an ENI started) or down (it landed or failed). */
-export function addIncoming(m: NodeMemory, enis: number, ips: number): void {
-  m.incoming = { enis: m.incoming.enis + enis, ips: m.incoming.ips + ips };
+/** The node's deficit is met (its IPs reached the pool): how long it lasted is observed, once. */
+export function deficitMet(m: NodeMemory, now: number, histogram: { observe(seconds: number): void }): void {
+  if (m.deficitSince === undefined) return;
+  histogram.observe((now - m.deficitSince) / 1000);
+  m.deficitSince = undefined;
 }

@@ -6,10 +6,12 @@ import type { EniFact, PoolObservation } from '../../ipam/pool-plan.js';
 import { showsConfirmedRelease } from '../../ipam/release.js';
 import { TAGS } from '../eni/cloud-state.js';
 import type { OperatorConfig } from '../config.js';
-import { nextRequestStamp } from './status.js';
 import type { PoolSide } from './ports.js';
 
-export interface ObserveDeps extends Pick<PoolSide, 'cache' | 'store' | 'cloud' | 'memory' | 'now' | 'health'> {
+export interface ObserveDeps extends Pick<
+  PoolSide,
+  'cache' | 'store' | 'cloud' | 'enis' | 'memory' | 'now' | 'health' | 'stamps'
+> {
   config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode'>;
 }
 
@@ -58,11 +60,12 @@ export async function observePool(
 
   // An ENI is this pool's by its cluster and node tags: one made for another pool on the same
   // instance (two pools naming one instance) is neither counted nor released here.
+  const work = d.enis.inFlight(name);
   const fact = (e: NetworkInterface): EniFact => ({
     ...e,
     ours: e.tags[TAGS.cluster] === config.clusterId && e.tags[TAGS.node] === name,
-    removing: m.removing.has(e.id),
-    attaching: m.attaching.has(e.id),
+    removing: work.removing.has(e.id),
+    attaching: work.attaching.has(e.id),
   });
   const now = d.now();
   const secondary = instanceID ? cloud.enisOfInstance(instanceID).filter((e) => e.type !== 'Primary') : [];
@@ -74,7 +77,7 @@ export async function observePool(
     limits,
     instanceEnis: secondary.map(fact),
     ownedEnis: cloud.ownedBy(name).map(fact),
-    inFlight: { ...m.incoming },
+    inFlight: { enis: work.enis, ips: work.ips },
     pendingPods: d.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
     vSwitches: vSwitches.map((v) => ({
       id: v.id,
@@ -85,8 +88,8 @@ export async function observePool(
       blocked: cloud.blocked.has(v.id),
     })),
     securityGroups,
-    removedByUs: new Set([...m.removing, ...m.removedByUs]),
-    requestStamp: nextRequestStamp(now),
+    removedByUs: new Set(work.removedByUs),
+    requestStamp: d.stamps.next(now),
     unservable: o.unservable,
     cloudOutage: d.health.outage(),
     sharingInstance: instanceID

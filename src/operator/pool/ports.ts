@@ -4,6 +4,7 @@ import type { EcsApi, NetworkInterface } from '../../cloud/index.js';
 import type { Logger } from '../../observability/logger.js';
 import type { CloudState } from '../eni/cloud-state.js';
 import type { NodeMemories } from './node-memory.js';
+import type { RequestStamps } from './status.js';
 
 /**
  * The narrow interfaces the pool reconciler works through. The operator gives it the real
@@ -63,7 +64,18 @@ export type CloudView = Pick<
 /** The cloud calls a reconcile makes itself (ENIs are created and deleted by the lifecycle). */
 export type IpCalls = Pick<EcsApi, 'assignPrivateIpAddresses' | 'unassignPrivateIpAddresses' | 'describeInstances'>;
 
-/** The background life of ENIs: create and attach, attach, detach and delete. */
+/** The node's ENI work in flight, as planning reads it. */
+export interface EniWorkInFlight {
+  /** ENIs being created or attached, and the addresses they bring. */
+  enis: number;
+  ips: number;
+  attaching: ReadonlySet<string>;
+  removing: ReadonlySet<string>;
+  /** ENIs this operator is removing or removed whose leaving the pool does not show yet. */
+  removedByUs: ReadonlySet<string>;
+}
+
+/** The background life of ENIs: create and attach, attach, detach and delete, and what of it is in flight. */
 export interface EniWork {
   create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void;
   attach(pool: ENIPool, eni: NetworkInterface, o?: { alreadyAttaching?: boolean }): void;
@@ -71,6 +83,12 @@ export interface EniWork {
   remove(pool: ENIPool, eni: NetworkInterface): void;
   /** Detaches (if attached) and deletes an ENI, and waits until it is gone. */
   deleteEni(pool: ENIPool, id: string): Promise<void>;
+  /** The node's ENI work in flight (from the lifecycle's ledger), as planning reads it. */
+  inFlight(node: string): EniWorkInFlight;
+  /** The node's pool was published listing only these ENIs: our removals of the others are said. */
+  listed(node: string, eniIds: readonly string[]): void;
+  /** The node's pool is gone: what is recorded of its ENI work goes with it. */
+  forget(node: string): void;
 }
 
 /** Whether the operator can plan on its picture of the cloud (see CloudHealth). */
@@ -95,4 +113,6 @@ export interface PoolSide {
   now: () => number;
   /** Whether this operator may still write what it knows (it leads on a fresh lease). */
   mayWrite: () => boolean;
+  /** Names of release requests, unique for this operator. */
+  stamps: RequestStamps;
 }

@@ -10,7 +10,8 @@ import type { OperatorMetrics } from '../metrics.js';
 import { NodeDeparture } from './node-departure.js';
 import type { PoolSide } from './ports.js';
 import { describeHeldBack, observePool } from './observer.js';
-import { publishedEnis, statusPatch, tookRequestStamp } from './status.js';
+import { publishedEnis, statusPatch } from './status.js';
+import { deficitMet } from './node-memory.js';
 
 export interface PoolReconcilerDeps extends PoolSide {
   failures: CloudFailures;
@@ -53,6 +54,7 @@ export class PoolReconciler {
     let pool = this.d.cache.pool(name);
     if (!pool) {
       this.d.memory.forget(name);
+      this.d.enis.forget(name);
       return {};
     }
     // Nothing is planned, torn down or judged gone on a cloud picture no read has confirmed yet.
@@ -104,7 +106,7 @@ export class PoolReconciler {
     const name = o.pool.metadata.name;
     const plan = planPool(o, this.d.memory.forPlanning(name));
     Object.assign(this.d.memory.of(name), plan.memory);
-    if (Object.values(plan.status.releaseRequests).includes(o.requestStamp)) tookRequestStamp(o.requestStamp);
+    if (Object.values(plan.status.releaseRequests).includes(o.requestStamp)) this.d.stamps.took(o.requestStamp);
     // A deposed leader's plan is no news.
     if (this.d.mayWrite()) for (const e of plan.events) this.d.events.record(o.pool, e.type, e.reason, e.message);
     this.d.logger.debug({ node: name, ...counts(plan) }, 'pool planned');
@@ -145,7 +147,7 @@ export class PoolReconciler {
     cloud.took(a.vSwitchId, ips.length);
     const eni = cloud.get(a.eniId);
     if (eni) cloud.upsert({ ...eni, secondaryIps: [...eni.secondaryIps, ...ips] });
-    this.published(pool.metadata.name);
+    deficitMet(this.d.memory.of(pool.metadata.name), this.d.now(), this.d.metrics.deficitToPublished);
     this.d.events.record(pool, 'Normal', 'AssignedIPs', `assigned ${ips.length} IPs to ${a.eniId} in ${a.vSwitchId}`);
   }
 
@@ -179,14 +181,6 @@ export class PoolReconciler {
     return response;
   }
 
-  /** The deficit of the node is met: its IPs reached the pool. */
-  published(name: string): void {
-    const m = this.d.memory.of(name);
-    if (m.deficitSince === undefined) return;
-    this.d.metrics.deficitToPublished.observe((this.d.now() - m.deficitSince) / 1000);
-    m.deficitSince = undefined;
-  }
-
   /**
    * Writes the planned status, if it differs from the pool's, against the pool's resourceVersion.
    * False when the cloud no longer matches the plan (a background ENI landed or went while it
@@ -209,11 +203,8 @@ export class PoolReconciler {
     // The resourceVersion makes the write a precondition: planned on an older pool than the
     // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
     if (patch) await this.d.store.patchStatus(name, pool.metadata.resourceVersion, patch);
-    // ENIs we removed that the pool no longer lists: their leaving was said; forget them.
-    const memory = this.d.memory.of(name);
-    for (const old of pool.status?.enis ?? []) {
-      if (!eniIds.includes(old.id) && !memory.removing.has(old.id)) memory.removedByUs.delete(old.id);
-    }
+    // ENIs we removed that the pool no longer lists: their leaving was said.
+    this.d.enis.listed(name, eniIds);
     return true;
   }
 

@@ -50,24 +50,29 @@ export function statusPatch(
   return Object.keys(patch).length ? patch : undefined;
 }
 
-let lastStamp = 0;
-
 /**
- * The name of the next release request: its time, to the millisecond, never the same twice in
- * this process, so that an ack to an earlier request for the same IP cannot pass for an answer
- * to this one. Taken only once used (`tookRequestStamp`); a pool is planned by one worker at a time.
+ * Names of release requests: a request's time, to the millisecond, never the same twice from one
+ * operator, so that an ack to an earlier request for the same IP cannot pass for an answer to
+ * this one. One per operator (its composition root makes it); a pool is planned by one worker at
+ * a time, and a name is taken only once a plan used it.
  */
-export function nextRequestStamp(now: number): string {
-  return new Date(Math.max(now, lastStamp + 1)).toISOString();
-}
+export class RequestStamps {
+  private last = 0;
 
-export function tookRequestStamp(stamp: string): void {
-  lastStamp = Math.max(lastStamp, Date.parse(stamp));
-}
+  /** The name the next request would get. */
+  next(now: number): string {
+    return new Date(Math.max(now, this.last + 1)).toISOString();
+  }
 
-/** A request name, taken at once. */
-export function requestStamp(now: number): string {
-  const stamp = nextRequestStamp(now);
-  tookRequestStamp(stamp);
-  return stamp;
+  /** A plan used `stamp`: no later request gets it, or an earlier time. */
+  took(stamp: string): void {
+    this.last = Math.max(this.last, Date.parse(stamp));
+  }
+
+  /** A name, taken at once. */
+  take(now: number): string {
+    const stamp = this.next(now);
+    this.took(stamp);
+    return stamp;
+  }
 }
