@@ -403,7 +403,8 @@ export const SCENARIOS: Scenario[] = [
     summary:
       'the operator restarted while DescribeNetworkInterfaces answers a 503 without a Code, then 200s without ' +
       'their list; creates answered {} during a scale-up',
-    cluster: small,
+    // Emptied ENIs kept (see `blind`): an ENI the pools lose is one the bad answers took.
+    cluster: { ...small, classSpec: { deleteEmptyENIs: false } },
     faultMs: 30_000,
     recoverWithinMs: 90_000,
     fault: async (ctx) => {
@@ -451,7 +452,8 @@ export const SCENARIOS: Scenario[] = [
     summary:
       'mid-run, with pods coming and going and full resyncs every 5 s: describes answered 503 without a Code, ' +
       '200 without their list, or a NextToken that keeps coming back; a node leaves meanwhile',
-    cluster: { ...small, operatorArgs: ['--resync-interval=5'] },
+    // Emptied ENIs kept (see `blind`): an ENI the staying pools lose is one the bad answers took.
+    cluster: { ...small, operatorArgs: ['--resync-interval=5'], classSpec: { deleteEmptyENIs: false } },
     faultMs: 30_000,
     recoverWithinMs: 90_000,
     fault: async (ctx) => {

@@ -1,3 +1,4 @@
+import { systemClock, type Cancel, type Clock } from '../clock.js';
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -61,6 +62,8 @@ export interface AgentOptions {
   eventNamespace?: string;
   /** The node's datapath (ENI devices, per-ENI tables, per-pod rules); none when absent (tests, --node-routing=false). */
   datapath?: DatapathOptions;
+  /** The system's clock unless a test gives another. */
+  clock?: Clock;
 }
 
 export interface DatapathOptions {
@@ -113,82 +116,92 @@ export class Agent {
   private covering?: Promise<void>;
   /** The last save failed: what it carried is on disk only once a later save succeeds. */
   private unsaved = false;
-  private coolingTimer?: NodeJS.Timeout;
+  private cancelCooling?: Cancel;
   private lastWritten = '';
   private readonly flagged = new Set<string>();
   private readonly core: CoreV1Api;
   private recovering = true;
-  private recoveryTimer?: NodeJS.Timeout;
-  private recoveryRetry?: NodeJS.Timeout;
+  private cancelDepartures?: Cancel;
+  private cancelRecoveryRetry?: Cancel;
+  private readonly clock: Clock;
   private stopped = false;
   readonly metrics: AgentMetrics;
   private readonly events: EventRecorder;
   /** The node's datapath, when the agent sets it up. */
   readonly routing?: NodeRouting;
 
-  constructor(private readonly o: AgentOptions) {
-    this.file = StateFile.in(o.stateDir, o.journalOps);
+  constructor(private readonly options: AgentOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.file = StateFile.in(options.stateDir, options.journalOps);
     this.state = this.file.load();
-    this.custom = o.kc.makeApiClient(CustomObjectsApi);
-    this.core = o.kc.makeApiClient(CoreV1Api);
+    this.custom = options.kc.makeApiClient(CustomObjectsApi);
+    this.core = options.kc.makeApiClient(CoreV1Api);
     this.pool = new Informer<ENIPool>({
-      kc: o.kc,
+      kc: options.kc,
       path: `/apis/${GROUP}/${VERSION}/enipools`,
       list: () =>
         this.custom.listClusterCustomObject({
           group: GROUP,
           version: VERSION,
           plural: 'enipools',
-          fieldSelector: `metadata.name=${o.node}`,
+          fieldSelector: `metadata.name=${options.node}`,
         }),
-      fieldSelector: `metadata.name=${o.node}`,
-      logger: o.logger,
+      fieldSelector: `metadata.name=${options.node}`,
+      logger: options.logger,
       onChange: () => this.onPoolChange(),
+      clock: this.clock,
     });
     // Each of its Events says one episode (a recovery, a stray address, a status outage): none repeats.
-    this.events = new EventRecorder(o.kc, o.eventNamespace ?? 'default', 'eni-ipam-agent', o.logger, { fold: false });
-    this.metrics = new AgentMetrics(o.registry, {
+    this.events = new EventRecorder(options.kc, options.eventNamespace ?? 'default', 'eni-ipam-agent', options.logger, {
+      fold: false,
+      clock: this.clock,
+    });
+    this.metrics = new AgentMetrics(options.registry, {
       free: () => this.free().length,
       inUse: () => Object.keys(this.state.allocations).length,
-      cooling: () => Object.values(this.state.cooling).filter((t) => t > Date.now()).length,
+      cooling: () => Object.values(this.state.cooling).filter((t) => t > this.clock.now()).length,
       stray: () => (this.current() ? strayAllocations(this.state, this.current()).length : 0),
       statusUnsentSeconds: () => this.status.unsentMs() / 1000,
     });
-    if (o.datapath)
+    if (options.datapath)
       this.routing = new NodeRouting({
-        node: o.node,
-        config: o.datapath.config,
-        kernel: o.datapath.kernel,
-        deviceTimeoutMs: o.datapath.deviceTimeoutMs ?? 5000,
-        resyncMs: o.datapath.resyncMs ?? 60_000,
-        logger: o.logger,
-        metrics: new DatapathMetrics(o.registry),
+        node: options.node,
+        config: options.datapath.config,
+        kernel: options.datapath.kernel,
+        clock: this.clock,
+        deviceTimeoutMs: options.datapath.deviceTimeoutMs ?? 5000,
+        resyncMs: options.datapath.resyncMs ?? 60_000,
+        logger: options.logger,
+        metrics: new DatapathMetrics(options.registry),
         poolEnis: () => this.routedEnis(),
         addresses: () => this.routedAddresses(),
       });
     this.status = new StatusWriter({
-      node: o.node,
+      node: options.node,
+      clock: this.clock,
       policy: {
         ...DEFAULT_STATUS_BACKOFF,
-        baseMs: o.statusIntervalMs,
-        ...(o.statusBackoffMaxMs === undefined ? {} : { maxMs: Math.max(o.statusBackoffMaxMs, o.statusIntervalMs) }),
-        ...(o.statusStaleAfterMs === undefined ? {} : { staleAfterMs: o.statusStaleAfterMs }),
+        baseMs: options.statusIntervalMs,
+        ...(options.statusBackoffMaxMs === undefined
+          ? {}
+          : { maxMs: Math.max(options.statusBackoffMaxMs, options.statusIntervalMs) }),
+        ...(options.statusStaleAfterMs === undefined ? {} : { staleAfterMs: options.statusStaleAfterMs }),
       },
-      random: o.random ?? Math.random,
-      logger: o.logger,
+      random: options.random ?? Math.random,
+      logger: options.logger,
       metrics: this.metrics,
       plan: () => this.planStatus(),
       serverConditions: () => this.current()?.status?.agentConditions,
       patch: (status) =>
         this.custom
           .patchClusterCustomObjectStatus(
-            { group: GROUP, version: VERSION, plural: 'enipools', name: o.node, body: { status } },
-            mergeWithin(o.statusWriteTimeoutMs ?? 10_000),
+            { group: GROUP, version: VERSION, plural: 'enipools', name: options.node, body: { status } },
+            mergeWithin(options.statusWriteTimeoutMs ?? 10_000),
           )
           .catch((e: unknown) => {
             if ((e as Error).name === 'AbortError')
               throw new Error(
-                `the API server did not answer the status write within ${o.statusWriteTimeoutMs ?? 10_000} ms`,
+                `the API server did not answer the status write within ${options.statusWriteTimeoutMs ?? 10_000} ms`,
               );
             throw e;
           }),
@@ -208,11 +221,11 @@ export class Agent {
   }
 
   private current(): ENIPool | undefined {
-    return this.pool.get(this.o.node);
+    return this.pool.get(this.options.node);
   }
 
   private free(): string[] {
-    return freeAddresses(this.state, this.current(), Date.now(), this.routing?.heldByNode());
+    return freeAddresses(this.state, this.current(), this.clock.now(), this.routing?.heldByNode());
   }
 
   /** The pool's InUse ENIs for the datapath; undefined until the pool has been listed (absence is no proof). */
@@ -249,7 +262,7 @@ export class Agent {
   /** The pods the API server places on this node, or undefined when it cannot say. */
   private async nodePods(): Promise<NodePod[] | undefined> {
     try {
-      const list = await this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${this.o.node}` });
+      const list = await this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${this.options.node}` });
       return list.items.map((p) => {
         const podIPs = (p.status?.podIPs ?? []).map((x) => x.ip).filter((ip): ip is string => !!ip);
         if (p.status?.podIP && !podIPs.includes(p.status.podIP)) podIPs.push(p.status.podIP);
@@ -261,8 +274,8 @@ export class Agent {
         };
       });
     } catch (e) {
-      this.o.logger.warn(
-        { node: this.o.node, err: (e as Error).message },
+      this.options.logger.warn(
+        { node: this.options.node, err: (e as Error).message },
         'cannot list the pods of this node; recovered allocations are kept until it can',
       );
       return undefined;
@@ -279,11 +292,10 @@ export class Agent {
     // With nothing on disk, the pods are the only word on addresses handed out after the last
     // status write: wait for them rather than guess.
     if (!pods && Object.keys(this.state.allocations).length === 0 && !this.stopped) {
-      this.recoveryRetry = setTimeout(() => void this.recover(), 5000);
-      this.recoveryRetry.unref();
+      this.cancelRecoveryRetry = this.clock.after(5000, () => void this.recover());
       return;
     }
-    const r = recoverAllocations(this.state, this.current(), pods, Date.now());
+    const r = recoverAllocations(this.state, this.current(), pods, this.clock.now());
     if (r.recovered.length || Object.keys(r.state.cooling).length !== Object.keys(this.state.cooling).length) {
       this.state = r.state;
       this.persist();
@@ -292,8 +304,8 @@ export class Agent {
     if (r.recovered.length) {
       this.metrics.recovered.inc(r.recovered.length);
       const ips = r.recovered.map((a) => a.ip);
-      this.o.logger.warn(
-        { node: this.o.node, ips, pods: r.recovered.map((a) => a.pod) },
+      this.options.logger.warn(
+        { node: this.options.node, ips, pods: r.recovered.map((a) => a.pod) },
         'addresses in use that the state file did not hold were taken back in; they are kept until their pods are gone',
       );
       const pool = this.current();
@@ -315,8 +327,16 @@ export class Agent {
     }
     this.recovering = false;
     this.onPoolChange();
-    this.recoveryTimer = setInterval(() => void this.releaseDeparted(), 30_000);
-    this.recoveryTimer.unref();
+    this.watchDepartures();
+  }
+
+  /** Every 30 s, recovered addresses whose pods left go back to the pool. */
+  private watchDepartures(): void {
+    if (this.stopped) return;
+    this.cancelDepartures = this.clock.after(30_000, () => {
+      void this.releaseDeparted();
+      this.watchDepartures();
+    });
   }
 
   /** Recovered addresses whose pods have left the node cool down and return to the pool. */
@@ -331,8 +351,8 @@ export class Agent {
     for (const a of strayAllocations(this.state, this.current())) {
       if (this.flagged.has(a.ip) || !this.current()) continue;
       this.flagged.add(a.ip);
-      this.o.logger.warn(
-        { node: this.o.node, ip: a.ip, pod: a.pod, eni: a.eniId },
+      this.options.logger.warn(
+        { node: this.options.node, ip: a.ip, pod: a.pod, eni: a.eniId },
         'an allocated IP is no longer in the pool; the allocation is kept until the pod releases it',
       );
       void this.events.record(
@@ -358,7 +378,14 @@ export class Agent {
   }
 
   private take(req: { containerId: string; ifName: string; pod: string; network?: string }) {
-    const r = allocate(this.state, this.current(), req, Date.now(), this.routing?.heldByNode(), this.routing?.ready());
+    const r = allocate(
+      this.state,
+      this.current(),
+      req,
+      this.clock.now(),
+      this.routing?.heldByNode(),
+      this.routing?.ready(),
+    );
     if ('error' in r) {
       this.metrics.emptyPool.inc();
       return 'pool-empty' as const;
@@ -400,8 +427,15 @@ export class Agent {
             ? e
             : new DatapathError(r.lease.eniId, 'apply-failed', (e as Error).message, false);
         this.routing.metrics.podFailures.inc({ eni: err.eniId, reason: err.reason });
-        this.o.logger.warn(
-          { node: this.o.node, eni: err.eniId, ip: r.lease.ip, pod: req.pod, reason: err.reason, err: err.message },
+        this.options.logger.warn(
+          {
+            node: this.options.node,
+            eni: err.eniId,
+            ip: r.lease.ip,
+            pod: req.pod,
+            reason: err.reason,
+            err: err.message,
+          },
           r.fresh
             ? 'the datapath of a pod address could not be set up; the ADD fails and the address is released'
             : 'the datapath of a pod address could not be set up; the ADD fails',
@@ -421,7 +455,7 @@ export class Agent {
   }
 
   private drop(containerId: string, ifName?: string): { released: string[]; unrouted: Promise<void> } {
-    const r = release(this.state, containerId, ifName, Date.now(), this.o.cooldownMs);
+    const r = release(this.state, containerId, ifName, this.clock.now(), this.options.cooldownMs);
     if (r.released.length) {
       this.state = r.state;
       this.persist();
@@ -464,7 +498,10 @@ export class Agent {
         batch.resolve();
       } catch (e) {
         this.unsaved = true;
-        this.o.logger.error({ node: this.o.node, err: (e as Error).message }, 'could not save the agent state');
+        this.options.logger.error(
+          { node: this.options.node, err: (e as Error).message },
+          'could not save the agent state',
+        );
         batch.reject(e as Error);
       }
     }
@@ -481,6 +518,11 @@ export class Agent {
     await this.covering;
   }
 
+  /** The agent's time (its clock). */
+  now(): number {
+    return this.clock.now();
+  }
+
   list() {
     return Object.values(this.state.allocations);
   }
@@ -495,7 +537,7 @@ export class Agent {
     const pool = this.current();
     // A write before recovery would clear status.used entries that only it can take back in.
     if (!pool || this.recovering) return undefined;
-    const mine = agentStatus(this.state, pool, Date.now());
+    const mine = agentStatus(this.state, pool, this.clock.now());
     const old = {
       used: pool.status?.used ?? {},
       releaseAcks: pool.status?.releaseAcks ?? {},
@@ -523,20 +565,21 @@ export class Agent {
 
   /** Cooling entries end by time alone; one more write then takes them out of the status. */
   private clearCoolingWhenDone(cooling: Record<string, string>): void {
-    clearTimeout(this.coolingTimer);
+    this.cancelCooling?.();
     const ends = Object.values(cooling).map((t) => Date.parse(t));
     if (!ends.length) return;
-    this.coolingTimer = setTimeout(() => this.scheduleStatus(), Math.max(0, Math.max(...ends) - Date.now()) + 10);
-    this.coolingTimer.unref();
+    this.cancelCooling = this.clock.after(Math.max(0, Math.max(...ends) - this.clock.now()) + 10, () =>
+      this.scheduleStatus(),
+    );
   }
 
   /** Writes what is pending and stops watching. */
   async stop(): Promise<void> {
     this.stopped = true;
     await this.routing?.stop();
-    clearTimeout(this.recoveryRetry);
-    clearInterval(this.recoveryTimer);
-    clearTimeout(this.coolingTimer);
+    this.cancelRecoveryRetry?.();
+    this.cancelDepartures?.();
+    this.cancelCooling?.();
     await this.status.stop();
     await this.pool.stop();
     await this.flushing;

@@ -51,6 +51,8 @@ export interface CniAgent {
   /** Releases the container's (interface's) addresses and takes their rules off the node. */
   removePod(containerId: string, ifName?: string): Promise<string[]>;
   list(): Allocation[];
+  /** The agent's clock (GC leaves alone what was allocated within its grace period). */
+  now(): number;
 }
 
 interface NetConf {
@@ -254,7 +256,8 @@ function errorVersion(stdin: string): string {
  * releases this network's allocations the runtime no longer lists; VERSION lists the
  * versions. Errors are the spec's error objects, exit code 1.
  */
-export async function answerCni(agent: CniAgent, req: CniRequest, now = Date.now()): Promise<CniAnswer> {
+export async function answerCni(agent: CniAgent, req: CniRequest): Promise<CniAnswer> {
+  const now = agent.now();
   try {
     const result = await run(agent, req, now);
     return { stdout: result === undefined ? '' : `${JSON.stringify(result)}\n`, exitCode: 0 };

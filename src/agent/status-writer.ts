@@ -1,4 +1,5 @@
 import type { Condition } from '../api/types.js';
+import type { Cancel, Clock } from '../clock.js';
 import type { Logger } from '../observability/logger.js';
 import { refusalOf } from '../kube/refusal.js';
 import type { AgentMetrics } from './metrics.js';
@@ -25,6 +26,7 @@ export interface PlannedStatus {
 
 export interface StatusWriterOptions {
   node: string;
+  clock: Clock;
   policy: StatusBackoffPolicy;
   random: () => number;
   logger: Logger;
@@ -48,46 +50,45 @@ export interface StatusWriterOptions {
  */
 export class StatusWriter {
   private dirty = false;
-  private timer?: NodeJS.Timeout;
-  private staleTimer?: NodeJS.Timeout;
+  private cancelWrite?: Cancel;
+  private cancelStale?: Cancel;
   private writing?: Promise<void>;
   private outage?: Outage;
   private stopped = false;
 
-  constructor(private readonly o: StatusWriterOptions) {}
+  constructor(private readonly options: StatusWriterOptions) {}
 
   /** How long the status has been unsent (0 while writes are taken). */
-  unsentMs(now = Date.now()): number {
+  unsentMs(now = this.options.clock.now()): number {
     return this.outage ? now - this.outage.since : 0;
   }
 
   /** Something changed: a write follows (after the interval, or the back-off while writes are refused). */
   schedule(): void {
     this.dirty = true;
-    if (this.timer || this.writing || this.stopped) return;
-    this.arm(this.outage?.delayMs ?? this.o.policy.baseMs);
+    if (this.cancelWrite || this.writing || this.stopped) return;
+    this.arm(this.outage?.delayMs ?? this.options.policy.baseMs);
   }
 
   private arm(ms: number): void {
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
+    this.cancelWrite = this.options.clock.after(ms, () => {
+      this.cancelWrite = undefined;
       void this.write();
-    }, ms);
-    this.timer.unref();
+    });
   }
 
   private async write(): Promise<void> {
     // One write at a time (the condition's own write included): a later one must not be overtaken.
     while (this.writing) await this.writing;
     if (!this.dirty) return;
-    const planned = this.o.plan();
+    const planned = this.options.plan();
     if (!planned) return; // stays dirty: the next change (the pool seen, recovery done) schedules again
     this.dirty = false;
-    const now = Date.now();
-    const conditions = reportedConditions(this.o.serverConditions(), this.outage, now);
+    const now = this.options.clock.now();
+    const conditions = reportedConditions(this.options.serverConditions(), this.outage, now);
     if (!planned.changed && !conditions) return;
     const status = { ...planned.fields, ...(conditions ? { agentConditions: conditions } : {}) };
-    this.writing = this.o.patch(status).then(
+    this.writing = this.options.patch(status).then(
       () => {
         planned.written();
         this.taken();
@@ -101,21 +102,25 @@ export class StatusWriter {
       await this.writing;
     } finally {
       this.writing = undefined;
-      if (this.dirty && !this.stopped && !this.timer) this.arm(this.outage?.delayMs ?? this.o.policy.baseMs);
+      if (this.dirty && !this.stopped && !this.cancelWrite)
+        this.arm(this.outage?.delayMs ?? this.options.policy.baseMs);
     }
   }
 
   private taken(): void {
-    this.o.metrics.statusWrites.inc();
+    this.options.metrics.statusWrites.inc();
     const ended = this.outage;
     if (!ended) return;
     this.outage = undefined;
-    clearTimeout(this.staleTimer);
-    this.o.metrics.statusBackoff.set(0);
-    const unsentMs = Date.now() - ended.since;
-    this.o.logger.info({ node: this.o.node, failures: ended.failures, unsentMs }, 'the pool status is written again');
+    this.cancelStale?.();
+    this.options.metrics.statusBackoff.set(0);
+    const unsentMs = this.options.clock.now() - ended.since;
+    this.options.logger.info(
+      { node: this.options.node, failures: ended.failures, unsentMs },
+      'the pool status is written again',
+    );
     if (ended.stale)
-      this.o.event(
+      this.options.event(
         'Normal',
         'StatusReported',
         `the agent wrote this pool's status again after ${seconds(unsentMs)} ` + `(${ended.failures} writes refused)`,
@@ -123,19 +128,19 @@ export class StatusWriter {
   }
 
   private refused(e: unknown): void {
-    const now = Date.now();
+    const now = this.options.clock.now();
     const r = refusalOf(e, now);
     const first = !this.outage;
-    const outage = refused(this.outage, r, now, this.o.policy, this.o.random);
+    const outage = refused(this.outage, r, now, this.options.policy, this.options.random);
     this.outage = outage;
-    this.o.metrics.statusWriteFailures.inc({ reason: r.reason });
-    this.o.metrics.statusBackoff.set(outage.delayMs / 1000);
-    if (shouldLog(outage, now, this.o.policy)) {
+    this.options.metrics.statusWriteFailures.inc({ reason: r.reason });
+    this.options.metrics.statusBackoff.set(outage.delayMs / 1000);
+    if (shouldLog(outage, now, this.options.policy)) {
       outage.loggedAt = now;
       outage.loggedReason = r.reason;
-      this.o.logger.warn(
+      this.options.logger.warn(
         {
-          node: this.o.node,
+          node: this.options.node,
           reason: r.reason,
           code: r.code,
           err: r.message,
@@ -147,10 +152,8 @@ export class StatusWriter {
         'could not write the pool status; retrying with back-off',
       );
     }
-    if (first && !this.stopped) {
-      this.staleTimer = setTimeout(() => void this.goStale(), this.o.policy.staleAfterMs);
-      this.staleTimer.unref();
-    }
+    if (first && !this.stopped)
+      this.cancelStale = this.options.clock.after(this.options.policy.staleAfterMs, () => void this.goStale());
   }
 
   /**
@@ -162,22 +165,24 @@ export class StatusWriter {
     const o = this.outage;
     if (!o || o.stale || this.stopped) return;
     o.stale = true;
-    this.o.event(
+    this.options.event(
       'Warning',
       'StatusNotReported',
       `the agent could not write this pool's status (used, releaseAcks, cooling) for ` +
-        `${seconds(Date.now() - o.since)}: ${o.last.message}; it keeps serving pods from its own ` +
-        `records and retries with back-off up to ${seconds(this.o.policy.maxMs)}`,
+        `${seconds(this.options.clock.now() - o.since)}: ${o.last.message}; it keeps serving pods from its own ` +
+        `records and retries with back-off up to ${seconds(this.options.policy.maxMs)}`,
     );
     while (this.writing) await this.writing;
     if (this.outage?.since !== o.since || this.stopped) return; // a write was taken meanwhile: the status is current
-    const others = (this.o.serverConditions() ?? []).filter((c) => c.type !== STATUS_REPORTED);
-    this.writing = this.o.patch({ agentConditions: [...others, staleCondition(o, Date.now())] }).then(
-      () => undefined,
-      (e: unknown) => {
-        this.o.metrics.statusWriteFailures.inc({ reason: refusalOf(e).reason });
-      },
-    );
+    const others = (this.options.serverConditions() ?? []).filter((c) => c.type !== STATUS_REPORTED);
+    this.writing = this.options
+      .patch({ agentConditions: [...others, staleCondition(o, this.options.clock.now())] })
+      .then(
+        () => undefined,
+        (e: unknown) => {
+          this.options.metrics.statusWriteFailures.inc({ reason: refusalOf(e, this.options.clock.now()).reason });
+        },
+      );
     try {
       await this.writing;
     } finally {
@@ -188,9 +193,9 @@ export class StatusWriter {
   /** Stops retrying; one last write of what is pending, if anything is. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
-    clearTimeout(this.staleTimer);
-    this.timer = undefined;
+    this.cancelWrite?.();
+    this.cancelStale?.();
+    this.cancelWrite = undefined;
     await this.write();
   }
 }

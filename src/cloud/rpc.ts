@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import RPCClient from '@alicloud/pop-core';
 import { answerProblem, bodyExcerpt } from './answers.js';
+import { sleepOn, systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../observability/logger.js';
 import { CredentialsError, type CredentialsProvider } from './credentials.js';
 import { BAD_ANSWER, CLIENT_CODES, CloudError, TRANSPORT_CODES, scrub } from './errors.js';
@@ -35,6 +36,8 @@ export interface RpcCallerOptions {
   retry: RetryPolicy;
   logger: Logger;
   random?: () => number;
+  /** Retry waits and deadlines; the system's clock unless a test gives another. */
+  clock?: Clock;
   /**
    * Asked right before a mutating call is sent (after its wait in the limiter): false keeps it
    * from being sent. An operator answers whether it still holds a fresh lease.
@@ -93,8 +96,6 @@ function toCloudError(action: string, err: PopError, timeoutMs: number): CloudEr
 /** pop-core reads `json.Code` off whatever parsed: a body of `null` throws there. */
 const isNullBody = (err: unknown): boolean => err instanceof TypeError && /\(reading 'Code'\)/.test(err.message);
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 const LONG_WAIT_MS = 30_000;
 const NO_ANSWER: ReadonlySet<string> = new Set([
   TRANSPORT_CODES.timeout,
@@ -124,7 +125,7 @@ export class RpcCaller {
   private checkLeading(action: string): void {
     if (this.closed)
       throw new CloudError(action, TRANSPORT_CODES.closed, 'the client was closed before the call was sent', undefined);
-    if (MUTATING_ACTIONS.has(action) && this.o.mayMutate && !this.o.mayMutate()) {
+    if (MUTATING_ACTIONS.has(action) && this.options.mayMutate && !this.options.mayMutate()) {
       throw new CloudError(
         action,
         CLIENT_CODES.notLeading,
@@ -137,29 +138,32 @@ export class RpcCaller {
   /** Throws for a call that must not go out now: checkLeading's reasons, or it waited too long. */
   private checkSendable(action: string, waitedMs: number): void {
     this.checkLeading(action);
-    if (waitedMs > LONG_WAIT_MS && Date.now() - (this.longWaitLogged.get(action) ?? 0) > 10_000) {
-      this.longWaitLogged.set(action, Date.now());
-      this.o.logger.warn(
-        { action, waitedMs, limit: this.o.limiters.limitOf(action) },
+    if (waitedMs > LONG_WAIT_MS && this.clock.now() - (this.longWaitLogged.get(action) ?? 0) > 10_000) {
+      this.longWaitLogged.set(action, this.clock.now());
+      this.options.logger.warn(
+        { action, waitedMs, limit: this.options.limiters.limitOf(action) },
         'OpenAPI call waited long in its rate limiter',
       );
     }
-    if (waitedMs > this.o.retry.maxQueueMs) {
+    if (waitedMs > this.options.retry.maxQueueMs) {
       throw new CloudError(
         action,
         CLIENT_CODES.queueTimeout,
         `not sent: it waited ${(waitedMs / 1000).toFixed(1)} s in the ${action} rate limiter, ` +
-          `more than ${(this.o.retry.maxQueueMs / 1000).toFixed(1)} s`,
+          `more than ${(this.options.retry.maxQueueMs / 1000).toFixed(1)} s`,
         undefined,
       );
     }
   }
 
-  constructor(private readonly o: RpcCallerOptions) {
-    this.random = o.random ?? Math.random;
+  private readonly clock: Clock;
+
+  constructor(private readonly options: RpcCallerOptions) {
+    this.random = options.random ?? Math.random;
+    this.clock = options.clock ?? systemClock;
     // pop-core asks its provider for credentials right before it signs and sends: the gate.
     this.client = new VerboseRpcClient(
-      { endpoint: o.endpoint, apiVersion: o.apiVersion, credentialsProvider: this.sending },
+      { endpoint: options.endpoint, apiVersion: options.apiVersion, credentialsProvider: this.sending },
       true,
     );
   }
@@ -168,7 +172,7 @@ export class RpcCaller {
   private badAnswer(action: string, problem: string, httpStatus: number | undefined, body: unknown): CloudError {
     const requestId = (body as { RequestId?: unknown } | null)?.RequestId;
     const error = new CloudError(action, BAD_ANSWER, problem, typeof requestId === 'string' ? requestId : undefined);
-    this.o.logger.warn(
+    this.options.logger.warn(
       { action, code: BAD_ANSWER, httpStatus, requestId: error.requestId, problem, body: bodyExcerpt(body) },
       'OpenAPI answer rejected: not what the action promises',
     );
@@ -176,7 +180,7 @@ export class RpcCaller {
   }
 
   async call<T>(action: string, params: RpcParams, opts: CallOptions = {}): Promise<T> {
-    const { retry, limiters, metrics } = this.o;
+    const { retry, limiters, metrics } = this.options;
     const body: RpcParams = { ...params };
     if (opts.idempotent || opts.clientToken) body.ClientToken = opts.clientToken ?? randomUUID();
     // The retry budget starts when the first attempt is sent: time in the limiter is bounded apart.
@@ -189,14 +193,14 @@ export class RpcCaller {
         return await limiters.schedule(action, async (waitedMs) => {
           metrics.limiterWait.observe({ action }, waitedMs / 1000);
           // Credentials first (without valid ones, a fetch may take seconds): the checks come after.
-          const credentials = await this.o.credentials.getCredentials();
+          const credentials = await this.options.credentials.getCredentials();
           this.checkSendable(action, waitedMs);
-          sentAt ??= Date.now();
+          sentAt ??= this.clock.now();
           const mutating = MUTATING_ACTIONS.has(action);
           if (mutating) this.mutationsInFlight++;
           const timeoutMs = Math.max(
             1000,
-            Math.min(retry.attemptTimeoutMs, sentAt + retry.maxElapsedMs + retry.attemptTimeoutMs - Date.now()),
+            Math.min(retry.attemptTimeoutMs, sentAt + retry.maxElapsedMs + retry.attemptTimeoutMs - this.clock.now()),
           );
           const endTimer = metrics.duration.startTimer({ action });
           metrics.inFlight.inc({ action });
@@ -245,17 +249,17 @@ export class RpcCaller {
         (NO_ANSWER.has(error.code) || (error.code === BAD_ANSWER && MUTATING_ACTIONS.has(action)))
       )
         outcomeUnknown = true;
-      const elapsed = sentAt === undefined ? 0 : Date.now() - sentAt;
+      const elapsed = sentAt === undefined ? 0 : this.clock.now() - sentAt;
       const delay = backoffDelay(attempt, retry, this.random, hint);
       if (!error.retryable || this.closed || attempt >= retry.maxAttempts || elapsed + delay > retry.maxElapsedMs) {
         throw error.withAttempts(attempt, outcomeUnknown);
       }
       metrics.retries.inc({ action, code: error.code });
-      this.o.logger.warn(
+      this.options.logger.warn(
         { action, code: error.code, requestId: error.requestId, attempt, delayMs: Math.round(delay) },
         'OpenAPI call failed; retrying',
       );
-      await sleep(delay);
+      await sleepOn(this.clock, delay);
     }
   }
 }

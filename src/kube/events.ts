@@ -1,5 +1,6 @@
 import { apiErrorMessage } from './errors.js';
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
+import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../observability/logger.js';
 
 export interface EventTarget {
@@ -25,18 +26,18 @@ export class EventRecorder {
     private readonly namespace: string,
     private readonly component: string,
     private readonly logger: Logger,
-    private readonly o: { fold?: boolean } = {},
+    private readonly options: { fold?: boolean; clock?: Clock } = {},
   ) {
     this.api = kc.makeApiClient(CoreV1Api);
   }
 
   async record(target: EventTarget, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const key = `${target.kind}/${target.name}/${reason}/${message}`;
-    const now = new Date();
+    const now = new Date((this.options.clock ?? systemClock).now());
     const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
     const namespace = target.namespace ?? this.namespace;
     try {
-      const prev = this.o.fold === false ? undefined : this.recent.get(key);
+      const prev = this.options.fold === false ? undefined : this.recent.get(key);
       if (prev && now.getTime() - prev.at < 10 * 60_000) {
         prev.count++;
         prev.at = now.getTime();

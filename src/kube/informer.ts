@@ -1,4 +1,5 @@
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { systemClock, type Cancel, type Clock } from '../clock.js';
 import type { Logger } from '../observability/logger.js';
 import { detachStrings } from './detach.js';
 import { apiErrorMessage } from './errors.js';
@@ -18,6 +19,8 @@ export interface InformerOptions<T extends Watched> {
   logger: Logger;
   /** Called for every change, with the object's key (`ns/name` or `name`). */
   onChange?: (type: 'add' | 'update' | 'delete', obj: T) => void;
+  /** For the watchdog and the restart back-off; the system's clock unless a test gives another. */
+  clock?: Clock;
 }
 
 /**
@@ -25,13 +28,15 @@ export interface InformerOptions<T extends Watched> {
  * neither, so a quiet watch can hang for good) and notes when it last heard anything.
  */
 class TimedWatch extends Watch {
-  lastEvent = Date.now();
+  lastEvent: number;
 
   constructor(
     kc: KubeConfig,
     private readonly timeoutSeconds: number,
+    private readonly clock: Clock,
   ) {
     super(kc);
+    this.lastEvent = clock.now();
   }
 
   /** Called for every event a watch delivers (a working watch ends a run of failures). */
@@ -43,13 +48,13 @@ class TimedWatch extends Watch {
     callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
-    this.lastEvent = Date.now();
+    this.lastEvent = this.clock.now();
     const jitter = Math.floor(Math.random() * this.timeoutSeconds * 0.2);
     return super.watch(
       path,
       { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds + jitter },
       (phase, obj, raw) => {
-        this.lastEvent = Date.now();
+        this.lastEvent = this.clock.now();
         this.onEvent?.();
         callback(phase, obj, raw);
       },
@@ -72,53 +77,62 @@ export class Informer<T extends Watched> {
   private readonly watch: TimedWatch;
   private stopped = true;
   private failures = 0;
-  private restartTimer?: NodeJS.Timeout;
-  private watchdog?: NodeJS.Timeout;
+  private cancelRestart?: Cancel;
+  private cancelWatchdog?: Cancel;
   private readonly timeoutSeconds: number;
+  private readonly clock: Clock;
   /** True once a LIST has succeeded; never true on an empty cache that a failed LIST left. */
   synced = false;
   private readonly syncWaiters: Array<() => void> = [];
 
-  constructor(private readonly o: InformerOptions<T>) {
-    this.timeoutSeconds = o.watchTimeoutSeconds ?? 240;
-    this.watch = new TimedWatch(o.kc, this.timeoutSeconds);
+  constructor(private readonly options: InformerOptions<T>) {
+    this.timeoutSeconds = options.watchTimeoutSeconds ?? 240;
+    this.clock = options.clock ?? systemClock;
+    this.watch = new TimedWatch(options.kc, this.timeoutSeconds, this.clock);
     this.watch.onEvent = () => (this.failures = 0);
     // ListWatch only reads metadata; custom objects keep their JSON shape.
     // client-node reports a failed LIST only through its error event and resolves start()
     // anyway, so success is noted here: the cache is synced only after a LIST succeeded, and
     // the backoff keeps growing until one does.
     const list = async () => {
-      const r = await o.list();
+      const r = await options.list();
       this.failures = 0;
       // Once ListWatch has stored the items (it does so right after this returns).
       setImmediate(() => this.markSynced());
       return r;
     };
     this.lw = new ListWatch<KubernetesObject>(
-      o.path,
+      options.path,
       this.watch,
       list as never,
       false,
-      o.labelSelector,
-      o.fieldSelector,
+      options.labelSelector,
+      options.fieldSelector,
     );
     // The cached object is detached from the list or event it was parsed from (see detach.ts).
-    this.lw.on('add', (obj) => o.onChange?.('add', detachStrings(obj) as T));
-    this.lw.on('update', (obj) => o.onChange?.('update', detachStrings(obj) as T));
-    this.lw.on('delete', (obj) => o.onChange?.('delete', obj as T));
+    this.lw.on('add', (obj) => options.onChange?.('add', detachStrings(obj) as T));
+    this.lw.on('update', (obj) => options.onChange?.('update', detachStrings(obj) as T));
+    this.lw.on('delete', (obj) => options.onChange?.('delete', obj as T));
     this.lw.on('error', (err) => this.restartLater(err));
   }
 
   async start(): Promise<void> {
     this.stopped = false;
     await this.startOnce();
-    this.watchdog = setInterval(() => {
-      if (!this.stopped && Date.now() - this.watch.lastEvent > 2 * (this.timeoutSeconds * 1.2) * 1000) {
-        this.o.logger.warn({ path: this.o.path }, 'watch heard nothing for too long; restarting it');
+    this.guard();
+  }
+
+  /** Every 10 s: a watch that heard nothing (not even a bookmark) for twice its longest timeout is restarted. */
+  private guard(): void {
+    this.cancelWatchdog = this.clock.after(10_000, () => {
+      if (this.stopped) return;
+      if (this.clock.now() - this.watch.lastEvent > 2 * (this.timeoutSeconds * 1.2) * 1000) {
+        this.options.logger.warn({ path: this.options.path }, 'watch heard nothing for too long; restarting it');
+        this.watch.lastEvent = this.clock.now();
         void this.lw.stop().then(() => this.startOnce());
       }
-    }, 10_000);
-    this.watchdog.unref();
+      this.guard();
+    });
   }
 
   private async startOnce(): Promise<void> {
@@ -144,13 +158,12 @@ export class Informer<T extends Watched> {
     if (this.stopped) return;
     this.failures++;
     const delay = Math.min(60_000, 1000 * 2 ** Math.min(this.failures - 1, 10)) * (0.5 + Math.random() / 2);
-    this.o.logger.warn(
-      { path: this.o.path, err: apiErrorMessage(err), retryInMs: Math.round(delay) },
+    this.options.logger.warn(
+      { path: this.options.path, err: apiErrorMessage(err), retryInMs: Math.round(delay) },
       'watch failed; restarting',
     );
-    clearTimeout(this.restartTimer);
-    this.restartTimer = setTimeout(() => void this.startOnce(), delay);
-    this.restartTimer.unref();
+    this.cancelRestart?.();
+    this.cancelRestart = this.clock.after(delay, () => void this.startOnce());
   }
 
   list(namespace?: string): readonly T[] {
@@ -163,8 +176,8 @@ export class Informer<T extends Watched> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.restartTimer);
-    clearInterval(this.watchdog);
+    this.cancelRestart?.();
+    this.cancelWatchdog?.();
     await this.lw.stop();
   }
 }

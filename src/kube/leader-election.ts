@@ -44,11 +44,11 @@ export class LeaderElector {
   private running = false;
   leader = false;
 
-  constructor(private readonly o: LeaderElectionOptions) {
-    this.api = o.kc.makeApiClient(CoordinationV1Api);
-    this.lease = (o.leaseDurationSeconds ?? 15) * 1000;
-    this.renewDeadline = (o.renewDeadlineSeconds ?? 10) * 1000;
-    this.retry = (o.retryPeriodSeconds ?? 2) * 1000;
+  constructor(private readonly options: LeaderElectionOptions) {
+    this.api = options.kc.makeApiClient(CoordinationV1Api);
+    this.lease = (options.leaseDurationSeconds ?? 15) * 1000;
+    this.renewDeadline = (options.renewDeadlineSeconds ?? 10) * 1000;
+    this.retry = (options.retryPeriodSeconds ?? 2) * 1000;
     if (this.renewDeadline <= this.retry * 1.2)
       throw new Error('the renew deadline must be longer than 1.2 retry periods');
     if (this.lease <= this.renewDeadline) throw new Error('the lease duration must be longer than the renew deadline');
@@ -84,8 +84,8 @@ export class LeaderElector {
   private stepDown(reason: StepDownReason, message: string, detail: Record<string, unknown> = {}): void {
     if (!this.leader) return;
     this.leader = false;
-    this.o.logger.warn({ lease: this.o.name, identity: this.o.identity, reason, ...detail }, message);
-    this.o.onStoppedLeading();
+    this.options.logger.warn({ lease: this.options.name, identity: this.options.identity, reason, ...detail }, message);
+    this.options.onStoppedLeading();
   }
 
   private async tick(): Promise<void> {
@@ -99,14 +99,17 @@ export class LeaderElector {
     try {
       attempt = await withDeadline(this.tryAcquireOrRenew(), deadline, 'lease update');
     } catch (e) {
-      this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'leader election: lease update failed');
+      this.options.logger.warn(
+        { lease: this.options.name, err: apiErrorMessage(e) },
+        'leader election: lease update failed',
+      );
     }
     if (attempt === 'held' && this.running) {
       this.lastRenew = sentAt;
       if (!this.leader) {
         this.leader = true;
-        this.o.logger.info({ lease: this.o.name, identity: this.o.identity }, 'became leader');
-        this.o.onStartedLeading();
+        this.options.logger.info({ lease: this.options.name, identity: this.options.identity }, 'became leader');
+        this.options.onStartedLeading();
       }
     }
     this.checkDeadline();
@@ -117,7 +120,7 @@ export class LeaderElector {
   }
 
   private async tryAcquireOrRenew(): Promise<Attempt> {
-    const { namespace, name, identity } = this.o;
+    const { namespace, name, identity } = this.options;
     const now = Date.now();
     let current: V1Lease;
     try {
@@ -180,7 +183,7 @@ export class LeaderElector {
       this.stepDown('conflict', 'lost leadership: the lease update lost a conflict');
       return 'not-held';
     }
-    if (!mine) this.o.logger.info({ lease: name, from: holder || '(none)', to: identity }, 'took over the lease');
+    if (!mine) this.options.logger.info({ lease: name, from: holder || '(none)', to: identity }, 'took over the lease');
     return 'held';
   }
 
@@ -194,20 +197,20 @@ export class LeaderElector {
     try {
       if (o.release ?? true) await withDeadline(this.giveUp(), this.renewDeadline, 'giving the lease up');
     } catch (e) {
-      this.o.logger.warn({ lease: this.o.name, err: apiErrorMessage(e) }, 'could not release the lease');
+      this.options.logger.warn({ lease: this.options.name, err: apiErrorMessage(e) }, 'could not release the lease');
     }
-    this.o.onStoppedLeading();
+    this.options.onStoppedLeading();
   }
 
   private async giveUp(): Promise<void> {
-    const current = await this.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });
-    if (current.spec?.holderIdentity !== this.o.identity) return;
+    const current = await this.api.readNamespacedLease({ name: this.options.name, namespace: this.options.namespace });
+    if (current.spec?.holderIdentity !== this.options.identity) return;
     const acquireTime = current.spec.acquireTime
       ? new V1MicroTime(Date.parse(String(current.spec.acquireTime)))
       : undefined;
     await this.api.replaceNamespacedLease({
-      name: this.o.name,
-      namespace: this.o.namespace,
+      name: this.options.name,
+      namespace: this.options.namespace,
       body: {
         ...current,
         spec: {

@@ -72,7 +72,7 @@ function retryAfterMs(e: unknown, now: number): number | undefined {
  * What a failed Kubernetes API call says about retrying it. The server's hint counts for 429 and
  * 5xx answers, as client-go takes it.
  */
-export function refusalOf(e: unknown, now = Date.now()): Refusal {
+export function refusalOf(e: unknown, now: number): Refusal {
   // A system error (ECONNREFUSED, ...) has a string code: no HTTP answer at all.
   const status = httpStatus(e);
   const code = typeof status === 'number' ? status : undefined;

@@ -1,3 +1,5 @@
+import { systemClock, type Cancel, type Clock } from '../clock.js';
+
 /** Hooks for metrics: depth, how long keys waited, how long they were worked on. */
 export interface QueueObserver {
   depth?(n: number): void;
@@ -31,19 +33,26 @@ export class WorkQueue {
   private readonly addedAt = new Map<string, number>();
   private readonly startedAt = new Map<string, number>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly timers = new Map<string, { at: number; cancel: Cancel }>();
   private readonly waiters: Array<(key: string | undefined) => void> = [];
   private bucket: { tokens: number; at: number };
   private shuttingDown = false;
   private drained?: () => void;
 
+  private readonly limits: RateLimits;
+  private readonly observer: QueueObserver;
+  /** Keys with a higher priority are handed out first (ties in order of arrival). */
+  private readonly priority?: (key: string) => number;
+  private readonly clock: Clock;
+
   constructor(
-    private readonly limits: RateLimits = DEFAULT_RATE_LIMITS,
-    private readonly observer: QueueObserver = {},
-    /** Keys with a higher priority are handed out first (ties in order of arrival). */
-    private readonly priority?: (key: string) => number,
+    o: { limits?: RateLimits; observer?: QueueObserver; priority?: (key: string) => number; clock?: Clock } = {},
   ) {
-    this.bucket = { tokens: limits.burst, at: Date.now() };
+    this.limits = o.limits ?? DEFAULT_RATE_LIMITS;
+    this.observer = o.observer ?? {};
+    this.priority = o.priority;
+    this.clock = o.clock ?? systemClock;
+    this.bucket = { tokens: this.limits.burst, at: this.clock.now() };
   }
 
   get length(): number {
@@ -53,7 +62,7 @@ export class WorkQueue {
   add(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
-    if (!this.addedAt.has(key)) this.addedAt.set(key, Date.now());
+    if (!this.addedAt.has(key)) this.addedAt.set(key, this.clock.now());
     if (this.processing.has(key)) return;
     const waiter = this.waiters.shift();
     if (waiter) this.hand(key, waiter);
@@ -67,16 +76,15 @@ export class WorkQueue {
   addAfter(key: string, ms: number): void {
     if (this.shuttingDown) return;
     if (ms <= 0) return this.add(key);
-    const at = Date.now() + ms;
+    const at = this.clock.now() + ms;
     const pending = this.timers.get(key);
     if (pending && pending.at <= at) return;
-    if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
+    pending?.cancel();
+    const cancel = this.clock.after(ms, () => {
       this.timers.delete(key);
       this.add(key);
-    }, ms);
-    timer.unref?.();
-    this.timers.set(key, { at, timer });
+    });
+    this.timers.set(key, { at, cancel });
   }
 
   /** Adds the key again after its backoff (a failed reconcile), and not sooner than `floorMs`. */
@@ -101,7 +109,7 @@ export class WorkQueue {
   }
 
   private bucketDelay(): number {
-    const now = Date.now();
+    const now = this.clock.now();
     const b = this.bucket;
     b.tokens = Math.min(this.limits.burst, b.tokens + ((now - b.at) / 1000) * this.limits.qps);
     b.at = now;
@@ -137,7 +145,7 @@ export class WorkQueue {
   private hand(key: string, to: (key: string) => void): void {
     this.dirty.delete(key);
     this.processing.add(key);
-    const now = Date.now();
+    const now = this.clock.now();
     this.observer.waited?.(now - (this.addedAt.get(key) ?? now));
     this.addedAt.delete(key);
     this.startedAt.set(key, now);
@@ -147,7 +155,8 @@ export class WorkQueue {
   /** Marks the work on a key finished; a key added meanwhile is queued again. */
   done(key: string): void {
     this.processing.delete(key);
-    this.observer.worked?.(Date.now() - (this.startedAt.get(key) ?? Date.now()));
+    const now = this.clock.now();
+    this.observer.worked?.(now - (this.startedAt.get(key) ?? now));
     this.startedAt.delete(key);
     if (this.dirty.has(key) && !this.shuttingDown) {
       const waiter = this.waiters.shift();
@@ -160,7 +169,7 @@ export class WorkQueue {
   /** Stops handing out keys and resolves when the work in progress is done. */
   shutdown(): Promise<void> {
     this.shuttingDown = true;
-    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    for (const { cancel } of this.timers.values()) cancel();
     this.timers.clear();
     this.queue.length = 0;
     this.waiters.splice(0).forEach((w) => w(undefined));

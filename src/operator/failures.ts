@@ -112,20 +112,20 @@ export const isShutdown = (e: unknown): boolean =>
  * shortfall; any other failure holds the action back on the node for its back-off.
  */
 export class CloudFailures {
-  constructor(private readonly d: CloudFailureDeps) {}
+  constructor(private readonly deps: CloudFailureDeps) {}
 
   /**
    * Handles the failure: answers the back-off the action is now held to (if any) and whether the
    * user was told already (an Event of its own kind); otherwise the caller says it.
    */
   async respond(pool: ENIPool, e: CloudError, vSwitchId?: string): Promise<FailureResponse> {
-    const { cloud, events } = this.d;
+    const { cloud, events } = this.deps;
     const name = pool.metadata.name;
     if (e.kind === 'vswitch-exhausted' && vSwitchId) {
       cloud.block(vSwitchId);
       const message = `vSwitch ${vSwitchId} has no free addresses (${e.code}); trying the zone's other vSwitches`;
       events.record(pool, 'Warning', 'VSwitchExhausted', message);
-      this.d.enqueue(name, 100);
+      this.deps.enqueue(name, 100);
       return { told: true };
     }
     if (e.kind === 'instance-limit') {
@@ -139,7 +139,7 @@ export class CloudFailures {
     const held = this.hold(pool, e);
     if (e.kind === 'quota-exceeded') {
       // No retry frees a regional quota soon: the action is held back like a permanent failure.
-      this.d.memory.of(name).shortfall = { reason: 'QuotaExceeded', message: held.message };
+      this.deps.memory.of(name).shortfall = { reason: 'QuotaExceeded', message: held.message };
       events.record(pool, 'Warning', 'QuotaExceeded', held.message);
       return { held, told: true };
     }
@@ -148,9 +148,9 @@ export class CloudFailures {
 
   private hold(pool: ENIPool, e: CloudError): FailureRecord {
     const name = pool.metadata.name;
-    const r = recordFailure(this.d.memory.of(name), e, this.d.now());
-    const retryInMs = r.until - this.d.now();
-    this.d.logger.warn(
+    const r = recordFailure(this.deps.memory.of(name), e, this.deps.now());
+    const retryInMs = r.until - this.deps.now();
+    this.deps.logger.warn(
       { node: name, action: e.action, code: e.code, requestId: e.requestId, retryInMs },
       'cloud call failed',
     );

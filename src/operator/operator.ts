@@ -1,5 +1,6 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
+import { systemClock, type Clock } from '../clock.js';
 import { GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
 import { apiErrorMessage, ignoreNotFound } from '../kube/errors.js';
@@ -64,6 +65,8 @@ export interface OperatorOptions {
   leaderElection?: LeaderElectionConfig;
   /** Where the cloud credentials come from, for the fix a Degraded condition names (never their values). */
   credentialsSource?: string;
+  /** The system's clock unless a test gives another. */
+  clock?: Clock;
 }
 
 /**
@@ -78,6 +81,7 @@ export class Operator {
   readonly health: CloudHealth;
   readonly queue: WorkQueue;
   private readonly poller: StatePoller;
+  private readonly clock: Clock;
   private readonly pools: Informer<ENIPool>;
   private readonly classes: Informer<ENIPoolClass>;
   private readonly nodes: Informer<V1Node>;
@@ -104,27 +108,38 @@ export class Operator {
   readonly lostLeadership: Promise<void>;
   private onLost!: () => void;
 
-  constructor(private readonly o: OperatorOptions) {
-    const { kc, api, config, logger } = o;
+  constructor(private readonly options: OperatorOptions) {
+    const { kc, api, config, logger } = options;
     this.lostLeadership = new Promise((r) => (this.onLost = r));
-    this.registry = o.registry ?? new Registry();
+    this.registry = options.registry ?? new Registry();
     this.metrics = new OperatorMetrics(this.registry);
     // Classes first (their verdicts place nodes), then nodes (they create pools), then the pools
     // with the largest deficit.
-    this.queue = new WorkQueue(
-      undefined,
-      { depth: (n) => this.metrics.queueDepth.set(n), waited: (ms) => this.metrics.queueWait.observe(ms / 1000) },
-      (key) => {
+    const clock = options.clock ?? systemClock;
+    this.clock = clock;
+    const now = () => clock.now();
+    this.queue = new WorkQueue({
+      observer: {
+        depth: (n) => this.metrics.queueDepth.set(n),
+        waited: (ms) => this.metrics.queueWait.observe(ms / 1000),
+      },
+      priority: (key) => {
         const k = parseKey(key);
         if (k.kind === 'class') return Number.MAX_SAFE_INTEGER;
         if (k.kind === 'node') return Number.MAX_SAFE_INTEGER - 1;
         return this.poolDeficit(k.name);
       },
-    );
-    const now = () => Date.now();
+      clock,
+    });
     this.cloud = new CloudState(api, config.vpcId, config.clusterId, logger, undefined, now);
-    this.health = new CloudHealth(this.registry, o.credentialsSource ?? 'the configured credentials', now);
-    this.poller = new StatePoller(api, logger, config.pollMinIntervalMs, config.pollMaxIntervalMs);
+    this.health = new CloudHealth(this.registry, options.credentialsSource ?? 'the configured credentials', now);
+    this.poller = new StatePoller({
+      api,
+      logger,
+      clock,
+      minIntervalMs: config.pollMinIntervalMs,
+      maxIntervalMs: config.pollMaxIntervalMs,
+    });
     const custom = kc.makeApiClient(CustomObjectsApi);
     const core = kc.makeApiClient(CoreV1Api);
     const enqueuePool = (name: string, afterMs?: number) =>
@@ -133,6 +148,7 @@ export class Operator {
     const poolsByInstance = new IndexBy<ENIPool>((p) => p.spec.instanceID);
     const pendingByNode = new IndexBy<V1Pod>((p) => p.spec?.nodeName);
     this.pools = new Informer<ENIPool>({
+      clock,
       kc,
       path: `/apis/${GROUP}/${VERSION}/enipools`,
       list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' }),
@@ -146,6 +162,7 @@ export class Operator {
     });
     // A class that comes, goes or changes is judged again; its verdict places the nodes.
     this.classes = new Informer<ENIPoolClass>({
+      clock,
       kc,
       path: `/apis/${GROUP}/${VERSION}/enipoolclasses`,
       list: () => custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipoolclasses' }),
@@ -157,6 +174,7 @@ export class Operator {
       },
     });
     this.nodes = new Informer<V1Node>({
+      clock,
       kc,
       path: '/api/v1/nodes',
       list: () => core.listNode(),
@@ -168,6 +186,7 @@ export class Operator {
     });
     // Only pods waiting for an IP matter (the surge): Pending ones.
     this.pendingPods = new Informer<V1Pod>({
+      clock,
       kc,
       path: '/api/v1/pods',
       list: () => core.listPodForAllNamespaces({ fieldSelector: 'status.phase=Pending' }),
@@ -178,7 +197,7 @@ export class Operator {
         if (p.spec?.nodeName) enqueuePool(p.spec.nodeName);
       },
     });
-    const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger);
+    const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger, { clock });
     // The pool side: one memory per node, shared by the reconciler and the background ENI work;
     // the ENI work in flight is the lifecycle's ledger, which the reconciler reads through it.
     const memory = new NodeMemories();
@@ -310,7 +329,7 @@ export class Operator {
       const unsynced = Object.entries(this.informers)
         .filter(([, i]) => !i.synced)
         .map(([k]) => k);
-      this.o.logger.warn({ unsynced }, 'waiting for caches to list before leading or reporting ready');
+      this.options.logger.warn({ unsynced }, 'waiting for caches to list before leading or reporting ready');
     }, 10_000);
     waiting.unref();
     try {
@@ -319,13 +338,13 @@ export class Operator {
       clearInterval(waiting);
     }
     if (this.stopping) return;
-    const le = this.o.leaderElection;
+    const le = this.options.leaderElection;
     if (!le) return this.lead();
     void this.probeAndReschedule();
     this.elector = new LeaderElector({
-      kc: this.o.kc,
+      kc: this.options.kc,
       ...le,
-      logger: this.o.logger,
+      logger: this.options.logger,
       onStartedLeading: () => void this.lead(),
       onStoppedLeading: () => {
         const lost = this.leading && !this.stopping;
@@ -334,7 +353,7 @@ export class Operator {
         if (lost) {
           // Another replica may lead now: drop the queued work and stop background changes at
           // once (mutating calls already check the lease before they are sent), then exit.
-          this.o.logger.error({ identity: le.identity }, 'leadership lost; dropping queued work and stopping');
+          this.options.logger.error({ identity: le.identity }, 'leadership lost; dropping queued work and stopping');
           this.timers.forEach(clearInterval);
           clearTimeout(this.resyncTimer);
           this.enis.stop();
@@ -355,18 +374,18 @@ export class Operator {
    * pool's Degraded condition.
    */
   private campaignOnceVerified(deferMs: number): void {
-    const started = Date.now();
+    const started = this.clock.now();
     const check = () => {
       if (this.stopping) return;
-      const deferred = Date.now() - started >= deferMs;
+      const deferred = this.clock.now() - started >= deferMs;
       if (!this.health.verified && !deferred) {
         this.campaignTimer = setTimeout(check, 250);
         this.campaignTimer.unref();
         return;
       }
       if (!this.health.verified)
-        this.o.logger.warn(
-          { waitedMs: Date.now() - started },
+        this.options.logger.warn(
+          { waitedMs: this.clock.now() - started },
           'campaigning for leadership although the cloud cannot be read (no replica seems able to)',
         );
       this.elector?.start();
@@ -381,22 +400,23 @@ export class Operator {
   private async lead(): Promise<void> {
     if (this.stopping) return;
     this.leading = true;
-    this.ledSince = Date.now();
+    this.ledSince = this.clock.now();
     this.metrics.leader.set(1);
     this.workers = runWorkers(
       this.queue,
-      this.o.config.workers,
+      this.options.config.workers,
       (key) => this.reconcile(key),
       (key, err) => {
         this.metrics.reconcileErrors.inc({ kind: parseKey(key).kind });
-        this.o.logger.warn({ key, err: apiErrorMessage(err) }, 'reconcile failed');
+        this.options.logger.warn({ key, err: apiErrorMessage(err) }, 'reconcile failed');
       },
     );
     await this.resyncAndReschedule();
     if (!this.probeTimer) void this.probeAndReschedule();
     const t = setInterval(
-      () => void this.gc().catch((e) => this.o.logger.warn({ err: apiErrorMessage(e) }, 'garbage collection failed')),
-      timerMs(this.o.config.gcIntervalMs),
+      () =>
+        void this.gc().catch((e) => this.options.logger.warn({ err: apiErrorMessage(e) }, 'garbage collection failed')),
+      timerMs(this.options.config.gcIntervalMs),
     );
     t.unref();
     this.timers.push(t);
@@ -407,7 +427,7 @@ export class Operator {
     if (!this.leading || this.stopping) return;
     await this.resync().catch(() => undefined); // said by cloudFailed
     if (!this.leading || this.stopping) return;
-    const next = this.health.current ? this.health.retryDelayMs() : this.o.config.resyncIntervalMs;
+    const next = this.health.current ? this.health.retryDelayMs() : this.options.config.resyncIntervalMs;
     clearTimeout(this.resyncTimer);
     this.resyncTimer = setTimeout(() => void this.resyncAndReschedule(), timerMs(next));
     this.resyncTimer.unref();
@@ -421,14 +441,14 @@ export class Operator {
    */
   private async probeAndReschedule(): Promise<void> {
     if (this.stopping) return;
-    const due = Date.now() - this.lastFleetRead >= PROBE_MS;
+    const due = this.clock.now() - this.lastFleetRead >= PROBE_MS;
     const mine = !this.leading || (this.health.resynced && !this.health.current);
     if (due && mine) {
-      this.lastFleetRead = Date.now();
+      this.lastFleetRead = this.clock.now();
       try {
-        await this.o.api.describeNetworkInterfacesPage({ vpcId: this.o.config.vpcId }, { maxResults: 10 });
+        await this.options.api.describeNetworkInterfacesPage({ vpcId: this.options.config.vpcId }, { maxResults: 10 });
         if (this.health.succeeded({ resync: false })) {
-          this.o.logger.info({ credentials: this.o.credentialsSource }, 'cloud reads work');
+          this.options.logger.info({ credentials: this.options.credentialsSource }, 'cloud reads work');
           if (this.leading) this.enqueueAll();
         }
       } catch (e) {
@@ -452,16 +472,16 @@ export class Operator {
       failures: outage.failures,
       retryInMs: this.health.retryDelayMs(),
     };
-    if (before?.message === outage.message) this.o.logger.warn(fields, `${what} failed again: ${outage.message}`);
+    if (before?.message === outage.message) this.options.logger.warn(fields, `${what} failed again: ${outage.message}`);
     else {
-      this.o.logger.error(fields, `${what} failed: ${outage.message}`);
+      this.options.logger.error(fields, `${what} failed: ${outage.message}`);
       if (this.leading) this.enqueueAll();
     }
     // A leader that has never read the cloud hands the Lease on after a while: a replica that can
     // may stand by (the deferral keeps it from taking the Lease back at once).
-    if (this.leading && this.elector && !this.health.verified && Date.now() - this.ledSince >= this.deferMs) {
-      this.o.logger.warn(
-        { reason: outage.reason, ledMs: Date.now() - this.ledSince },
+    if (this.leading && this.elector && !this.health.verified && this.clock.now() - this.ledSince >= this.deferMs) {
+      this.options.logger.warn(
+        { reason: outage.reason, ledMs: this.clock.now() - this.ledSince },
         'stepping down: this replica has not read the cloud since it began leading; a replica that can may lead',
       );
       void this.elector.stop({ release: true });
@@ -476,7 +496,7 @@ export class Operator {
 
   private async fullResync(): Promise<void> {
     const cpu = process.cpuUsage();
-    const started = Date.now();
+    const started = this.clock.now();
     this.lastFleetRead = started;
     let read: { enis: number; pages: number };
     try {
@@ -490,32 +510,36 @@ export class Operator {
     this.metrics.resyncPages.set(read.pages);
     this.metrics.resyncEnis.set(read.enis);
     this.metrics.resyncCpu.set((used.user + used.system) / 1e6);
-    this.metrics.resyncDuration.set((Date.now() - started) / 1000);
+    this.metrics.resyncDuration.set((this.clock.now() - started) / 1000);
     if (this.health.succeeded({ resync: true })) {
-      this.o.logger.info({ enis: read.enis, credentials: this.o.credentialsSource }, 'cloud reads work; planning');
+      this.options.logger.info(
+        { enis: read.enis, credentials: this.options.credentialsSource },
+        'cloud reads work; planning',
+      );
       this.enqueueAll();
     }
   }
 
   /** Deletes leaked ENIs (after a fresh resync); returns their ids. */
   async gc(): Promise<string[]> {
-    if (this.o.config.mode !== 'normal') return [];
+    if (this.options.config.mode !== 'normal') return [];
     await this.fullResync();
-    const custom = this.o.kc.makeApiClient(CustomObjectsApi);
+    const custom = this.options.kc.makeApiClient(CustomObjectsApi);
     const poolExists = async (name: string) =>
       Boolean(name) &&
       (await ignoreNotFound(
         custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools', name }),
       )) !== undefined;
     return collectLeakedEnis({
-      api: this.o.api,
+      api: this.options.api,
       cloud: this.cloud,
       pools: this.pools,
       poolExists,
       poller: this.poller,
       metrics: this.metrics,
-      logger: this.o.logger,
-      minAgeMs: this.o.config.gcMinAgeMs,
+      logger: this.options.logger,
+      minAgeMs: this.options.config.gcMinAgeMs,
+      now: this.clock.now(),
     });
   }
 
@@ -550,9 +574,10 @@ export class Operator {
     this.poller.stop();
     // A call already sent may still land: the lease is handed over only once none is out, or
     // left to expire, so that the next leader never plans on a cloud about to change under it.
-    const deadline = Date.now() + 10_000;
-    while (this.o.api.mutationsInFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await this.elector?.stop({ release: this.o.api.mutationsInFlight === 0 });
+    const deadline = this.clock.now() + 10_000;
+    while (this.options.api.mutationsInFlight > 0 && this.clock.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    await this.elector?.stop({ release: this.options.api.mutationsInFlight === 0 });
     this.leading = false;
     await Promise.all([this.pools.stop(), this.classes.stop(), this.nodes.stop(), this.pendingPods.stop()]);
   }

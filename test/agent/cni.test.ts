@@ -222,8 +222,9 @@ describe('the CNI protocol on POST /v1/cni', () => {
       list: () => agent.list().map((a) => (a === young ? { ...a, allocatedAt: at } : a)),
       removePod: (c, i) => agent.removePod(c, i),
       addPod: (r) => agent.addPod(r),
+      now: () => at,
     };
-    expect(await answerCni(shifted, { env: { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' }, stdin }, at)).toEqual({
+    expect(await answerCni(shifted, { env: { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' }, stdin })).toEqual({
       stdout: '',
       exitCode: 0,
     });

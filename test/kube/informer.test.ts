@@ -1,9 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import { Informer } from '../../src/kube/informer.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import type { KubeEmulator } from '../../testbed/kube/index.js';
+import { capturingLogger } from '../helpers/cloud.js';
 import { eventually } from '../helpers/ecs.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 import { kube } from '../helpers/kube.js';
 
 let emu: KubeEmulator;
@@ -24,6 +26,8 @@ function configMaps(
     fieldSelector?: string;
     watchTimeoutSeconds?: number;
     list?: () => ReturnType<CoreV1Api['listNamespacedConfigMap']>;
+    clock?: FakeClock;
+    logger?: Logger;
   } = {},
 ) {
   const changes: string[] = [];
@@ -33,8 +37,9 @@ function configMaps(
     list: o.list ?? (() => core.listNamespacedConfigMap({ namespace: 'default', fieldSelector: o.fieldSelector })),
     fieldSelector: o.fieldSelector,
     watchTimeoutSeconds: o.watchTimeoutSeconds,
-    logger: silentLogger(),
+    logger: o.logger ?? silentLogger(),
     onChange: (type, obj) => changes.push(`${type} ${obj.metadata!.name}`),
+    clock: o.clock,
   });
   informers.push(informer);
   return { informer, changes };
@@ -80,12 +85,14 @@ describe('hardened informer', () => {
   });
 
   it('is synced only after a LIST succeeded, and backs off more and more while LISTs fail', async () => {
+    const clock = new FakeClock();
     const attempts: number[] = [];
     let refuse = true;
     const forbidden = Object.assign(new Error('HTTP-Code: 403 Message: configmaps is forbidden'), { code: 403 });
     const { informer } = configMaps({
+      clock,
       list: async () => {
-        attempts.push(Date.now());
+        attempts.push(clock.now());
         if (refuse) throw forbidden;
         return core.listNamespacedConfigMap({ namespace: 'default' });
       },
@@ -95,18 +102,44 @@ describe('hardened informer', () => {
     expect(informer.synced).toBe(false);
     let synced = false;
     void informer.untilSynced().then(() => (synced = true));
-    await new Promise((r) => setTimeout(r, 4000));
+    for (let i = 0; i < 60; i++) await clock.advance(1000);
     expect(informer.synced).toBe(false);
     expect(synced).toBe(false);
     expect(informer.list()).toEqual([]);
-    // 1 s, 2 s, 4 s ... with jitter of at most half: three or four attempts in 4 s, not dozens.
-    expect(attempts.length).toBeGreaterThanOrEqual(2);
-    expect(attempts.length).toBeLessThanOrEqual(4);
+    // 1 s, 2 s, 4 s ... up to a minute, each with jitter of at most half: 7 attempts in a minute, not dozens.
     const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
-    for (let i = 1; i < gaps.length; i++) expect(gaps[i]!).toBeGreaterThan(gaps[i - 1]! * 0.9);
+    expect(gaps.length).toBeGreaterThanOrEqual(5);
+    for (const [i, gap] of gaps.entries()) {
+      expect(gap).toBeGreaterThanOrEqual(500 * 2 ** i);
+      expect(gap).toBeLessThanOrEqual(1000 * 2 ** i + 1000); // the clock moves in 1 s steps
+    }
     refuse = false;
+    await clock.advance(60_000);
     await eventually(() => informer.synced, 10_000);
     expect(synced).toBe(true);
     expect(informer.get('there', 'default')).toBeDefined();
+  });
+
+  it('restarts a watch that heard nothing, not even a bookmark, for twice its longest timeout', async () => {
+    // A server that sends no bookmark (within the test), so that only the fake clock moves.
+    await emu.close();
+    ({ emu, kc } = await kube({ bookmarkIntervalMs: 3_600_000 }));
+    core = kc.makeApiClient(CoreV1Api);
+    const clock = new FakeClock();
+    const { logger, lines } = capturingLogger();
+    const { informer } = configMaps({ clock, logger, watchTimeoutSeconds: 10 });
+    await informer.start();
+    expect(informer.synced).toBe(true);
+    const restarts = () => lines.filter((l) => l.includes('watch heard nothing for too long')).length;
+    // 2 x (10 s + 20% jitter) = 24 s: the ticks at 10 and 20 s find it quiet but not for too long.
+    await clock.advance(20_000);
+    expect(restarts()).toBe(0);
+    await clock.advance(10_000);
+    expect(restarts()).toBe(1);
+    // Restarted, it counts as heard from: not restarted again at the next tick.
+    await clock.advance(10_000);
+    expect(restarts()).toBe(1);
+    await informer.stop();
+    expect(clock.pending).toBe(0);
   });
 });

@@ -95,7 +95,7 @@ async function watchedLeader() {
   const a = candidate('a', events, kc, logger);
   const reads = watchReads(a);
   let stoppedAt = 0;
-  const options = (a as unknown as { o: { onStoppedLeading: () => void } }).o;
+  const options = (a as unknown as { options: { onStoppedLeading: () => void } }).options;
   const inner = options.onStoppedLeading;
   options.onStoppedLeading = () => {
     stoppedAt ||= Date.now();

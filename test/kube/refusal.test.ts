@@ -7,8 +7,13 @@ const status = (code: number, reason: string, message: string, details: Record<s
 
 describe('why the API server refused a call', () => {
   it('names the reason by a small fixed set, in the server’s own words', () => {
+    const NOW = Date.parse('2026-01-01T00:00:00Z');
     const forbidden = new ApiException(403, 'Unknown API Status Code!', status(403, 'Forbidden', 'x is forbidden'), {});
-    expect(refusalOf(forbidden)).toEqual({ reason: 'forbidden', code: 403, message: '403 Forbidden: x is forbidden' });
+    expect(refusalOf(forbidden, NOW)).toEqual({
+      reason: 'forbidden',
+      code: 403,
+      message: '403 Forbidden: x is forbidden',
+    });
     const codes: Array<[number, string]> = [
       [401, 'unauthorized'],
       [404, 'not-found'],
@@ -19,10 +24,10 @@ describe('why the API server refused a call', () => {
       [503, 'unavailable'],
       [418, 'rejected'],
     ];
-    for (const [code, reason] of codes) expect(refusalOf(new ApiException(code, 'x', '', {})).reason).toBe(reason);
+    for (const [code, reason] of codes) expect(refusalOf(new ApiException(code, 'x', '', {}), NOW).reason).toBe(reason);
     // No HTTP answer at all: a system error's code is a string.
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
-    expect(refusalOf(refused)).toEqual({ reason: 'unreachable', message: 'connect ECONNREFUSED 127.0.0.1:6443' });
+    expect(refusalOf(refused, NOW)).toEqual({ reason: 'unreachable', message: 'connect ECONNREFUSED 127.0.0.1:6443' });
   });
 
   it('reads Retry-After (seconds or a date) or details.retryAfterSeconds, on 429 and 5xx only, at most 10 min', () => {

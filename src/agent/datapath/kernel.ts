@@ -31,22 +31,22 @@ interface Run {
 
 /** iproute2 in batch mode: one process per read (three commands) and one per set of changes. */
 export class IpRouteKernel implements KernelPort {
-  constructor(private readonly o: IpRouteOptions = {}) {}
+  constructor(private readonly options: IpRouteOptions = {}) {}
 
   private run(args: string[], stdin: string): Promise<Run> {
-    const argv = [...(this.o.netns ? ['-n', this.o.netns] : []), ...args];
+    const argv = [...(this.options.netns ? ['-n', this.options.netns] : []), ...args];
     return new Promise((resolve, reject) => {
       const child = execFile(
-        this.o.binary ?? 'ip',
+        this.options.binary ?? 'ip',
         argv,
-        { timeout: this.o.timeoutMs ?? 10_000, maxBuffer: 64 * 1024 * 1024, env: { PATH: IP_PATH } },
+        { timeout: this.options.timeoutMs ?? 10_000, maxBuffer: 64 * 1024 * 1024, env: { PATH: IP_PATH } },
         (err, stdout, stderr) => {
           const e = err as { code?: unknown; killed?: boolean; message: string } | null;
           if (e && typeof e.code !== 'number')
             return reject(
               new Error(
                 e.code === 'ENOENT'
-                  ? `${this.o.binary ?? 'ip'} (iproute2) is not installed; the agent needs it for the node's datapath`
+                  ? `${this.options.binary ?? 'ip'} (iproute2) is not installed; the agent needs it for the node's datapath`
                   : `ip ${argv.join(' ')}: ${e.killed ? 'timed out' : e.message}`,
               ),
             );

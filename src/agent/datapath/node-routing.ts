@@ -1,3 +1,4 @@
+import { sleepOn, type Cancel, type Clock } from '../../clock.js';
 import type { Logger } from '../../observability/logger.js';
 import {
   isEmptyPlan,
@@ -19,6 +20,7 @@ export interface NodeRoutingOptions {
   node: string;
   config: DatapathConfig;
   kernel: KernelPort;
+  clock: Clock;
   /** How long an ADD waits for its ENI's device to appear (after an attach, the guest takes a moment). */
   deviceTimeoutMs: number;
   /** A full reconcile at least this often (it also heals what others changed, e.g. an ifdown that flushed a table). */
@@ -61,8 +63,6 @@ export function batchLines(plan: DatapathPlan): BatchLine[] {
 /** Problems that may pass by themselves: a device still to appear, an address the node took meanwhile (the retry gets another). */
 const TRANSIENT = new Set<ProblemKind>(['device-missing', 'address-on-device', 'not-in-pool']);
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
 /**
  * The node's datapath: serialized reads and changes of the kernel (one at a time), a full
  * reconcile at start, on every pool change and every `resyncMs` (sooner while an ENI's device is
@@ -71,17 +71,17 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()
 export class NodeRouting {
   private tail: Promise<unknown> = Promise.resolve();
   private queued?: Promise<void>;
-  private timer?: NodeJS.Timeout;
+  private cancelResync?: Cancel;
   private retryMs = 0;
   private problems = new Map<string, ProblemKind>();
   private readyEnis = new Set<string>();
   private held: ReadonlySet<string> = new Set();
   private stopped = false;
 
-  constructor(private readonly o: NodeRoutingOptions) {}
+  constructor(private readonly options: NodeRoutingOptions) {}
 
   get metrics(): DatapathMetrics {
-    return this.o.metrics;
+    return this.options.metrics;
   }
 
   /** The ENIs whose device is up and route table set, as the last reconcile left them. */
@@ -95,7 +95,7 @@ export class NodeRouting {
    * image's network scripts put on an ENI's device.
    */
   heldByNode(): ReadonlySet<string> {
-    const primaries = (this.o.poolEnis() ?? []).flatMap((e) => (e.primaryIP ? [e.primaryIP] : []));
+    const primaries = (this.options.poolEnis() ?? []).flatMap((e) => (e.primaryIP ? [e.primaryIP] : []));
     return primaries.length ? new Set([...this.held, ...primaries]) : this.held;
   }
 
@@ -118,14 +118,13 @@ export class NodeRouting {
   }
 
   private schedule(): void {
-    clearTimeout(this.timer);
+    this.cancelResync?.();
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.reconcile(), this.retryMs || this.o.resyncMs);
-    this.timer.unref();
+    this.cancelResync = this.options.clock.after(this.retryMs || this.options.resyncMs, () => void this.reconcile());
   }
 
   private async read(): Promise<KernelView> {
-    return this.o.kernel.read();
+    return this.options.kernel.read();
   }
 
   /** Runs the lines; counts and answers the failed ones (1-based line number -> the kernel's answer). */
@@ -133,40 +132,43 @@ export class NodeRouting {
     if (!lines.length) return new Map();
     let failed: Map<number, string>;
     try {
-      failed = await this.o.kernel.apply(lines.map((l) => l.text));
+      failed = await this.options.kernel.apply(lines.map((l) => l.text));
     } catch (e) {
       failed = new Map(lines.map((_, i) => [i + 1, (e as Error).message]));
     }
     lines.forEach((l, i) => {
       if (failed.has(i + 1) || failed.has(0))
-        this.o.metrics.applyFailures.inc({ change: l.change, eni: l.eniId ?? '' });
-      else this.o.metrics.changes.inc({ change: l.change });
+        this.options.metrics.applyFailures.inc({ change: l.change, eni: l.eniId ?? '' });
+      else this.options.metrics.changes.inc({ change: l.change });
     });
     return failed;
   }
 
   private async reconcileNow(): Promise<void> {
-    const enis = this.o.poolEnis();
+    const enis = this.options.poolEnis();
     if (!enis) return;
-    const end = this.o.metrics.reconcile.startTimer();
+    const end = this.options.metrics.reconcile.startTimer();
     let view: KernelView;
     try {
       view = await this.read();
     } catch (e) {
-      this.o.logger.error({ node: this.o.node, err: (e as Error).message }, 'cannot read the node’s datapath');
+      this.options.logger.error(
+        { node: this.options.node, err: (e as Error).message },
+        'cannot read the node’s datapath',
+      );
       end({ result: 'failed' });
-      this.retryMs = Math.min(this.o.resyncMs, Math.max(500, this.retryMs * 2));
+      this.retryMs = Math.min(this.options.resyncMs, Math.max(500, this.retryMs * 2));
       return this.schedule();
     }
-    const plan = planDatapath({ enis, addresses: this.o.addresses() }, view, this.o.config);
+    const plan = planDatapath({ enis, addresses: this.options.addresses() }, view, this.options.config);
     this.held = new Set(plan.deviceAddresses);
     const lines = batchLines(plan);
     const failed = await this.apply(lines);
     for (const [n, err] of failed) {
       const l = n > 0 ? lines[n - 1]! : undefined;
-      this.o.logger.warn(
+      this.options.logger.warn(
         {
-          node: this.o.node,
+          node: this.options.node,
           eni: l?.eniId,
           ip: l?.ip,
           change: l?.change,
@@ -177,9 +179,9 @@ export class NodeRouting {
       );
     }
     if (lines.length)
-      this.o.logger.info(
+      this.options.logger.info(
         {
-          node: this.o.node,
+          node: this.options.node,
           links: plan.links.length,
           routesAdded: plan.addRoutes.length,
           routesRemoved: plan.delRoutes.length,
@@ -196,7 +198,7 @@ export class NodeRouting {
     end({ result: failed.size ? 'partial' : 'ok' });
     // Devices appear a moment after an attach: look again soon while one is missing or a change failed.
     const again = failed.size > 0 || plan.problems.some((p) => p.kind === 'device-missing');
-    this.retryMs = again ? Math.min(this.o.resyncMs, Math.max(500, this.retryMs * 2)) : 0;
+    this.retryMs = again ? Math.min(this.options.resyncMs, Math.max(500, this.retryMs * 2)) : 0;
     this.schedule();
   }
 
@@ -206,23 +208,23 @@ export class NodeRouting {
     for (const p of plan.problems) if (!p.ip) now.set(p.eniId, p.kind);
     for (const p of plan.problems) {
       if (p.ip || this.problems.get(p.eniId) === p.kind) continue;
-      this.o.logger.warn({ node: this.o.node, eni: p.eniId, reason: p.kind }, p.message);
+      this.options.logger.warn({ node: this.options.node, eni: p.eniId, reason: p.kind }, p.message);
     }
     const ready = new Set(Object.keys(plan.ready).filter((id) => !failedEnis.has(id)));
     for (const id of ready)
       if (!this.readyEnis.has(id))
-        this.o.logger.info(
+        this.options.logger.info(
           {
-            node: this.o.node,
+            node: this.options.node,
             eni: id,
             dev: plan.ready[id]!.dev,
             table: plan.ready[id]!.table,
-            mtu: this.o.config.mtu,
+            mtu: this.options.config.mtu,
           },
           'the ENI’s device is up and its route table set',
         );
-    this.o.metrics.setProblems(now, this.problems);
-    this.o.metrics.enisReady.set(ready.size);
+    this.options.metrics.setProblems(now, this.problems);
+    this.options.metrics.enisReady.set(ready.size);
     this.problems = now;
     this.readyEnis = ready;
   }
@@ -233,18 +235,19 @@ export class NodeRouting {
    * yet. On failure nothing of the address is left set, and the DatapathError says which ENI and why.
    */
   async ensure(a: PodAddress): Promise<void> {
-    const end = this.o.metrics.podSetup.startTimer();
-    const deadline = Date.now() + this.o.deviceTimeoutMs;
+    const end = this.options.metrics.podSetup.startTimer();
+    const { clock } = this.options;
+    const deadline = clock.now() + this.options.deviceTimeoutMs;
     try {
       for (let wait = 50; ; wait = Math.min(500, wait * 2)) {
         const problem = await this.locked(() => this.ensureNow(a));
         if (!problem) return;
-        const left = deadline - Date.now();
+        const left = deadline - clock.now();
         if (problem.kind !== 'device-missing' || left <= 0) {
-          const waited = problem.kind === 'device-missing' ? ` (waited ${this.o.deviceTimeoutMs / 1000} s)` : '';
+          const waited = problem.kind === 'device-missing' ? ` (waited ${this.options.deviceTimeoutMs / 1000} s)` : '';
           throw new DatapathError(a.eniId, problem.kind, `${problem.message}${waited}`, TRANSIENT.has(problem.kind));
         }
-        await sleep(Math.min(wait, left));
+        await sleepOn(clock, Math.min(wait, left));
       }
     } finally {
       end();
@@ -254,9 +257,9 @@ export class NodeRouting {
   /** One try of ensure, under the lock: undefined once set, or the problem in the way. */
   private async ensureNow(a: PodAddress): Promise<Problem | undefined> {
     // A DEL released it meanwhile (the runtime gave up on the ADD): nothing more to set for it.
-    if (!this.o.addresses().some((x) => x.ip === a.ip))
+    if (!this.options.addresses().some((x) => x.ip === a.ip))
       throw new DatapathError(a.eniId, 'released', `${a.ip} (ENI ${a.eniId}) was released while its ADD waited`, true);
-    const enis = this.o.poolEnis();
+    const enis = this.options.poolEnis();
     if (!enis)
       return { kind: 'not-in-pool', eniId: a.eniId, ip: a.ip, message: 'the agent has not seen its ENIPool yet' };
     let view: KernelView;
@@ -270,7 +273,7 @@ export class NodeRouting {
         true,
       );
     }
-    const plan = planDatapath({ enis, addresses: this.o.addresses(), fresh: [a.ip] }, view, this.o.config, {
+    const plan = planDatapath({ enis, addresses: this.options.addresses(), fresh: [a.ip] }, view, this.options.config, {
       enis: [a.eniId],
       ips: [a.ip],
     });
@@ -282,8 +285,8 @@ export class NodeRouting {
     const failed = await this.apply(lines);
     if (!failed.size) return undefined;
     await this.takeBack(plan).catch((e: unknown) =>
-      this.o.logger.warn(
-        { node: this.o.node, eni: a.eniId, ip: a.ip, err: (e as Error).message },
+      this.options.logger.warn(
+        { node: this.options.node, eni: a.eniId, ip: a.ip, err: (e as Error).message },
         'cannot take back what a failed ADD set; the next reconcile removes it',
       ),
     );
@@ -319,21 +322,21 @@ export class NodeRouting {
       try {
         const view = await this.read();
         const plan = planDatapath(
-          { enis: this.o.poolEnis() ?? [], addresses: this.o.addresses() },
+          { enis: this.options.poolEnis() ?? [], addresses: this.options.addresses() },
           view,
-          this.o.config,
+          this.options.config,
           { enis: [], ips },
         );
         const lines = batchLines(plan);
         const failed = await this.apply(lines);
         for (const [n, err] of failed)
-          this.o.logger.warn(
-            { node: this.o.node, ip: lines[n - 1]?.ip, command: `ip ${lines[n - 1]?.text ?? '-batch'}`, err },
+          this.options.logger.warn(
+            { node: this.options.node, ip: lines[n - 1]?.ip, command: `ip ${lines[n - 1]?.text ?? '-batch'}`, err },
             'cannot remove the rule of a released address; the next reconcile tries again',
           );
       } catch (e) {
-        this.o.logger.warn(
-          { node: this.o.node, ips, err: (e as Error).message },
+        this.options.logger.warn(
+          { node: this.options.node, ips, err: (e as Error).message },
           'cannot remove the rules of released addresses; the next reconcile tries again',
         );
       }
@@ -347,7 +350,7 @@ export class NodeRouting {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.cancelResync?.();
     await this.tail;
   }
 }

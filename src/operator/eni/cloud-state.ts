@@ -1,3 +1,4 @@
+import { systemClock } from '../../clock.js';
 import type { EcsApi, InstanceTypeLimits, NetworkInterface, SecurityGroup, VSwitch } from '../../cloud/index.js';
 import { detachStrings } from '../../kube/detach.js';
 import type { Logger } from '../../observability/logger.js';
@@ -39,7 +40,7 @@ export class CloudState {
     private readonly clusterId: string,
     private readonly logger: Logger,
     private readonly ttlMs = 60_000,
-    private readonly now: () => number = () => Date.now(),
+    private readonly now: () => number = systemClock.now,
   ) {}
 
   /**

@@ -10,7 +10,7 @@ import type { StatePoller } from './poller.js';
  * Deletes leaked ENIs: tagged with this cluster's id, `Available` (attached to nothing), older
  * than the minimum age, and belonging to no ENIPool. Run after a full resync.
  */
-export async function collectLeakedEnis(d: {
+export async function collectLeakedEnis(deps: {
   api: EcsApi;
   cloud: CloudState;
   pools: Informer<ENIPool>;
@@ -20,34 +20,34 @@ export async function collectLeakedEnis(d: {
   metrics: OperatorMetrics;
   logger: Logger;
   minAgeMs: number;
-  now?: number;
+  now: number;
 }): Promise<string[]> {
-  const now = d.now ?? Date.now();
-  const pools = new Set(d.pools.list().map((p) => p.metadata.name));
-  const leaked = d.cloud
+  const { now } = deps;
+  const pools = new Set(deps.pools.list().map((p) => p.metadata.name));
+  const leaked = deps.cloud
     .owned()
     .filter(
       (e) =>
         e.status === 'Available' &&
         !e.instanceId &&
         !pools.has(e.tags[TAGS.node] ?? '') &&
-        now - Date.parse(e.creationTime) >= d.minAgeMs,
+        now - Date.parse(e.creationTime) >= deps.minAgeMs,
     );
   const deleted: string[] = [];
   for (const e of leaked) {
     try {
-      if (await d.poolExists(e.tags[TAGS.node] ?? '')) continue;
-      await d.api.deleteNetworkInterface(e.id);
-      await d.poller.wait(e.id, 'gone');
-      d.cloud.forget(e.id);
-      d.metrics.gcEnis.inc();
+      if (await deps.poolExists(e.tags[TAGS.node] ?? '')) continue;
+      await deps.api.deleteNetworkInterface(e.id);
+      await deps.poller.wait(e.id, 'gone');
+      deps.cloud.forget(e.id);
+      deps.metrics.gcEnis.inc();
       deleted.push(e.id);
-      d.logger.info(
+      deps.logger.info(
         { eni: e.id, node: e.tags[TAGS.node], vswitch: e.vSwitchId, created: e.creationTime },
         'deleted a leaked ENI',
       );
     } catch (err) {
-      d.logger.warn({ eni: e.id, err: (err as Error).message }, 'could not delete a leaked ENI');
+      deps.logger.warn({ eni: e.id, err: (err as Error).message }, 'could not delete a leaked ENI');
     }
   }
   return deleted;

@@ -47,8 +47,8 @@ export class EniLifecycle implements EniWork {
   private stopped = false;
   private readonly ledger: EniLedger;
 
-  constructor(private readonly d: LifecycleDeps) {
-    this.ledger = d.ledger;
+  constructor(private readonly deps: LifecycleDeps) {
+    this.ledger = deps.ledger;
   }
 
   inFlight(node: string): EniWorkInFlight {
@@ -74,21 +74,21 @@ export class EniLifecycle implements EniWork {
   }
 
   private event(pool: ENIPool, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    this.d.events.record(pool, type, reason, message);
+    this.deps.events.record(pool, type, reason, message);
   }
 
   /** Create an ENI carrying all its IPs, attach it, and publish it the moment it is InUse. */
   create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
     if (this.stopped) return;
     const name = pool.metadata.name;
-    const memory = this.d.memory.of(name);
+    const memory = this.deps.memory.of(name);
     const clientToken = randomUUID();
     const op = this.ledger.beginCreate(name, clientToken, ips);
     // Taken from the vSwitch now (its IPs and its own primary), so that other pools planned meanwhile do not count on them too.
-    this.d.cloud.took(vSwitchId, ips + 1);
+    this.deps.cloud.took(vSwitchId, ips + 1);
     const tags = {
       ...(pool.spec.eniTags ?? {}),
-      [TAGS.cluster]: this.d.config.clusterId,
+      [TAGS.cluster]: this.deps.config.clusterId,
       [TAGS.node]: name,
       [TAGS.creator]: CREATOR,
       [TAGS.createToken]: clientToken,
@@ -105,8 +105,8 @@ export class EniLifecycle implements EniWork {
           description: `eni-ipam pool ENI of node ${name}`,
         });
         memory.failures.delete('CreateNetworkInterface');
-        this.d.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
-        this.d.cloud.upsert(eni);
+        this.deps.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
+        this.deps.cloud.upsert(eni);
         this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
       } catch (e) {
         this.ledger.end(op);
@@ -131,20 +131,24 @@ export class EniLifecycle implements EniWork {
     for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
       if (attempt > 0) {
         await sleep(1000 * 2 ** (attempt - 1));
-        const [found] = await this.d.api
+        const [found] = await this.deps.api
           .describeNetworkInterfaces({
-            vpcId: this.d.config.vpcId,
-            tags: { [TAGS.cluster]: this.d.config.clusterId, [TAGS.node]: name, [TAGS.createToken]: req.clientToken },
+            vpcId: this.deps.config.vpcId,
+            tags: {
+              [TAGS.cluster]: this.deps.config.clusterId,
+              [TAGS.node]: name,
+              [TAGS.createToken]: req.clientToken,
+            },
           })
           .catch(() => []);
         if (found) return found;
       }
       try {
-        return await this.d.api.createNetworkInterface(req);
+        return await this.deps.api.createNetworkInterface(req);
       } catch (e) {
         if (!outcomeUnknown(e)) throw e;
         last = e;
-        this.d.logger.warn(
+        this.deps.logger.warn(
           { node: name, clientToken: req.clientToken, err: (e as Error).message },
           'no answer to CreateNetworkInterface; resolving it by its ClientToken',
         );
@@ -161,18 +165,18 @@ export class EniLifecycle implements EniWork {
     const name = pool.metadata.name;
     if (!(err instanceof CloudError)) {
       this.event(pool, 'Warning', reason, `${what}: ${(err as Error).message}`);
-      this.d.enqueue(name, 2000);
+      this.deps.enqueue(name, 2000);
       return;
     }
     if (isShutdown(err)) return;
-    const r = await this.d.failures.respond(pool, err, vSwitchId).catch((e: Error) => {
-      this.d.logger.warn({ node: name, err: e.message }, `${what} failed, and so did the resync after it`);
-      this.d.enqueue(name, 2000);
+    const r = await this.deps.failures.respond(pool, err, vSwitchId).catch((e: Error) => {
+      this.deps.logger.warn({ node: name, err: e.message }, `${what} failed, and so did the resync after it`);
+      this.deps.enqueue(name, 2000);
       return undefined;
     });
     if (!r?.held) return; // handled, and the pool enqueued, by the response itself
     if (!r.told) this.event(pool, 'Warning', reason, `${what}: ${r.held.message}`);
-    this.d.enqueue(name, r.held.until - this.d.now() + 50);
+    this.deps.enqueue(name, r.held.until - this.deps.now() + 50);
   }
 
   /** Attaches one of our ENIs and waits for InUse; `alreadyAttaching`: no attach call, only the wait. */
@@ -181,7 +185,7 @@ export class EniLifecycle implements EniWork {
     const name = pool.metadata.name;
     // What it brings to pods: its secondaries (its primary is the node's).
     const op = this.ledger.beginAttach(name, eni.id, eni.secondaryIps.length);
-    this.attachRecorded(pool, eni, this.d.memory.of(name), op, o.alreadyAttaching ?? false);
+    this.attachRecorded(pool, eni, this.deps.memory.of(name), op, o.alreadyAttaching ?? false);
   }
 
   /** The attach of `op`, a record in the attaching phase; its failures go to the node's memory it started with. */
@@ -200,10 +204,10 @@ export class EniLifecycle implements EniWork {
         let failure: unknown;
         if (!alreadyAttaching) {
           try {
-            await this.d.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
+            await this.deps.api.attachNetworkInterface(eni.id, pool.spec.instanceID!);
             memory.failures.delete('AttachNetworkInterface');
-            this.d.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
-            this.d.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
+            this.deps.metrics.cloudChanges.inc({ action: 'AttachNetworkInterface' });
+            this.deps.cloud.upsert({ ...eni, status: 'Attaching', instanceId: pool.spec.instanceID });
           } catch (e) {
             failure = e;
           }
@@ -219,8 +223,8 @@ export class EniLifecycle implements EniWork {
             undefined,
           );
         if (attached !== 'unknown' && attached !== 'fell-back') {
-          this.d.cloud.upsert(attached);
-          deficitMet(this.d.memory.of(name), this.d.now(), this.d.metrics.deficitToPublished);
+          this.deps.cloud.upsert(attached);
+          deficitMet(this.deps.memory.of(name), this.deps.now(), this.deps.metrics.deficitToPublished);
           this.event(
             pool,
             'Normal',
@@ -255,8 +259,8 @@ export class EniLifecycle implements EniWork {
                 `${eni.id} fell back to Available instead of reaching InUse`,
                 undefined,
               );
-        if (this.d.config.mode !== 'normal') {
-          const what = `attaching ${eni.id} to ${pool.spec.instanceID} (mode ${this.d.config.mode} keeps it for a later attach)`;
+        if (this.deps.config.mode !== 'normal') {
+          const what = `attaching ${eni.id} to ${pool.spec.instanceID} (mode ${this.deps.config.mode} keeps it for a later attach)`;
           await this.failed(pool, 'AttachFailed', what, cause);
           return;
         }
@@ -267,7 +271,7 @@ export class EniLifecycle implements EniWork {
           `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`,
         );
         await this.deleteEni(pool, eni.id).catch((err) =>
-          this.d.logger.warn(
+          this.deps.logger.warn(
             { node: name, eni: eni.id, err: (err as Error).message },
             'could not delete an ENI whose attach failed; GC will',
           ),
@@ -275,7 +279,7 @@ export class EniLifecycle implements EniWork {
         await this.failed(pool, 'AttachFailed', `attaching to ${pool.spec.instanceID}`, cause);
       } finally {
         this.ledger.end(op);
-        this.d.enqueue(name);
+        this.deps.enqueue(name);
       }
     })();
   }
@@ -288,14 +292,14 @@ export class EniLifecycle implements EniWork {
   private async untilAttached(id: string, instanceId: string): Promise<NetworkInterface | 'fell-back' | 'unknown'> {
     for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
       try {
-        const e = await this.d.poller.wait(id, 'InUse');
+        const e = await this.deps.poller.wait(id, 'InUse');
         if (e?.instanceId === instanceId) return e;
       } catch {
         // Look again before giving up: the poller may have seen a state from before the attach.
       }
       let now: NetworkInterface | undefined;
       try {
-        [now] = await this.d.api.describeNetworkInterfaces({ ids: [id] });
+        [now] = await this.deps.api.describeNetworkInterfaces({ ids: [id] });
       } catch {
         continue;
       }
@@ -316,20 +320,20 @@ export class EniLifecycle implements EniWork {
   }
 
   private async detachAndDelete(id: string): Promise<void> {
-    const { api, cloud, poller } = this.d;
+    const { api, cloud, poller } = this.deps;
     let eni = cloud.get(id);
     if (eni?.instanceId && (eni.status === 'InUse' || eni.status === 'Attaching' || eni.status === 'Detaching')) {
       if (eni.status === 'Attaching') await poller.wait(id, 'InUse').catch(() => undefined);
       await api.detachNetworkInterface(id, eni.instanceId).catch((e) => {
         if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
       });
-      this.d.metrics.cloudChanges.inc({ action: 'DetachNetworkInterface' });
+      this.deps.metrics.cloudChanges.inc({ action: 'DetachNetworkInterface' });
       eni = await poller.wait(id, 'Available');
     }
     await api.deleteNetworkInterface(id).catch((e) => {
       if (!(e instanceof CloudError && e.code === 'InvalidEniId.NotFound')) throw e;
     });
-    this.d.metrics.cloudChanges.inc({ action: 'DeleteNetworkInterface' });
+    this.deps.metrics.cloudChanges.inc({ action: 'DeleteNetworkInterface' });
     await poller.wait(id, 'gone');
     cloud.forget(id);
   }
@@ -339,6 +343,6 @@ export class EniLifecycle implements EniWork {
     void this.deleteEni(pool, eni.id)
       .then(() => this.event(pool, 'Normal', 'DeletedENI', `deleted empty ENI ${eni.id}`))
       .catch((e) => this.event(pool, 'Warning', 'DeleteENIFailed', `deleting ${eni.id}: ${(e as Error).message}`))
-      .finally(() => this.d.enqueue(pool.metadata.name));
+      .finally(() => this.deps.enqueue(pool.metadata.name));
   }
 }

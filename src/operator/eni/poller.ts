@@ -1,4 +1,5 @@
 import type { EcsApi, EniStatus, NetworkInterface } from '../../cloud/index.js';
+import { systemClock, type Cancel, type Clock } from '../../clock.js';
 import type { Logger } from '../../observability/logger.js';
 
 interface Waiting {
@@ -14,28 +15,48 @@ interface Waiting {
  * DescribeNetworkInterfaces call with up to 100 NetworkInterfaceId.N serves all that are
  * waiting, at a short interval that grows while nothing new arrives.
  */
+export interface StatePollerOptions {
+  api: Pick<EcsApi, 'describeNetworkInterfacesPage'>;
+  logger: Logger;
+  clock?: Clock;
+  minIntervalMs?: number;
+  maxIntervalMs?: number;
+  /** A wait gives up after this long. */
+  timeoutMs?: number;
+}
+
 export class StatePoller {
   private readonly waiting = new Map<string, Waiting>();
-  private timer?: NodeJS.Timeout;
+  private cancelPoll?: Cancel;
+  /** When the scheduled poll runs. */
+  private pollAt = 0;
   private interval: number;
   private stopped = false;
+  private readonly clock: Clock;
+  private readonly minIntervalMs: number;
+  private readonly maxIntervalMs: number;
+  private readonly timeoutMs: number;
 
-  constructor(
-    private readonly api: EcsApi,
-    private readonly logger: Logger,
-    private readonly minIntervalMs = 250,
-    private readonly maxIntervalMs = 4000,
-    private readonly timeoutMs = 5 * 60_000,
-  ) {
-    this.interval = minIntervalMs;
+  constructor(private readonly options: StatePollerOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.minIntervalMs = options.minIntervalMs ?? 250;
+    this.maxIntervalMs = options.maxIntervalMs ?? 4000;
+    this.timeoutMs = options.timeoutMs ?? 5 * 60_000;
+    this.interval = this.minIntervalMs;
   }
 
   /** Resolves with the ENI once it is in `until` (undefined for `gone`); rejects after the timeout. */
   wait(eniId: string, until: EniStatus | 'gone'): Promise<NetworkInterface | undefined> {
     return new Promise((resolve, reject) => {
       this.waiting.get(eniId)?.reject(new Error(`superseded wait for ${eniId}`));
-      this.waiting.set(eniId, { until, since: Date.now(), resolve, reject, timeoutAt: Date.now() + this.timeoutMs });
+      const now = this.clock.now();
+      this.waiting.set(eniId, { until, since: now, resolve, reject, timeoutAt: now + this.timeoutMs });
       this.interval = this.minIntervalMs;
+      // A poll the grown interval put far off is brought forward: a new wait is looked at soon.
+      if (this.cancelPoll && this.pollAt > now + this.interval) {
+        this.cancelPoll();
+        this.cancelPoll = undefined;
+      }
       this.schedule();
     });
   }
@@ -45,18 +66,19 @@ export class StatePoller {
   }
 
   private schedule(): void {
-    if (this.timer || this.stopped || this.waiting.size === 0) return;
-    this.timer = setTimeout(() => void this.poll(), this.interval);
+    if (this.cancelPoll || this.stopped || this.waiting.size === 0) return;
+    this.pollAt = this.clock.now() + this.interval;
+    this.cancelPoll = this.clock.after(this.interval, () => void this.poll());
   }
 
   private async poll(): Promise<void> {
-    this.timer = undefined;
+    this.cancelPoll = undefined;
     const ids = [...this.waiting.keys()];
     try {
       for (let i = 0; i < ids.length; i += 100) {
         const batch = ids.slice(i, i + 100);
         const found = new Map(
-          (await this.api.describeNetworkInterfacesPage({ ids: batch }, { maxResults: 100 })).items.map(
+          (await this.options.api.describeNetworkInterfacesPage({ ids: batch }, { maxResults: 100 })).items.map(
             (e) => [e.id, e] as const,
           ),
         );
@@ -74,7 +96,7 @@ export class StatePoller {
             // The attach failed and the ENI fell back to Available.
             this.waiting.delete(id);
             w.reject(new Error(`attaching ENI ${id} failed: it is Available again`));
-          } else if (Date.now() > w.timeoutAt) {
+          } else if (this.clock.now() > w.timeoutAt) {
             this.waiting.delete(id);
             w.reject(
               new Error(
@@ -85,7 +107,7 @@ export class StatePoller {
         }
       }
     } catch (e) {
-      this.logger.warn({ err: (e as Error).message, waiting: ids.length }, 'polling ENI states failed');
+      this.options.logger.warn({ err: (e as Error).message, waiting: ids.length }, 'polling ENI states failed');
     }
     this.interval = Math.min(this.maxIntervalMs, Math.round(this.interval * 1.5));
     this.schedule();
@@ -93,7 +115,8 @@ export class StatePoller {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.cancelPoll?.();
+    this.cancelPoll = undefined;
     for (const [id, w] of this.waiting) w.reject(new Error(`stopped while waiting for ENI ${id}`));
     this.waiting.clear();
   }

@@ -20,69 +20,69 @@ type Result = { requeueAfterMs?: number };
  * never an ENI whose addresses pods of a live node still use.
  */
 export class NodeDeparture {
-  constructor(private readonly d: DepartureDeps) {}
+  constructor(private readonly deps: DepartureDeps) {}
 
   async nodeMissing(pool: ENIPool): Promise<Result> {
     const name = pool.metadata.name;
     const nodeName = pool.spec.nodeName;
-    const memory = this.d.memory.of(name);
+    const memory = this.deps.memory.of(name);
     let exists: boolean;
     try {
-      exists = await this.d.store.nodeExists(nodeName);
+      exists = await this.deps.store.nodeExists(nodeName);
     } catch (e) {
       const why = apiErrorMessage(e);
       throw new Error(`node ${nodeName} is not in the cache and cannot be read (${why}); keeping its pool`);
     }
     if (exists) return { requeueAfterMs: 1000 }; // the cache lags: the Node is there
     const instanceId = pool.spec.instanceID;
-    const instance = instanceId ? (await this.d.ecs.describeInstances({ ids: [instanceId] }))[0] : undefined;
-    if (!this.d.mayWrite()) return {};
+    const instance = instanceId ? (await this.deps.ecs.describeInstances({ ids: [instanceId] }))[0] : undefined;
+    if (!this.deps.mayWrite()) return {};
     if (!instance) {
-      this.d.logger.info({ node: nodeName, instance: instanceId }, 'node and instance are gone; deleting the pool');
-      await this.d.store.deletePool(name);
+      this.deps.logger.info({ node: nodeName, instance: instanceId }, 'node and instance are gone; deleting the pool');
+      await this.deps.store.deletePool(name);
       return {};
     }
-    const pools = this.d.cache.pools();
-    const vanished = pools.filter((p) => !this.d.cache.node(p.spec.nodeName)).length;
-    const now = this.d.now();
+    const pools = this.deps.cache.pools();
+    const vanished = pools.filter((p) => !this.deps.cache.node(p.spec.nodeName)).length;
+    const now = this.deps.now();
     if (vanished >= 3 && vanished * 2 >= pools.length) {
       memory.goneSince = undefined;
       const message =
         `${vanished} of ${pools.length} nodes vanished at once while their instances still exist; ` +
         'treating it as suspect and keeping every pool';
-      this.d.logger.warn({ node: nodeName, vanished, pools: pools.length }, message);
-      await this.d.notReady(pool, 'NodeGone', message);
+      this.deps.logger.warn({ node: nodeName, vanished, pools: pools.length }, message);
+      await this.deps.notReady(pool, 'NodeGone', message);
       return { requeueAfterMs: 60_000 };
     }
     const since = memory.goneSince ?? now;
     memory.goneSince = since;
-    const graceMs = this.d.config.nodeGoneGraceMs;
+    const graceMs = this.deps.config.nodeGoneGraceMs;
     if (now - since >= graceMs) {
-      this.d.logger.info(
+      this.deps.logger.info(
         { node: nodeName, instance: instanceId, status: instance.status },
         'node has been gone for the grace period; deleting its pool',
       );
-      await this.d.store.deletePool(name);
+      await this.deps.store.deletePool(name);
       return {};
     }
     const message =
       `node ${nodeName} is gone but instance ${instanceId} is ${instance.status}; ` +
       `its ENIs are kept until the instance is released or ${Math.round(graceMs / 1000)} s have passed`;
-    if (since === now) this.d.events.record(pool, 'Warning', 'NodeGone', message);
-    await this.d.notReady(pool, 'NodeGone', message);
+    if (since === now) this.deps.events.record(pool, 'Warning', 'NodeGone', message);
+    await this.deps.notReady(pool, 'NodeGone', message);
     return { requeueAfterMs: Math.min(60_000, graceMs - (now - since) + 50) };
   }
 
   /** The pool is being deleted: detach and delete the ENIs we created for it, then let it go. */
   async teardown(pool: ENIPool): Promise<Result> {
     const name = pool.metadata.name;
-    const { cloud, config, enis, events } = this.d;
+    const { cloud, config, enis, events } = this.deps;
     if (!pool.metadata.finalizers?.includes(FINALIZER)) return {};
-    const memory = this.d.memory.of(name);
+    const memory = this.deps.memory.of(name);
     const inFlight = enis.inFlight(name);
     // ENIs still being created would end attached to no pool: let them land first.
     if (inFlight.enis > 0) {
-      this.d.logger.info(
+      this.deps.logger.info(
         { node: name, inFlight: inFlight.enis },
         'pool is being deleted; waiting for ENI creations in flight',
       );
@@ -106,7 +106,7 @@ export class NodeDeparture {
     // On a node that still runs, pods may hold any published address: only the agent can say
     // which are free. Its ENIs go through the release handshake, whole, one confirmed ENI at a time.
     const attached = ours.filter((e) => e.status === 'InUse');
-    const handshake = attached.length > 0 && (await this.d.store.nodeExists(pool.spec.nodeName));
+    const handshake = attached.length > 0 && (await this.deps.store.nodeExists(pool.spec.nodeName));
     const confirmed = handshake ? await this.confirmRelease(pool, attached) : undefined;
     // An ENI already being deleted (an emptied one, in the background) is waited for, not deleted twice.
     const free = (e: NetworkInterface) =>
@@ -137,7 +137,7 @@ export class NodeDeparture {
     await cloud.resyncInstance(pool.spec.instanceID, name);
     const left = cloud.ownedBy(name);
     if (left.length) {
-      this.d.logger.warn(
+      this.deps.logger.warn(
         { node: name, enis: left.map((e) => e.id) },
         'pool is being deleted; the cloud still holds ENIs of it: deleting them first',
       );
@@ -157,7 +157,7 @@ export class NodeDeparture {
    */
   private async confirmRelease(pool: ENIPool, enis: NetworkInterface[]): Promise<Set<string>> {
     const name = pool.metadata.name;
-    const live = await this.d.store.readPool(name);
+    const live = await this.deps.store.readPool(name);
     if (!live) return new Set();
     const used = live.status?.used ?? {};
     const shown = new Set((live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => e.ips ?? []));
@@ -166,10 +166,10 @@ export class NodeDeparture {
     const requests = { ...(live.status?.releaseRequests ?? {}) };
     const missing = enis.flatMap(addresses).filter((ip) => !unseen(ip) && !(ip in requests));
     if (missing.length) {
-      if (!this.d.mayWrite()) return new Set();
-      const stamp = this.d.stamps.take(this.d.now());
+      if (!this.deps.mayWrite()) return new Set();
+      const stamp = this.deps.stamps.take(this.deps.now());
       for (const ip of missing) requests[ip] = stamp;
-      await this.d.store.patchStatus(name, live.metadata.resourceVersion, { releaseRequests: requests });
+      await this.deps.store.patchStatus(name, live.metadata.resourceVersion, { releaseRequests: requests });
       return new Set(enis.filter((e) => addresses(e).every(unseen)).map((e) => e.id));
     }
     const asked = new Map(Object.entries(requests));
@@ -179,10 +179,10 @@ export class NodeDeparture {
   }
 
   private async letGo(pool: ENIPool): Promise<Result> {
-    if (!this.d.mayWrite()) return {};
-    this.d.memory.of(pool.metadata.name).resyncedForTeardown = false;
+    if (!this.deps.mayWrite()) return {};
+    this.deps.memory.of(pool.metadata.name).resyncedForTeardown = false;
     const finalizers = (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
-    await this.d.store.setFinalizers(pool.metadata.name, finalizers, pool.metadata.resourceVersion);
+    await this.deps.store.setFinalizers(pool.metadata.name, finalizers, pool.metadata.resourceVersion);
     return {};
   }
 }

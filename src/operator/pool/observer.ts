@@ -19,9 +19,9 @@ export interface ObserveDeps extends Pick<
 const REQUIRED = ['DescribeVSwitches', 'DescribeInstanceTypes'] as const;
 
 /** A describe the pool's observation needs that is held back after failing: nothing to plan until it ends. */
-export function describeHeldBack(d: ObserveDeps, name: string): FailureRecord | undefined {
-  const failures = [...d.memory.of(name).failures.values()];
-  return REQUIRED.map((a) => heldBack(failures, a, d.now())).find((r) => r !== undefined);
+export function describeHeldBack(deps: ObserveDeps, name: string): FailureRecord | undefined {
+  const failures = [...deps.memory.of(name).failures.values()];
+  return REQUIRED.map((a) => heldBack(failures, a, deps.now())).find((r) => r !== undefined);
 }
 
 /**
@@ -33,14 +33,14 @@ export function describeHeldBack(d: ObserveDeps, name: string): FailureRecord | 
  * selects them by tag, and their failure only holds back creates (`securityGroups` undefined).
  */
 export async function observePool(
-  d: ObserveDeps,
+  deps: ObserveDeps,
   cached: ENIPool,
   o: { unservable?: PoolObservation['unservable']; securityGroupsFailed: (e: unknown) => Promise<void> },
 ): Promise<PoolObservation | undefined> {
-  const { cloud, config, memory } = d;
+  const { cloud, config, memory } = deps;
   const name = cached.metadata.name;
   const fresh = showsConfirmedRelease(cached.status) && config.mode === 'normal';
-  const pool = fresh ? await d.store.readPool(name) : cached;
+  const pool = fresh ? await deps.store.readPool(name) : cached;
   if (!pool) return undefined;
   const { instanceID, instanceType, securityGroupTags } = pool.spec;
   const m = memory.of(name);
@@ -49,7 +49,7 @@ export async function observePool(
   for (const action of REQUIRED) m.failures.delete(action);
   let securityGroups: PoolObservation['securityGroups'] = [];
   if (Object.keys(securityGroupTags ?? {}).length) {
-    const held = heldBack([...m.failures.values()], 'DescribeSecurityGroups', d.now());
+    const held = heldBack([...m.failures.values()], 'DescribeSecurityGroups', deps.now());
     securityGroups = held
       ? undefined
       : await cloud.securityGroups().then(
@@ -60,14 +60,14 @@ export async function observePool(
 
   // An ENI is this pool's by its cluster and node tags: one made for another pool on the same
   // instance (two pools naming one instance) is neither counted nor released here.
-  const work = d.enis.inFlight(name);
+  const work = deps.enis.inFlight(name);
   const fact = (e: NetworkInterface): EniFact => ({
     ...e,
     ours: e.tags[TAGS.cluster] === config.clusterId && e.tags[TAGS.node] === name,
     removing: work.removing.has(e.id),
     attaching: work.attaching.has(e.id),
   });
-  const now = d.now();
+  const now = deps.now();
   const secondary = instanceID ? cloud.enisOfInstance(instanceID).filter((e) => e.type !== 'Primary') : [];
   return {
     now,
@@ -78,7 +78,7 @@ export async function observePool(
     instanceEnis: secondary.map(fact),
     ownedEnis: cloud.ownedBy(name).map(fact),
     inFlight: { enis: work.enis, ips: work.ips },
-    pendingPods: d.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
+    pendingPods: deps.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
     vSwitches: vSwitches.map((v) => ({
       id: v.id,
       zoneId: v.zoneId,
@@ -89,11 +89,11 @@ export async function observePool(
     })),
     securityGroups,
     removedByUs: new Set(work.removedByUs),
-    requestStamp: d.stamps.next(now),
+    requestStamp: deps.stamps.next(now),
     unservable: o.unservable,
-    cloudOutage: d.health.outage(),
+    cloudOutage: deps.health.outage(),
     sharingInstance: instanceID
-      ? d.cache
+      ? deps.cache
           .poolsNaming(instanceID)
           .filter((p) => p.metadata.name !== name && !p.metadata.deletionTimestamp)
           .map((p) => p.metadata.name)

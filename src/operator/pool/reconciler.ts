@@ -32,9 +32,9 @@ const AGAIN_MS = 100;
 export class PoolReconciler {
   private readonly departure: NodeDeparture;
 
-  constructor(private readonly d: PoolReconcilerDeps) {
+  constructor(private readonly deps: PoolReconcilerDeps) {
     this.departure = new NodeDeparture({
-      ...d,
+      ...deps,
       notReady: (pool, reason, message) => this.publishNotReady(pool, reason, message),
     });
   }
@@ -51,28 +51,28 @@ export class PoolReconciler {
   }
 
   private async reconcilePool(name: string): Promise<ReconcileResult> {
-    let pool = this.d.cache.pool(name);
+    let pool = this.deps.cache.pool(name);
     if (!pool) {
-      this.d.memory.forget(name);
-      this.d.enis.forget(name);
+      this.deps.memory.forget(name);
+      this.deps.enis.forget(name);
       return {};
     }
     // Nothing is planned, torn down or judged gone on a cloud picture no read has confirmed yet.
-    if (!this.d.health.resynced) return this.publishOutage(pool);
+    if (!this.deps.health.resynced) return this.publishOutage(pool);
     if (pool.metadata.deletionTimestamp) return this.departure.teardown(pool);
-    if (!this.d.cache.node(pool.spec.nodeName)) return this.departure.nodeMissing(pool);
-    this.d.memory.of(name).goneSince = undefined;
+    if (!this.deps.cache.node(pool.spec.nodeName)) return this.departure.nodeMissing(pool);
+    this.deps.memory.of(name).goneSince = undefined;
     if (!pool.metadata.finalizers?.includes(FINALIZER)) {
-      if (!this.d.mayWrite()) return {};
+      if (!this.deps.mayWrite()) return {};
       // Planned on the pool as written, so that the status write does not carry an older version.
       // No precondition here: a new pool's cache often lags its creation by a write, and a 409 per
       // new node costs every node of a scale-up a round trip (bench scale-up-100: 1.8x -> 2.3x).
       const finalizers = [...(pool.metadata.finalizers ?? []), FINALIZER];
-      pool = await this.d.store.setFinalizers(name, finalizers);
+      pool = await this.deps.store.setFinalizers(name, finalizers);
       if (!pool) return {};
     }
-    const waiting = describeHeldBack(this.d, name);
-    if (waiting) return { requeueAfterMs: waiting.until - this.d.now() + 50 };
+    const waiting = describeHeldBack(this.deps, name);
+    if (waiting) return { requeueAfterMs: waiting.until - this.deps.now() + 50 };
     let observation: PoolObservation | undefined;
     try {
       observation = await this.observe(pool);
@@ -80,7 +80,7 @@ export class PoolReconciler {
       // A describe the observation needs failed: held back like any call, and said in the status.
       const { held } = await this.failed(pool, e);
       if (held) await this.publishDegraded(pool);
-      return { requeueAfterMs: held ? held.until - this.d.now() + 50 : undefined };
+      return { requeueAfterMs: held ? held.until - this.deps.now() + 50 : undefined };
     }
     if (!observation) return {};
     const plan = this.decide(observation);
@@ -95,7 +95,7 @@ export class PoolReconciler {
   }
 
   private observe(cached: ENIPool, unservable?: PoolObservation['unservable']): Promise<PoolObservation | undefined> {
-    return observePool(this.d, cached, {
+    return observePool(this.deps, cached, {
       unservable,
       securityGroupsFailed: async (e) => void (await this.failed(cached, e)),
     });
@@ -104,18 +104,18 @@ export class PoolReconciler {
   /** Plans once, and keeps what the plan decided in the node's memory; its Events are said now. */
   private decide(o: PoolObservation): PoolPlan {
     const name = o.pool.metadata.name;
-    const plan = planPool(o, this.d.memory.forPlanning(name));
-    Object.assign(this.d.memory.of(name), plan.memory);
-    if (Object.values(plan.status.releaseRequests).includes(o.requestStamp)) this.d.stamps.took(o.requestStamp);
+    const plan = planPool(o, this.deps.memory.forPlanning(name));
+    Object.assign(this.deps.memory.of(name), plan.memory);
+    if (Object.values(plan.status.releaseRequests).includes(o.requestStamp)) this.deps.stamps.took(o.requestStamp);
     // A deposed leader's plan is no news.
-    if (this.d.mayWrite()) for (const e of plan.events) this.d.events.record(o.pool, e.type, e.reason, e.message);
-    this.d.logger.debug({ node: name, ...counts(plan) }, 'pool planned');
+    if (this.deps.mayWrite()) for (const e of plan.events) this.deps.events.record(o.pool, e.type, e.reason, e.message);
+    this.deps.logger.debug({ node: name, ...counts(plan) }, 'pool planned');
     return plan;
   }
 
   /** Carries the plan out; stops at the first failed call and answers what it meant. */
   private async act(pool: ENIPool, plan: PoolPlan): Promise<FailureResponse | undefined> {
-    const { cloud, enis } = this.d;
+    const { cloud, enis } = this.deps;
     for (const a of plan.adopt) {
       const eni = cloud.get(a.eniId);
       if (eni) enis.attach(pool, eni, { alreadyAttaching: a.alreadyAttaching });
@@ -141,31 +141,36 @@ export class PoolReconciler {
   }
 
   private async assign(pool: ENIPool, a: PoolPlan['assign'][number]): Promise<void> {
-    const { cloud } = this.d;
-    const ips = await this.d.ecs.assignPrivateIpAddresses(a.eniId, { count: a.count });
+    const { cloud } = this.deps;
+    const ips = await this.deps.ecs.assignPrivateIpAddresses(a.eniId, { count: a.count });
     this.changed(pool, 'AssignPrivateIpAddresses');
     cloud.took(a.vSwitchId, ips.length);
     const eni = cloud.get(a.eniId);
     if (eni) cloud.upsert({ ...eni, secondaryIps: [...eni.secondaryIps, ...ips] });
-    deficitMet(this.d.memory.of(pool.metadata.name), this.d.now(), this.d.metrics.deficitToPublished);
-    this.d.events.record(pool, 'Normal', 'AssignedIPs', `assigned ${ips.length} IPs to ${a.eniId} in ${a.vSwitchId}`);
+    deficitMet(this.deps.memory.of(pool.metadata.name), this.deps.now(), this.deps.metrics.deficitToPublished);
+    this.deps.events.record(
+      pool,
+      'Normal',
+      'AssignedIPs',
+      `assigned ${ips.length} IPs to ${a.eniId} in ${a.vSwitchId}`,
+    );
   }
 
   private async unassign(pool: ENIPool, u: PoolPlan['unassign'][number]): Promise<void> {
-    const { cloud } = this.d;
-    await this.d.ecs.unassignPrivateIpAddresses(u.eniId, u.ips).catch((e) => {
+    const { cloud } = this.deps;
+    await this.deps.ecs.unassignPrivateIpAddresses(u.eniId, u.ips).catch((e) => {
       if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
     });
     this.changed(pool, 'UnassignPrivateIpAddresses');
     const eni = cloud.get(u.eniId);
     if (eni) cloud.upsert({ ...eni, secondaryIps: eni.secondaryIps.filter((ip) => !u.ips.includes(ip)) });
     const message = `unassigned ${u.ips.length} excess IPs from ${u.eniId} (${u.ips.join(', ')})`;
-    this.d.events.record(pool, 'Normal', 'ReleasedIPs', message);
+    this.deps.events.record(pool, 'Normal', 'ReleasedIPs', message);
   }
 
   private changed(pool: ENIPool, action: string): void {
-    this.d.memory.of(pool.metadata.name).failures.delete(action);
-    this.d.metrics.cloudChanges.inc({ action });
+    this.deps.memory.of(pool.metadata.name).failures.delete(action);
+    this.deps.metrics.cloudChanges.inc({ action });
   }
 
   /** A failed call: its meaning is handled (see CloudFailures), and said in an Event if nothing said it yet. */
@@ -173,11 +178,11 @@ export class PoolReconciler {
     if (!(e instanceof CloudError) || isShutdown(e)) throw e;
     // No answer: the call may have been carried out; the next plan starts from what the cloud holds.
     if (e.outcomeUnknown) {
-      await this.d.cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
+      await this.deps.cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
     }
-    const response = await this.d.failures.respond(pool, e, vSwitchId);
+    const response = await this.deps.failures.respond(pool, e, vSwitchId);
     if (response.held && !response.told)
-      this.d.events.record(pool, 'Warning', 'CloudCallFailed', response.held.message);
+      this.deps.events.record(pool, 'Warning', 'CloudCallFailed', response.held.message);
     return response;
   }
 
@@ -187,30 +192,30 @@ export class PoolReconciler {
    * acted): nothing is written, the pool is planned again.
    */
   private async publish(pool: ENIPool, plan: PoolPlan): Promise<boolean> {
-    const { cloud } = this.d;
+    const { cloud } = this.deps;
     const name = pool.metadata.name;
     const { eniIds, summary, ...rest } = plan.status;
     const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
     const enis = publishedEnis(current, await cloud.vSwitches());
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
     if (enis.length !== eniIds.length || inUse !== summary.available) return false;
-    const m = this.d.metrics.poolIps;
+    const m = this.deps.metrics.poolIps;
     for (const kind of ['available', 'used', 'needed', 'releasing'] as const)
       m.set({ node: name, kind }, summary[kind] ?? 0);
     const patch = statusPatch(pool.status, { enis, summary, ...rest });
     // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
-    if (!this.d.mayWrite()) return true;
+    if (!this.deps.mayWrite()) return true;
     // The resourceVersion makes the write a precondition: planned on an older pool than the
     // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
-    if (patch) await this.d.store.patchStatus(name, pool.metadata.resourceVersion, patch);
+    if (patch) await this.deps.store.patchStatus(name, pool.metadata.resourceVersion, patch);
     // ENIs we removed that the pool no longer lists: their leaving was said.
-    this.d.enis.listed(name, eniIds);
+    this.deps.enis.listed(name, eniIds);
     return true;
   }
 
   /** A describe the observation needs keeps failing: Degraded says so (nothing else can be planned). */
   private async publishDegraded(pool: ENIPool): Promise<void> {
-    const degraded = degradedCondition([...this.d.memory.of(pool.metadata.name).failures.values()]);
+    const degraded = degradedCondition([...this.deps.memory.of(pool.metadata.name).failures.values()]);
     if (degraded.status === 'True') await this.publishCondition(pool, degraded);
   }
 
@@ -219,18 +224,18 @@ export class PoolReconciler {
    * and waits; the outage's end enqueues every pool.
    */
   private async publishOutage(pool: ENIPool): Promise<ReconcileResult> {
-    const outage = this.d.health.outage();
+    const outage = this.deps.health.outage();
     if (outage && (await this.publishCondition(pool, { type: 'Degraded', status: 'True', ...outage })))
-      this.d.events.record(pool, 'Warning', outage.reason, outage.message);
+      this.deps.events.record(pool, 'Warning', outage.reason, outage.message);
     return {};
   }
 
   /** Sets one condition on the pool, if it changes anything; answers whether it was written. */
   private async publishCondition(pool: ENIPool, condition: PlannedCondition): Promise<boolean> {
-    if (!this.d.mayWrite()) return false;
-    const conditions = setCondition(pool.status?.conditions ?? [], condition, conditionTime(this.d.now()));
+    if (!this.deps.mayWrite()) return false;
+    const conditions = setCondition(pool.status?.conditions ?? [], condition, conditionTime(this.deps.now()));
     if (JSON.stringify(conditions) === JSON.stringify(pool.status?.conditions)) return false;
-    await this.d.store.patchStatus(pool.metadata.name, pool.metadata.resourceVersion, { conditions });
+    await this.deps.store.patchStatus(pool.metadata.name, pool.metadata.resourceVersion, { conditions });
     return true;
   }
 
