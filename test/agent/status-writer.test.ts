@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import { StatusWriter } from '../../src/agent/status-writer.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { FakeClock, settle } from '../helpers/fake-clock.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 
 function writer(answers: Array<'ok' | 'throttled' | 'forbidden'>) {
   const clock = new FakeClock();
