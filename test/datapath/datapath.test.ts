@@ -30,7 +30,7 @@ import {
 
 /*
  * Pods on secondary ENIs, as on a real ECS node, proven the way a pod uses the network: nodes are
- * network namespaces on the strict VPC emulation (src/sim/vpc: an ENI InUse appears in its node as
+ * network namespaces on the strict VPC emulation (testbed/vpc: an ENI InUse appears in its node as
  * a device with its MAC, DOWN; the VPC delivers each address to its ENI's device only and drops
  * what an ENI sends from an address not its own), the operator and both emulators, an agent per
  * node with its node routing (device up, a table per ENI, a rule pair per pod address), and pods

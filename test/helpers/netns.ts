@@ -89,7 +89,7 @@ export interface PodSpec {
 
 /**
  * A container runtime's CNI calls for pods on a test "node" (a network namespace): the kubelet's
- * own CNI runtime (src/sim/cluster/runtime/cni.ts: libcni's ADD and DEL of a list), with plugins
+ * own CNI runtime (testbed/cluster/runtime/cni.ts: libcni's ADD and DEL of a list), with plugins
  * found on `cniPath` and run in the node's network namespace. `socketDir` is bind-mounted on the
  * plugin's /run/eni-ipam, as each node has its own /run.
  */

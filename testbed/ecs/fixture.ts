@@ -39,7 +39,7 @@ export interface Fixture {
     eniIpv6AddressQuantity: number;
     /**
      * The MTU its ENIs carry in the emulated VPC: 1500 (the default), or 8500 for a type with
-     * jumbo frames. The ECS API does not report it; the VPC in network namespaces (src/sim/vpc) uses it.
+     * jumbo frames. The ECS API does not report it; the VPC in network namespaces (testbed/vpc) uses it.
      */
     mtu?: 1500 | 8500;
   }>;

@@ -32,7 +32,7 @@ const REPLICAS = { specReplicasPath: '.spec.replicas', statusReplicasPath: '.sta
 
 /**
  * The built-in kinds the product needs; RBAC is stored, workloads run when a cluster's controllers
- * do (src/sim/cluster).
+ * do (testbed/cluster).
  */
 export function builtinTypes(): ResourceType[] {
   const cluster = { namespaced: false };
