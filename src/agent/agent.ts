@@ -567,7 +567,7 @@ export class Agent {
   private clearCoolingWhenDone(cooling: Record<string, string>): void {
     this.cancelCooling?.();
     const ends = Object.values(cooling).map((t) => Date.parse(t));
-    if (!ends.length) return;
+    if (!ends.length || this.stopped) return;
     this.cancelCooling = this.clock.after(Math.max(0, Math.max(...ends) - this.clock.now()) + 10, () =>
       this.scheduleStatus(),
     );

@@ -2,7 +2,7 @@ import { UsageError, formatHelp, parseFlags, type CommandSpec } from './args.js'
 import { operatorCommand } from './operator.js';
 import { agentCommand } from './agent.js';
 import { installCniCommand } from './install-cni.js';
-import { TESTBED_MISSING, TESTBED_SUMMARIES, loadTestbedCommands } from './testbed.js';
+import { TESTBED_SUMMARIES, loadTestbedCommands } from './testbed.js';
 
 /** The product's commands; the testbed adds its own when it is installed (see testbed.ts). */
 export const PRODUCT_COMMANDS: CommandSpec[] = [operatorCommand, agentCommand, installCniCommand];
@@ -10,16 +10,18 @@ export const PRODUCT_COMMANDS: CommandSpec[] = [operatorCommand, agentCommand, i
 /** What the CLI offers here: the product's commands, and the testbed's when it is installed. */
 interface Commands {
   runnable: CommandSpec[];
-  /** The testbed's commands where the testbed is not installed: named in help, refused with how to get them. */
+  /** The testbed's commands where the testbed cannot run: named in help, refused with why and how to get them. */
   absent: ReadonlyArray<{ name: string; summary: string }>;
+  /** Why they cannot run. */
+  why?: string;
 }
 
 /** Every command this installation has, the product's first. */
 export async function commands(): Promise<Commands> {
   const testbed = await loadTestbedCommands();
-  return testbed
-    ? { runnable: [...PRODUCT_COMMANDS, ...testbed], absent: [] }
-    : { runnable: PRODUCT_COMMANDS, absent: TESTBED_SUMMARIES };
+  return 'commands' in testbed
+    ? { runnable: [...PRODUCT_COMMANDS, ...testbed.commands], absent: [] }
+    : { runnable: PRODUCT_COMMANDS, absent: TESTBED_SUMMARIES, why: testbed.why };
 }
 
 function topHelp({ runnable, absent }: Commands): string {
@@ -58,7 +60,7 @@ export async function run(argv: string[]): Promise<number> {
       matching(available.absent, argv)?.name ??
       (available.absent.some((c) => c.name.startsWith(`${argv[0]} `)) ? argv[0] : undefined);
     if (missing) {
-      process.stderr.write(`eni-ipam ${missing}: ${TESTBED_MISSING}\n`);
+      process.stderr.write(`eni-ipam ${missing}: ${available.why}\n`);
       return 2;
     }
     const all = available.runnable;

@@ -22,9 +22,19 @@ export const TESTBED_MISSING =
   'carry: the image and `npm ci --omit=dev` hold the product only. From a clone of the repository: ' +
   '`npm ci && npm run build`, then `./bin/eni-ipam demo`';
 
-/** The testbed's commands, or undefined when the testbed is not installed here. */
-export async function loadTestbedCommands(): Promise<CommandSpec[] | undefined> {
-  if (!existsSync(fileURLToPath(ENTRY))) return undefined;
-  const loaded = (await import(ENTRY.href)) as { TESTBED_COMMANDS: CommandSpec[] };
-  return loaded.TESTBED_COMMANDS;
+/** The testbed's commands; or why they cannot run here (not built, or its packages not installed). */
+export async function loadTestbedCommands(): Promise<{ commands: CommandSpec[] } | { why: string }> {
+  if (!existsSync(fileURLToPath(ENTRY))) return { why: TESTBED_MISSING };
+  try {
+    const loaded = (await import(ENTRY.href)) as { TESTBED_COMMANDS: CommandSpec[] };
+    return { commands: loaded.TESTBED_COMMANDS };
+  } catch (e) {
+    // Built, but its packages are gone (`npm ci --omit=dev` after a build): the product's commands still run.
+    const why = (e as Error).message.split('\n')[0];
+    return {
+      why:
+        `this command is part of the testbed, which is built here but cannot load (${why}): ` +
+        'install its packages with `npm ci` (without --omit=dev), then `npm run build`',
+    };
+  }
 }

@@ -5,6 +5,6 @@ import { cliReference } from './reference.js';
 // npm run gen:docs: writes the command reference (docs/cli.md) from the built commands, the testbed's included.
 const [out] = process.argv.slice(2);
 if (!out) throw new Error('usage: write-reference.js OUT.md');
-const { runnable, absent } = await commands();
-if (absent.length) throw new Error(`the testbed is not built (npm run build): ${absent.map((c) => c.name).join(', ')}`);
+const { runnable, absent, why } = await commands();
+if (absent.length) throw new Error(`${absent.map((c) => c.name).join(', ')}: ${why}`);
 writeFileSync(out, cliReference(runnable));

@@ -119,7 +119,7 @@ export class Informer<T extends Watched> {
   async start(): Promise<void> {
     this.stopped = false;
     await this.startOnce();
-    this.guard();
+    if (!this.stopped) this.guard(); // stopped while it listed: nothing to guard
   }
 
   /** Every 10 s: a watch that heard nothing (not even a bookmark) for twice its longest timeout is restarted. */

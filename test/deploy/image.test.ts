@@ -114,27 +114,7 @@ describe('the container image', () => {
   });
 
   it('runs from what the image holds: the product commands work, the testbed commands say where they are', async () => {
-    // The runtime stage, without a container engine: the launcher, dist/src, dist/bin, and only
-    // the packages `npm ci --omit=dev` installs (the lockfile's non-dev entries).
-    const app = mkdtempSync(join(tmpdir(), 'image-'));
-    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
-      packages: Record<string, { dev?: boolean }>;
-    };
-    for (const [path, entry] of Object.entries(lock.packages)) {
-      // Top-level packages only: a nested node_modules comes with its parent's directory.
-      if (!path || entry.dev || path.split('node_modules/').length !== 2) continue;
-      mkdirSync(dirname(join(app, path)), { recursive: true });
-      symlinkSync(join(ROOT, path), join(app, path));
-    }
-    // Copies, not links: Node resolves a module by its real path, which would find the testbed beside it.
-    for (const part of ['bin', 'dist/src', 'dist/bin', 'package.json'])
-      cpSync(join(ROOT, part), join(app, part), { recursive: true, dereference: true });
-    const cli = (args: string[]) =>
-      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-        execFile(join(app, 'bin/eni-ipam'), args, (err, stdout, stderr) =>
-          resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
-        ),
-      );
+    const cli = productInstall(['bin', 'dist/src', 'dist/bin', 'package.json']);
     // The CLI imports every product module when it starts: a package missing from the image fails here.
     for (const command of ['operator', 'agent', 'install-cni']) {
       const help = await cli([command, '--help']);
@@ -150,7 +130,45 @@ describe('the container image', () => {
     );
     expect((await cli(['--help'])).stdout).toMatch(/^ {2}emulate cluster .* Not installed here\.$/m);
   });
+
+  it('in a built clone whose devDependencies are gone, the product runs and the testbed says what it lacks', async () => {
+    const cli = productInstall(['bin', 'dist/src', 'dist/bin', 'dist/testbed', 'package.json']);
+    const help = await cli(['operator', '--help']);
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect((await cli(['--help'])).code).toBe(0);
+    const demo = await cli(['demo']);
+    expect(demo.code).toBe(2);
+    expect(demo.stderr).toMatch(
+      /^eni-ipam demo: this command is part of the testbed, which is built here but cannot load \(Cannot find package '[^']+'.*\): install its packages with `npm ci` \(without --omit=dev\), then `npm run build`\n$/,
+    );
+  });
 });
+
+/**
+ * An installation without a container engine: `parts` of this checkout copied (not linked: Node
+ * resolves a module by its real path, which would find the rest of the checkout), and only the
+ * packages `npm ci --omit=dev` installs (the lockfile's non-dev top-level entries, linked). Answers
+ * a function that runs its bin/eni-ipam.
+ */
+function productInstall(parts: string[]) {
+  const app = mkdtempSync(join(tmpdir(), 'image-'));
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean }>;
+  };
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    // Top-level packages only: a nested node_modules comes with its parent's directory.
+    if (!path || entry.dev || path.split('node_modules/').length !== 2) continue;
+    mkdirSync(dirname(join(app, path)), { recursive: true });
+    symlinkSync(join(ROOT, path), join(app, path));
+  }
+  for (const part of parts) cpSync(join(ROOT, part), join(app, part), { recursive: true, dereference: true });
+  return (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+      execFile(join(app, 'bin/eni-ipam'), args, (err, stdout, stderr) =>
+        resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
+      ),
+    );
+}
 
 describe('eni-ipam install-cni (the init container)', () => {
   const install = (host: string) =>

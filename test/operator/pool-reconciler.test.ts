@@ -96,7 +96,7 @@ interface Case extends Expected {
   name: string;
   given?: FixtureOptions;
   before?: (f: Fixture) => void;
-  check?: (f: Fixture, r: ReconcileResult | undefined) => void;
+  check?: (f: Fixture, r: ReconcileResult | undefined) => void | Promise<void>;
 }
 
 const asTuple = (c: Call): [string, ...unknown[]] => [c.action, ...c.args];
@@ -148,7 +148,7 @@ async function runCase(c: Case): Promise<void> {
   if (!c.throws) expect(result?.requeueAfterMs).toBe(c.requeue);
   if (!c.throws) expect(result?.backoff).toBe(c.backoff);
   if (c.status) expectStatus(f, c.status);
-  c.check?.(f, result);
+  await c.check?.(f, result);
 }
 
 const e1 = (ips: number, o?: Parameters<typeof eni>[2]) => eni(1, ips, o);
@@ -762,7 +762,7 @@ const publishing: Case[] = [
       ),
   },
   {
-    name: 'an ENI the operator removed itself leaves the pool without an Event, and is forgotten then',
+    name: 'an ENI the operator removed itself leaves the pool without an Event, and is forgotten once the pool no longer lists it',
     given: {
       enis: [e1(8)],
       status: { enis: [{ id: 'eni-7', state: 'InUse', ips: ['10.0.7.1'] }] },
@@ -770,7 +770,14 @@ const publishing: Case[] = [
     },
     writes: ['patchStatus rv=7'],
     status: { enis: ['eni-1'] },
-    check: (f) => expect(f.enis.ledger.records()).toEqual([]),
+    check: async (f) => {
+      // Forgotten once the pool as read no longer lists it (the next plan, on the written pool).
+      expect(f.enis.ledger.records()).toHaveLength(1);
+      f.sync();
+      await f.reconcile();
+      expect(f.enis.ledger.records()).toEqual([]);
+      expect(f.events.events.filter((e) => e.reason === 'ENIGone')).toEqual([]);
+    },
   },
 ];
 

@@ -40,8 +40,13 @@ export class EniLedger {
     return this.add({ node, phase: 'attaching', eniId, ips });
   }
 
-  /** A detach and delete. */
+  /** A detach and delete; one that failed before (its record still `removed`) is tried again in the same record. */
   beginRemove(node: string, eniId: string): EniOperation {
+    const earlier = [...this.open].find((op) => op.node === node && op.eniId === eniId && op.phase === 'removed');
+    if (earlier) {
+      earlier.phase = 'removing';
+      return earlier;
+    }
     return this.add({ node, phase: 'removing', eniId, ips: 0 });
   }
 
@@ -63,7 +68,10 @@ export class EniLedger {
     this.open.delete(op);
   }
 
-  /** The node's pool was published listing only `eniIds`: the removals of every other ENI are said. */
+  /**
+   * The node's pool, as read for a plan, lists only `eniIds`: the removals of every other ENI are
+   * over and said (a plan looks for ENIs gone behind our back only among those the pool lists).
+   */
   listed(node: string, eniIds: readonly string[]): void {
     for (const op of this.open)
       if (op.node === node && op.phase === 'removed' && !eniIds.includes(op.eniId!)) this.open.delete(op);
@@ -85,6 +93,7 @@ export class EniLedger {
       attaching: ids('attaching'),
       removing: ids('removing'),
       removedByUs: ids('removing', 'removed'),
+      creating: new Set(ops.filter((op) => op.phase === 'creating').map((op) => op.clientToken!)),
     };
   }
 

@@ -270,6 +270,8 @@ export class EniLifecycle implements EniWork {
           'AttachFailed',
           `attaching ${eni.id} to ${pool.spec.instanceID}: ${why}; deleting it`,
         );
+        // Not coming any more: its addresses are not counted while it is deleted.
+        this.ledger.end(op);
         await this.deleteEni(pool, eni.id).catch((err) =>
           this.deps.logger.warn(
             { node: name, eni: eni.id, err: (err as Error).message },

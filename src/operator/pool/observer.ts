@@ -60,12 +60,18 @@ export async function observePool(
 
   // An ENI is this pool's by its cluster and node tags: one made for another pool on the same
   // instance (two pools naming one instance) is neither counted nor released here.
+  // Removals the pool as read no longer lists are over; then the work in flight, in one step.
+  deps.enis.listed(
+    name,
+    (pool.status?.enis ?? []).map((e) => e.id),
+  );
   const work = deps.enis.inFlight(name);
   const fact = (e: NetworkInterface): EniFact => ({
     ...e,
     ours: e.tags[TAGS.cluster] === config.clusterId && e.tags[TAGS.node] === name,
     removing: work.removing.has(e.id),
-    attaching: work.attaching.has(e.id),
+    // An ENI whose create has not answered yet (a resync saw it first) is its create's to attach.
+    attaching: work.attaching.has(e.id) || work.creating.has(e.tags[TAGS.createToken] ?? ''),
   });
   const now = deps.now();
   const secondary = instanceID ? cloud.enisOfInstance(instanceID).filter((e) => e.type !== 'Primary') : [];

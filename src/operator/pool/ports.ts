@@ -73,6 +73,8 @@ export interface EniWorkInFlight {
   removing: ReadonlySet<string>;
   /** ENIs this operator is removing or removed whose leaving the pool does not show yet. */
   removedByUs: ReadonlySet<string>;
+  /** The ClientTokens of creates in flight: an ENI tagged with one is on its way (its create attaches it). */
+  creating: ReadonlySet<string>;
 }
 
 /** The background life of ENIs: create and attach, attach, detach and delete, and what of it is in flight. */
@@ -85,7 +87,7 @@ export interface EniWork {
   deleteEni(pool: ENIPool, id: string): Promise<void>;
   /** The node's ENI work in flight (from the lifecycle's ledger), as planning reads it. */
   inFlight(node: string): EniWorkInFlight;
-  /** The node's pool was published listing only these ENIs: our removals of the others are said. */
+  /** The node's pool, as read for a plan, lists only these ENIs: our removals of the others are said. */
   listed(node: string, eniIds: readonly string[]): void;
   /** The node's pool is gone: what is recorded of its ENI work goes with it. */
   forget(node: string): void;

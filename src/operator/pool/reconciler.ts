@@ -208,8 +208,6 @@ export class PoolReconciler {
     // The resourceVersion makes the write a precondition: planned on an older pool than the
     // server has (an agent wrote meanwhile, or the cache lags our own last write), it is refused.
     if (patch) await this.deps.store.patchStatus(name, pool.metadata.resourceVersion, patch);
-    // ENIs we removed that the pool no longer lists: their leaving was said.
-    this.deps.enis.listed(name, eniIds);
     return true;
   }
 

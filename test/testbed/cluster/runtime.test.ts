@@ -270,7 +270,7 @@ maybe('the node runtime (root)', () => {
             command: [
               'node',
               '-e',
-              "process.on('SIGTERM', () => console.log('ignoring SIGTERM')); setInterval(() => {}, 1000)",
+              "process.on('SIGTERM', () => console.log('ignoring SIGTERM')); console.log('handler set'); setInterval(() => {}, 1000)",
             ],
           },
         ],
@@ -282,6 +282,8 @@ maybe('the node runtime (root)', () => {
       return x.status.containerStatuses?.[0]?.state?.running && x;
     });
     const pid = Number(p.status.containerStatuses[0].containerID.split('/').at(-1));
+    // Running is not yet listening for SIGTERM: Node takes a moment to reach the handler.
+    await until(async () => (await kubectl(['logs', 'stubborn'])).stdout.includes('handler set'));
     const t0 = Date.now();
     expect((await kubectl(['delete', 'pod', 'stubborn', '--wait=true', '--timeout=30s'])).code).toBe(0);
     const took = Date.now() - t0;
