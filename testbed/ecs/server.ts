@@ -240,6 +240,7 @@ export function rpcHandler(deps: RpcDeps) {
       }
       const response = def.handler(ctx);
       if (touched) touched.response = response;
+      if (def.mutating) await Promise.all([...world.dataPlanes].map((inEffect) => inEffect()));
       if (fault.kind === 'drop-answer') {
         if (key) idempotency.set(key, { fingerprint, response });
         answered('DropAnswer');

@@ -71,6 +71,12 @@ export class World {
   readonly instanceTypes = new Map<string, InstanceType>();
   readonly instances = new Map<string, Instance>();
   readonly enis = new Map<string, Eni>();
+  /**
+   * Data planes that carry this world's addresses (the VPC in network namespaces): a call that
+   * changes the world is answered once each of them holds the change, as the real API answers
+   * an assign once the address is delivered.
+   */
+  readonly dataPlanes = new Set<() => Promise<void>>();
   private readonly transitioning = new Set<string>();
   private macCounter = 0;
 

@@ -32,8 +32,10 @@
  *   Reverse-path filtering was not chosen: it would also drop the node's ARP for the gateway when
  *   its sender address is not one of the ENI's (a device without an address of its own asks from
  *   another one), which a real VPC answers.
- * - Level-triggered: the world is read every `pollMs`; the kernel is read and corrected whenever
- *   the plan changes and every `resyncMs` (a port, route or rule removed behind its back returns).
+ * - Level-triggered: the world is read every `pollMs`, and before the ECS API answers a call that
+ *   changes it (an assigned address is delivered from the answer on, as in a real VPC); the kernel
+ *   is read and corrected whenever the plan changes and every `resyncMs` (a port, route or rule
+ *   removed behind its back returns).
  * The primary ENI is made as `primaryDevice` (default `eth0`), configured as the image's DHCP
  * would; `primaryDevice: null` leaves the node's own primary interface alone (the emulated cluster
  * keeps its nodes' eth0 on its bridge). IPv6 is not carried.
@@ -316,6 +318,9 @@ export async function startVpc(o: VpcOptions): Promise<Vpc> {
     throw e;
   }
   loop();
+  // An assign or unassign is in effect when the ECS API answers it (see World.dataPlanes).
+  const inEffect = () => serial(false).catch(() => undefined);
+  world.dataPlanes.add(inEffect);
 
   return {
     vpcId,
@@ -344,6 +349,7 @@ export async function startVpc(o: VpcOptions): Promise<Vpc> {
     stop: async () => {
       if (stopped) return;
       stopped = true;
+      world.dataPlanes.delete(inEffect);
       clearTimeout(timer);
       await chain;
       await cleanUp();
