@@ -1,6 +1,6 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock, type Cancel, type Clock } from '../clock.js';
 import { GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../api/types.js';
 import type { EcsApi } from '../cloud/index.js';
 import { apiErrorMessage, ignoreNotFound } from '../kube/errors.js';
@@ -96,6 +96,8 @@ export class Operator {
   private resyncTimer?: NodeJS.Timeout;
   private probeTimer?: NodeJS.Timeout;
   private campaignTimer?: NodeJS.Timeout;
+  /** Cancels the check, `deferMs` after it began leading, that a leader which never read the cloud steps aside. */
+  private cancelStepAside?: Cancel;
   /** When this replica last read the cloud fleet-wide (a full resync or a probe), whatever the answer. */
   private lastFleetRead = 0;
   /** When it began leading. */
@@ -349,6 +351,7 @@ export class Operator {
       onStoppedLeading: () => {
         const lost = this.leading && !this.stopping;
         this.leading = false;
+        this.cancelStepAside?.();
         this.metrics.leader.set(0);
         if (lost) {
           // Another replica may lead now: drop the queued work and stop background changes at
@@ -402,6 +405,10 @@ export class Operator {
     this.leading = true;
     this.ledSince = this.clock.now();
     this.metrics.leader.set(1);
+    // On time, whatever its resync back-off (grown while it followed): a replica that can read the
+    // cloud may stand by.
+    if (this.elector)
+      this.cancelStepAside = this.clock.after(this.deferMs, () => this.stepAsideIfBlind('step-aside check'));
     this.workers = runWorkers(
       this.queue,
       this.options.config.workers,
@@ -477,15 +484,21 @@ export class Operator {
       this.options.logger.error(fields, `${what} failed: ${outage.message}`);
       if (this.leading) this.enqueueAll();
     }
-    // A leader that has never read the cloud hands the Lease on after a while: a replica that can
-    // may stand by (the deferral keeps it from taking the Lease back at once).
-    if (this.leading && this.elector && !this.health.verified && this.clock.now() - this.ledSince >= this.deferMs) {
-      this.options.logger.warn(
-        { reason: outage.reason, ledMs: this.clock.now() - this.ledSince },
-        'stepping down: this replica has not read the cloud since it began leading; a replica that can may lead',
-      );
-      void this.elector.stop({ release: true });
-    }
+    this.stepAsideIfBlind(outage.reason);
+  }
+
+  /**
+   * A leader that has never read the cloud hands the Lease on once it has led `deferMs`: a replica
+   * that can may stand by (the deferral keeps this one from taking the Lease back at once).
+   */
+  private stepAsideIfBlind(reason: string): void {
+    if (!this.leading || !this.elector || this.health.verified || this.clock.now() - this.ledSince < this.deferMs)
+      return;
+    this.options.logger.warn(
+      { reason, ledMs: this.clock.now() - this.ledSince },
+      'stepping down: this replica has not read the cloud since it began leading; a replica that can may lead',
+    );
+    void this.elector.stop({ release: true });
   }
 
   /** A full resync of the cloud state, then every pool and class again (what the periodic resync does). */
@@ -568,6 +581,7 @@ export class Operator {
     clearTimeout(this.resyncTimer);
     clearTimeout(this.probeTimer);
     clearTimeout(this.campaignTimer);
+    this.cancelStepAside?.();
     this.enis.stop();
     await this.queue.shutdown();
     await this.workers;
