@@ -207,6 +207,7 @@ export class Operator {
     const failures = new CloudFailures({ ...pool, cloud: this.cloud });
     this.enis = new EniLifecycle({
       ...pool,
+      clock,
       api,
       cloud: this.cloud,
       poller: this.poller,

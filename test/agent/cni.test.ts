@@ -10,6 +10,7 @@ import { GC_GRACE_MS, SUPPORTED_VERSIONS, answerCni, type CniAgent } from '../..
 import { StateFile } from '../../src/agent/state-file.js';
 
 import { agentOnSocket } from '../helpers/kube.js';
+import { cniVars, ipamConf } from '../helpers/cni-call.js';
 
 /*
  * The CNI protocol, as the agent answers it on POST /v1/cni: exactly what eni-ipam-cni prints
@@ -27,19 +28,8 @@ async function cni(
   conf: Record<string, unknown> | string = {},
   env: Record<string, string> = {},
 ): Promise<{ code: number; out: any; stdout: string }> {
-  const stdin =
-    typeof conf === 'string'
-      ? conf
-      : JSON.stringify({ cniVersion: '1.0.0', name: 'pods', ipam: { type: 'eni-ipam-cni', socket }, ...conf });
-  const vars = {
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: container,
-    CNI_NETNS: `/var/run/netns/${container}`,
-    CNI_IFNAME: 'eth0',
-    CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${container}`,
-    CNI_PATH: '/opt/cni/bin',
-    ...env,
-  };
+  const stdin = typeof conf === 'string' ? conf : ipamConf(socket, conf);
+  const vars = { ...cniVars(command, container), ...env };
   const a = await agentClient.cni(socket, {
     env: Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== '')),
     stdin,

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { PRODUCT_COMMANDS } from '../../src/cli/main.js';
 import { cliReference } from '../../src/cli/reference.js';
+import { TESTBED_SUMMARIES } from '../../src/cli/testbed.js';
 import { TESTBED_COMMANDS } from '../../testbed/cli/commands.js';
 import { runCli } from '../helpers/cli.js';
 import { ROOT } from '../helpers/helm.js';
@@ -19,6 +20,10 @@ function documentedHelp(name: string): string | undefined {
 describe('docs/cli.md, the command reference', () => {
   it('is what the commands’ flag definitions generate (npm run gen:docs rewrites it)', () => {
     expect(DOC).toBe(cliReference([...PRODUCT_COMMANDS, ...TESTBED_COMMANDS]));
+  });
+
+  it('names the testbed’s commands where it is absent as the testbed defines them', () => {
+    expect(TESTBED_SUMMARIES.map((c) => c.name)).toEqual(TESTBED_COMMANDS.map((c) => c.name));
   });
 
   it('documents every command the CLI lists, each exactly as its --help prints it', async () => {

@@ -18,6 +18,7 @@ import { eventually } from '../helpers/ecs.js';
 import { run, tool } from '../helpers/helm.js';
 import { http, kube } from '../helpers/kube.js';
 import { datapathUnavailable, deleteNamespaces, inNs, ip, sh } from '../helpers/netns.js';
+import { cniVars, ipamConf } from '../helpers/cni-call.js';
 
 /*
  * The agent's node routing in a "node" network namespace, without a VPC: a primary eth0 with the
@@ -163,17 +164,7 @@ async function createPool(node: string, enis: TestEni[]): Promise<void> {
 
 /** A CNI call as eni-ipam-cni makes it. */
 async function cni(socket: string, command: 'ADD' | 'DEL', container: string) {
-  const a = await agentClient.cni(socket, {
-    env: {
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: container,
-      CNI_NETNS: `/var/run/netns/${container}`,
-      CNI_IFNAME: 'eth0',
-      CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${container}`,
-      CNI_PATH: '/opt/cni/bin',
-    },
-    stdin: JSON.stringify({ cniVersion: '1.0.0', name: 'pods', ipam: { type: 'eni-ipam-cni', socket } }),
-  });
+  const a = await agentClient.cni(socket, { env: cniVars(command, container), stdin: ipamConf(socket) });
   const out = a.stdout.trim() ? JSON.parse(a.stdout) : undefined;
   return { code: a.exitCode, out, ip: out?.ips?.[0]?.address?.split('/')[0] as string | undefined };
 }

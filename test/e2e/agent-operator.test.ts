@@ -13,6 +13,7 @@ import { serveAgentApi } from '../../src/agent/api.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
+import { cniVars, ipamConf } from '../helpers/cni-call.js';
 
 /** The static binary (bin/eni-ipam-cni links to what `npm run build` compiles). */
 const PLUGIN = fileURLToPath(new URL('../../bin/eni-ipam-cni', import.meta.url));
@@ -30,16 +31,12 @@ function cni(command: string, container: string): Promise<{ code: number; out: a
       {
         env: {
           PATH: process.env.PATH,
-          CNI_COMMAND: command,
-          CNI_CONTAINERID: container,
-          CNI_NETNS: `/var/run/netns/${container}`,
-          CNI_IFNAME: 'eth0',
-          CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${container}`,
+          ...cniVars(command, container),
         },
       },
       (err, stdout) => resolve({ code: err ? 1 : 0, out: stdout.trim() ? JSON.parse(stdout) : undefined }),
     );
-    child.stdin!.end(JSON.stringify({ cniVersion: '1.0.0', name: 'pods', ipam: { type: 'eni-ipam-cni', socket } }));
+    child.stdin!.end(ipamConf(socket));
   });
 }
 

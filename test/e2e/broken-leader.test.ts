@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 /**
  * Found in review (it failed before the fix): a replica that cannot read the cloud
  * keeps the Lease for good once it has it, while a replica that can read it stands by.
@@ -12,25 +11,16 @@
  * CloudAuthFailed) although a working replica runs.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { Credentials, CredentialsProvider } from '../../src/cloud/index.js';
-import { testCluster, type TestCluster } from '../helpers/cluster.js';
+import {
+  conditionOf,
+  POD_CLASS,
+  shortLease,
+  switchableCredentials,
+  testCluster,
+  WRONG_KEY,
+  type TestCluster,
+} from '../helpers/cluster.js';
 import { eventually, sleep } from '../helpers/ecs.js';
-
-const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
-const WRONG: Credentials = { accessKeyId: 'demo', accessKeySecret: 'not-the-secret' };
-const wrong = (): CredentialsProvider => ({
-  source: 'files in /etc/eni-ipam/credentials',
-  getCredentials: async () => WRONG,
-});
-const lease = (identity: string) => ({
-  namespace: 'default',
-  name: 'eni-ipam-operator',
-  identity,
-  leaseDurationSeconds: 4,
-  renewDeadlineSeconds: 3,
-  retryPeriodSeconds: 1,
-});
-const condition = (o: any, type: string) => o?.status?.conditions?.find((x: any) => x.type === type);
 
 let c: TestCluster;
 afterEach(() => c?.close());
@@ -40,8 +30,11 @@ describe('a leader that cannot read the cloud, beside a replica that can', () =>
     c = await testCluster();
     await c.addClass('default', POD_CLASS);
     const node = await c.addNode('i-demo-06');
-    const good = await c.startOperator({ leaderElection: lease('good-1') });
-    const bad = await c.startOperator({ leaderElection: lease('bad'), credentials: wrong() });
+    const good = await c.startOperator({ leaderElection: shortLease('good-1') });
+    const bad = await c.startOperator({
+      leaderElection: shortLease('bad'),
+      credentials: switchableCredentials(WRONG_KEY),
+    });
     await eventually(() => good.isLeader && good.ready, 10_000);
     await sleep(9000); // the broken replica is past its deferral (two lease durations)
     expect(bad.isLeader).toBe(false); // held: it does not take the Lease from a working leader
@@ -49,12 +42,12 @@ describe('a leader that cannot read the cloud, beside a replica that can', () =>
     // The working leader restarts (a drain, an OOM kill): it releases the Lease on the way out.
     await good.stop();
     await eventually(() => bad.isLeader, 10_000);
-    const back = await c.startOperator({ leaderElection: lease('good-2') });
+    const back = await c.startOperator({ leaderElection: shortLease('good-2') });
     await eventually(() => back.ready, 10_000);
 
     // Three lease durations later, the replica that reads the cloud should lead and plan.
     await sleep(12_000);
     expect({ back: back.isLeader, bad: bad.isLeader }).toEqual({ back: true, bad: false });
-    await eventually(async () => condition(await c.pool(node), 'Degraded')?.status === 'False', 20_000);
+    await eventually(async () => conditionOf(await c.pool(node), 'Degraded')?.status === 'False', 20_000);
   }, 90_000);
 });

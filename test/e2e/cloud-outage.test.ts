@@ -1,33 +1,25 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:net';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { ENIPoolClass } from '../../src/api/types.js';
-import type { Credentials, CredentialsProvider } from '../../src/cloud/index.js';
 import type { Operator } from '../../src/operator/operator.js';
-import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
+import {
+  allReady,
+  conditionOf,
+  POD_CLASS,
+  shortLease,
+  switchableCredentials,
+  testCluster,
+  WRONG_KEY,
+  type TestCluster,
+} from '../helpers/cluster.js';
 import { DEMO_KEY, eventually, sleep } from '../helpers/ecs.js';
 
 // A cloud the operator cannot use is visible where users look, within seconds: Degraded on pools
 // and classes with the cause and the fix, an Event, metrics, and readiness. Real time, real client.
-const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
-const WRONG = { accessKeyId: 'demo', accessKeySecret: 'not-the-secret' };
-
 let c: TestCluster;
 afterEach(() => c?.close());
 
-/** Credentials a test can change, as a rotated Secret changes the files the operator reads. */
-function switchable(initial: Credentials): CredentialsProvider & { set(c: Credentials): void } {
-  let current = initial;
-  return {
-    source: 'files in /etc/eni-ipam/credentials',
-    getCredentials: async () => current,
-    set: (next) => (current = next),
-  };
-}
-
-const condition = (o: { status?: { conditions?: any[] } } | undefined, type: string) =>
-  o?.status?.conditions?.find((x: any) => x.type === type);
 const classApi = { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipoolclasses' };
 async function eventsOf(name: string): Promise<string[]> {
   const list = await c.kc
@@ -44,26 +36,26 @@ describe('a cloud the operator cannot use', () => {
     c = await testCluster();
     await c.addClass('default', POD_CLASS);
     const node = await c.addNode('i-demo-01');
-    const creds = switchable(WRONG);
+    const creds = switchableCredentials(WRONG_KEY);
     const t0 = Date.now();
     const op = await c.startOperator({ credentials: creds });
     const pool = await eventually(async () => {
       const p = (await c.pools())[0];
-      return condition(p, 'Degraded')?.status === 'True' ? p : undefined;
+      return conditionOf(p, 'Degraded')?.status === 'True' ? p : undefined;
     }, 10_000);
     expect(Date.now() - t0).toBeLessThan(10_000);
-    const degraded = condition(pool, 'Degraded');
+    const degraded = conditionOf(pool, 'Degraded');
     expect(degraded.reason).toBe('CloudAuthFailed');
     expect(degraded.message).toMatch(/^DescribeNetworkInterfaces: SignatureDoesNotMatch: /);
     expect(degraded.message).toContain(
       "the cloud refuses the operator's credentials (files in /etc/eni-ipam/credentials): check the AccessKey id and secret",
     );
-    expect(degraded.message).not.toContain(WRONG.accessKeySecret);
+    expect(degraded.message).not.toContain(WRONG_KEY.accessKeySecret);
     const cls = await eventually(async () => {
       const x = (await c.custom.getClusterCustomObject({ ...classApi, name: 'default' })) as ENIPoolClass;
-      return condition(x, 'Degraded')?.status === 'True' ? x : undefined;
+      return conditionOf(x, 'Degraded')?.status === 'True' ? x : undefined;
     }, 10_000);
-    expect(condition(cls, 'Degraded').reason).toBe('CloudAuthFailed');
+    expect(conditionOf(cls, 'Degraded').reason).toBe('CloudAuthFailed');
     await eventually(async () => (await eventsOf(node)).some((e) => e.startsWith('CloudAuthFailed: ')), 5000);
     await eventually(async () => (await eventsOf('default')).some((e) => e.startsWith('CloudAuthFailed: ')), 5000);
     expect(op.ready).toBe(false);
@@ -81,7 +73,7 @@ describe('a cloud the operator cannot use', () => {
 
     creds.set(DEMO_KEY);
     await allReady(c, [node], 40_000);
-    await eventually(async () => condition(await c.pool(node), 'Degraded')?.status === 'False', 10_000);
+    await eventually(async () => conditionOf(await c.pool(node), 'Degraded')?.status === 'False', 10_000);
     expect(op.ready).toBe(true);
     expect(await metrics(op)).toContain('eni_ipam_cloud_up 1');
     expect(await metrics(op)).not.toContain('eni_ipam_cloud_error_info{');
@@ -95,7 +87,7 @@ describe('a cloud the operator cannot use', () => {
       rules: [{ action: 'DescribeNetworkInterfaces', kind: 'error', code: 'Forbidden.RAM', rate: 1 }],
     });
     await c.startOperator();
-    const denied = await eventually(async () => condition((await c.pools())[0], 'Degraded'), 10_000);
+    const denied = await eventually(async () => conditionOf((await c.pools())[0], 'Degraded'), 10_000);
     expect(denied).toMatchObject({ status: 'True', reason: 'CloudPermissionDenied' });
     expect(denied.message).toContain('grant the RAM action ecs:DescribeNetworkInterfaces');
     await c.close();
@@ -111,7 +103,7 @@ describe('a cloud the operator cannot use', () => {
     await c.addClass('default', POD_CLASS);
     await c.addNode('i-demo-03');
     const op = await c.startOperator({ ecsEndpoint: `http://127.0.0.1:${port}`, retry: { maxAttempts: 2 } });
-    const unreachable = await eventually(async () => condition((await c.pools())[0], 'Degraded'), 15_000);
+    const unreachable = await eventually(async () => conditionOf((await c.pools())[0], 'Degraded'), 15_000);
     expect(unreachable).toMatchObject({ status: 'True', reason: 'CloudUnreachable' });
     expect(unreachable.message).toContain('the OpenAPI endpoint does not answer: check --ecs-endpoint');
     expect(op.ready).toBe(false);
@@ -121,18 +113,13 @@ describe('a cloud the operator cannot use', () => {
     c = await testCluster();
     await c.addClass('default', POD_CLASS);
     await c.addNode('i-demo-06');
-    const lease = (identity: string) => ({
-      namespace: 'default',
-      name: 'eni-ipam-operator',
-      identity,
-      leaseDurationSeconds: 4,
-      renewDeadlineSeconds: 3,
-      retryPeriodSeconds: 1,
-    });
     // The broken replica starts first (a rollout's new pod), the working one after it.
-    const bad = await c.startOperator({ leaderElection: lease('bad'), credentials: switchable(WRONG) });
+    const bad = await c.startOperator({
+      leaderElection: shortLease('bad'),
+      credentials: switchableCredentials(WRONG_KEY),
+    });
     await sleep(500);
-    const good = await c.startOperator({ leaderElection: lease('good') });
+    const good = await c.startOperator({ leaderElection: shortLease('good') });
     await eventually(() => good.isLeader && good.ready, 10_000);
     await sleep(9000); // past the broken replica's deferral (two lease durations)
     expect(bad.isLeader).toBe(false);
@@ -140,23 +127,18 @@ describe('a cloud the operator cannot use', () => {
     await good.stop();
     // No replica can read the cloud now: the broken one leads after its deferral, and says why.
     await eventually(() => bad.isLeader, 15_000);
-    await eventually(async () => condition((await c.pools())[0], 'Degraded')?.reason === 'CloudAuthFailed', 10_000);
+    await eventually(async () => conditionOf((await c.pools())[0], 'Degraded')?.reason === 'CloudAuthFailed', 10_000);
   }, 60_000);
 
   it('a follower with wrong credentials is not ready; one with good credentials is, without leading', async () => {
     c = await testCluster();
-    const lease = (identity: string) => ({
-      namespace: 'default',
-      name: 'eni-ipam-operator',
-      identity,
-      leaseDurationSeconds: 15,
-      renewDeadlineSeconds: 10,
-      retryPeriodSeconds: 2,
-    });
-    const leader = await c.startOperator({ leaderElection: lease('a') });
+    const leader = await c.startOperator({ leaderElection: shortLease('a') });
     await eventually(() => leader.isLeader && leader.ready, 10_000);
-    const good = await c.startOperator({ leaderElection: lease('b') });
-    const bad = await c.startOperator({ leaderElection: lease('c'), credentials: switchable(WRONG) });
+    const good = await c.startOperator({ leaderElection: shortLease('b') });
+    const bad = await c.startOperator({
+      leaderElection: shortLease('c'),
+      credentials: switchableCredentials(WRONG_KEY),
+    });
     await eventually(() => good.ready, 10_000);
     await sleep(1000);
     expect(good.isLeader).toBe(false);

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 /**
  * Found in review (it failed before the fix): a cloud that stops working once the
  * operator runs (the AccessKey in the mounted Secret rotated to a wrong one, the RAM policy
@@ -11,22 +10,16 @@
  * makes no cloud call, so nothing else notices.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { Credentials, CredentialsProvider } from '../../src/cloud/index.js';
-import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
+import {
+  allReady,
+  conditionOf,
+  POD_CLASS,
+  switchableCredentials,
+  testCluster,
+  WRONG_KEY,
+  type TestCluster,
+} from '../helpers/cluster.js';
 import { DEMO_KEY, eventually } from '../helpers/ecs.js';
-
-const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
-const WRONG: Credentials = { accessKeyId: 'demo', accessKeySecret: 'not-the-secret' };
-
-function switchable(initial: Credentials): CredentialsProvider & { set(c: Credentials): void } {
-  let current = initial;
-  return {
-    source: 'files in /etc/eni-ipam/credentials',
-    getCredentials: async () => current,
-    set: (next) => (current = next),
-  };
-}
-const condition = (o: any, type: string) => o?.status?.conditions?.find((x: any) => x.type === type);
 
 let c: TestCluster;
 afterEach(() => c?.close());
@@ -36,12 +29,12 @@ describe('the cloud breaks while the operator runs', () => {
     c = await testCluster();
     await c.addClass('default', POD_CLASS);
     const node = await c.addNode('i-demo-01');
-    const creds = switchable(DEMO_KEY);
+    const creds = switchableCredentials(DEMO_KEY);
     const op = await c.startOperator({ credentials: creds }); // the default 5-minute resync
     await allReady(c, [node], 30_000);
-    creds.set(WRONG); // the Secret's files now hold a wrong key
+    creds.set(WRONG_KEY); // the Secret's files now hold a wrong key
     // Before the fix: Degraded stays False, cloud_up 1, for up to the resync interval.
-    await eventually(async () => condition(await c.pool(node), 'Degraded')?.status === 'True', 60_000, 1000);
+    await eventually(async () => conditionOf(await c.pool(node), 'Degraded')?.status === 'True', 60_000, 1000);
     expect(await op.registry.metrics()).toContain('eni_ipam_cloud_up 0');
   }, 120_000);
 });

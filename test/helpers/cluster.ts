@@ -7,6 +7,7 @@ import {
   createCloudClient,
   staticCredentials,
   type CloudClient,
+  type Credentials,
   type CredentialsProvider,
   type RetryPolicy,
 } from '../../src/cloud/index.js';
@@ -129,6 +130,36 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
   };
   return cluster;
 }
+
+/** The class most e2e cases use: the default world's pod vSwitches and security group. */
+export const POD_CLASS = { vSwitchTags: { role: 'pods' }, securityGroupIDs: ['sg-demo-pods'] };
+
+/** The demo AccessKey with a wrong secret: every call is refused (SignatureDoesNotMatch). */
+export const WRONG_KEY: Credentials = { accessKeyId: 'demo', accessKeySecret: 'not-the-secret' };
+
+/** Credentials a test can change, as a rotated Secret changes the files the operator reads. */
+export function switchableCredentials(initial: Credentials): CredentialsProvider & { set(c: Credentials): void } {
+  let current = initial;
+  return {
+    source: 'files in /etc/eni-ipam/credentials',
+    getCredentials: async () => current,
+    set: (next) => (current = next),
+  };
+}
+
+/** Short lease timings (4 s / 3 s / 1 s) on the `eni-ipam-operator` Lease in `default`, for `identity`. */
+export const shortLease = (identity: string): LeaderElectionConfig => ({
+  namespace: 'default',
+  name: 'eni-ipam-operator',
+  identity,
+  leaseDurationSeconds: 4,
+  renewDeadlineSeconds: 3,
+  retryPeriodSeconds: 1,
+});
+
+/** An object's condition of a type, as read from the API server. */
+export const conditionOf = (o: { status?: { conditions?: any[] } } | undefined, type: string) =>
+  o?.status?.conditions?.find((x: any) => x.type === type);
 
 export const ready = (p: ENIPool): boolean => p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
 

@@ -2,6 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EmulatedCluster } from '../../testbed/cluster/index.js';
+import { cniVars } from './cni-call.js';
 
 /** An emulated node's root on the machine (its hostPath volumes, CNI folders...). */
 export const nodeRoot = (cluster: EmulatedCluster, node: string): string =>
@@ -46,13 +47,6 @@ export async function nodeCni(
   const ipam = conflist.plugins.find((p: any) => p.ipam?.type === 'eni-ipam-cni');
   return kubelet.exec(['/opt/cni/bin/eni-ipam-cni'], {
     stdin: JSON.stringify({ cniVersion: conflist.cniVersion, name: conflist.name, ...ipam }),
-    env: {
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: containerId,
-      CNI_NETNS: `/var/run/netns/${containerId}`,
-      CNI_IFNAME: 'eth0',
-      CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod}`,
-      CNI_PATH: '/opt/cni/bin',
-    },
+    env: cniVars(command, containerId, pod),
   });
 }

@@ -4,48 +4,24 @@
 // the ENI as coming (enis 1, its addresses as ips) and as attaching, though it is being removed:
 // the plan waits for addresses that will never land (an assign into another ENI is held off).
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { Registry } from 'prom-client';
-import type { EcsApi, NetworkInterface } from '../../src/cloud/index.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import { DEFAULT_OPERATOR_CONFIG } from '../../src/operator/config.js';
-import { EniLifecycle } from '../../src/operator/eni/lifecycle.js';
-import type { StatePoller } from '../../src/operator/eni/poller.js';
-import { OperatorMetrics } from '../../src/operator/metrics.js';
-import { NODE, eni, fixture, pool, settle } from './fakes.js';
+import type { NetworkInterface } from '../../src/cloud/index.js';
+import { NODE, eni, fixture, pool, scriptedLifecycle, settle } from './fakes.js';
 
 describe('an ENI whose attach fell back, while it is being deleted', () => {
   it('is not counted as work in flight that brings addresses', async () => {
     const f = fixture({ enis: [eni(1, 10)] });
     const parked = eni(5, 6, { status: 'Available', instanceId: undefined });
     let detached!: (e: NetworkInterface) => void;
-    const api = {
-      attachNetworkInterface: async () => undefined,
-      detachNetworkInterface: async () => undefined,
-      deleteNetworkInterface: async () => undefined,
+    const { l } = scriptedLifecycle(f, 'normal', {
+      attach: async () => undefined,
       // The attach fell back: the ENI is Available, on no instance.
-      describeNetworkInterfaces: async () => [parked],
-    } as unknown as EcsApi;
-    const poller = {
-      wait: (_id: string, until: string) =>
+      state: () => parked,
+      wait: (_id, until) =>
         until === 'InUse'
           ? Promise.reject(new Error('attaching failed: it is Available again'))
           : until === 'Available'
             ? new Promise<NetworkInterface>((r) => (detached = r)) // the detach takes its time
             : Promise.resolve(undefined),
-    } as unknown as StatePoller;
-    const l = new EniLifecycle({
-      api,
-      cloud: f.cloud,
-      poller,
-      metrics: new OperatorMetrics(new Registry()),
-      config: { ...DEFAULT_OPERATOR_CONFIG, clusterId: 'c-test', vpcId: 'vpc-1', mode: 'normal' },
-      logger: silentLogger(),
-      memory: f.memory,
-      events: f.events,
-      failures: f.failures,
-      now: () => f.clock.now,
-      enqueue: () => undefined,
-      ledger: f.enis.ledger,
     });
     l.attach(pool(), parked);
     await settle();

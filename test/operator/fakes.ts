@@ -30,6 +30,7 @@ import {
 import { silentLogger } from '../../src/observability/logger.js';
 import { CloudFailures } from '../../src/operator/failures.js';
 import { CloudState, TAGS } from '../../src/operator/eni/cloud-state.js';
+import { systemClock } from '../../src/clock.js';
 import { DEFAULT_OPERATOR_CONFIG, FINALIZER, type OperatorMode } from '../../src/operator/config.js';
 import { OperatorMetrics } from '../../src/operator/metrics.js';
 import { NodeMemories, type NodeMemory } from '../../src/operator/pool/node-memory.js';
@@ -647,6 +648,8 @@ export interface LifecycleScript {
   create?: () => Promise<NetworkInterface>;
   /** What DescribeNetworkInterfaces / the poller see of an ENI. */
   state?: (id: string) => NetworkInterface | undefined;
+  /** The poller's wait, where a case holds or fails it (default: answered at once from `state`). */
+  wait?: (id: string, until: string) => Promise<NetworkInterface | undefined>;
 }
 
 /** The real EniLifecycle over the fixture (memory, cloud state, Events, ledger), the cloud answering as `s` says. */
@@ -665,6 +668,7 @@ export function scriptedLifecycle(f: Fixture, mode: OperatorMode, s: LifecycleSc
   } as unknown as EcsApi;
   const poller = {
     wait: async (id: string, until: string) => {
+      if (s.wait) return s.wait(id, until);
       const e = s.state?.(id);
       if (until === 'gone') return undefined;
       if (e?.status === until) return e;
@@ -681,7 +685,8 @@ export function scriptedLifecycle(f: Fixture, mode: OperatorMode, s: LifecycleSc
     memory: f.memory,
     events: f.events,
     failures: f.failures,
-    now: () => f.clock.now,
+    // The fixture's time; waits (a create's retries) on real timers.
+    clock: { now: () => f.clock.now, after: systemClock.after },
     enqueue: (name, afterMs) => void f.enqueued.push([name, afterMs]),
     ledger: f.enis.ledger,
   });

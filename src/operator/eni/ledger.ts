@@ -28,7 +28,8 @@ export interface EniOperation {
 
 /** The records, and what is derived from them. */
 export class EniLedger {
-  private readonly open = new Set<EniOperation>();
+  /** The open records, by node (a reconcile reads its node's alone). */
+  private readonly byNode = new Map<string, Set<EniOperation>>();
 
   /** A create: `ips` addresses on their way, named by the create's ClientToken. */
   beginCreate(node: string, clientToken: string, ips: number): EniOperation {
@@ -42,7 +43,7 @@ export class EniLedger {
 
   /** A detach and delete; one that failed before (its record still `removed`) is tried again in the same record. */
   beginRemove(node: string, eniId: string): EniOperation {
-    const earlier = [...this.open].find((op) => op.node === node && op.eniId === eniId && op.phase === 'removed');
+    const earlier = [...this.of(node)].find((op) => op.eniId === eniId && op.phase === 'removed');
     if (earlier) {
       earlier.phase = 'removing';
       return earlier;
@@ -65,7 +66,9 @@ export class EniLedger {
 
   /** The operation is over: it landed, or failed. */
   end(op: EniOperation): void {
-    this.open.delete(op);
+    const open = this.byNode.get(op.node);
+    open?.delete(op);
+    if (open?.size === 0) this.byNode.delete(op.node);
   }
 
   /**
@@ -73,13 +76,12 @@ export class EniLedger {
    * over and said (a plan looks for ENIs gone behind our back only among those the pool lists).
    */
   listed(node: string, eniIds: readonly string[]): void {
-    for (const op of this.open)
-      if (op.node === node && op.phase === 'removed' && !eniIds.includes(op.eniId!)) this.open.delete(op);
+    for (const op of this.of(node)) if (op.phase === 'removed' && !eniIds.includes(op.eniId!)) this.end(op);
   }
 
   /** The node's pool is gone: its records go (operations still running end into nothing). */
   forget(node: string): void {
-    for (const op of this.open) if (op.node === node) this.open.delete(op);
+    this.byNode.delete(node);
   }
 
   inFlight(node: string): EniWorkInFlight {
@@ -99,12 +101,17 @@ export class EniLedger {
 
   /** The open records, of one node or all. */
   records(node?: string): readonly Readonly<EniOperation>[] {
-    return [...this.open].filter((op) => node === undefined || op.node === node);
+    return node === undefined ? [...this.byNode.values()].flatMap((ops) => [...ops]) : [...this.of(node)];
   }
 
   private add(op: EniOperation): EniOperation {
     if (op.ips < 0 || !Number.isInteger(op.ips)) throw new Error(`ENI operation of ${op.node}: ${op.ips} addresses`);
-    this.open.add(op);
+    const open = this.byNode.get(op.node) ?? this.byNode.set(op.node, new Set()).get(op.node)!;
+    open.add(op);
     return op;
+  }
+
+  private of(node: string): ReadonlySet<EniOperation> {
+    return this.byNode.get(node) ?? new Set();
   }
 }

@@ -1,4 +1,5 @@
 import type { ENIPool } from '../../api/types.js';
+import { sleepOn, type Clock } from '../../clock.js';
 import { randomUUID } from 'node:crypto';
 import {
   CloudError,
@@ -27,13 +28,13 @@ export interface LifecycleDeps {
   memory: NodeMemories;
   events: PoolEvents;
   failures: CloudFailures;
-  now: () => number;
+  /** Times failures and met deficits, and spaces the retries of a create without an answer. */
+  clock: Clock;
   enqueue: (name: string, afterMs?: number) => void;
   /** The record of ENI work in flight; the lifecycle is its only writer. */
   ledger: EniLedger;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** No answer came: the call may or may not have been carried out. */
 const outcomeUnknown = (e: unknown) => e instanceof CloudError && e.outcomeUnknown;
 
@@ -130,7 +131,7 @@ export class EniLifecycle implements EniWork {
     let last: unknown;
     for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
       if (attempt > 0) {
-        await sleep(1000 * 2 ** (attempt - 1));
+        await sleepOn(this.deps.clock, 1000 * 2 ** (attempt - 1));
         const [found] = await this.deps.api
           .describeNetworkInterfaces({
             vpcId: this.deps.config.vpcId,
@@ -176,7 +177,7 @@ export class EniLifecycle implements EniWork {
     });
     if (!r?.held) return; // handled, and the pool enqueued, by the response itself
     if (!r.told) this.event(pool, 'Warning', reason, `${what}: ${r.held.message}`);
-    this.deps.enqueue(name, r.held.until - this.deps.now() + 50);
+    this.deps.enqueue(name, r.held.until - this.deps.clock.now() + 50);
   }
 
   /** Attaches one of our ENIs and waits for InUse; `alreadyAttaching`: no attach call, only the wait. */
@@ -224,7 +225,7 @@ export class EniLifecycle implements EniWork {
           );
         if (attached !== 'unknown' && attached !== 'fell-back') {
           this.deps.cloud.upsert(attached);
-          deficitMet(this.deps.memory.of(name), this.deps.now(), this.deps.metrics.deficitToPublished);
+          deficitMet(this.deps.memory.of(name), this.deps.clock.now(), this.deps.metrics.deficitToPublished);
           this.event(
             pool,
             'Normal',
