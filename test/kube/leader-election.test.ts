@@ -107,6 +107,8 @@ async function watchedLeader() {
   /** When it stopped leading (within 3 s), once the reads it had handled by then are recorded. */
   const stopped = async () => {
     const at = await eventually(() => stoppedAt, 3000, 5);
+    // Reads are recorded on the turn after they are handled: let the ones up to the step-down land.
+    await eventually(() => reads.some((r) => r.at >= at - 50), 2000, 5).catch(() => undefined);
     await sleep(20);
     return at;
   };
