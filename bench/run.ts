@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { churn } from './churn.js';
 import { cniPlugin } from './cni-plugin.js';
 import { footprint } from './footprint.js';
+import { GROWTH_RATES, growth } from './growth.js';
 import { kubeWatch } from './kube-watch.js';
 import { scaleDown } from './scale-down.js';
 import { scaleUp } from './scale-up.js';
@@ -52,6 +53,26 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
         podsPerNode: num(f, 'pods-per-node', 10),
         preAllocate: num(f, 'pre-allocate', 8),
       }),
+  },
+  growth: {
+    help: 'pods arriving steadily on every node; mutating calls against the floor [--rate slow|fast] [--nodes 100] [--pre-allocate 8] [--max-batch 16] [--every S] [--seconds S]',
+    flags: ['rate', 'nodes', 'pre-allocate', 'max-batch', 'every', 'seconds'],
+    run: (f) => {
+      const rate = f.rate ?? 'slow';
+      if (rate !== 'slow' && rate !== 'fast') {
+        console.error(`--rate must be slow or fast, got ${JSON.stringify(rate)}`);
+        process.exit(2);
+      }
+      const maxBatch = f['max-batch'] === '0' ? 0 : num(f, 'max-batch', 16);
+      return growth({
+        rate,
+        nodes: num(f, 'nodes', 100),
+        preAllocate: num(f, 'pre-allocate', 8),
+        maxBatch,
+        everySeconds: num(f, 'every', GROWTH_RATES[rate].everySeconds),
+        seconds: num(f, 'seconds', GROWTH_RATES[rate].seconds),
+      });
+    },
   },
   'scale-down': {
     help: 'most pods go away; what is released and that nothing in use is [--nodes 50] [--pods-per-node 20] [--keep 2] [--time-scale 10]',

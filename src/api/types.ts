@@ -61,6 +61,12 @@ const placementAndSizing = {
     default: 0,
     description: 'IPs that may be allocated beyond the need in one step, and kept.',
   }),
+  maxBatch: s.int({
+    minimum: 0,
+    default: 16,
+    description:
+      'IPs a growth step may add beyond the need, as many as the node took lately (scaled to the release delay, at least a minute), in calls made anyway; 0 turns this off.',
+  }),
   maxAllocate: s.int({
     minimum: 0,
     default: 0,

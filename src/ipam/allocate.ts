@@ -21,6 +21,11 @@ export interface VSwitchView {
 export interface AllocationInput {
   /** IPs to add. */
   want: number;
+  /**
+   * IPs to add beyond `want` where that costs no call the want alone would not make (the
+   * batch learned from the node's demand). A shortfall is judged on `want` alone.
+   */
+  extra?: number;
   enis: EniView[];
   limits: InstanceLimits;
   /** In the class's order (which `Ordered` follows). */
@@ -79,19 +84,75 @@ function planCreates(
 
 /**
  * The cheapest cloud operations that add `want` IPs to a node within its instance limits and
- * its vSwitches' free addresses. It weighs filling the j roomiest attached ENIs (one
- * AssignPrivateIpAddresses each) against new ENIs (create with all their IPs, then attach:
- * two calls), for every j, and keeps the plan that adds the most IPs in the fewest calls,
- * preferring fewer new ENIs on a tie.
+ * its vSwitches' free addresses, carrying up to `extra` more where no call is added for them:
+ * either the cheapest plan for the whole amount, when it takes no more calls, or the plan for
+ * `want` with each of its calls filled further (an assign up to its ENI's room, a create up to
+ * a whole ENI).
  */
 export function planAllocation(input: AllocationInput): AllocationPlan {
+  const base = cheapest(input, input.want);
+  const extra = input.extra ?? 0;
+  let plan = base;
+  if (extra > 0 && base.planned > 0) {
+    const wide = cheapest(input, input.want + extra);
+    const filled = fillCalls(input, base, extra);
+    plan = callsOf(wide.ops) <= callsOf(filled.ops) && wide.planned >= filled.planned ? wide : filled;
+  }
+  if (base.planned < input.want) {
+    const { limits } = input;
+    const slots = slotsOf(input);
+    const roomLeft =
+      input.enis.some((e) => e.attached && e.ips < limits.ipv4PerEni) ||
+      slots > base.ops.filter((o) => o.kind === 'create').length;
+    return { ...plan, shortfall: roomLeft ? 'vswitch-exhausted' : 'instance-limit' };
+  }
+  return plan;
+}
+
+const usableVSwitches = (input: AllocationInput) => input.vSwitches.filter((v) => !v.blocked && v.free > 0);
+const slotsOf = (input: AllocationInput) =>
+  (input.allow ?? { create: true }).create
+    ? Math.max(0, input.limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0))
+    : 0;
+const perEniOf = (limits: InstanceLimits) => Math.min(limits.ipv4PerEni, CREATE_MAX_IPS);
+
+/**
+ * The plan's calls, each carrying up to `extra` IPs more in all, within its ENI's room and its
+ * vSwitch's free addresses: no call is added.
+ */
+function fillCalls(input: AllocationInput, plan: AllocationPlan, extra: number): AllocationPlan {
+  const free = new Map(usableVSwitches(input).map((v) => [v.id, v.free] as const));
+  for (const op of plan.ops)
+    free.set(op.vSwitchId, free.get(op.vSwitchId)! - (op.kind === 'assign' ? op.count : op.ips + 1));
+  const ipsOn = new Map(input.enis.map((e) => [e.id, e.ips] as const));
+  let left = extra;
+  const ops = plan.ops.map((op): AllocationOp => {
+    const room =
+      op.kind === 'assign'
+        ? input.limits.ipv4PerEni - ipsOn.get(op.eniId)! - op.count
+        : perEniOf(input.limits) - op.ips;
+    const more = Math.max(0, Math.min(room, left, free.get(op.vSwitchId)!));
+    left -= more;
+    free.set(op.vSwitchId, free.get(op.vSwitchId)! - more);
+    return op.kind === 'assign' ? { ...op, count: op.count + more } : { ...op, ips: op.ips + more };
+  });
+  return { ops, planned: plan.planned + (extra - left) };
+}
+
+/**
+ * The cheapest cloud operations that add `want` IPs. It weighs filling the j roomiest attached
+ * ENIs (one AssignPrivateIpAddresses each) against new ENIs (create with all their IPs, then
+ * attach: two calls), for every j, and keeps the plan that adds the most IPs in the fewest
+ * calls, preferring fewer new ENIs on a tie.
+ */
+function cheapest(input: AllocationInput, want: number): AllocationPlan {
   const { limits } = input;
-  const usable = input.vSwitches.filter((v) => !v.blocked && v.free > 0);
+  const usable = usableVSwitches(input);
   const order = usable.map((v) => v.id);
   const baseFree = new Map(usable.map((v) => [v.id, v.free] as const));
   const allow = input.allow ?? { assign: true, create: true };
-  const slots = allow.create ? Math.max(0, limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0)) : 0;
-  const perEni = Math.min(limits.ipv4PerEni, CREATE_MAX_IPS);
+  const slots = slotsOf(input);
+  const perEni = perEniOf(limits);
   const roomy = input.enis
     .filter((e) => allow.assign && e.attached && e.ips < limits.ipv4PerEni && baseFree.has(e.vSwitchId))
     .sort((a, b) => a.ips - b.ips || (a.id < b.id ? -1 : 1));
@@ -102,13 +163,13 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
     const ops: AllocationOp[] = [];
     let planned = 0;
     for (const eni of roomy.slice(0, j)) {
-      const count = Math.min(limits.ipv4PerEni - eni.ips, input.want - planned, free.get(eni.vSwitchId)!);
+      const count = Math.min(limits.ipv4PerEni - eni.ips, want - planned, free.get(eni.vSwitchId)!);
       if (count <= 0) continue;
       free.set(eni.vSwitchId, free.get(eni.vSwitchId)! - count);
       ops.push({ kind: 'assign', eniId: eni.id, vSwitchId: eni.vSwitchId, count });
       planned += count;
     }
-    const creates = planCreates(input.want - planned, slots, perEni, free, order, input.selection);
+    const creates = planCreates(want - planned, slots, perEni, free, order, input.selection);
     ops.push(...creates.ops);
     planned += creates.added;
     const plan: AllocationPlan = { ops, planned };
@@ -123,12 +184,5 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
       best = plan;
     }
   }
-  const plan = best!;
-  if (plan.planned < input.want) {
-    const roomLeft =
-      input.enis.some((e) => e.attached && e.ips < limits.ipv4PerEni) ||
-      slots > plan.ops.filter((o) => o.kind === 'create').length;
-    plan.shortfall = roomLeft ? 'vswitch-exhausted' : 'instance-limit';
-  }
-  return plan;
+  return best!;
 }

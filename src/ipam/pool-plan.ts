@@ -2,6 +2,7 @@ import type { Condition, ENIPool, ENIPoolStatus } from '../api/types.js';
 import { planAllocation, type EniView } from './allocate.js';
 import { podIpCapacity, podIpsPerEni, type InstanceLimits } from './capacity.js';
 import { conditionTime, setCondition, type PlannedCondition } from './conditions.js';
+import { batchHorizonMs, batchOf, keepPeak, observeDemand, type Demand } from './demand.js';
 import { degradedCondition, heldBack, nextAttempt, type FailureRecord } from './failure-record.js';
 import {
   MAX_SECURITY_GROUPS_PER_ENI,
@@ -81,6 +82,8 @@ export interface PoolMemory {
   shortfall?: Shortfall;
   /** Cloud failures per action and their back-off. */
   failures: readonly FailureRecord[];
+  /** How fast the node has taken addresses lately. */
+  demand?: Demand;
 }
 
 export interface PlannedEvent {
@@ -116,6 +119,9 @@ export interface PoolPlan {
   memory: Omit<PoolMemory, 'failures'>;
   requeueAfterMs?: number;
 }
+
+/** The largest growth batch when the class sets none. */
+export const DEFAULT_MAX_BATCH = 16;
 
 /** IPs per UnassignPrivateIpAddresses call (ECS limit). */
 export const UNASSIGN_BATCH = 50;
@@ -163,7 +169,12 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const { pool, limits, now } = o;
   const spec = pool.spec;
   const events: PlannedEvent[] = [];
-  const memory = { deficitSince: m.deficitSince, excessSince: m.excessSince, shortfall: m.shortfall };
+  const memory = {
+    deficitSince: m.deficitSince,
+    excessSince: m.excessSince,
+    shortfall: m.shortfall,
+    demand: observeDemand(m.demand, Object.keys(pool.status?.used ?? {}), now, batchHorizonMs(releaseDelayMs(spec))),
+  };
   const sizing = limits ? sizingOf(spec, limits) : undefined;
   const cooling = coolingIps(pool.status, now);
   const finish = (plan: Omit<PoolPlan, 'status' | 'events' | 'memory'>, s: StatusInput): PoolPlan => {
@@ -199,10 +210,12 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const available = sum(inUse.map(ipsOf));
   const busy = Object.keys(pool.status?.used ?? {}).length + cooling.length;
 
+  const batch = batchOf(memory.demand, batchHorizonMs(releaseDelayMs(spec)), spec.maxBatch ?? DEFAULT_MAX_BATCH);
+
   // Release first: the confirmed IPs it gives back are not there for the allocation.
   const release =
     o.mode === 'normal' && spec.releaseExcessIPs !== false && !o.sharingInstance?.length
-      ? planReleaseStep(o, sizing, { available, used: busy, pending: o.pendingPods }, inUse, memory, blocked)
+      ? planReleaseStep(o, sizing, { available, used: busy, pending: o.pendingPods }, batch, inUse, memory, blocked)
       : { releaseRequests: {}, unassign: [], deleteEnis: [], leaving: 0, requeueAfterMs: undefined };
   const usage: Usage = { available: available - release.leaving, used: busy, pending: o.pendingPods };
 
@@ -244,10 +257,14 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const changes: Changes = { ...noChanges(), adopt, unassign: release.unassign, deleteEnis: release.deleteEnis };
   let unusable: StatusInput['notReady'];
   if (want > 0 && mayAllocate) {
-    const step = planAllocationStep(o, limits, { want, views, creating: coming.enis }, memory, blocked);
+    // The batch rides on calls made anyway, within the ceiling.
+    const extra = Math.max(0, Math.min(batch, sizing.maxAllocate - withComing.available - want));
+    const step = planAllocationStep(o, limits, { want, extra, views, creating: coming.enis }, memory, blocked);
     events.push(...step.events);
     unusable = step.unusable;
     Object.assign(changes, { assign: step.assign, create: step.create, securityGroupIds: step.securityGroupIds });
+    // A batch just taken from the cloud is kept for its horizon: its peak does not decay meanwhile.
+    if (extra > 0 && (step.assign.length || step.create.length)) memory.demand = keepPeak(memory.demand, now);
   } else if (want === 0 && !beyondCeiling) memory.shortfall = undefined;
 
   let requeueAfterMs = release.requeueAfterMs;
@@ -268,7 +285,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
 function planAllocationStep(
   o: PoolObservation,
   limits: InstanceLimits,
-  a: { want: number; views: EniView[]; creating: number },
+  a: { want: number; extra: number; views: EniView[]; creating: number },
   memory: Omit<PoolMemory, 'failures'>,
   blocked: (action: string) => boolean,
 ) {
@@ -323,6 +340,7 @@ function planReleaseStep(
   o: PoolObservation,
   sizing: Sizing,
   usage: Usage,
+  batch: number,
   inUse: EniFact[],
   memory: Omit<PoolMemory, 'failures'>,
   blocked: (action: string) => boolean,
@@ -330,9 +348,9 @@ function planReleaseStep(
   const { pool, now } = o;
   const spec = pool.spec;
   const releaseRequests = { ...(pool.status?.releaseRequests ?? {}) };
-  const ex = excess(sizing, usage);
+  const ex = excess(sizing, usage, batch);
   memory.excessSince = ex > 0 ? (memory.excessSince ?? now) : undefined;
-  const delayMs = (spec.releaseDelaySeconds ?? 180) * 1000;
+  const delayMs = releaseDelayMs(spec);
   const release = planRelease({
     enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps })),
     used: new Set(Object.keys(pool.status?.used ?? {})),
@@ -498,6 +516,7 @@ function noVSwitchMessage(zoneId: string, candidates: Array<{ id: string; free: 
   return `no vSwitch of the class in ${zoneId} has free addresses (${seen || 'none match'})`;
 }
 
+const releaseDelayMs = (spec: ENIPool['spec']) => (spec.releaseDelaySeconds ?? 180) * 1000;
 const warning = (reason: string, message: string): PlannedEvent => ({ type: 'Warning', reason, message });
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const min = (a: number | undefined, b: number) => Math.min(a ?? Infinity, b);

@@ -37,14 +37,15 @@ export function toAllocate(s: Sizing, u: Usage): number {
 
 /**
  * IPs above the need that may be released: what lies above the level an allocation step aims
- * at (use plus `preAllocate`, at least `minAllocate`, plus the watermark). This is Cilium's
+ * at (use plus `preAllocate`, at least `minAllocate`, plus the watermark and the batch the
+ * node's demand calls for, so that a batch still being taken is not released). This is Cilium's
  * formula except in its middle case, where Cilium releases down to `minAllocate +
  * maxAboveWatermark` even below use plus `preAllocate`, so that a pool it just filled can be
  * found in excess at once and flap. Pending pods count as use; an IP in use is never excess.
  */
-export function excess(s: Sizing, u: Usage): number {
+export function excess(s: Sizing, u: Usage, batch = 0): number {
   const used = u.used + u.pending;
-  const level = Math.max(used + s.preAllocate, s.minAllocate) + s.maxAboveWatermark;
+  const level = Math.max(used + s.preAllocate, s.minAllocate) + s.maxAboveWatermark + batch;
   return Math.max(0, Math.min(u.available - level, u.available - used));
 }
 

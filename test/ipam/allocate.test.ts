@@ -144,9 +144,10 @@ describe('allocation planning', () => {
     });
   });
 
-  it('never plans beyond instance, ENI or vSwitch limits', () => {
+  it('never plans beyond instance, ENI or vSwitch limits, with or without a batch', () => {
     fc.assert(
-      fc.property(inputArb({ min: 0, max: 4 }), (input) => {
+      fc.property(inputArb({ min: 0, max: 4 }), fc.oneof(fc.constant(0), fc.nat(30)), (withoutExtra, extra) => {
+        const input = { ...withoutExtra, extra };
         const plan = planAllocation(input);
         const slots = input.limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0);
         const creates = plan.ops.filter((o) => o.kind === 'create');
@@ -173,11 +174,46 @@ describe('allocation planning', () => {
           expect(perEni.get(id)).toBe(n);
         }
         expect(plan.planned).toBe(plan.ops.reduce((n, op) => n + (op.kind === 'assign' ? op.count : op.ips), 0));
-        expect(plan.planned).toBeLessThanOrEqual(input.want);
-        expect(plan.shortfall === undefined).toBe(plan.planned === input.want);
+        expect(plan.planned).toBeLessThanOrEqual(input.want + extra);
+        expect(plan.shortfall === undefined).toBe(plan.planned >= input.want);
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('carries a batch only in calls the want makes anyway, and judges a shortfall on the want alone', () => {
+    fc.assert(
+      fc.property(inputArb({ min: 0, max: 4 }), fc.integer({ min: 1, max: 30 }), (input, extra) => {
+        const alone = planAllocation(input);
+        const batched = planAllocation({ ...input, extra });
+        expect(callsOf(batched.ops)).toBeLessThanOrEqual(callsOf(alone.ops));
+        expect(batched.planned).toBeGreaterThanOrEqual(alone.planned);
+        expect(batched.shortfall).toBe(alone.shortfall);
+        if (alone.planned === 0) expect(batched.ops).toEqual([]);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('fills each call of a growth step with the batch: the ENI’s room, then a whole new ENI', () => {
+    const limits = { eniQuantity: 4, ipv4PerEni: 15 };
+    const vSwitches = [{ id: 'vsw-a', free: 200 }];
+    const attached: EniView = { id: 'eni-1', vSwitchId: 'vsw-a', attached: true, ips: 9 };
+    // One address needed: the assign that brings it carries the ENI's whole room (6).
+    const fill = planAllocation({ want: 1, extra: 16, enis: [attached], limits, vSwitches, selection: 'MostFreeIPs' });
+    expect(fill.ops).toEqual([{ kind: 'assign', eniId: 'eni-1', vSwitchId: 'vsw-a', count: 6 }]);
+    // The ENI full: the new ENI carries all it may at creation, not the one address.
+    const full = { ...attached, ips: 15 };
+    const grow = planAllocation({ want: 1, extra: 16, enis: [full], limits, vSwitches, selection: 'MostFreeIPs' });
+    expect(grow.ops).toEqual([{ kind: 'create', vSwitchId: 'vsw-a', ips: 15 }]);
+    // Three needed and two of room: one create of 3 + batch beats an assign and a create.
+    const nearlyFull = { ...attached, ips: 13 };
+    const both = planAllocation({ want: 3, extra: 4, enis: [nearlyFull], limits, vSwitches, selection: 'MostFreeIPs' });
+    expect(both.ops).toEqual([{ kind: 'create', vSwitchId: 'vsw-a', ips: 7 }]);
+    // A batch that fits no call of the want is not carried.
+    expect(
+      planAllocation({ want: 0, extra: 16, enis: [attached], limits, vSwitches, selection: 'MostFreeIPs' }).ops,
+    ).toEqual([]);
   });
 
   it('adds as many IPs as possible in the fewest mutating calls (against an exhaustive search)', () => {

@@ -113,6 +113,7 @@ const shapeArb = fc
         minAllocate: fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(40) }),
         preAllocate: maybe(fc.nat(20)),
         maxAboveWatermark: maybe(fc.nat(10)),
+        maxBatch: maybe(fc.nat(24)),
         maxAllocate: maybe(fc.nat(120)),
       }),
       policy: fc.record({
@@ -144,6 +145,17 @@ const shapeArb = fc
         shortfall: fc.oneof(
           { weight: 4, arbitrary: fc.constant(undefined) },
           { weight: 1, arbitrary: fc.constant({ reason: 'VSwitchExhausted' as const, message: 'earlier' }) },
+        ),
+        // Addresses taken lately (the growth batch): none seen before, so every one in use counts too.
+        demand: maybe(
+          fc.record({
+            seen: fc.constant([] as string[]),
+            takenAt: fc.array(
+              fc.nat(59_000).map((d) => NOW - d),
+              { maxLength: 40 },
+            ),
+            peak: fc.record({ takes: fc.nat(40), at: fc.nat(400_000).map((d) => NOW - d) }),
+          }),
         ),
       }),
     }),

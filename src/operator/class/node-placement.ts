@@ -23,6 +23,7 @@ const POLICY_FIELDS = [
   'minAllocate',
   'preAllocate',
   'maxAboveWatermark',
+  'maxBatch',
   'maxAllocate',
   'releaseExcessIPs',
   'releaseDelaySeconds',

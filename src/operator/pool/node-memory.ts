@@ -1,4 +1,5 @@
 import type { FailureRecord } from '../../ipam/failure-record.js';
+import type { Demand } from '../../ipam/demand.js';
 import type { PoolMemory, Shortfall } from '../../ipam/pool-plan.js';
 
 /** Everything the operator remembers of one node between reconciles. */
@@ -8,6 +9,8 @@ export interface NodeMemory {
   /** Since when the pool has been in excess without a break. */
   excessSince?: number;
   shortfall?: Shortfall;
+  /** How fast the node has taken addresses lately (for the growth batch). */
+  demand?: Demand;
   /** Per action, the last failure and its back-off. */
   failures: Map<string, FailureRecord>;
   /** When the Node was first confirmed gone while its instance still existed. */
@@ -40,6 +43,7 @@ export class NodeMemories {
       deficitSince: m.deficitSince,
       excessSince: m.excessSince,
       shortfall: m.shortfall,
+      demand: m.demand,
       failures: [...m.failures.values()],
     };
   }

@@ -1,0 +1,155 @@
+import { BenchCluster, type BenchAgent } from './harness.js';
+import { percentile, writeResults } from './report.js';
+
+export interface GrowthOptions {
+  nodes: number;
+  /** slow or fast: one pod per node every `everySeconds`, for `seconds`. */
+  rate: 'slow' | 'fast';
+  everySeconds: number;
+  seconds: number;
+  preAllocate: number;
+  /** The class's maxBatch (0: growth without batches, as before them). */
+  maxBatch: number;
+}
+
+export const GROWTH_RATES = {
+  slow: { everySeconds: 10, seconds: 300 },
+  fast: { everySeconds: 2, seconds: 120 },
+} as const;
+
+/** Pod addresses per secondary ENI of the benchmark's instance type (ecs.c7.2xlarge: 15 IPs, one the ENI's own). */
+const PER_ENI = 14;
+/** The most addresses the floor lets one AssignPrivateIpAddresses carry (Terway's figure, older ECS docs). */
+const ASSIGN_MAX = 10;
+
+/**
+ * The fewest mutating calls that world allows to add `need` addresses to a node whose ENIs hold
+ * `ips` addresses each: every ENI's room filled with assigns of at most 10, then new ENIs that
+ * carry all their addresses at creation (create + attach), within the instance's free slots.
+ */
+export function floorCalls(ips: number[], need: number, freeSlots: number): number {
+  let left = need;
+  let calls = 0;
+  for (const held of ips) {
+    const take = Math.min(PER_ENI - held, left);
+    if (take <= 0) continue;
+    calls += Math.ceil(take / ASSIGN_MAX);
+    left -= take;
+  }
+  const enis = Math.min(freeSlots, Math.ceil(left / PER_ENI));
+  return calls + 2 * enis;
+}
+
+/**
+ * Pods arriving steadily on every node (real time, the default quotas), after the pools have
+ * filled: the mutating calls the growth took against the floor, allocations that found the
+ * pool empty after the first minute, and the idle addresses at the end against the documented
+ * bound (preAllocate plus one batch).
+ */
+export async function growth(o: GrowthOptions): Promise<void> {
+  const classSpec = {
+    vSwitchTags: { role: 'pods' },
+    securityGroupTags: { role: 'pods' },
+    preAllocate: o.preAllocate,
+    maxBatch: o.maxBatch,
+  };
+  const c = await BenchCluster.start({
+    nodes: o.nodes,
+    timeScale: 1,
+    classSpec,
+    agents: true,
+    agentCooldownSeconds: 30,
+    typeOf: () => 'ecs.c7.2xlarge',
+  });
+  try {
+    await c.startOperator();
+    await c.addNodes();
+    await c.startAgents();
+    if (!(await c.waitAllReady(300_000))) throw new Error('the pools did not all turn Ready');
+    await c.waitQuiet(3000, 60_000);
+    const before = new Map(
+      c.poolList().map((p) => [p.spec.nodeName, (p.status?.enis ?? []).map((e) => e.ips?.length ?? 0)]),
+    );
+    c.ecs.resetStats();
+    const started = Date.now();
+    const waits: Array<{ at: number; waitMs: number; empty: boolean }> = [];
+    const perNode = Math.floor(o.seconds / o.everySeconds);
+    const grow = async (a: BenchAgent, offsetMs: number) => {
+      for (let k = 0; k < perNode; k++) {
+        const due = started + offsetMs + k * o.everySeconds * 1000;
+        await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
+        const at = Date.now() - started;
+        const r = await c.allocate(a, `grow-${a.node}-${k}`);
+        waits.push({ at, waitMs: r.waitMs, empty: r.emptyPoolRetries > 0 });
+      }
+    };
+    // Nodes start at spread offsets within one interval, so the arrivals are steady cluster-wide.
+    await Promise.all(c.agents.map((a, i) => grow(a, ((i * o.everySeconds * 1000) / c.agents.length) | 0)));
+    const elapsedS = (Date.now() - started) / 1000;
+    await c.waitQuiet(3000, 60_000);
+    const calls = c.ecs.mutatingCalls();
+    const total = Object.values(calls).reduce((a, b) => a + b, 0);
+    const pools = c.poolList();
+    let floor = 0;
+    const idle: number[] = [];
+    for (const p of pools) {
+      const ips = before.get(p.spec.nodeName) ?? [];
+      const used = Object.keys(p.status?.used ?? {}).length;
+      const need = Math.max(0, used + o.preAllocate - ips.reduce((a, b) => a + b, 0));
+      floor += floorCalls(ips, need, 5 - ips.length);
+      idle.push((p.status?.summary?.available ?? 0) - used);
+    }
+    const late = waits.filter((w) => w.at >= 60_000);
+    const emptyLate = late.filter((w) => w.empty).length;
+    const emptyAll = waits.filter((w) => w.empty).length;
+    const sorted = waits.map((w) => w.waitMs).sort((a, b) => a - b);
+    const bound = o.preAllocate + o.maxBatch;
+    const maxIdle = Math.max(...idle);
+    const ratio = total / floor;
+    const added = waits.length;
+    const met = ratio <= 1.3 && emptyLate === 0 && maxIdle <= bound;
+    const fmt = (x: number) => `${x.toFixed(2)}x`;
+    const scenario = o.maxBatch === 0 ? `growth-${o.rate}-unbatched` : `growth-${o.rate}`;
+    writeResults(
+      {
+        scenario,
+        command: `npm run bench -- growth --rate ${o.rate} --nodes ${o.nodes} --pre-allocate ${o.preAllocate} --max-batch ${o.maxBatch}`,
+        summary: {
+          'nodes × pods': `${o.nodes} × ${perNode} (one per ${o.everySeconds} s, real time)`,
+          'mutating calls / floor': `${fmt(ratio)} (${total} / ${floor})`,
+          'calls per address': (total / added).toFixed(2),
+          'by action': Object.entries(calls)
+            .map(([a, n]) => `${a.replace('NetworkInterface', 'ENI').replace('PrivateIpAddresses', 'IPs')} ${n}`)
+            .join(', '),
+          'waits on an empty pool (after 1st min / all)': `${emptyLate} / ${emptyAll}`,
+          'allocation wait p99': `${percentile(sorted, 99).toFixed(1)} ms`,
+          'idle per node at the end, max / bound': `${maxIdle} / ${bound}`,
+        },
+        target:
+          o.maxBatch === 0
+            ? 'none: growth without batches, for comparison with the batched row'
+            : 'within 1.3x the floor, no wait on an empty pool after the first minute, idle addresses within preAllocate + maxBatch',
+        met: o.maxBatch === 0 ? undefined : met,
+        note:
+          'The floor is the fewest calls that world allows for the same growth: each ENI\u2019s room filled with assigns of at most 10, then new ENIs carrying all their addresses at creation (create + attach). ' +
+          'Real time (no time scaling), the default world\u2019s quotas; the agents share the benchmark process.',
+      },
+      {
+        options: o,
+        elapsedSeconds: elapsedS,
+        callsByAction: calls,
+        floor,
+        addresses: added,
+        idle,
+        waits: { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) },
+        emptyLate,
+        emptyAll,
+      },
+    );
+    console.log(
+      `${scenario}: ${total} mutating calls for ${added} pods, floor ${floor} (${fmt(ratio)}); empty-pool waits ${emptyLate} after the first minute, ${emptyAll} in all; idle max ${maxIdle} (bound ${bound})`,
+    );
+  } finally {
+    await c.stop();
+  }
+}
