@@ -82,6 +82,11 @@ const placementAndSizing = {
     description: 'How long an IP must stay excess before its release is requested.',
   }),
   deleteEmptyENIs: s.bool({ default: false, description: 'Detach and delete secondary ENIs left with no IP in use.' }),
+  usePrimaryENI: s.bool({
+    default: false,
+    description:
+      'Also give pods secondary addresses of the instance\u2019s primary ENI, before any ENI is created (no create, no attach); those pods share the node\u2019s vSwitch and security groups.',
+  }),
 };
 
 /** A node cannot keep more IPs than it may have (maxAllocate 0 means the instance type's limit). */

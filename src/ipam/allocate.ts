@@ -8,6 +8,8 @@ export interface EniView {
   attached: boolean;
   /** IPv4 addresses on the ENI, its own primary included. */
   ips: number;
+  /** The instance's primary ENI (usePrimaryENI): it takes assigns and holds no secondary ENI's slot. */
+  primary?: boolean;
 }
 
 /** A vSwitch the node's class allows in its zone, with what is known of its free addresses. */
@@ -16,6 +18,8 @@ export interface VSwitchView {
   free: number;
   /** Refused addresses lately (IpNotEnough): not used until its free count is refreshed. */
   blocked?: boolean;
+  /** Only for assigns to an ENI already in it (the node's own vSwitch, for its primary ENI): no ENI is created here. */
+  assignOnly?: boolean;
 }
 
 export interface AllocationInput {
@@ -112,7 +116,7 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
 const usableVSwitches = (input: AllocationInput) => input.vSwitches.filter((v) => !v.blocked && v.free > 0);
 const slotsOf = (input: AllocationInput) =>
   (input.allow ?? { create: true }).create
-    ? Math.max(0, input.limits.eniQuantity - 1 - input.enis.length - (input.creating ?? 0))
+    ? Math.max(0, input.limits.eniQuantity - 1 - input.enis.filter((e) => !e.primary).length - (input.creating ?? 0))
     : 0;
 const perEniOf = (limits: InstanceLimits) => Math.min(limits.ipv4PerEni, CREATE_MAX_IPS);
 
@@ -148,13 +152,16 @@ function fillCalls(input: AllocationInput, plan: AllocationPlan, extra: number):
 function cheapest(input: AllocationInput, want: number): AllocationPlan {
   const { limits } = input;
   const usable = usableVSwitches(input);
-  const order = usable.map((v) => v.id);
+  const order = usable.filter((v) => !v.assignOnly).map((v) => v.id);
   const baseFree = new Map(usable.map((v) => [v.id, v.free] as const));
   const allow = input.allow ?? { assign: true, create: true };
   const slots = slotsOf(input);
   const perEni = perEniOf(limits);
+  // An assign-only vSwitch (the node's own) serves the primary ENI alone.
+  const assignOnly = new Set(usable.filter((v) => v.assignOnly).map((v) => v.id));
   const roomy = input.enis
     .filter((e) => allow.assign && e.attached && e.ips < limits.ipv4PerEni && baseFree.has(e.vSwitchId))
+    .filter((e) => e.primary || !assignOnly.has(e.vSwitchId))
     .sort((a, b) => a.ips - b.ips || (a.id < b.id ? -1 : 1));
 
   let best: AllocationPlan | undefined;

@@ -13,9 +13,12 @@ export interface InstanceLimits {
  */
 export const podIpsPerEni = (l: InstanceLimits): number => Math.max(0, l.ipv4PerEni - 1);
 
-/** Pod IPs an instance can hold: the secondary addresses of every secondary ENI. */
-export function podIpCapacity(l: InstanceLimits): number {
-  return Math.max(0, l.eniQuantity - 1) * podIpsPerEni(l);
+/**
+ * Pod IPs an instance can hold: the secondary addresses of every secondary ENI, and of its
+ * primary ENI when pods may use that too (`usePrimaryENI`).
+ */
+export function podIpCapacity(l: InstanceLimits, withPrimary = false): number {
+  return (Math.max(0, l.eniQuantity - 1) + (withPrimary ? 1 : 0)) * podIpsPerEni(l);
 }
 
 /** Pod addresses one CreateNetworkInterface call may carry: at most 49 secondaries (ECS limit). */

@@ -4,16 +4,20 @@
  * steady growth costs a call per ENI's room instead of a call per pod.
  */
 export interface Demand {
-  /** The addresses in use at the last look: an address in use now and not then was taken since. */
+  /** The addresses in use at the last look: one in use now and not then was taken since. */
   seen: readonly string[];
-  /** When each address seen taken within the window was first seen in use, oldest first. */
+  /** When each address taken within the window was first seen in use. */
   takenAt: readonly number[];
+  /** When each address given back within the window was first seen free. */
+  givenAt: readonly number[];
   /**
-   * The most takes counted in one window lately, and when: the batch follows this peak, so that
-   * a steady rate whose takes fall unevenly into windows does not make the batch (and with it
-   * the level the pool keeps) rise and fall. It decays once a horizon passes without a higher one.
+   * The most net takes (taken minus given back) counted in one window lately, and when: the
+   * batch follows this peak, so that a steady rate whose takes fall unevenly into windows does
+   * not make the batch (and with it the level the pool keeps) rise and fall. It decays once a
+   * horizon passes without a higher one or a growth on it, and falls to the net at once when
+   * the node gives addresses back or takes none.
    */
-  peak: { takes: number; at: number };
+  peak: { net: number; at: number };
 }
 
 /** The span over which takes are counted. */
@@ -24,8 +28,8 @@ export const batchHorizonMs = (releaseDelayMs: number) => Math.max(DEMAND_WINDOW
 
 /**
  * The demand after a look at the addresses in use now. The first look (a new pool, or an
- * operator that just began leading) counts nothing as taken: what was in use before it says
- * nothing of the rate.
+ * operator that just began leading) counts nothing: what was in use before it says nothing of
+ * the rate.
  */
 export function observeDemand(
   prev: Demand | undefined,
@@ -33,25 +37,32 @@ export function observeDemand(
   now: number,
   horizonMs: number,
 ): Demand {
-  if (!prev) return { seen: [...used], takenAt: [], peak: { takes: 0, at: now } };
+  if (!prev) return { seen: [...used], takenAt: [], givenAt: [], peak: { net: 0, at: now } };
   const before = new Set(prev.seen);
-  const fresh = used.filter((ip) => !before.has(ip)).length;
-  const takenAt = prev.takenAt.filter((t) => t > now - DEMAND_WINDOW_MS);
-  for (let i = 0; i < fresh; i++) takenAt.push(now);
-  const expired = now - prev.peak.at > horizonMs;
-  const peak = takenAt.length >= prev.peak.takes || expired ? { takes: takenAt.length, at: now } : prev.peak;
-  return { seen: [...used], takenAt, peak };
+  const inUse = new Set(used);
+  const recent = (times: readonly number[], more: number) => [
+    ...times.filter((t) => t > now - DEMAND_WINDOW_MS),
+    ...Array.from({ length: more }, () => now),
+  ];
+  const takenAt = recent(prev.takenAt, used.filter((ip) => !before.has(ip)).length);
+  const given = prev.seen.filter((ip) => !inUse.has(ip)).length;
+  const givenAt = recent(prev.givenAt, given);
+  const net = Math.max(0, takenAt.length - givenAt.length);
+  // A node giving addresses back, or no longer taking any, is not growing into a batch: the
+  // peak follows the net at once.
+  const renew = net >= prev.peak.net || given > 0 || net === 0 || now - prev.peak.at > horizonMs;
+  return { seen: [...used], takenAt, givenAt, peak: renew ? { net, at: now } : prev.peak };
 }
 
 /**
  * Addresses to add beyond the need when a growth call is made anyway, and to keep while the
- * node takes them: the node's takes per window at their recent peak, scaled to the horizon,
- * within the class's cap (0 turns batching off). Over the horizon (the release delay) the node
- * is expected to take them, so a batch is not given back and taken again.
+ * node grows into them: the node's net takes per window at their recent peak, scaled to the
+ * horizon, within the class's cap (0 turns batching off). Over the horizon (the release delay)
+ * the node is expected to take them, so a batch is not given back and taken again.
  */
 export function batchOf(demand: Demand | undefined, horizonMs: number, cap: number): number {
   if (!demand || cap <= 0) return 0;
-  return Math.min(cap, Math.ceil((demand.peak.takes * horizonMs) / DEMAND_WINDOW_MS));
+  return Math.min(cap, Math.ceil((demand.peak.net * horizonMs) / DEMAND_WINDOW_MS));
 }
 
 /** The demand with its peak renewed now: a batch planned on it lasts a horizon from now. */

@@ -1,5 +1,5 @@
 import type { Condition, ENIPool, ENIPoolStatus } from '../api/types.js';
-import { planAllocation, type EniView } from './allocate.js';
+import { planAllocation, type EniView, type VSwitchView } from './allocate.js';
 import { podIpCapacity, podIpsPerEni, type InstanceLimits } from './capacity.js';
 import { conditionTime, setCondition, type PlannedCondition } from './conditions.js';
 import { batchHorizonMs, batchOf, keepPeak, observeDemand, type Demand } from './demand.js';
@@ -29,6 +29,8 @@ export interface EniFact {
   removing: boolean;
   /** Being attached, or waited for, by the operator. */
   attaching: boolean;
+  /** The instance's primary ENI: never created, attached, detached or deleted by the operator. */
+  primary?: boolean;
 }
 
 /** Everything one reconcile of a pool looks at, read once, as plain data. */
@@ -44,6 +46,11 @@ export interface PoolObservation {
   instanceEnis: EniFact[];
   /** ENIs this cluster created for the node, attached or not. */
   ownedEnis: EniFact[];
+  /**
+   * The instance's primary ENI, when the pool may give pods its secondary addresses
+   * (usePrimaryENI); undefined otherwise.
+   */
+  primaryEni?: EniFact;
   /** ENIs being created or attached in the background, and the IPs they carry. */
   inFlight: { enis: number; ips: number };
   /** Pods scheduled to the node that still wait for an IP. */
@@ -134,8 +141,14 @@ export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing 
   minAllocate: spec.minAllocate ?? 0,
   preAllocate: spec.preAllocate ?? 8,
   maxAboveWatermark: spec.maxAboveWatermark ?? 0,
-  maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits)),
+  maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits, spec.usePrimaryENI === true)),
 });
+
+/** The instance's primary ENI, if the pool gives pods its secondaries and it is InUse. */
+const usablePrimary = (o: PoolObservation): EniFact | undefined =>
+  o.pool.spec.usePrimaryENI && o.primaryEni?.status === 'InUse' && o.primaryEni.instanceId === o.pool.spec.instanceID
+    ? o.primaryEni
+    : undefined;
 
 /**
  * Released IPs still cooling down, and when each cool-down ends (IPs not in use): until then
@@ -206,7 +219,9 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const blocked = (action: string) => heldBack(m.failures, action, now) !== undefined;
   const idle = (e: EniFact) => !e.attaching && !e.removing;
   const mine = (e: EniFact) => e.ours && !e.removing;
-  const inUse = o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse');
+  const primary = usablePrimary(o);
+  // The primary ENI first: its room is filled before any ENI is created.
+  const inUse = [...(primary ? [primary] : []), ...o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse')];
   const available = sum(inUse.map(ipsOf));
   const busy = Object.keys(pool.status?.used ?? {}).length + cooling.length;
 
@@ -245,6 +260,10 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
       ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: ipsOf(e) - unassigned(e.id) }
       : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: podIpsPerEni(limits) },
   );
+  if (primary) {
+    const ips = ipsOf(primary) - unassigned(primary.id);
+    views.unshift({ id: primary.id, vSwitchId: primary.vSwitchId, attached: true, ips, primary: true });
+  }
   const withComing = { ...usage, available: usage.available + coming.ips };
   const want = Math.max(0, toAllocate(sizing, withComing));
   if (needed(sizing, usage) > 0 && memory.deficitSince === undefined) memory.deficitSince = now;
@@ -291,11 +310,14 @@ function planAllocationStep(
 ) {
   const spec = o.pool.spec;
   const events: PlannedEvent[] = [];
-  const candidates = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID!).map(({ id, free, blocked }) => ({
-    id,
-    free,
-    blocked,
-  }));
+  const candidates: VSwitchView[] = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID!).map(
+    ({ id, free, blocked }) => ({ id, free, blocked }),
+  );
+  // The primary ENI's addresses come from the node's own vSwitch, which may be no vSwitch of the class.
+  const primary = usablePrimary(o);
+  const nodeVSwitch = primary && o.vSwitches.find((v) => v.id === primary.vSwitchId);
+  if (nodeVSwitch && !candidates.some((c) => c.id === nodeVSwitch.id))
+    candidates.push({ id: nodeVSwitch.id, free: nodeVSwitch.free, blocked: nodeVSwitch.blocked, assignOnly: true });
   // While attaches fail on this node, new ENIs would only pile up unattached.
   const allow = {
     assign: !blocked('AssignPrivateIpAddresses'),
@@ -352,7 +374,7 @@ function planReleaseStep(
   memory.excessSince = ex > 0 ? (memory.excessSince ?? now) : undefined;
   const delayMs = releaseDelayMs(spec);
   const release = planRelease({
-    enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps })),
+    enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps, keep: e.primary })),
     used: new Set(Object.keys(pool.status?.used ?? {})),
     excess: ex,
     excessSince: memory.excessSince,
@@ -408,10 +430,14 @@ function plannedStatus(
   const { pool, now } = o;
   const instanceId = pool.spec.instanceID;
   const deleted = new Set(s.changes?.deleteEnis ?? []);
+  const primary = usablePrimary(o);
   const published = instanceId
-    ? o.ownedEnis.filter(
-        (e) => (e.instanceId === instanceId || e.status === 'Available') && !e.removing && !deleted.has(e.id),
-      )
+    ? [
+        ...(primary ? [primary] : []),
+        ...o.ownedEnis.filter(
+          (e) => (e.instanceId === instanceId || e.status === 'Available') && !e.removing && !deleted.has(e.id),
+        ),
+      ]
     : [];
   const changed =
     sum((s.changes?.assign ?? []).map((a) => a.count)) - sum((s.changes?.unassign ?? []).map((u) => u.ips.length));
@@ -451,6 +477,8 @@ function plannedStatus(
   const removing = new Set(o.ownedEnis.filter((e) => e.removing).map((e) => e.id));
   for (const old of pool.status?.enis ?? []) {
     if (eniIds.includes(old.id) || deleted.has(old.id) || removing.has(old.id) || o.removedByUs.has(old.id)) continue;
+    // The primary ENI leaves the pool when the class stops using it; it is still the node's.
+    if (old.id === o.primaryEni?.id || old.deviceIndex === 0) continue;
     events.push(
       warning(
         'ENIGone',
@@ -511,7 +539,7 @@ function noVSwitchInZoneMessage(spec: ENIPool['spec'], zones: string[]): string 
   return `no vSwitch of ${of} is in zone ${spec.zoneID} (${where}): add one of zone ${spec.zoneID} to vSwitchIDs or vSwitchTags`;
 }
 
-function noVSwitchMessage(zoneId: string, candidates: Array<{ id: string; free: number; blocked: boolean }>): string {
+function noVSwitchMessage(zoneId: string, candidates: VSwitchView[]): string {
   const seen = candidates.map((c) => `${c.id}: ${c.blocked ? 'blocked' : c.free}`).join(', ');
   return `no vSwitch of the class in ${zoneId} has free addresses (${seen || 'none match'})`;
 }

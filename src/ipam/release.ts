@@ -7,6 +7,8 @@ export interface ReleasableEni {
   primaryIp: string;
   /** Its secondary addresses. */
   secondaryIps: string[];
+  /** Never deleted (the instance's primary ENI): emptied, its addresses are unassigned instead. */
+  keep?: boolean;
 }
 
 /** The agent's answer to one release request, naming the request by its requested-at time. */
@@ -104,6 +106,7 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
     // may still hold it (handed out before eni-ipam kept primaries for the node): then it stays.
     if (
       i.deleteEmptyEnis &&
+      !eni.keep &&
       eni.secondaryIps.length > 0 &&
       eni.secondaryIps.every(confirmed) &&
       !i.used.has(eni.primaryIp)

@@ -226,7 +226,10 @@ describe('the datapath planner', () => {
         for (const r of plan.addRules) {
           expect(r.protocol).toBe(RT_PROTOCOL);
           if (r.priority === INGRESS_PRIORITY) expect(r.table).toBe(MAIN_TABLE);
-          else {
+          else if (r.table === MAIN_TABLE) {
+            // Only a pod of the primary ENI leaves by main: the node's own interface.
+            expect(desired.enis.find((e) => e.id === r.eniId)).toMatchObject({ deviceIndex: 0, mac: PRIMARY_MAC });
+          } else {
             expect(r.priority).toBe(EGRESS_PRIORITY);
             expect(r.table).toBeGreaterThan(CONFIG.tableBase);
             expect(r.table).toBeLessThanOrEqual(CONFIG.tableBase + 255);
@@ -270,6 +273,14 @@ describe('the datapath planner', () => {
         const after = apply(kernel, plan);
         for (const [id, { dev, table }] of Object.entries(plan.ready)) {
           const eni = desired.enis.find((e) => e.id === id)!;
+          if (eni.deviceIndex === 0) {
+            // The primary ENI: the node's interface and main table, as the node has them.
+            expect([dev, table]).toEqual(['eth0', MAIN_TABLE]);
+            expect(after.routes.filter((r) => r.table === MAIN_TABLE)).toEqual(
+              kernel.routes.filter((r) => r.table === MAIN_TABLE),
+            );
+            continue;
+          }
           expect(after.routes.filter((r) => r.table === table)).toEqual(
             expect.arrayContaining(eniRoutes(eni.gatewayIP, dev, table)),
           );
@@ -390,5 +401,51 @@ describe('the datapath planner', () => {
     expect(fresh.problems).toEqual([expect.objectContaining({ kind: 'address-on-device', ip: '10.0.0.10' })]);
     expect(fresh.deviceAddresses).toEqual(['10.0.0.10']);
     expect(fresh.addRules).toEqual([]);
+  });
+
+  it('routes pods of the primary ENI (usePrimaryENI) by the main table through the node’s own interface, which it never changes', () => {
+    const primaryEni = {
+      id: 'eni-p',
+      mac: PRIMARY_MAC,
+      deviceIndex: 0,
+      gatewayIP: '192.168.0.253',
+      vSwitchCIDR: '192.168.0.0/24',
+    };
+    const node: KernelView = {
+      links: [{ index: 2, name: 'eth0', mac: PRIMARY_MAC, mtu: 9000, up: true, addresses: ['192.168.0.5'] }],
+      routes: [
+        { table: MAIN_TABLE, type: 1, dst: 'default', gateway: '192.168.0.253', dev: 'eth0', scope: 0, protocol: 3 },
+      ],
+      rules: [],
+    };
+    const plan = planDatapath(
+      { enis: [primaryEni], addresses: [{ ip: '192.168.0.77', eniId: 'eni-p' }], fresh: ['192.168.0.77'] },
+      node,
+      CONFIG,
+    );
+    expect(plan.problems).toEqual([]);
+    expect(plan.ready).toEqual({ 'eni-p': { dev: 'eth0', table: MAIN_TABLE } });
+    // Its MTU (9000 here) and its routes are the node's.
+    expect([plan.links, plan.addRoutes, plan.delRoutes]).toEqual([[], [], []]);
+    expect(plan.addRules.map((r) => [r.priority, r.src ?? r.dst, r.table])).toEqual([
+      [INGRESS_PRIORITY, '192.168.0.77/32', MAIN_TABLE],
+      [EGRESS_PRIORITY, '192.168.0.77/32', MAIN_TABLE],
+    ]);
+    // The node's own address is never a pod's.
+    const own = planDatapath(
+      { enis: [primaryEni], addresses: [{ ip: '192.168.0.5', eniId: 'eni-p' }], fresh: ['192.168.0.5'] },
+      node,
+      CONFIG,
+    );
+    expect(own.problems).toEqual([expect.objectContaining({ kind: 'address-on-device', ip: '192.168.0.5' })]);
+    // A primary ENI whose device does not carry the node's default route: its pods would leave another way.
+    const elsewhere: KernelView = {
+      ...node,
+      links: [...node.links, { index: 3, name: 'eth1', mac: '00:16:3e:00:00:09', mtu: 1500, up: true, addresses: [] }],
+      routes: [{ ...node.routes[0]!, dev: 'eth1' }],
+    };
+    expect(planDatapath({ enis: [primaryEni], addresses: [] }, elsewhere, CONFIG).problems).toEqual([
+      expect.objectContaining({ kind: 'primary-device', eniId: 'eni-p' }),
+    ]);
   });
 });

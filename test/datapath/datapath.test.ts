@@ -14,7 +14,7 @@ import { destination as pinoDestination } from 'pino';
 import { startVpc, vpcUnavailable, type Vpc } from '../../testbed/vpc/index.js';
 import { runCli } from '../helpers/cli.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
-import { eventually, sleep } from '../helpers/ecs.js';
+import { REGION, eventually, pop, sleep } from '../helpers/ecs.js';
 import { ROOT } from '../helpers/helm.js';
 import {
   MiniRuntime,
@@ -157,12 +157,20 @@ beforeAll(async () => {
   // Two vSwitches of zone h: pods of node 1 in vsw-h-pods, of node 2 in vsw-h-pods-2.
   await c.addClass('a', { ...common, vSwitchIDs: ['vsw-h-pods'], nodeSelector: { matchLabels: { datapath: 'a' } } });
   await c.addClass('b', { ...common, vSwitchIDs: ['vsw-h-pods-2'], nodeSelector: { matchLabels: { datapath: 'b' } } });
+  // Node 4's pods take secondary addresses of its primary ENI (usePrimaryENI), in the node's vSwitch.
+  await c.addClass('p', {
+    ...common,
+    vSwitchIDs: ['vsw-h-pods'],
+    usePrimaryENI: true,
+    nodeSelector: { matchLabels: { datapath: 'p' } },
+  });
   await c.startOperator();
   // ecs.g7.large (2 secondary ENIs × 5 pod addresses), ecs.g7.xlarge, ecs.c7.2xlarge.
   const plan = [
     { instance: 'i-demo-01', label: 'a', routing: true },
     { instance: 'i-demo-04', label: 'b', routing: true },
     { instance: 'i-demo-07', label: 'a', routing: false },
+    { instance: 'i-demo-10', label: 'p', routing: true },
   ];
   const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
   await allReady(c, names, 30_000);
@@ -303,6 +311,47 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
       expect(JSON.parse(answer)).toMatchObject({ client: a.ip });
     }
   }, 120_000);
+
+  it('usePrimaryENI: pods get secondary addresses of the node’s primary ENI, leave by eth0, and reach pods of other nodes and the VPC host', async () => {
+    const node = nodes[3]!;
+    const primary = primaryEniOf(node.instance);
+    const [p1, p2] = [await startPod(node, 'primary-1'), await startPod(node, 'primary-2')];
+    const eni = c.ecs.world.enis.get(primary)!;
+    for (const p of [p1, p2]) expect(eni.secondaryIps).toContain(p.ip);
+    expect([p1.ip, p2.ip]).not.toContain(eni.primaryIp);
+    const pool = await c.pool(node.name);
+    expect(pool.status!.enis!.find((e) => e.id === primary)).toMatchObject({
+      deviceIndex: 0,
+      vSwitchID: 'vsw-h-nodes',
+    });
+    // Its pods leave by the main table: the node's own interface, which the agent never changes.
+    expect((await rules(node.netns)).filter((l) => l.includes(` ${p1.ip} `))).toEqual([
+      `${INGRESS}:\tfrom all to ${p1.ip} lookup main proto 236`,
+      `${EGRESS}:\tfrom ${p1.ip} lookup main proto 236`,
+    ]);
+    const host = vpc.vpcHost!;
+    const [other1, other2] = [pods[0]!, pods[3]!];
+    for (const target of [other1.ip, other2.ip, host.ip]) await inNs(p1.netns, 'ping', '-c', '1', '-W', '2', target);
+    await inNs(other1.netns, 'ping', '-c', '1', '-W', '2', p1.ip);
+    const answer = await inNs(p1.netns, 'curl', '-s', '--max-time', '3', `http://${host.ip}/`);
+    expect(JSON.parse(answer)).toMatchObject({ client: p1.ip });
+    // The VPC sees them on the primary ENI's port, from its MAC.
+    const seen = await captured(vpc.portOf(primary)!, `icmp and src host ${p1.ip}`, () =>
+      inNs(p1.netns, 'ping', '-c', '3', '-i', '0.2', '-W', '2', host.ip),
+    );
+    expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
+    // Negative control: an address the primary ENI no longer holds is neither delivered nor let out.
+    await pop(c.ecs.url).request(
+      'UnassignPrivateIpAddresses',
+      { RegionId: REGION, NetworkInterfaceId: primary, 'PrivateIpAddress.1': p2.ip },
+      { method: 'POST' },
+    );
+    const before = await vpc.drops(primary);
+    const lost = await sh('ip', ['netns', 'exec', p2.netns, 'ping', '-c', '3', '-i', '0.2', '-W', '1', host.ip]);
+    expect(lost.stdout).toMatch(/100% packet loss/);
+    await eventually(async () => (await vpc.drops(primary)).spoofed >= before.spoofed + 3, 5000, 100);
+    await inNs(p1.netns, 'ping', '-c', '1', '-W', '2', host.ip);
+  }, 60_000);
 
   it('sends each pod’s packets out of its own ENI: the VPC sees them on that ENI’s port, none on the primary’s', async () => {
     const host = vpc.vpcHost!;

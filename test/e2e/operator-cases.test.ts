@@ -393,6 +393,51 @@ describe('operator cases', () => {
     expect(c.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
   });
 
+  it('usePrimaryENI: a new node is Ready after one assign on its primary ENI (no create, no attach); past its room an ENI of the class follows', async () => {
+    c = await testCluster();
+    await c.addClass('primary', { ...POD_CLASS, usePrimaryENI: true, preAllocate: 3 });
+    await c.startOperator();
+    const instance = c.ecs.world.instances.get('i-demo-04')!;
+    const node = await c.addNode('i-demo-04');
+    const pool = await eventually(async () => {
+      const p = await c.pool(node);
+      return ready(p) ? p : undefined;
+    });
+    expect(c.mutatingCalls()).toEqual({ AssignPrivateIpAddresses: 1 });
+    const primary = c.ecs.world.enis.get(instance.primaryEniId)!;
+    expect(pool.status!.enis).toEqual([
+      expect.objectContaining({
+        id: primary.id,
+        deviceIndex: 0,
+        vSwitchID: primary.vSwitchId,
+        ips: primary.secondaryIps,
+      }),
+    ]);
+    expect(primary.secondaryIps).toHaveLength(3);
+    // The node's own address is never a pod's.
+    expect(pool.status!.enis![0]!.ips).not.toContain(primary.primaryIp);
+    // More than the primary ENI holds (ecs.g7.xlarge: 14 pod addresses): it is filled, then an ENI of the class is made.
+    await c.custom.patchClusterCustomObject(
+      {
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipoolclasses',
+        name: 'primary',
+        body: { spec: { preAllocate: 20 } },
+      },
+      merge,
+    );
+    const grown = await eventually(async () => {
+      const p = await c.pool(node);
+      return (p.status?.summary?.available ?? 0) >= 20 && ready(p) ? p : undefined;
+    });
+    expect(c.ecs.world.enis.get(primary.id)!.secondaryIps).toHaveLength(14);
+    const secondary = grown.status!.enis!.filter((e) => e.id !== primary.id);
+    expect(secondary).toHaveLength(1);
+    expect(c.ecs.world.vSwitches.get(secondary[0]!.vSwitchID!)!.tags).toContainEqual({ key: 'role', value: 'pods' });
+    expect(c.mutatingCalls()).toMatchObject({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
+  });
+
   it('adopts the ENIs an operator created but did not attach before it died: no duplicate, no leak', async () => {
     c = await testCluster();
     await c.addClass('default', { ...POD_CLASS, preAllocate: 8 });

@@ -31,17 +31,29 @@ describe('demand learned from the addresses in use', () => {
     expect(batchHorizonMs(180_000)).toBe(180_000);
   });
 
-  it('follows the peak, which decays only after a horizon without a higher one or a growth on it', () => {
+  it('follows the peak, which decays after a horizon without a higher one or a growth on it, and to the net at once when the node gives back or stops taking', () => {
     const h = 180_000;
     let d = observeDemand(undefined, [], T, h);
     d = observeDemand(d, ['a', 'b', 'c'], T + 1_000, h);
-    d = observeDemand(d, ['a', 'b', 'c'], T + 61_500, h); // the takes left the window; the peak stays
-    expect(d.takenAt).toEqual([]);
-    expect(batchOf(d, h, 16)).toBe(9);
+    d = observeDemand(d, ['a', 'b', 'c', 'd'], T + 50_000, h);
+    d = observeDemand(d, ['a', 'b', 'c', 'd'], T + 61_500, h); // three takes left the window; the peak stays
+    expect(d.takenAt).toEqual([T + 50_000]);
+    expect(batchOf(d, h, 16)).toBe(12); // 4 a minute at the peak, for 3 minutes
     d = keepPeak(d, T + 61_500); // a growth carried the batch: kept a horizon from then
-    d = observeDemand(d, ['a', 'b', 'c'], T + 200_000, h);
-    expect(batchOf(d, h, 16)).toBe(9);
-    d = observeDemand(d, ['a', 'b', 'c'], T + 242_000, h);
+    d = observeDemand(d, ['a', 'b', 'c', 'd', 'e'], T + 100_000, h);
+    expect(batchOf(d, h, 16)).toBe(12);
+    // No take left in the window: the node no longer grows, the batch is gone.
+    d = observeDemand(d, ['a', 'b', 'c', 'd', 'e'], T + 161_000, h);
     expect(batchOf(d, h, 16)).toBe(0);
+  });
+
+  it('counts growth net of what the node gives back: pods that come and go need no batch', () => {
+    let d = observeDemand(undefined, ['a', 'b'], T, 60_000);
+    d = observeDemand(d, ['a', 'b', 'c', 'd', 'e'], T + 5_000, 60_000);
+    expect(batchOf(d, 60_000, 16)).toBe(3);
+    // Four leave, one more comes: taken 4, given back 4.
+    d = observeDemand(d, ['a', 'f'], T + 10_000, 60_000);
+    expect([d.takenAt.length, d.givenAt.length]).toEqual([4, 4]);
+    expect(batchOf(d, 60_000, 16)).toBe(0);
   });
 });

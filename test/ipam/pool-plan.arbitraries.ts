@@ -139,6 +139,12 @@ const shapeArb = fc
         { weight: 1, arbitrary: fc.constant(['node-dup']) },
       ),
       failures: failuresArb,
+      // The instance's primary ENI, in the node's vSwitch (vsw-node unless drawn among the class's).
+      primary: fc.record({
+        use: chance(30),
+        secondaries: fc.nat(limits.ipv4PerEni - 1),
+        vsw: fc.oneof(fc.constant(-1), fc.nat(4)),
+      }),
       memory: fc.record({
         deficitSince: maybe(fc.nat(600_000).map((d) => NOW - d)),
         excessSince: maybe(fc.nat(400_000).map((d) => NOW - d)),
@@ -154,7 +160,11 @@ const shapeArb = fc
               fc.nat(59_000).map((d) => NOW - d),
               { maxLength: 40 },
             ),
-            peak: fc.record({ takes: fc.nat(40), at: fc.nat(400_000).map((d) => NOW - d) }),
+            givenAt: fc.array(
+              fc.nat(59_000).map((d) => NOW - d),
+              { maxLength: 10 },
+            ),
+            peak: fc.record({ net: fc.nat(40), at: fc.nat(400_000).map((d) => NOW - d) }),
           }),
         ),
       }),
@@ -200,10 +210,27 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
   }));
   const creating = s.creating.slice(0, Math.max(0, slots - instanceEnis.length - parked.length));
   const ownedEnis = [...instanceEnis.filter((e) => e.ours), ...parked];
+  const primaryEni: EniFact | undefined = s.primary.use
+    ? {
+        id: 'eni-primary',
+        status: 'InUse',
+        instanceId: INSTANCE,
+        vSwitchId: s.primary.vsw < 0 ? 'vsw-node' : vsw(s.primary.vsw),
+        primaryIp: '10.3.0.1',
+        secondaryIps: Array.from({ length: s.primary.secondaries }, (_, k) => `10.3.0.${k + 2}`),
+        ours: false,
+        removing: false,
+        attaching: false,
+        primary: true,
+      }
+    : undefined;
   const flagged = ownedEnis.filter((e) => e.attaching);
   // IPs the agent may hold: those on our attached ENIs that are not being removed.
-  const servable = instanceEnis.filter((e) => e.ours && !e.removing && e.status === 'InUse').flatMap(ipsOf);
-  const ourIps = ownedEnis.flatMap(ipsOf);
+  const servable = [
+    ...instanceEnis.filter((e) => e.ours && !e.removing && e.status === 'InUse'),
+    ...(primaryEni ? [primaryEni] : []),
+  ].flatMap(ipsOf);
+  const ourIps = [...ownedEnis, ...(primaryEni ? [primaryEni] : [])].flatMap(ipsOf);
   const oldIds = [...ownedEnis.map((e) => e.id), 'eni-gone'];
   const releasable = instanceEnis.filter((e) => e.ours && !e.removing && e.status === 'InUse');
   return fc
@@ -269,6 +296,7 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
         releaseExcessIPs: p.releaseExcessIPs,
         releaseDelaySeconds: p.releaseDelaySeconds,
         deleteEmptyENIs: p.deleteEmptyENIs,
+        usePrimaryENI: s.primary.use || undefined,
       };
       const o: PoolObservation = {
         now: NOW,
@@ -284,20 +312,23 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
         limits: s.branch === 'unknownType' ? undefined : limits,
         instanceEnis,
         ownedEnis,
+        primaryEni,
         inFlight: {
           enis: flagged.length + creating.length,
           ips: sum(flagged.map((e) => ipsOf(e).length)) + sum(creating),
         },
         pendingPods: s.pendingPods,
         sharingInstance: [...s.sharingInstance],
-        vSwitches: s.vSwitches.map((v, i) => ({
-          id: vswIds[i]!,
-          zoneId: v.zoneOk ? ZONE : 'zone-b',
-          vpcId: v.vpcOk ? VPC : 'vpc-b',
-          free: v.free,
-          tags: v.tagged ? { pods: 'yes' } : ({} as Record<string, string>),
-          blocked: v.blocked,
-        })),
+        vSwitches: s.vSwitches
+          .map((v, i) => ({
+            id: vswIds[i]!,
+            zoneId: v.zoneOk ? ZONE : 'zone-b',
+            vpcId: v.vpcOk ? VPC : 'vpc-b',
+            free: v.free,
+            tags: v.tagged ? { pods: 'yes' } : ({} as Record<string, string>),
+            blocked: v.blocked,
+          }))
+          .concat([{ id: 'vsw-node', zoneId: ZONE, vpcId: VPC, free: 30, tags: {}, blocked: false }]),
         securityGroups: Array.from({ length: p.sgByTags ? p.sgCount : 0 }, (_, i) => ({
           id: `sg-${i}`,
           vpcId: VPC,
@@ -323,7 +354,7 @@ export function applyPlan({ o, m }: Case, plan: PoolPlan): Case {
   const adopted = new Set(plan.adopt.map((a) => a.eniId));
   const unassigned = new Set(plan.unassign.flatMap((u) => u.ips));
   const facts = new Map<string, EniFact>();
-  for (const e of [...o.instanceEnis, ...o.ownedEnis]) {
+  for (const e of [...o.instanceEnis, ...o.ownedEnis, ...(o.primaryEni ? [o.primaryEni] : [])]) {
     if (facts.has(e.id) || deleted.has(e.id)) continue;
     const added = plan.assign.filter((a) => a.eniId === e.id).flatMap((a) => Array.from({ length: a.count }, fresh));
     const secondaryIps = [...e.secondaryIps.filter((ip) => !unassigned.has(ip)), ...added];
@@ -365,8 +396,9 @@ export function applyPlan({ o, m }: Case, plan: PoolPlan): Case {
     o: {
       ...o,
       pool: { ...o.pool, status },
-      instanceEnis: all.filter((e) => e.instanceId === INSTANCE),
+      instanceEnis: all.filter((e) => e.instanceId === INSTANCE && !e.primary),
       ownedEnis: all.filter((e) => ownedIds.has(e.id)),
+      primaryEni: o.primaryEni && facts.get(o.primaryEni.id),
       vSwitches: o.vSwitches.map((v) => ({ ...v, free: v.free - taken(v.id) })),
       removedByUs: new Set([...o.removedByUs, ...deleted]),
       inFlight: { enis: o.inFlight.enis + plan.adopt.length, ips: o.inFlight.ips + adoptedIps },

@@ -49,7 +49,9 @@ const noCloudChange = { adopt: [], assign: [], create: [], unassign: [], deleteE
 const planned = (p: PoolPlan) => sum(p.assign.map((a) => a.count)) + sum(p.create.map((c) => c.ips));
 const ceiling = (o: PoolObservation) => {
   const max = o.pool.spec.maxAllocate ?? 0;
-  return max > 0 ? Math.min(max, podIps(o.limits!)) : podIps(o.limits!);
+  // The primary ENI, when pods may use it, holds as many pod addresses as a secondary one.
+  const capacity = podIps(o.limits!) + (o.pool.spec.usePrimaryENI ? o.limits!.ipv4PerEni - 1 : 0);
+  return max > 0 ? Math.min(max, capacity) : capacity;
 };
 /** Whether the pool's class selects this vSwitch, in the node's zone and VPC. */
 const selectable = (o: PoolObservation, id: string) => {
@@ -58,6 +60,8 @@ const selectable = (o: PoolObservation, id: string) => {
   const byTag = Object.keys(vSwitchTags).length > 0 && Object.entries(vSwitchTags).every(([k, t]) => v?.tags[k] === t);
   return !!v && v.vpcId === VPC && v.zoneId === ZONE && !v.blocked && (vSwitchIDs.includes(id) || byTag);
 };
+/** The instance's primary ENI, when the pool gives its addresses to pods. */
+const usedPrimary = (o: PoolObservation) => (o.pool.spec.usePrimaryENI ? o.primaryEni : undefined);
 /** Ours, not being removed, and not already counted in flight. */
 const settled = (e: EniFact) => e.ours && !e.removing && !e.attaching;
 
@@ -114,9 +118,11 @@ describe('pool planning (properties)', () => {
         for (const c of plan.create) expect(c.ips).toBeGreaterThan(0);
         // Pod addresses: an ENI's secondaries (its primary is the node's), at most 49 per create.
         for (const c of plan.create) expect(c.ips).toBeLessThanOrEqual(Math.min(ipv4PerEni - 1, 49));
+        const primary = usedPrimary(o);
         for (const a of plan.assign) {
-          const e = o.instanceEnis.find((x) => x.id === a.eniId);
-          expect(e).toMatchObject({ ours: true, removing: false, status: 'InUse', vSwitchId: a.vSwitchId });
+          const e = [...o.instanceEnis, ...(primary ? [primary] : [])].find((x) => x.id === a.eniId);
+          if (e?.primary) expect(e).toMatchObject({ status: 'InUse', vSwitchId: a.vSwitchId });
+          else expect(e).toMatchObject({ ours: true, removing: false, status: 'InUse', vSwitchId: a.vSwitchId });
           const added = sum(plan.assign.filter((x) => x.eniId === a.eniId).map((x) => x.count));
           // The shell unassigns before it assigns: what leaves the ENI makes room on it.
           const leaves = sum(plan.unassign.filter((u) => u.eniId === a.eniId).map((u) => u.ips.length));
@@ -124,7 +130,7 @@ describe('pool planning (properties)', () => {
         }
         // Every IP the node holds or will hold, each counted once: our ENIs (attached, attaching
         // or parked; those we attach are in flight too) and the ENIs being created, plus the plan's.
-        const ours = o.ownedEnis.filter((e) => !e.removing);
+        const ours = [...o.ownedEnis.filter((e) => !e.removing), ...(primary ? [primary] : [])];
         const creating = o.inFlight.ips - sum(ours.filter((e) => e.attaching).map((e) => ipsOf(e).length));
         const holding = sum(ours.map((e) => ipsOf(e).length)) + creating;
         // What the plan gives back in the same step makes room for what it adds.
@@ -134,7 +140,9 @@ describe('pool planning (properties)', () => {
         if (planned(plan) > 0) expect(holding - leaving + planned(plan)).toBeLessThanOrEqual(ceiling(o));
         for (const v of o.vSwitches) {
           const taken = [...plan.assign, ...plan.create].filter((x) => x.vSwitchId === v.id);
-          if (taken.length) expect(selectable(o, v.id)).toBe(true);
+          // The primary ENI's addresses come from the node's vSwitch, which the class need not select.
+          const onPrimary = (x: (typeof taken)[number]) => 'eniId' in x && x.eniId === primary?.id;
+          if (taken.some((x) => !onPrimary(x))) expect(selectable(o, v.id)).toBe(true);
           // A create takes its ENI's own primary address from the vSwitch too.
           expect(sum(taken.map((x) => ('count' in x ? x.count : x.ips + 1)))).toBeLessThanOrEqual(v.free);
         }
@@ -143,6 +151,10 @@ describe('pool planning (properties)', () => {
         if (held(m, 'CreateNetworkInterface') || held(m, 'AttachNetworkInterface')) expect(plan.create).toEqual([]);
         if (held(m, 'AttachNetworkInterface')) expect(plan.adopt).toEqual([]);
         if (held(m, 'UnassignPrivateIpAddresses')) expect(plan.unassign).toEqual([]);
+        // The primary ENI is the node's: never deleted, never a vSwitch for new ENIs of the class.
+        if (o.primaryEni) expect(plan.deleteEnis).not.toContain(o.primaryEni.id);
+        for (const c of plan.create) expect(selectable(o, c.vSwitchId)).toBe(true);
+        if (!primary) expect(plan.assign.map((a) => a.eniId)).not.toContain('eni-primary');
       }),
       RUNS,
     );
@@ -199,7 +211,10 @@ describe('pool planning (properties)', () => {
         const { eniIds, summary } = plan.status;
         expect(summary.enis).toBe(eniIds.length);
         const gone = new Set(plan.deleteEnis);
-        const published = o.pool.spec.instanceID ? o.ownedEnis.filter((e) => !e.removing && !gone.has(e.id)) : [];
+        const primary = usedPrimary(o);
+        const published = o.pool.spec.instanceID
+          ? [...(primary ? [primary] : []), ...o.ownedEnis.filter((e) => !e.removing && !gone.has(e.id))]
+          : [];
         expect(eniIds).toEqual(published.map((e) => e.id));
         const ips = sum(published.filter((e) => e.status === 'InUse').map((e) => ipsOf(e).length));
         const unassigned = sum(plan.unassign.map((u) => u.ips.length));
@@ -305,6 +320,49 @@ const EARLIER = { reason: 'VSwitchExhausted' as const, message: 'earlier' };
 const GROUPS = Array.from({ length: 5 }, (_, i) => ({ id: `sg-${i}`, vpcId: VPC, tags: { pods: 'yes' } }));
 
 describe('pool planning (branches)', () => {
+  it('usePrimaryENI: the primary ENI’s room is filled first, by assigns in the node’s vSwitch, and it is never deleted', () => {
+    const NODE_VSW = { ...VSW, id: 'vsw-node', free: 40 };
+    const asPrimary = { id: 'eni-primary', ours: false, primary: true, vSwitchId: 'vsw-node' };
+    const primary = eni(9, 0, asPrimary);
+    const on = (x: Parameters<typeof observe>[0] = {}) =>
+      observe({ vSwitches: [VSW, NODE_VSW], primaryEni: primary, spec: { usePrimaryENI: true, preAllocate: 4 }, ...x });
+    // A new node: one call, no create and so no attach delay.
+    const first = planPool(on(), mem());
+    expect(cloudChanges(first)).toEqual({
+      ...noCloudChange,
+      assign: [{ kind: 'assign', eniId: 'eni-primary', vSwitchId: 'vsw-node', count: 4 }],
+    });
+    // Published as a pool ENI (its secondaries are pod addresses; its own address stays the node's).
+    expect(first.status.eniIds).toEqual(['eni-primary']);
+    // Beyond its room (10 pod addresses) an ENI of the class is created, in the class's vSwitch.
+    const full = planPool(
+      on({ primaryEni: eni(9, 10, asPrimary), spec: { usePrimaryENI: true, preAllocate: 14 } }),
+      mem(),
+    );
+    expect(full.create).toEqual([{ vSwitchId: 'vsw-a', ips: 4 }]);
+    expect(full.assign).toEqual([]);
+    // Off (the default): the primary ENI is not the pool's.
+    expect(planPool(on({ spec: { usePrimaryENI: false, preAllocate: 4 } }), mem()).create).toEqual([
+      { vSwitchId: 'vsw-a', ips: 4 },
+    ]);
+    // Emptied and confirmed free, its addresses are unassigned; it stays (deleteEmptyENIs notwithstanding).
+    const ips = ['10.0.9.2', '10.0.9.3'];
+    const emptied = planPool(
+      on({
+        primaryEni: eni(9, 2, asPrimary),
+        spec: { usePrimaryENI: true, preAllocate: 0, deleteEmptyENIs: true, releaseDelaySeconds: 0 },
+        status: {
+          releaseRequests: Object.fromEntries(ips.map((ip) => [ip, CUR_STAMP])),
+          releaseAcks: Object.fromEntries(ips.map((ip) => [ip, { answer: 'ready' as const, requestedAt: CUR_STAMP }])),
+          conditions: [],
+        },
+      }),
+      mem({ excessSince: NOW - 60_000 }),
+    );
+    expect(emptied.deleteEnis).toEqual([]);
+    expect(emptied.unassign).toEqual([{ eniId: 'eni-primary', ips }]);
+  });
+
   it('NoInstance: a pool naming no instance is not ready and changes nothing', () => {
     const plan = planPool(observe({ spec: { instanceID: undefined } }), mem());
     expect(cloudChanges(plan)).toEqual(noCloudChange);

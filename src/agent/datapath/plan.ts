@@ -102,6 +102,11 @@ interface EniCheck {
   table?: number;
   device?: KernelLink;
   problem?: Problem;
+  /**
+   * The instance's primary ENI (deviceIndex 0, usePrimaryENI): its device is the node's own
+   * interface, which eni-ipam never changes; its pods' packets leave by the main table.
+   */
+  primary?: boolean;
 }
 
 function checkEnis(desired: Desired, kernel: KernelView, config: DatapathConfig): Map<string, EniCheck> {
@@ -115,10 +120,13 @@ function checkEnis(desired: Desired, kernel: KernelView, config: DatapathConfig)
     out.set(eni.id, check);
     const fail = (kind: Problem['kind'], message: string) => (check.problem ??= { kind, eniId: eni.id, message });
     const index = eni.deviceIndex;
-    if (index === undefined || !Number.isInteger(index) || index < 1 || index > MAX_DEVICE_INDEX) {
+    if (index === 0) {
+      check.primary = true;
+      check.table = MAIN_TABLE;
+    } else if (index === undefined || !Number.isInteger(index) || index < 1 || index > MAX_DEVICE_INDEX) {
       fail(
         'no-device-index',
-        `ENI ${eni.id} has no usable deviceIndex in its pool (${index ?? 'none'}; 1 to ${MAX_DEVICE_INDEX}): ` +
+        `ENI ${eni.id} has no usable deviceIndex in its pool (${index ?? 'none'}; 0 to ${MAX_DEVICE_INDEX}): ` +
           'its route table is numbered from it',
       );
     } else if (byIndex.get(index)!.length > 1) {
@@ -134,7 +142,16 @@ function checkEnis(desired: Desired, kernel: KernelView, config: DatapathConfig)
       fail('device-missing', `the pool publishes no MAC address for ENI ${eni.id}: its device cannot be found`);
     } else {
       const found = devicesOf(eni.mac, kernel.links);
-      if (found.length === 1 && primary.has(found[0]!.name)) {
+      if (found.length === 1 && check.primary) {
+        if (primary.has(found[0]!.name)) check.device = found[0];
+        else
+          fail(
+            'primary-device',
+            `device ${found[0]!.name} (MAC ${eni.mac}) of the primary ENI ${eni.id} does not carry the node's ` +
+              'default route: its pods would leave by another interface, and the VPC drops what an ENI sends ' +
+              'from an address not its own',
+          );
+      } else if (found.length === 1 && primary.has(found[0]!.name)) {
         fail(
           'primary-device',
           `device ${found[0]!.name} (MAC ${eni.mac}) of ENI ${eni.id} carries the node's default route: ` +
@@ -156,7 +173,7 @@ function checkEnis(desired: Desired, kernel: KernelView, config: DatapathConfig)
     }
     if (!eni.gatewayIP || !ipaddr.IPv4.isValidFourPartDecimal(eni.gatewayIP))
       fail('no-gateway', `the pool publishes no IPv4 gateway for ENI ${eni.id} (${eni.gatewayIP || 'none'})`);
-    if (check.table !== undefined) {
+    if (check.table !== undefined && !check.primary) {
       const foreign = kernel.routes.filter((r) => r.table === check.table && r.protocol !== RT_PROTOCOL);
       if (foreign.length)
         fail(
@@ -204,7 +221,8 @@ export function planDatapath(
     const dev = c.device!;
     const table = c.table!;
     ready[c.eni.id] = { dev: dev.name, table };
-    if (!inScopeEni(c.eni.id)) continue;
+    // The node's own interface and main table are the node's: nothing to set up.
+    if (!inScopeEni(c.eni.id) || c.primary) continue;
     if (dev.mtu !== config.mtu || !dev.up)
       links.push({
         eniId: c.eni.id,

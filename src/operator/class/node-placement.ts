@@ -28,6 +28,7 @@ const POLICY_FIELDS = [
   'releaseExcessIPs',
   'releaseDelaySeconds',
   'deleteEmptyENIs',
+  'usePrimaryENI',
 ] as const;
 
 /** Why a node gets no pod addresses from eni-ipam (or none from a vSwitch of its zone). */

@@ -74,7 +74,9 @@ export async function observePool(
     attaching: work.attaching.has(e.id) || work.creating.has(e.tags[TAGS.createToken] ?? ''),
   });
   const now = deps.now();
-  const secondary = instanceID ? cloud.enisOfInstance(instanceID).filter((e) => e.type !== 'Primary') : [];
+  const onInstance = instanceID ? cloud.enisOfInstance(instanceID) : [];
+  const secondary = onInstance.filter((e) => e.type !== 'Primary');
+  const primary = pool.spec.usePrimaryENI ? onInstance.find((e) => e.type === 'Primary') : undefined;
   return {
     now,
     mode: config.mode,
@@ -83,6 +85,7 @@ export async function observePool(
     limits,
     instanceEnis: secondary.map(fact),
     ownedEnis: cloud.ownedBy(name).map(fact),
+    primaryEni: primary && { ...fact(primary), ours: false, primary: true },
     inFlight: { enis: work.enis, ips: work.ips },
     pendingPods: deps.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
     vSwitches: vSwitches.map((v) => ({
