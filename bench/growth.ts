@@ -113,7 +113,7 @@ export async function growth(o: GrowthOptions): Promise<void> {
     writeResults(
       {
         scenario,
-        command: `npm run bench -- growth --rate ${o.rate} --nodes ${o.nodes} --pre-allocate ${o.preAllocate} --max-batch ${o.maxBatch}`,
+        command: `npm run bench -- growth --rate ${o.rate} --nodes ${o.nodes} --every ${o.everySeconds} --seconds ${o.seconds} --pre-allocate ${o.preAllocate} --max-batch ${o.maxBatch}`,
         summary: {
           'nodes × pods': `${o.nodes} × ${perNode} (one per ${o.everySeconds} s, real time)`,
           'mutating calls / floor': `${fmt(ratio)} (${total} / ${floor})`,

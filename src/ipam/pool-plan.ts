@@ -47,8 +47,8 @@ export interface PoolObservation {
   /** ENIs this cluster created for the node, attached or not. */
   ownedEnis: EniFact[];
   /**
-   * The instance's primary ENI, when the pool may give pods its secondary addresses
-   * (usePrimaryENI); undefined otherwise.
+   * The instance's primary ENI: its secondaries are pod addresses when the pool uses it
+   * (usePrimaryENI), or drains it (the class stopped using it).
    */
   primaryEni?: EniFact;
   /** ENIs being created or attached in the background, and the IPs they carry. */
@@ -144,11 +144,26 @@ export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing 
   maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits, spec.usePrimaryENI === true)),
 });
 
-/** The instance's primary ENI, if the pool gives pods its secondaries and it is InUse. */
+/** The instance's primary ENI, InUse on the pool's instance. */
+const primaryOf = (o: PoolObservation): EniFact | undefined =>
+  o.primaryEni?.status === 'InUse' && o.primaryEni.instanceId === o.pool.spec.instanceID ? o.primaryEni : undefined;
+
+/** The primary ENI, if the pool gives pods its secondaries (usePrimaryENI): it takes new addresses. */
 const usablePrimary = (o: PoolObservation): EniFact | undefined =>
-  o.pool.spec.usePrimaryENI && o.primaryEni?.status === 'InUse' && o.primaryEni.instanceId === o.pool.spec.instanceID
-    ? o.primaryEni
-    : undefined;
+  o.pool.spec.usePrimaryENI ? primaryOf(o) : undefined;
+
+/**
+ * The primary ENI as part of the pool: usable, or being drained (the class stopped using it
+ * while it still holds addresses the pool published): then it takes none, and its addresses go
+ * back first, through the release handshake, as pods leave them.
+ */
+const pooledPrimary = (o: PoolObservation): EniFact | undefined => {
+  const primary = primaryOf(o);
+  if (!primary) return undefined;
+  if (o.pool.spec.usePrimaryENI) return primary;
+  const published = o.pool.status?.enis?.some((e) => e.id === primary.id);
+  return published && primary.secondaryIps.length ? primary : undefined;
+};
 
 /**
  * Released IPs still cooling down, and when each cool-down ends (IPs not in use): until then
@@ -220,8 +235,9 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const idle = (e: EniFact) => !e.attaching && !e.removing;
   const mine = (e: EniFact) => e.ours && !e.removing;
   const primary = usablePrimary(o);
+  const pooled = pooledPrimary(o);
   // The primary ENI first: its room is filled before any ENI is created.
-  const inUse = [...(primary ? [primary] : []), ...o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse')];
+  const inUse = [...(pooled ? [pooled] : []), ...o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse')];
   const available = sum(inUse.map(ipsOf));
   const busy = Object.keys(pool.status?.used ?? {}).length + cooling.length;
 
@@ -374,7 +390,13 @@ function planReleaseStep(
   memory.excessSince = ex > 0 ? (memory.excessSince ?? now) : undefined;
   const delayMs = releaseDelayMs(spec);
   const release = planRelease({
-    enis: inUse.map((e) => ({ id: e.id, primaryIp: e.primaryIp, secondaryIps: e.secondaryIps, keep: e.primary })),
+    enis: inUse.map((e) => ({
+      id: e.id,
+      primaryIp: e.primaryIp,
+      secondaryIps: e.secondaryIps,
+      keep: e.primary,
+      drain: e.primary && !spec.usePrimaryENI,
+    })),
     used: new Set(Object.keys(pool.status?.used ?? {})),
     excess: ex,
     excessSince: memory.excessSince,
@@ -430,7 +452,7 @@ function plannedStatus(
   const { pool, now } = o;
   const instanceId = pool.spec.instanceID;
   const deleted = new Set(s.changes?.deleteEnis ?? []);
-  const primary = usablePrimary(o);
+  const primary = pooledPrimary(o);
   const published = instanceId
     ? [
         ...(primary ? [primary] : []),

@@ -9,6 +9,8 @@ export interface ReleasableEni {
   secondaryIps: string[];
   /** Never deleted (the instance's primary ENI): emptied, its addresses are unassigned instead. */
   keep?: boolean;
+  /** Its addresses are released before any other ENI's (a primary ENI the class no longer uses). */
+  drain?: boolean;
 }
 
 /** The agent's answer to one release request, naming the request by its requested-at time. */
@@ -88,7 +90,9 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
   let toRequest = due ? i.excess - outstanding.size : 0;
   if (toRequest > 0) {
     const usedOn = (e: ReleasableEni) => e.secondaryIps.filter((ip) => i.used.has(ip)).length;
-    const order = [...i.enis].sort((a, b) => usedOn(a) - usedOn(b) || (a.id < b.id ? -1 : 1));
+    const order = [...i.enis].sort(
+      (a, b) => Number(!!b.drain) - Number(!!a.drain) || usedOn(a) - usedOn(b) || (a.id < b.id ? -1 : 1),
+    );
     for (const eni of order) {
       const candidates = eni.secondaryIps.filter(
         (ip) => !i.used.has(ip) && !outstanding.has(ip) && !i.cooling?.has(ip),

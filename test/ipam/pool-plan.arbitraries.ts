@@ -141,7 +141,8 @@ const shapeArb = fc
       failures: failuresArb,
       // The instance's primary ENI, in the node's vSwitch (vsw-node unless drawn among the class's).
       primary: fc.record({
-        use: chance(30),
+        present: chance(40),
+        use: chance(60),
         secondaries: fc.nat(limits.ipv4PerEni - 1),
         vsw: fc.oneof(fc.constant(-1), fc.nat(4)),
       }),
@@ -210,7 +211,7 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
   }));
   const creating = s.creating.slice(0, Math.max(0, slots - instanceEnis.length - parked.length));
   const ownedEnis = [...instanceEnis.filter((e) => e.ours), ...parked];
-  const primaryEni: EniFact | undefined = s.primary.use
+  const primaryEni: EniFact | undefined = s.primary.present
     ? {
         id: 'eni-primary',
         status: 'InUse',
@@ -231,7 +232,7 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
     ...(primaryEni ? [primaryEni] : []),
   ].flatMap(ipsOf);
   const ourIps = [...ownedEnis, ...(primaryEni ? [primaryEni] : [])].flatMap(ipsOf);
-  const oldIds = [...ownedEnis.map((e) => e.id), 'eni-gone'];
+  const oldIds = [...ownedEnis.map((e) => e.id), 'eni-gone', ...(primaryEni ? [primaryEni.id] : [])];
   const releasable = instanceEnis.filter((e) => e.ours && !e.removing && e.status === 'InUse');
   return fc
     .record({
@@ -296,7 +297,7 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
         releaseExcessIPs: p.releaseExcessIPs,
         releaseDelaySeconds: p.releaseDelaySeconds,
         deleteEmptyENIs: p.deleteEmptyENIs,
-        usePrimaryENI: s.primary.use || undefined,
+        usePrimaryENI: (s.primary.present && s.primary.use) || undefined,
       };
       const o: PoolObservation = {
         now: NOW,

@@ -62,6 +62,12 @@ const selectable = (o: PoolObservation, id: string) => {
 };
 /** The instance's primary ENI, when the pool gives its addresses to pods. */
 const usedPrimary = (o: PoolObservation) => (o.pool.spec.usePrimaryENI ? o.primaryEni : undefined);
+/** The primary ENI in the pool: used, or drained (no longer used, still holding addresses the pool published). */
+const pooledPrimary = (o: PoolObservation) =>
+  usedPrimary(o) ??
+  (o.primaryEni?.secondaryIps.length && o.pool.status?.enis?.some((e) => e.id === o.primaryEni!.id)
+    ? o.primaryEni
+    : undefined);
 /** Ours, not being removed, and not already counted in flight. */
 const settled = (e: EniFact) => e.ours && !e.removing && !e.attaching;
 
@@ -130,7 +136,8 @@ describe('pool planning (properties)', () => {
         }
         // Every IP the node holds or will hold, each counted once: our ENIs (attached, attaching
         // or parked; those we attach are in flight too) and the ENIs being created, plus the plan's.
-        const ours = [...o.ownedEnis.filter((e) => !e.removing), ...(primary ? [primary] : [])];
+        const pooled = pooledPrimary(o);
+        const ours = [...o.ownedEnis.filter((e) => !e.removing), ...(pooled ? [pooled] : [])];
         const creating = o.inFlight.ips - sum(ours.filter((e) => e.attaching).map((e) => ipsOf(e).length));
         const holding = sum(ours.map((e) => ipsOf(e).length)) + creating;
         // What the plan gives back in the same step makes room for what it adds.
@@ -211,7 +218,7 @@ describe('pool planning (properties)', () => {
         const { eniIds, summary } = plan.status;
         expect(summary.enis).toBe(eniIds.length);
         const gone = new Set(plan.deleteEnis);
-        const primary = usedPrimary(o);
+        const primary = pooledPrimary(o);
         const published = o.pool.spec.instanceID
           ? [...(primary ? [primary] : []), ...o.ownedEnis.filter((e) => !e.removing && !gone.has(e.id))]
           : [];
@@ -243,7 +250,9 @@ describe('pool planning (properties)', () => {
               !plan.status.eniIds.includes(id) &&
               !removing.includes(id) &&
               !plan.deleteEnis.includes(id) &&
-              !o.removedByUs.has(id),
+              !o.removedByUs.has(id) &&
+              // The primary ENI leaving the pool (drained, or no longer used) is still the node's.
+              id !== o.primaryEni?.id,
           );
         expect(gone).toEqual(expected);
       }),
@@ -361,6 +370,35 @@ describe('pool planning (branches)', () => {
     );
     expect(emptied.deleteEnis).toEqual([]);
     expect(emptied.unassign).toEqual([{ eniId: 'eni-primary', ips }]);
+  });
+
+  it('usePrimaryENI turned off: the primary ENI takes no more addresses, stays published while it holds some, and gives them back first', () => {
+    const NODE_VSW = { ...VSW, id: 'vsw-node', free: 40 };
+    const asPrimary = { id: 'eni-primary', ours: false, primary: true, vSwitchId: 'vsw-node' };
+    const primary = eni(9, 4, asPrimary);
+    const secondary = eni(1, 4);
+    const listed = {
+      conditions: [],
+      enis: [{ id: 'eni-primary', state: 'InUse' as const, ips: primary.secondaryIps }],
+    };
+    const drained = observe({
+      enis: [secondary],
+      vSwitches: [VSW, NODE_VSW],
+      primaryEni: primary,
+      spec: { usePrimaryENI: false, preAllocate: 2, releaseDelaySeconds: 0 },
+      status: { ...listed, used: usedOf([primary.secondaryIps[0]!]) },
+    });
+    const plan = planPool(drained, mem({ excessSince: NOW - 1 }));
+    expect(plan.status.eniIds).toEqual(['eni-primary', 'eni-1']);
+    // 8 addresses, 1 in use, 2 kept free: 5 in excess, the primary's 3 free ones first.
+    const requested = Object.keys(plan.status.releaseRequests);
+    expect(requested).toHaveLength(5);
+    expect(requested.filter((ip) => primary.secondaryIps.includes(ip))).toHaveLength(3);
+    expect(plan.assign).toEqual([]);
+    // Once it holds none, it leaves the pool (no ENIGone: it is still the node's).
+    const empty = planPool({ ...drained, primaryEni: eni(9, 0, asPrimary) }, mem());
+    expect(empty.status.eniIds).toEqual(['eni-1']);
+    expect(empty.events.filter((e) => e.reason === 'ENIGone')).toEqual([]);
   });
 
   it('NoInstance: a pool naming no instance is not ready and changes nothing', () => {

@@ -76,7 +76,8 @@ export async function observePool(
   const now = deps.now();
   const onInstance = instanceID ? cloud.enisOfInstance(instanceID) : [];
   const secondary = onInstance.filter((e) => e.type !== 'Primary');
-  const primary = pool.spec.usePrimaryENI ? onInstance.find((e) => e.type === 'Primary') : undefined;
+  // Read whether the class uses it or not: one it stopped using is drained (see planPool).
+  const primary = onInstance.find((e) => e.type === 'Primary');
   return {
     now,
     mode: config.mode,
