@@ -88,6 +88,13 @@ export const CRDS = {
       },
       { name: 'Used', type: 'integer', jsonPath: '.status.summary.used' },
       { name: 'Needed', type: 'integer', jsonPath: '.status.summary.needed' },
+      {
+        name: 'Batch',
+        type: 'integer',
+        jsonPath: '.status.summary.batch',
+        description: 'IPs a growth step carries beyond the need, learned from the node\u2019s demand.',
+        priority: 1,
+      },
       { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
       { name: 'Zone', type: 'string', jsonPath: '.spec.zoneID', priority: 1 },
       { name: 'Class', type: 'string', jsonPath: '.spec.className', priority: 1 },

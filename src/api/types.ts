@@ -171,6 +171,10 @@ export const eniPoolStatus = s.object({
     used: s.int({ minimum: 0 }),
     needed: s.int({ minimum: 0 }),
     releasing: s.int({ minimum: 0 }),
+    batch: s.int({
+      minimum: 0,
+      description: 'IPs a growth step carries beyond the need now, learned from the node\u2019s demand (maxBatch).',
+    }),
   }),
   releaseRequests: s.map(s.string({ format: 'date-time' }), {
     description:

@@ -307,7 +307,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   if (cooling.length) requeueAfterMs = min(requeueAfterMs, Math.max(...cooling.map((c) => c.until)) - now + 50);
   return finish(
     { ...changes, requeueAfterMs },
-    { releaseRequests: release.releaseRequests, changes, notReady: unusable },
+    { releaseRequests: release.releaseRequests, changes, notReady: unusable, batch },
   );
 }
 
@@ -437,6 +437,8 @@ interface StatusInput {
   /** Absent: the requests stay as they are. */
   releaseRequests?: Record<string, string>;
   changes?: Pick<PoolPlan, 'assign' | 'unassign' | 'deleteEnis'>;
+  /** The growth batch learned from the node's demand. */
+  batch?: number;
 }
 
 /** The status the pool will have once the changes are made: its ENIs, summary and conditions. */
@@ -511,7 +513,14 @@ function plannedStatus(
   }
   return {
     eniIds,
-    summary: { enis: eniIds.length, available, used, needed: need, releasing: Object.keys(releaseRequests).length },
+    summary: {
+      enis: eniIds.length,
+      available,
+      used,
+      needed: need,
+      releasing: Object.keys(releaseRequests).length,
+      batch: s.batch ?? 0,
+    },
     releaseRequests,
     conditions,
     observedGeneration: pool.metadata.generation,

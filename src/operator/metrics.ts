@@ -38,7 +38,7 @@ export class OperatorMetrics {
     const registers = [registry];
     this.poolIps = new Gauge({
       name: 'eni_ipam_pool_ips',
-      help: 'IPs of a node pool by kind: available, used, needed, releasing.',
+      help: 'IPs of a node pool by kind: available, used, needed, releasing, and batch (what a growth step carries beyond the need).',
       labelNames: ['node', 'kind'],
       registers,
     });

@@ -53,12 +53,13 @@ const conds = (ready: string, exhausted = 'False/CapacityLeft', degraded = 'Fals
   Exhausted: exhausted,
   Ready: ready,
 });
-const summary = (enis: number, available: number, used: number, needed: number, releasing: number) => ({
+const summary = (enis: number, available: number, used: number, needed: number, releasing: number, batch = 0) => ({
   enis,
   available,
   used,
   needed,
   releasing,
+  batch,
 });
 const forbidden = (action: string) => new CloudError(action, 'Forbidden.RAM', 'you are not authorized', 'req-0');
 const ramHint = (action: string) =>
@@ -1288,6 +1289,28 @@ describe('a pool over a few reconciles (the clock moved by hand)', () => {
     f.clock.now = NOW + 6050;
     expect(await f.reconcile()).toEqual({ requeueAfterMs: 9050 });
     expect(observed(f).calls).toEqual([]);
+  });
+
+  it('learns the node’s demand from the agent’s reports: the next assign carries a batch beyond the need, shown in the summary', async () => {
+    const f = fixture({ spec: { preAllocate: 2, releaseDelaySeconds: 60 }, enis: [e1(2)] });
+    // The first look counts nothing as taken (what is in use says nothing of the rate).
+    await f.reconcile();
+    expect(f.ecs.calls).toEqual([]);
+    expect(lastPatch(f)!.summary).toEqual(summary(1, 2, 0, 0, 0, 0));
+    // Pods take both addresses: the agent reports them.
+    f.sync();
+    const live = f.store.live.get(NODE)!;
+    live.status = { ...live.status, used: used(ip1(2), ip1(3)) };
+    live.metadata.resourceVersion = '42';
+    f.sync();
+    f.clock.now = NOW + 5_000;
+    f.clearRecords();
+    await f.reconcile();
+    // Two taken in the last minute, for a minute's horizon: 2 needed and a batch of 2, in one call.
+    expect(observed(f).calls).toEqual([['AssignPrivateIpAddresses', 'eni-1', { count: 4 }]]);
+    expect(lastPatch(f)!.summary).toEqual(summary(1, 6, 2, 0, 0, 2));
+    // The batch is not excess: nothing is asked back while the node grows into it.
+    expect(lastPatch(f)!.releaseRequests).toBeUndefined();
   });
 
   it('runs the release handshake: requested when the delay ends, unassigned on the agent’s ready', async () => {

@@ -200,7 +200,7 @@ export class PoolReconciler {
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
     if (enis.length !== eniIds.length || inUse !== summary.available) return false;
     const m = this.deps.metrics.poolIps;
-    for (const kind of ['available', 'used', 'needed', 'releasing'] as const)
+    for (const kind of ['available', 'used', 'needed', 'releasing', 'batch'] as const)
       m.set({ node: name, kind }, summary[kind] ?? 0);
     const patch = statusPatch(pool.status, { enis, summary, ...rest });
     // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
