@@ -537,7 +537,7 @@ export class Agent {
     const pool = this.current();
     // A write before recovery would clear status.used entries that only it can take back in.
     if (!pool || this.recovering) return undefined;
-    const mine = agentStatus(this.state, pool, this.clock.now());
+    const mine = agentStatus(this.state, pool, this.clock.now(), this.routing?.heldByNode());
     const old = {
       used: pool.status?.used ?? {},
       releaseAcks: pool.status?.releaseAcks ?? {},

@@ -168,6 +168,8 @@ export function agentStatus(
   state: AgentState,
   pool: ENIPool | undefined,
   now: number,
+  /** Addresses the node itself uses (configured on one of its devices): never given up. */
+  heldByNode?: ReadonlySet<string>,
 ): {
   used: Record<string, UsedBy>;
   releaseAcks: Record<string, ReleaseAck>;
@@ -184,11 +186,12 @@ export function agentStatus(
   // (freeAddresses), so an unused one can go at once; one still cooling down gets no answer
   // until its cool-down ends (the VPC could hand it to another node meanwhile). An address that
   // is not on an InUse ENI of this pool is not this agent's to give: whoever asks is mistaken
-  // about whose it is (two pools naming one instance), and a pod elsewhere may hold it.
+  // about whose it is (two pools naming one instance), and a pod elsewhere may hold it. One the
+  // node itself uses (an address on eth0, with usePrimaryENI) is the node's: not released either.
   const own = poolAddresses(pool);
   const releaseAcks: Record<string, ReleaseAck> = {};
   for (const [ip, requestedAt] of Object.entries(pool?.status?.releaseRequests ?? {})) {
-    if (used[ip] || !own.has(ip)) releaseAcks[ip] = { answer: 'do-not-release', requestedAt };
+    if (used[ip] || !own.has(ip) || heldByNode?.has(ip)) releaseAcks[ip] = { answer: 'do-not-release', requestedAt };
     else if (!cooling[ip]) releaseAcks[ip] = { answer: 'ready', requestedAt };
   }
   return { used, releaseAcks, cooling };

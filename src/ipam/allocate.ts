@@ -1,6 +1,6 @@
 import { CREATE_MAX_IPS, type InstanceLimits } from './capacity.js';
 
-/** A secondary ENI of the node as the planner sees it. */
+/** An ENI of the node as the planner sees it: a secondary one, or the primary (usePrimaryENI). */
 export interface EniView {
   id: string;
   vSwitchId: string;
@@ -100,7 +100,10 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
   if (extra > 0 && base.planned > 0) {
     const wide = cheapest(input, input.want + extra);
     const filled = fillCalls(input, base, extra);
-    plan = callsOf(wide.ops) <= callsOf(filled.ops) && wide.planned >= filled.planned ? wide : filled;
+    // No more calls and no more new ENIs: a create and an attach do not stand in for two assigns.
+    const creates = (p: AllocationPlan) => p.ops.filter((op) => op.kind === 'create').length;
+    const cheaper = callsOf(wide.ops) <= callsOf(filled.ops) && creates(wide) <= creates(filled);
+    plan = cheaper && wide.planned >= filled.planned ? wide : filled;
   }
   if (base.planned < input.want) {
     const { limits } = input;
@@ -159,13 +162,14 @@ function cheapest(input: AllocationInput, want: number): AllocationPlan {
   const perEni = perEniOf(limits);
   // An assign-only vSwitch (the node's own) serves the primary ENI alone.
   const assignOnly = new Set(usable.filter((v) => v.assignOnly).map((v) => v.id));
+  // The primary ENI's room comes first, always: it needs no create and no attach.
   const roomy = input.enis
     .filter((e) => allow.assign && e.attached && e.ips < limits.ipv4PerEni && baseFree.has(e.vSwitchId))
     .filter((e) => e.primary || !assignOnly.has(e.vSwitchId))
-    .sort((a, b) => a.ips - b.ips || (a.id < b.id ? -1 : 1));
+    .sort((a, b) => Number(!!b.primary) - Number(!!a.primary) || a.ips - b.ips || (a.id < b.id ? -1 : 1));
 
   let best: AllocationPlan | undefined;
-  for (let j = 0; j <= roomy.length; j++) {
+  for (let j = roomy[0]?.primary ? 1 : 0; j <= roomy.length; j++) {
     const free = new Map(baseFree);
     const ops: AllocationOp[] = [];
     let planned = 0;

@@ -7,9 +7,9 @@ export interface InstanceLimits {
 }
 
 /**
- * Pod addresses per secondary ENI: its secondary addresses. An ENI's own primary address is the
- * node's (an image configures it on the hot-plugged device, by DHCP), as with AWS's VPC CNI; the
- * instance's primary ENI is the node's and is never used.
+ * Pod addresses per ENI: its secondary addresses. An ENI's own primary address is the node's (an
+ * image configures it on the hot-plugged device, by DHCP), as with AWS's VPC CNI; the instance's
+ * primary ENI gives pods its secondaries only with usePrimaryENI.
  */
 export const podIpsPerEni = (l: InstanceLimits): number => Math.max(0, l.ipv4PerEni - 1);
 

@@ -1,69 +1,73 @@
 /**
- * How fast a node takes addresses, learned from what its agent reports in use. A growth step
- * that makes a call anyway carries what this predicts the node will take soon (the batch), so
- * steady growth costs a call per ENI's room instead of a call per pod.
+ * How fast a node grows, learned from how many addresses its agent reports in use. A growth
+ * step that makes a call anyway carries what this predicts the node will take soon (the batch),
+ * so steady growth costs a call per ENI's room instead of a call per pod.
  */
 export interface Demand {
-  /** The addresses in use at the last look: one in use now and not then was taken since. */
-  seen: readonly string[];
-  /** When each address taken within the window was first seen in use. */
-  takenAt: readonly number[];
-  /** When each address given back within the window was first seen free. */
-  givenAt: readonly number[];
+  /** Addresses in use at earlier looks, oldest first: at most one per step, within two horizons. */
+  samples: ReadonlyArray<{ at: number; inUse: number }>;
+  /** Addresses in use at the last look. */
+  inUse: number;
   /**
-   * The most net takes (taken minus given back) counted in one window lately, and when: the
-   * batch follows this peak, so that a steady rate whose takes fall unevenly into windows does
-   * not make the batch (and with it the level the pool keeps) rise and fall. It decays once a
-   * horizon passes without a higher one or a growth on it, and falls to the net at once when
-   * the node gives addresses back or takes none.
+   * The batch the last growth call carried: kept (not released) while the node grows into it,
+   * until a horizon has passed without the node taking one more address.
    */
-  peak: { net: number; at: number };
+  carried?: { ips: number; until: number };
 }
 
-/** The span over which takes are counted. */
-export const DEMAND_WINDOW_MS = 60_000;
+/** How long a batch is meant to last, and the span growth is measured over: the release delay, at least a minute. */
+export const batchHorizonMs = (releaseDelayMs: number) => Math.max(60_000, releaseDelayMs);
 
-/** How long a batch is meant to last: the release delay, at least a minute. */
-export const batchHorizonMs = (releaseDelayMs: number) => Math.max(DEMAND_WINDOW_MS, releaseDelayMs);
+/** Samples kept per horizon: the resolution of the growth measured. */
+const STEPS_PER_HORIZON = 12;
 
 /**
- * The demand after a look at the addresses in use now. The first look (a new pool, or an
- * operator that just began leading) counts nothing: what was in use before it says nothing of
- * the rate.
+ * The demand after a look at the number of addresses in use now. Samples older than two
+ * horizons go: after a gap that long (an outage, a new leader), the look is a first look, and
+ * what is in use then says nothing of the rate.
  */
-export function observeDemand(
-  prev: Demand | undefined,
-  used: readonly string[],
-  now: number,
-  horizonMs: number,
-): Demand {
-  if (!prev) return { seen: [...used], takenAt: [], givenAt: [], peak: { net: 0, at: now } };
-  const before = new Set(prev.seen);
-  const inUse = new Set(used);
-  const recent = (times: readonly number[], more: number) => [
-    ...times.filter((t) => t > now - DEMAND_WINDOW_MS),
-    ...Array.from({ length: more }, () => now),
-  ];
-  const takenAt = recent(prev.takenAt, used.filter((ip) => !before.has(ip)).length);
-  const given = prev.seen.filter((ip) => !inUse.has(ip)).length;
-  const givenAt = recent(prev.givenAt, given);
-  const net = Math.max(0, takenAt.length - givenAt.length);
-  // A node giving addresses back, or no longer taking any, is not growing into a batch: the
-  // peak follows the net at once.
-  const renew = net >= prev.peak.net || given > 0 || net === 0 || now - prev.peak.at > horizonMs;
-  return { seen: [...used], takenAt, givenAt, peak: renew ? { net, at: now } : prev.peak };
+export function observeDemand(prev: Demand | undefined, inUse: number, now: number, horizonMs: number): Demand {
+  const samples = (prev?.samples ?? []).filter((s) => s.at > now - 2 * horizonMs);
+  const last = samples.at(-1);
+  if (!last || now - last.at >= horizonMs / STEPS_PER_HORIZON) samples.push({ at: now, inUse });
+  let carried = prev?.carried && prev.carried.until > now ? prev.carried : undefined;
+  // Still growing into it: the batch stays another horizon.
+  if (carried && inUse > (prev?.inUse ?? inUse)) carried = { ...carried, until: now + horizonMs };
+  return { samples, inUse, carried };
 }
 
 /**
- * Addresses to add beyond the need when a growth call is made anyway, and to keep while the
- * node grows into them: the node's net takes per window at their recent peak, scaled to the
- * horizon, within the class's cap (0 turns batching off). Over the horizon (the release delay)
- * the node is expected to take them, so a batch is not given back and taken again.
+ * What the node grew by over the last horizon: addresses in use now above the most it had a
+ * horizon or more ago (or, younger than that, at the first look), scaled to one horizon when
+ * that high point is older. Measured against the high point, pods that go and come back (a
+ * rollout) are no growth, and a node that shrinks has none.
  */
-export function batchOf(demand: Demand | undefined, horizonMs: number, cap: number): number {
-  if (!demand || cap <= 0) return 0;
-  return Math.min(cap, Math.ceil((demand.peak.net * horizonMs) / DEMAND_WINDOW_MS));
+export function growthOf(demand: Demand, inUse: number, now: number, horizonMs: number): number {
+  const old = demand.samples.filter((s) => s.at <= now - horizonMs);
+  const base = old.length ? old.reduce((high, s) => (s.inUse >= high.inUse ? s : high)) : demand.samples[0];
+  if (!base) return 0;
+  const span = Math.max(horizonMs, now - base.at);
+  return Math.max(0, Math.floor(((inUse - base.inUse) * horizonMs) / span));
 }
 
-/** The demand with its peak renewed now: a batch planned on it lasts a horizon from now. */
-export const keepPeak = (demand: Demand, now: number): Demand => ({ ...demand, peak: { ...demand.peak, at: now } });
+/**
+ * Addresses to add beyond the need when a growth call is made anyway: what the node grew by over
+ * the last horizon, which it is expected to take over the next, within the class's cap (0 turns
+ * batching off). A growth of one address in a horizon is too slow to batch for.
+ */
+export function batchOf(demand: Demand, inUse: number, now: number, horizonMs: number, cap: number): number {
+  const growth = growthOf(demand, inUse, now, horizonMs);
+  return cap > 0 && growth >= 2 ? Math.min(cap, growth) : 0;
+}
+
+/** The batch the release level keeps: the one learned now, or the last one carried, whichever is more. */
+export const keptBatch = (demand: Demand, batch: number): number => Math.max(batch, demand.carried?.ips ?? 0);
+
+/**
+ * The demand after a growth call carried `ips` beyond the need: they are kept for a horizon.
+ * (A growth means the node had used up what an earlier one carried.)
+ */
+export const carry = (demand: Demand, ips: number, now: number, horizonMs: number): Demand => ({
+  ...demand,
+  carried: { ips, until: now + horizonMs },
+});

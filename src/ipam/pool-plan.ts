@@ -2,7 +2,7 @@ import type { Condition, ENIPool, ENIPoolStatus } from '../api/types.js';
 import { planAllocation, type EniView, type VSwitchView } from './allocate.js';
 import { podIpCapacity, podIpsPerEni, type InstanceLimits } from './capacity.js';
 import { conditionTime, setCondition, type PlannedCondition } from './conditions.js';
-import { batchHorizonMs, batchOf, keepPeak, observeDemand, type Demand } from './demand.js';
+import { batchHorizonMs, batchOf, carry, keptBatch, observeDemand, type Demand } from './demand.js';
 import { degradedCondition, heldBack, nextAttempt, type FailureRecord } from './failure-record.js';
 import {
   MAX_SECURITY_GROUPS_PER_ENI,
@@ -197,11 +197,13 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const { pool, limits, now } = o;
   const spec = pool.spec;
   const events: PlannedEvent[] = [];
+  const inUseNow = Object.keys(pool.status?.used ?? {}).length;
+  const horizonMs = batchHorizonMs(releaseDelayMs(spec));
   const memory = {
     deficitSince: m.deficitSince,
     excessSince: m.excessSince,
     shortfall: m.shortfall,
-    demand: observeDemand(m.demand, Object.keys(pool.status?.used ?? {}), now, batchHorizonMs(releaseDelayMs(spec))),
+    demand: observeDemand(m.demand, inUseNow, now, horizonMs),
   };
   const sizing = limits ? sizingOf(spec, limits) : undefined;
   const cooling = coolingIps(pool.status, now);
@@ -241,12 +243,20 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   const available = sum(inUse.map(ipsOf));
   const busy = Object.keys(pool.status?.used ?? {}).length + cooling.length;
 
-  const batch = batchOf(memory.demand, batchHorizonMs(releaseDelayMs(spec)), spec.maxBatch ?? DEFAULT_MAX_BATCH);
+  const batch = batchOf(memory.demand, inUseNow, now, horizonMs, spec.maxBatch ?? DEFAULT_MAX_BATCH);
 
   // Release first: the confirmed IPs it gives back are not there for the allocation.
   const release =
     o.mode === 'normal' && spec.releaseExcessIPs !== false && !o.sharingInstance?.length
-      ? planReleaseStep(o, sizing, { available, used: busy, pending: o.pendingPods }, batch, inUse, memory, blocked)
+      ? planReleaseStep(
+          o,
+          sizing,
+          { available, used: busy, pending: o.pendingPods },
+          keptBatch(memory.demand, batch),
+          inUse,
+          memory,
+          blocked,
+        )
       : { releaseRequests: {}, unassign: [], deleteEnis: [], leaving: 0, requeueAfterMs: undefined };
   const usage: Usage = { available: available - release.leaving, used: busy, pending: o.pendingPods };
 
@@ -298,8 +308,9 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
     events.push(...step.events);
     unusable = step.unusable;
     Object.assign(changes, { assign: step.assign, create: step.create, securityGroupIds: step.securityGroupIds });
-    // A batch just taken from the cloud is kept for its horizon: its peak does not decay meanwhile.
-    if (extra > 0 && (step.assign.length || step.create.length)) memory.demand = keepPeak(memory.demand, now);
+    // A batch asked of the cloud is kept for its horizon, whatever the rate measured meanwhile.
+    if (extra > 0 && (step.assign.length || step.create.length))
+      memory.demand = carry(memory.demand, extra, now, horizonMs);
   } else if (want === 0 && !beyondCeiling) memory.shortfall = undefined;
 
   let requeueAfterMs = release.requeueAfterMs;
@@ -347,7 +358,7 @@ function planAllocationStep(
     memory.shortfall =
       alloc.shortfall === 'instance-limit'
         ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
-        : candidates.length
+        : candidates.some((c) => !c.assignOnly)
           ? { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) }
           : {
               reason: 'NoVSwitchInZone',
@@ -528,9 +539,12 @@ function plannedStatus(
 }
 
 function ceilingMessage(spec: ENIPool['spec'], limits: InstanceLimits, sizing: Sizing): string {
-  const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < podIpCapacity(limits);
+  const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < podIpCapacity(limits, spec.usePrimaryENI === true);
   if (byClass) return `the pool is at its maxAllocate of ${sizing.maxAllocate} IPs`;
-  const shape = `${limits.eniQuantity - 1} secondary ENIs × ${podIpsPerEni(limits)} secondary IPs`;
+  const enis = spec.usePrimaryENI
+    ? `the primary and ${limits.eniQuantity - 1} secondary ENIs`
+    : `${limits.eniQuantity - 1} secondary ENIs`;
+  const shape = `${enis} × ${podIpsPerEni(limits)} secondary IPs`;
   const instance = `instance ${spec.instanceID} (${spec.instanceType})`;
   return `${instance} holds at most ${sizing.maxAllocate} pod IPs (${shape}); the pool wants more`;
 }

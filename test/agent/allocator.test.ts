@@ -114,6 +114,14 @@ describe('agent allocation', () => {
     });
   });
 
+  it('never gives up an address the node itself uses (configured on one of its devices, as eth0 may be)', () => {
+    const p = pool(IPS.slice(0, 2), { requested: ['192.168.16.2', '192.168.16.3'] });
+    expect(agentStatus(emptyState(), p, 0, new Set(['192.168.16.3'])).releaseAcks).toEqual({
+      '192.168.16.2': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
+      '192.168.16.3': { answer: 'do-not-release', requestedAt: '2026-01-01T00:00:00Z' },
+    });
+  });
+
   it('answers a request for an IP still cooling down only once its cool-down has ended', () => {
     const a = allocate(emptyState(), pool(IPS.slice(0, 2)), { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
     if ('error' in a) throw new Error('no lease');

@@ -187,6 +187,8 @@ describe('allocation planning', () => {
         const alone = planAllocation(input);
         const batched = planAllocation({ ...input, extra });
         expect(callsOf(batched.ops)).toBeLessThanOrEqual(callsOf(alone.ops));
+        const creates = (p: typeof alone) => p.ops.filter((op) => op.kind === 'create').length;
+        expect(creates(batched)).toBeLessThanOrEqual(creates(alone));
         expect(batched.planned).toBeGreaterThanOrEqual(alone.planned);
         expect(batched.shortfall).toBe(alone.shortfall);
         if (alone.planned === 0) expect(batched.ops).toEqual([]);
@@ -210,6 +212,35 @@ describe('allocation planning', () => {
     const nearlyFull = { ...attached, ips: 13 };
     const both = planAllocation({ want: 3, extra: 4, enis: [nearlyFull], limits, vSwitches, selection: 'MostFreeIPs' });
     expect(both.ops).toEqual([{ kind: 'create', vSwitchId: 'vsw-a', ips: 7 }]);
+    // Two assigns do not become a create and an attach to carry the batch (found in review).
+    const full13 = (id: string, primary?: boolean): EniView => ({
+      id,
+      vSwitchId: 'vsw-a',
+      attached: true,
+      ips: 13,
+      primary,
+    });
+    const two = planAllocation({
+      want: 4,
+      extra: 10,
+      enis: [full13('eni-1'), full13('eni-2')],
+      limits,
+      vSwitches,
+      selection: 'MostFreeIPs',
+    });
+    expect(two.ops.map((op) => op.kind)).toEqual(['assign', 'assign']);
+    // The primary ENI's room is used before any create, even where one create would be cheaper.
+    const first = planAllocation({
+      want: 4,
+      enis: [{ ...full13('eni-p', true), ips: 12 }],
+      limits,
+      vSwitches,
+      selection: 'MostFreeIPs',
+    });
+    expect(first.ops).toEqual([
+      { kind: 'assign', eniId: 'eni-p', vSwitchId: 'vsw-a', count: 3 },
+      { kind: 'create', vSwitchId: 'vsw-a', ips: 1 },
+    ]);
     // A batch that fits no call of the want is not carried.
     expect(
       planAllocation({ want: 0, extra: 16, enis: [attached], limits, vSwitches, selection: 'MostFreeIPs' }).ops,

@@ -153,19 +153,16 @@ const shapeArb = fc
           { weight: 4, arbitrary: fc.constant(undefined) },
           { weight: 1, arbitrary: fc.constant({ reason: 'VSwitchExhausted' as const, message: 'earlier' }) },
         ),
-        // Addresses taken lately (the growth batch): none seen before, so every one in use counts too.
+        // The node’s growth lately (the growth batch), and a batch carried.
         demand: maybe(
           fc.record({
-            seen: fc.constant([] as string[]),
-            takenAt: fc.array(
-              fc.nat(59_000).map((d) => NOW - d),
-              { maxLength: 40 },
+            samples: fc
+              .array(fc.record({ at: fc.nat(400_000).map((d) => NOW - d), inUse: fc.nat(40) }), { maxLength: 12 })
+              .map((xs) => xs.sort((a, b) => a.at - b.at)),
+            inUse: fc.nat(40),
+            carried: maybe(
+              fc.record({ ips: fc.nat(24), until: fc.integer({ min: -60_000, max: 300_000 }).map((d) => NOW + d) }),
             ),
-            givenAt: fc.array(
-              fc.nat(59_000).map((d) => NOW - d),
-              { maxLength: 10 },
-            ),
-            peak: fc.record({ net: fc.nat(40), at: fc.nat(400_000).map((d) => NOW - d) }),
           }),
         ),
       }),
