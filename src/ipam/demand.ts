@@ -15,8 +15,11 @@ export interface Demand {
   carried?: { ips: number; until: number };
 }
 
-/** How long a batch is meant to last, and the span growth is measured over: the release delay, at least a minute. */
-export const batchHorizonMs = (releaseDelayMs: number) => Math.max(60_000, releaseDelayMs);
+/** The span growth is measured over: a minute. */
+export const DEMAND_WINDOW_MS = 60_000;
+
+/** How long a batch is meant to last: the release delay, at least a minute. */
+export const batchHorizonMs = (releaseDelayMs: number) => Math.max(DEMAND_WINDOW_MS, releaseDelayMs);
 
 /** Samples kept per horizon: the resolution of the growth measured. */
 const STEPS_PER_HORIZON = 12;
@@ -30,34 +33,37 @@ export function observeDemand(prev: Demand | undefined, inUse: number, now: numb
   const samples = (prev?.samples ?? []).filter((s) => s.at > now - 2 * horizonMs);
   const last = samples.at(-1);
   if (!last || now - last.at >= horizonMs / STEPS_PER_HORIZON) samples.push({ at: now, inUse });
-  let carried = prev?.carried && prev.carried.until > now ? prev.carried : undefined;
+  let carried = prev?.carried && prev.carried.until >= now ? prev.carried : undefined;
   // Still growing into it: the batch stays another horizon.
   if (carried && inUse > (prev?.inUse ?? inUse)) carried = { ...carried, until: now + horizonMs };
   return { samples, inUse, carried };
 }
 
 /**
- * What the node grew by over the last horizon: addresses in use now above the most it had a
- * horizon or more ago (or, younger than that, at the first look), scaled to one horizon when
- * that high point is older. Measured against the high point, pods that go and come back (a
- * rollout) are no growth, and a node that shrinks has none.
+ * What the node grew by over the last minute: addresses in use now above the most it had a
+ * minute or more ago (or, younger than that, at the first look), scaled to one minute when that
+ * high point is older. Measured against the high point, pods that go and come back (a rollout)
+ * are no growth, and a node that shrinks has none.
  */
-export function growthOf(demand: Demand, inUse: number, now: number, horizonMs: number): number {
-  const old = demand.samples.filter((s) => s.at <= now - horizonMs);
+export function growthOf(demand: Demand, inUse: number, now: number): number {
+  const windowMs = DEMAND_WINDOW_MS;
+  const old = demand.samples.filter((s) => s.at <= now - windowMs);
   const base = old.length ? old.reduce((high, s) => (s.inUse >= high.inUse ? s : high)) : demand.samples[0];
   if (!base) return 0;
-  const span = Math.max(horizonMs, now - base.at);
-  return Math.max(0, Math.floor(((inUse - base.inUse) * horizonMs) / span));
+  const span = Math.max(windowMs, now - base.at);
+  return Math.max(0, Math.floor(((inUse - base.inUse) * windowMs) / span));
 }
 
 /**
- * Addresses to add beyond the need when a growth call is made anyway: what the node grew by over
- * the last horizon, which it is expected to take over the next, within the class's cap (0 turns
- * batching off). A growth of one address in a horizon is too slow to batch for.
+ * Addresses to add beyond the need when a growth call is made anyway: the node's growth per
+ * minute, scaled to the horizon (what it is expected to take before a batch could be released),
+ * within the class's cap (0 turns batching off). A growth of one address a minute is too slow
+ * to batch for: `preAllocate` serves it.
  */
 export function batchOf(demand: Demand, inUse: number, now: number, horizonMs: number, cap: number): number {
-  const growth = growthOf(demand, inUse, now, horizonMs);
-  return cap > 0 && growth >= 2 ? Math.min(cap, growth) : 0;
+  const growth = growthOf(demand, inUse, now);
+  if (cap <= 0 || growth < 2) return 0;
+  return Math.min(cap, Math.floor((growth * horizonMs) / DEMAND_WINDOW_MS));
 }
 
 /** The batch the release level keeps: the one learned now, or the last one carried, whichever is more. */

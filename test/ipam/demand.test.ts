@@ -18,29 +18,31 @@ const looks = (...points: Array<[number, number]>): Demand =>
 describe('demand learned from the addresses in use', () => {
   it('counts nothing on the first look: what was in use before says nothing of the rate', () => {
     const first = looks([0, 30]);
-    expect(growthOf(first, 30, T, H)).toBe(0);
+    expect(growthOf(first, 30, T)).toBe(0);
     expect(batchOf(first, 30, T, H, 16)).toBe(0);
   });
 
-  it('measures growth over a horizon: in use now above the most in use a horizon ago', () => {
+  it('measures growth over a minute: in use now above the most in use a minute ago', () => {
     // One more every 5 s for two minutes.
     const d = looks(...Array.from({ length: 25 }, (_, k): [number, number] => [k * 5_000, k]));
-    expect(growthOf(d, 24, T + 120_000, H)).toBe(12);
+    expect(growthOf(d, 24, T + 120_000)).toBe(12);
     expect(batchOf(d, 24, T + 120_000, H, 16)).toBe(12);
     expect(batchOf(d, 24, T + 120_000, H, 10)).toBe(10);
     expect(batchOf(d, 24, T + 120_000, H, 0)).toBe(0);
+    // Scaled to a longer horizon (a release delay of 3 min): what the node takes in that time.
+    expect(batchOf(d, 24, T + 120_000, 180_000, 64)).toBe(36);
     expect(batchHorizonMs(0)).toBe(60_000);
     expect(batchHorizonMs(180_000)).toBe(180_000);
   });
 
   it('sees no growth in pods that go and come back (a rollout), nor in a node that shrinks', () => {
     const rollout = looks([0, 30], [20_000, 0], [40_000, 30], [85_000, 30]);
-    expect(growthOf(rollout, 30, T + 85_000, H)).toBe(0);
+    expect(growthOf(rollout, 30, T + 85_000)).toBe(0);
     const shrinking = looks([0, 30], [30_000, 20], [70_000, 10]);
     expect(batchOf(shrinking, 10, T + 70_000, H, 16)).toBe(0);
   });
 
-  it('does not batch for one address a horizon: too slow to be worth it', () => {
+  it('does not batch for one address a minute: too slow to be worth it', () => {
     const slow = looks([0, 0], [50_000, 1], [100_000, 2]);
     expect(batchOf(slow, 2, T + 100_000, H, 16)).toBe(0);
   });
@@ -48,7 +50,7 @@ describe('demand learned from the addresses in use', () => {
   it('after a gap of two horizons without a look (an outage, a new leader), starts over', () => {
     const before = looks([0, 0], [30_000, 10]);
     const after = observeDemand(before, 40, T + 30_000 + 2 * H + 1, H);
-    expect(growthOf(after, 40, T + 30_000 + 2 * H + 1, H)).toBe(0);
+    expect(growthOf(after, 40, T + 30_000 + 2 * H + 1)).toBe(0);
   });
 
   it('keeps a carried batch while the node grows into it, and a horizon after it stops', () => {
