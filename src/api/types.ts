@@ -65,7 +65,7 @@ const placementAndSizing = {
     minimum: 0,
     default: 16,
     description:
-      'IPs a growth step may add beyond the need, as many as the node grew by over the last release delay (at least a minute), in calls made anyway; 0 turns this off.',
+      'IPs a growth step may add beyond the need: the node\u2019s growth per minute times the release delay (at least a minute), in calls made anyway; 0 turns this off.',
   }),
   maxAllocate: s.int({
     minimum: 0,
