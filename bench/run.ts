@@ -33,14 +33,21 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
       }),
   },
   'scale-up': {
-    help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8]',
-    flags: ['nodes', 'time-scale', 'pre-allocate'],
-    run: (f) =>
-      scaleUp({
+    help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8] [--mode secondary|primary-eni]',
+    flags: ['nodes', 'time-scale', 'pre-allocate', 'mode'],
+    run: (f) => {
+      const mode = f.mode ?? 'secondary';
+      if (mode !== 'secondary' && mode !== 'primary-eni') {
+        console.error(`--mode must be secondary or primary-eni, got ${JSON.stringify(mode)}`);
+        process.exit(2);
+      }
+      return scaleUp({
         nodes: num(f, 'nodes', 100),
         timeScale: num(f, 'time-scale', 5),
         preAllocate: num(f, 'pre-allocate', 8),
-      }),
+        mode,
+      });
+    },
   },
   churn: {
     help: 'steady pod starts and stops; CNI allocation wait and API calls [--nodes 100] [--seconds 180] [--rate 50] [--pods-per-node 10] [--pre-allocate 8]',

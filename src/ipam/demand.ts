@@ -10,7 +10,8 @@ export interface Demand {
   inUse: number;
   /**
    * The batch the last growth call carried: kept (not released) while the node grows into it,
-   * until a horizon has passed without the node taking one more address.
+   * until a horizon has passed without the node taking one more address, or the node gives
+   * addresses back.
    */
   carried?: { ips: number; until: number };
 }
@@ -34,8 +35,11 @@ export function observeDemand(prev: Demand | undefined, inUse: number, now: numb
   const last = samples.at(-1);
   if (!last || now - last.at >= horizonMs / STEPS_PER_HORIZON) samples.push({ at: now, inUse });
   let carried = prev?.carried && prev.carried.until >= now ? prev.carried : undefined;
-  // Still growing into it: the batch stays another horizon.
-  if (carried && inUse > (prev?.inUse ?? inUse)) carried = { ...carried, until: now + horizonMs };
+  const before = prev?.inUse ?? inUse;
+  // Still growing into it: the batch stays another horizon. Giving addresses back, the node is
+  // not growing into it: it goes (and is released after the release delay).
+  if (carried && inUse > before) carried = { ...carried, until: now + horizonMs };
+  else if (inUse < before) carried = undefined;
   return { samples, inUse, carried };
 }
 

@@ -7,11 +7,15 @@ import type { KubeEmulator } from '../../testbed/kube/index.js';
 import { http, kube, kubectlFor, type Kubectl } from '../helpers/kube.js';
 
 const CRD_DIR = new URL('../../crds/', import.meta.url);
+/** The copy the chart installs (Helm takes a chart's CRDs from its own crds/ folder). */
+const CHART_CRD_DIR = new URL('../../charts/eni-ipam/crds/', import.meta.url);
 
 describe('generated CRDs', () => {
-  it('match the checked-in crds/ (run `npm run gen:crds` after changing src/api)', () => {
+  it('match the checked-in crds/ and the chart’s copy (run `npm run gen:crds` after changing src/api)', () => {
     for (const [file, text] of Object.entries(renderCrds())) {
       expect(readFileSync(new URL(file, CRD_DIR), 'utf8')).toBe(text);
+      // A stale copy installs a schema without the new fields: found when a status field was added.
+      expect(readFileSync(new URL(file, CHART_CRD_DIR), 'utf8')).toBe(text);
     }
   });
 });

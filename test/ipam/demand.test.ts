@@ -64,4 +64,11 @@ describe('demand learned from the addresses in use', () => {
     expect(keptBatch(d, 0)).toBe(0);
     expect(keptBatch(d, 3)).toBe(3);
   });
+
+  it('drops a carried batch when the node gives addresses back (it is not growing into it)', () => {
+    let d = looks([0, 10]);
+    d = carry(d, 8, T, H);
+    d = observeDemand(d, 9, T + 5_000, H);
+    expect(keptBatch(d, 0)).toBe(0);
+  });
 });
