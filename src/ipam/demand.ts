@@ -4,7 +4,7 @@
  * so steady growth costs a call per ENI's room instead of a call per pod.
  */
 export interface Demand {
-  /** Addresses in use at earlier looks, oldest first: at most one per step, within two horizons. */
+  /** Addresses in use at earlier looks, oldest first: one per step (the most seen in it), within two horizons. */
   samples: ReadonlyArray<{ at: number; inUse: number }>;
   /** Addresses in use at the last look. */
   inUse: number;
@@ -33,7 +33,9 @@ const STEPS_PER_HORIZON = 12;
 export function observeDemand(prev: Demand | undefined, inUse: number, now: number, horizonMs: number): Demand {
   const samples = (prev?.samples ?? []).filter((s) => s.at > now - 2 * horizonMs);
   const last = samples.at(-1);
+  // One sample a step, holding the most in use seen in it (the high points are what count).
   if (!last || now - last.at >= horizonMs / STEPS_PER_HORIZON) samples.push({ at: now, inUse });
+  else if (inUse > last.inUse) samples[samples.length - 1] = { ...last, inUse };
   let carried = prev?.carried && prev.carried.until >= now ? prev.carried : undefined;
   const before = prev?.inUse ?? inUse;
   // Still growing into it: the batch stays another horizon. Giving addresses back, the node is
@@ -62,11 +64,14 @@ export function growthOf(demand: Demand, inUse: number, now: number): number {
  * Addresses to add beyond the need when a growth call is made anyway: the node's growth per
  * minute, scaled to the horizon (what it is expected to take before a batch could be released),
  * within the class's cap (0 turns batching off). A growth of one address a minute is too slow
- * to batch for: `preAllocate` serves it.
+ * to batch for (`preAllocate` serves it), and a node below its high point of the last minute is
+ * shrinking, whatever it grew before.
  */
 export function batchOf(demand: Demand, inUse: number, now: number, horizonMs: number, cap: number): number {
   const growth = growthOf(demand, inUse, now);
-  if (cap <= 0 || growth < 2) return 0;
+  // Below its high point of the last minute, the node is giving addresses back, not growing.
+  const recentHigh = Math.max(0, ...demand.samples.filter((s) => s.at > now - DEMAND_WINDOW_MS).map((s) => s.inUse));
+  if (cap <= 0 || growth < 2 || inUse < recentHigh) return 0;
   return Math.min(cap, Math.floor((growth * horizonMs) / DEMAND_WINDOW_MS));
 }
 

@@ -19,6 +19,8 @@ beforeAll(async () => {
     securityGroupIDs: ['sg-demo-pods'],
     preAllocate: 4,
     releaseDelaySeconds: 600,
+    // The pool holds exactly preAllocate free, so that the cooling addresses show: no growth batch on top.
+    maxBatch: 0,
   });
   node = await c.addNode('i-demo-02'); // ecs.g7.xlarge: 3 secondary ENIs x 15 IPs
   await c.startOperator();

@@ -40,6 +40,9 @@ describe('demand learned from the addresses in use', () => {
     expect(growthOf(rollout, 30, T + 85_000)).toBe(0);
     const shrinking = looks([0, 30], [30_000, 20], [70_000, 10]);
     expect(batchOf(shrinking, 10, T + 70_000, H, 16)).toBe(0);
+    // A burst of 200 and 150 of them gone again within the minute: shrinking, not growing by 50.
+    const burst = looks([0, 0], [10_000, 200], [20_000, 50]);
+    expect(batchOf(burst, 50, T + 20_000, H, 16)).toBe(0);
   });
 
   it('does not batch for one address a minute: too slow to be worth it', () => {

@@ -212,6 +212,7 @@ describe('leader election on a Lease', () => {
       const writtenAt = await rewriteLease('intruder', Date.now() - age);
       const stoppedAt = await stopped();
       // It reads the Lease every retry period: it learns within one, and acts on that read.
+      await eventually(() => reads.some((r) => r.holder === 'intruder'), 5000, 5);
       const seen = reads.find((r) => r.holder === 'intruder')!;
       expect(seen.at - writtenAt).toBeLessThan(RETRY_MS + 300);
       expect(stoppedAt - seen.at).toBeLessThan(50);
