@@ -40,3 +40,21 @@ export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaB
   const emulatedMs = Math.max(0, ...Object.values(perActionMs)) + (world.delays?.attachMs ?? 0);
   return { calls, perActionMs, realMs: emulatedMs / (world.timeScale ?? 1) };
 }
+
+/**
+ * The fewest mutating calls with usePrimaryENI: one assign fills the primary ENI's room, and
+ * what it cannot hold comes on new ENIs carrying all their addresses (create and attach).
+ */
+export function primaryEniMinimumCalls(world: Fixture, spec: ENIPoolClass['spec']): number {
+  const types = new Map(world.instanceTypes.map((t) => [t.id, t]));
+  const createMax = (world.limits?.createSecondaryIpsMax ?? 49) + 1;
+  let calls = 0;
+  for (const i of world.instances) {
+    const t = types.get(i.instanceType)!;
+    const want = Math.max(spec.preAllocate ?? 8, spec.minAllocate ?? 0) + (spec.maxAboveWatermark ?? 0);
+    const onPrimary = Math.min(want, t.eniPrivateIpAddressQuantity - 1);
+    const rest = want - onPrimary;
+    calls += (onPrimary > 0 ? 1 : 0) + 2 * Math.ceil(rest / (Math.min(t.eniPrivateIpAddressQuantity, createMax) - 1));
+  }
+  return calls;
+}
