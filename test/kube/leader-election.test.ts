@@ -219,6 +219,7 @@ describe('leader election on a Lease', () => {
       expect(seen.freshAfter).toBe(false);
       expect(a.holdsFreshLease()).toBe(false);
       expect(events).toEqual(['a leads', 'a stops']);
+      await eventually(() => logged(lines, 'other-holder').length > 0, 2000, 5); // pino writes a turn later
       expect(logged(lines, 'other-holder')).toEqual([
         expect.objectContaining({
           level: 'warn',
