@@ -10,17 +10,10 @@ export interface QuotaBound {
   realMs: number;
 }
 
-/**
- * The best any operator can do when every node starts empty: each ENI is created with as many
- * IPs as allowed (so no Assign call), then attached; each action goes at its quota after
- * spending its burst; the last attach still takes one attach delay. Nothing else is counted
- * (no describe, no Kubernetes write), so the bound is strict.
- */
-export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaBound {
+/** Each node of the world with its instance type and the addresses its pool starts with. */
+function startingNeeds(world: Fixture, spec: ENIPoolClass['spec']) {
   const types = new Map(world.instanceTypes.map((t) => [t.id, t]));
-  const createMax = (world.limits?.createSecondaryIpsMax ?? 49) + 1;
-  let enis = 0;
-  for (const i of world.instances) {
+  return world.instances.map((i) => {
     const t = types.get(i.instanceType)!;
     const capacity = (t.eniQuantity - 1) * t.eniPrivateIpAddressQuantity;
     const want = Math.min(
@@ -28,8 +21,24 @@ export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaB
       spec.maxAllocate && spec.maxAllocate > 0 ? spec.maxAllocate : capacity,
       Math.max(spec.preAllocate ?? 8, spec.minAllocate ?? 0) + (spec.maxAboveWatermark ?? 0),
     );
-    enis += Math.ceil(want / Math.min(t.eniPrivateIpAddressQuantity, createMax));
-  }
+    return { type: t, want };
+  });
+}
+
+/** IPs one create may carry: the ENI's addresses, at most the API's limit (its own primary included). */
+const perCreate = (world: Fixture, ipsPerEni: number) =>
+  Math.min(ipsPerEni, (world.limits?.createSecondaryIpsMax ?? 49) + 1);
+
+/**
+ * The best any operator can do when every node starts empty: each ENI is created with as many
+ * IPs as allowed (so no Assign call), then attached; each action goes at its quota after
+ * spending its burst; the last attach still takes one attach delay. Nothing else is counted
+ * (no describe, no Kubernetes write), so the bound is strict.
+ */
+export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaBound {
+  let enis = 0;
+  for (const { type, want } of startingNeeds(world, spec))
+    enis += Math.ceil(want / perCreate(world, type.eniPrivateIpAddressQuantity));
   const calls = { CreateNetworkInterface: enis, AttachNetworkInterface: enis };
   const perActionMs: Record<string, number> = {};
   for (const [action, n] of Object.entries(calls)) {
@@ -46,15 +55,11 @@ export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaB
  * what it cannot hold comes on new ENIs carrying all their addresses (create and attach).
  */
 export function primaryEniMinimumCalls(world: Fixture, spec: ENIPoolClass['spec']): number {
-  const types = new Map(world.instanceTypes.map((t) => [t.id, t]));
-  const createMax = (world.limits?.createSecondaryIpsMax ?? 49) + 1;
   let calls = 0;
-  for (const i of world.instances) {
-    const t = types.get(i.instanceType)!;
-    const want = Math.max(spec.preAllocate ?? 8, spec.minAllocate ?? 0) + (spec.maxAboveWatermark ?? 0);
-    const onPrimary = Math.min(want, t.eniPrivateIpAddressQuantity - 1);
+  for (const { type, want } of startingNeeds(world, spec)) {
+    const onPrimary = Math.min(want, type.eniPrivateIpAddressQuantity - 1);
     const rest = want - onPrimary;
-    calls += (onPrimary > 0 ? 1 : 0) + 2 * Math.ceil(rest / (Math.min(t.eniPrivateIpAddressQuantity, createMax) - 1));
+    calls += (onPrimary > 0 ? 1 : 0) + 2 * Math.ceil(rest / (perCreate(world, type.eniPrivateIpAddressQuantity) - 1));
   }
   return calls;
 }

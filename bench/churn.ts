@@ -20,12 +20,9 @@ export interface ChurnOptions {
 export async function churn(o: ChurnOptions): Promise<void> {
   const classSpec = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: o.preAllocate };
   // Instance types with room for the pods, preAllocate and the IPs cooling down (30 s, the agent's default).
-  const c = await BenchCluster.start({
+  const c = await BenchCluster.realTime({
     nodes: o.nodes,
-    timeScale: 1,
     classSpec,
-    agents: true,
-    agentCooldownSeconds: 30,
     typeOf: (n) => (n % 2 ? 'ecs.g7.xlarge' : 'ecs.c7.2xlarge'),
   });
   try {

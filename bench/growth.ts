@@ -53,14 +53,7 @@ export async function growth(o: GrowthOptions): Promise<void> {
     preAllocate: o.preAllocate,
     maxBatch: o.maxBatch,
   };
-  const c = await BenchCluster.start({
-    nodes: o.nodes,
-    timeScale: 1,
-    classSpec,
-    agents: true,
-    agentCooldownSeconds: 30,
-    typeOf: () => 'ecs.c7.2xlarge',
-  });
+  const c = await BenchCluster.realTime({ nodes: o.nodes, classSpec, typeOf: () => 'ecs.c7.2xlarge' });
   try {
     await c.startOperator();
     await c.addNodes();

@@ -98,6 +98,14 @@ export class BenchCluster {
     return c;
   }
 
+  /**
+   * A cluster that runs in real time (time scale 1, so calls per hour are real), with an agent
+   * per node in this process whose released addresses cool down for 30 s (the agent's default).
+   */
+  static realTime(o: Pick<BenchClusterOptions, 'nodes' | 'classSpec' | 'typeOf'>): Promise<BenchCluster> {
+    return BenchCluster.start({ ...o, timeScale: 1, agents: true, agentCooldownSeconds: 30 });
+  }
+
   /** Starts the operator process and waits until it serves metrics. */
   async startOperator(): Promise<void> {
     const kubeconfig = this.kubeconfigPath();
