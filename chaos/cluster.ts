@@ -107,6 +107,11 @@ export interface OperatorProcess {
   exited: boolean;
 }
 
+export interface AddNodesOptions {
+  /** Runs once the new nodes' agents serve, before their Nodes are registered. */
+  whenAgentsServe?: (agents: AgentProcess[]) => Promise<void>;
+}
+
 export interface AgentProcess {
   node: string;
   /** Its node's network namespace (with `vpc`), where it runs. */
@@ -223,20 +228,26 @@ export class ChaosCluster {
     });
   }
 
-  /** Registers the next `n` held-back nodes (all at once) and starts their agents. */
-  async addHeldBackNodes(n: number): Promise<void> {
-    await this.registerNodes(n, this.o.start?.agents !== false);
+  /**
+   * Registers the next `n` held-back nodes (all at once) and starts their agents. With
+   * `whenAgentsServe`, the agents start first and the Nodes are registered once it has run: a test
+   * can then start a pod before the operator has made anything for its node, whatever the load.
+   */
+  async addHeldBackNodes(n: number, opts: AddNodesOptions = {}): Promise<void> {
+    await this.registerNodes(n, this.o.start?.agents !== false, opts.whenAgentsServe);
   }
 
-  private async registerNodes(n: number, agents: boolean): Promise<void> {
+  private async registerNodes(
+    n: number,
+    agents: boolean,
+    whenAgentsServe?: AddNodesOptions['whenAgentsServe'],
+  ): Promise<void> {
     const core = this.kc.makeApiClient(CoreV1Api);
     const ids = this.waiting.splice(0, n);
     const added: AgentProcess[] = [];
     await Promise.all(
       ids.map(async (id) => {
-        await core.createNode({ body: nodeObject(this.ecs.world, id) });
         const node = this.ecs.world.instances.get(id)!.hostName;
-        this.nodes.push(node);
         const a: AgentProcess = {
           node,
           socket: join(this.dir, 'nodes', node, 'run', 'agent.sock'),
@@ -253,8 +264,15 @@ export class ChaosCluster {
         added.push(a);
       }),
     );
+    const first = agents && whenAgentsServe !== undefined;
+    if (first) {
+      await this.startAgents(added);
+      await whenAgentsServe(added);
+    }
+    await Promise.all(ids.map((id) => core.createNode({ body: nodeObject(this.ecs.world, id) })));
+    this.nodes.push(...ids.map((id) => this.ecs.world.instances.get(id)!.hostName));
     this.agents.push(...added);
-    if (agents) await this.startAgents(added);
+    if (agents && !first) await this.startAgents(added);
   }
 
   /** Starts one more operator replica, with the next AccessKey and a path of its own. */

@@ -14,6 +14,8 @@ import type { AgentProcess } from './cluster.js';
 export interface Probe {
   node: string;
   ip?: string;
+  /** When its first ADD started (ms since the epoch). */
+  startedAt: number;
   /** From the first ADD to the one that answered an address. */
   addMs: number;
   /** ADDs refused with "try again" (code 11, the kubelet retries them) before one answered. */
@@ -97,10 +99,10 @@ export class ProbePods {
       ] as Array<[string, string]>,
       capabilityArgs: {},
     };
-    const probe: Probe = { node: a.node, addMs: 0, retries: 0 };
-    this.probes.push(probe);
     await exec('ip', ['netns', 'add', netns]);
     const t0 = Date.now();
+    const probe: Probe = { node: a.node, startedAt: t0, addMs: 0, retries: 0 };
+    this.probes.push(probe);
     try {
       for (;;) {
         try {

@@ -1,4 +1,4 @@
-import { ChaosCluster, type ClusterOptions } from './cluster.js';
+import { ChaosCluster, type AddNodesOptions, type ClusterOptions } from './cluster.js';
 import {
   Checker,
   INVARIANTS,
@@ -20,7 +20,7 @@ export interface ScenarioContext {
   /** The fault's length (shorter in the quick version). */
   faultMs: number;
   /** Registers nodes held back at start and starts their agents (a scale-up during the fault). */
-  addNodes(n: number): Promise<void>;
+  addNodes(n: number, opts?: AddNodesOptions): Promise<void>;
   /** Stops the pods coming and going (for a check of a settled state before the fault returns). */
   stopWorkload(): Promise<void>;
   /** The pods' addresses as the container runtime knows them. */
@@ -151,7 +151,7 @@ async function phase(
   const ctx: ScenarioContext = {
     c,
     faultMs,
-    addNodes: (n) => c.addHeldBackNodes(n),
+    addNodes: (n, opts) => c.addHeldBackNodes(n, opts),
     stopWorkload: () => w.stop(),
     workload: w,
   };

@@ -23,6 +23,6 @@ maybe('fault suite on the strict VPC, short (root)', () => {
     expect(failures).toEqual([]);
     // The checks ran on real pods, and the late devices were in their path.
     expect(r!.verdicts['probes-reach-vpc']!.detail).toMatch(/^\d{2,} probe pods on 4 nodes/);
-    expect(r!.verdicts['late-devices-waited']!.detail).toMatch(/waited [1-9]\.\d s, [1-9]\.\d s and worked$/);
+    expect(r!.verdicts['late-devices-waited']!.detail).toMatch(/waited \d+\.\d s, \d+\.\d s and worked$/);
   }, 150_000);
 });
