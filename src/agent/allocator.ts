@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { ENIPool, ReleaseAck } from '../api/types.js';
+import { isPrefixKey, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
 export interface Allocation {
@@ -69,10 +70,25 @@ function walkPool(pool: ENIPool): Map<string, Omit<Lease, 'ip'>> {
   return out;
 }
 
+const prefixesOf = new WeakMap<ENIPool, ReadonlyMap<string, string>>();
+
+/** Address -> the /28 prefix of an InUse ENI of the pool holding it (ipv4Mode Prefix). */
+export function poolPrefixes(pool: ENIPool | undefined): ReadonlyMap<string, string> {
+  if (!pool) return new Map();
+  let known = prefixesOf.get(pool);
+  if (!known) {
+    const inUse = (pool.status?.enis ?? []).filter((e) => e.state === 'InUse');
+    prefixesOf.set(pool, (known = prefixMembership(inUse.flatMap((e) => e.prefixes ?? []))));
+  }
+  return known;
+}
+
 /**
  * The addresses free to hand out now, in a stable order: in the pool, not requested for
- * release (those leave the free list first), not in use, not cooling down, and not held by the
- * node (`exclude`: an ENI's address the image configured on its device).
+ * release (those leave the free list first, a prefix's all at once), not in use, not cooling
+ * down, and not held by the node (`exclude`: an ENI's address the image configured on its
+ * device). Addresses of the fullest prefixes come first, so that whole prefixes become free to
+ * release; a single secondary IP counts as an empty prefix.
  */
 export function freeAddresses(
   state: AgentState,
@@ -83,10 +99,27 @@ export function freeAddresses(
   // A pool being deleted is giving its ENIs back: nothing more is handed out from it.
   if (pool?.metadata.deletionTimestamp) return [];
   const requested = new Set(Object.keys(pool?.status?.releaseRequests ?? {}));
+  const prefixOf = poolPrefixes(pool);
   const inUse = new Set(Object.values(state.allocations).map((a) => a.ip));
-  return [...poolAddresses(pool).keys()].filter(
-    (ip) => !requested.has(ip) && !inUse.has(ip) && !((state.cooling[ip] ?? 0) > now) && !exclude?.has(ip),
+  const free = [...poolAddresses(pool).keys()].filter(
+    (ip) =>
+      !requested.has(ip) &&
+      !requested.has(prefixOf.get(ip) ?? '') &&
+      !inUse.has(ip) &&
+      !((state.cooling[ip] ?? 0) > now) &&
+      !exclude?.has(ip),
   );
+  if (!prefixOf.size) return free;
+  const taken = new Map<string, number>();
+  for (const ip of [...inUse, ...Object.keys(state.cooling)]) {
+    const p = prefixOf.get(ip);
+    if (p) taken.set(p, (taken.get(p) ?? 0) + 1);
+  }
+  const fullness = (ip: string) => taken.get(prefixOf.get(ip) ?? '') ?? 0;
+  return free
+    .map((ip, i) => ({ ip, i, f: fullness(ip) }))
+    .sort((a, b) => b.f - a.f || a.i - b.i)
+    .map((x) => x.ip);
 }
 
 export type AllocateResult =
@@ -188,11 +221,17 @@ export function agentStatus(
   // is not on an InUse ENI of this pool is not this agent's to give: whoever asks is mistaken
   // about whose it is (two pools naming one instance), and a pod elsewhere may hold it. One the
   // node itself uses (an address on eth0, with usePrimaryENI) is the node's: not released either.
+  // A prefix is answered for all its addresses at once: ready only when none is used or cooling.
   const own = poolAddresses(pool);
+  const prefixOf = poolPrefixes(pool);
+  const membersOf = (key: string) =>
+    isPrefixKey(key) ? [...prefixOf].filter(([, p]) => p === key).map(([ip]) => ip) : [key];
   const releaseAcks: Record<string, ReleaseAck> = {};
-  for (const [ip, requestedAt] of Object.entries(pool?.status?.releaseRequests ?? {})) {
-    if (used[ip] || !own.has(ip) || heldByNode?.has(ip)) releaseAcks[ip] = { answer: 'do-not-release', requestedAt };
-    else if (!cooling[ip]) releaseAcks[ip] = { answer: 'ready', requestedAt };
+  for (const [key, requestedAt] of Object.entries(pool?.status?.releaseRequests ?? {})) {
+    const members = membersOf(key);
+    const refused = !members.length || members.some((ip) => used[ip] || !own.has(ip) || heldByNode?.has(ip));
+    if (refused) releaseAcks[key] = { answer: 'do-not-release', requestedAt };
+    else if (!members.some((ip) => cooling[ip])) releaseAcks[key] = { answer: 'ready', requestedAt };
   }
   return { used, releaseAcks, cooling };
 }

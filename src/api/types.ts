@@ -82,12 +82,25 @@ const placementAndSizing = {
     description: 'How long an IP must stay excess before its release is requested.',
   }),
   deleteEmptyENIs: s.bool({ default: false, description: 'Detach and delete secondary ENIs left with no IP in use.' }),
+  ipv4Mode: s.enum(['SecondaryIP', 'Prefix'] as const, {
+    default: 'SecondaryIP',
+    description:
+      'What an ENI\u2019s IPv4 slot holds: one secondary IP, or an aligned /28 prefix (16 pod IPs per slot, 10 prefixes per call). An ENI keeps the mode it was given: a change affects new ENIs only.',
+  }),
+  prefixFallback: s.bool({
+    default: true,
+    description:
+      'In Prefix mode, where a vSwitch has free addresses but no aligned /28 left (fragmented), new ENIs there take single secondary IPs; false: the pool waits and says why.',
+  }),
   usePrimaryENI: s.bool({
     default: false,
     description:
       'Also give pods secondary addresses of the instance\u2019s primary ENI, before any ENI is created (no create, no attach); those pods share the node\u2019s vSwitch and security groups.',
   }),
 };
+
+/** The policy fields a class sets and its nodes' pools carry, resolved (every one of them). */
+export const POLICY_FIELDS = Object.keys(placementAndSizing) as Array<keyof typeof placementAndSizing>;
 
 /** A node cannot keep more IPs than it may have (maxAllocate 0 means the instance type's limit). */
 const SIZING_RULE = {
@@ -145,7 +158,10 @@ const eni = s.object(
     deviceIndex: s.int({ minimum: 0 }),
     ips: s.array(s.string(), {
       description:
-        "The ENI's addresses usable by pods: its secondary addresses (its own primary address is the node's).",
+        "The ENI's addresses usable by pods: its secondary addresses and every address of its prefixes (its own primary address is the node's).",
+    }),
+    prefixes: s.array(s.string(), {
+      description: "The ENI's IPv4 /28 prefixes (ipv4Mode Prefix); released only whole.",
     }),
   },
   { required: ['id', 'state'] },
@@ -178,7 +194,7 @@ export const eniPoolStatus = s.object({
   }),
   releaseRequests: s.map(s.string({ format: 'date-time' }), {
     description:
-      'IP -> when its release was requested (operator); ' +
+      'IP, or /28 prefix (all its addresses at once), -> when its release was requested (operator); ' +
       'the time names the request, and an ack answers only the request it names.',
   }),
   conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),
@@ -192,7 +208,10 @@ export const eniPoolStatus = s.object({
     }),
     { description: 'IP -> its owner (agent).' },
   ),
-  releaseAcks: s.map(releaseAck, { description: 'IP -> the agent\u2019s answer to one release request (agent).' }),
+  releaseAcks: s.map(releaseAck, {
+    description:
+      'IP or prefix -> the agent\u2019s answer to one release request (agent); a prefix\u2019s covers all its addresses.',
+  }),
   cooling: s.map(s.string({ format: 'date-time' }), {
     description: 'IP -> when its cool-down after a release ends; it is not free before (agent).',
   }),

@@ -105,18 +105,29 @@ const ANSWER_RULES: Readonly<Record<string, AnswerRule>> = {
   DetachNetworkInterface: { schema: answer() },
   DeleteNetworkInterface: { schema: answer() },
   AssignPrivateIpAddresses: {
+    // One call asks for addresses or for /28 prefixes, never both: the answer lists what was asked.
     schema: answer(['AssignedPrivateIpAddressesSet'], {
       AssignedPrivateIpAddressesSet: {
         type: 'object',
-        required: ['PrivateIpSet'],
-        properties: { NetworkInterfaceId: text, PrivateIpSet: wrapped('PrivateIpAddress', id) },
+        properties: {
+          NetworkInterfaceId: text,
+          PrivateIpSet: wrapped('PrivateIpAddress', id),
+          Ipv4PrefixSet: wrapped('Ipv4Prefixes', id),
+        },
       },
     }),
-    promise: assignedAll(
-      'PrivateIpAddress',
-      'SecondaryPrivateIpAddressCount',
-      (a) => a.AssignedPrivateIpAddressesSet.PrivateIpSet.PrivateIpAddress,
-    ),
+    promise: (a, params) =>
+      asked(params, 'Ipv4Prefix', 'Ipv4PrefixCount') !== undefined
+        ? assignedAll(
+            'Ipv4Prefix',
+            'Ipv4PrefixCount',
+            (x) => x.AssignedPrivateIpAddressesSet.Ipv4PrefixSet?.Ipv4Prefixes ?? [],
+          )(a, params)
+        : assignedAll(
+            'PrivateIpAddress',
+            'SecondaryPrivateIpAddressCount',
+            (x) => x.AssignedPrivateIpAddressesSet.PrivateIpSet?.PrivateIpAddress ?? [],
+          )(a, params),
   },
   UnassignPrivateIpAddresses: { schema: answer() },
   AssignIpv6Addresses: {

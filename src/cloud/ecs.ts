@@ -139,6 +139,21 @@ export class EcsApi {
     await this.call('UnassignPrivateIpAddresses', { NetworkInterfaceId: eniId, PrivateIpAddress: ips });
   }
 
+  /** Adds `count` IPv4 /28 prefixes (at most 10 a call) and returns those assigned. */
+  async assignIpv4Prefixes(eniId: string, req: { count: number; clientToken?: string }): Promise<string[]> {
+    const res = await this.call(
+      'AssignPrivateIpAddresses',
+      { NetworkInterfaceId: eniId, Ipv4PrefixCount: req.count },
+      { idempotent: true, clientToken: req.clientToken },
+    );
+    return list(res.AssignedPrivateIpAddressesSet?.Ipv4PrefixSet, 'Ipv4Prefixes').map(String);
+  }
+
+  /** Takes IPv4 prefixes off an ENI (UnassignPrivateIpAddresses with Ipv4Prefix.N, at most 10). */
+  async unassignIpv4Prefixes(eniId: string, prefixes: string[]): Promise<void> {
+    await this.call('UnassignPrivateIpAddresses', { NetworkInterfaceId: eniId, Ipv4Prefix: prefixes });
+  }
+
   async assignIpv6Addresses(
     eniId: string,
     req: { count?: number; ips?: string[]; clientToken?: string },

@@ -1,4 +1,5 @@
-import { CREATE_MAX_IPS, type InstanceLimits } from './capacity.js';
+import { ASSIGN_MAX_PREFIXES, CREATE_MAX_IPS, CREATE_MAX_PREFIXES, type InstanceLimits } from './capacity.js';
+import { PREFIX_SIZE } from './prefix.js';
 
 /** An ENI of the node as the planner sees it: a secondary one, or the primary (usePrimaryENI). */
 export interface EniView {
@@ -6,10 +7,12 @@ export interface EniView {
   vSwitchId: string;
   /** Only InUse ENIs take new addresses; the others still hold an ENI slot. */
   attached: boolean;
-  /** IPv4 addresses on the ENI, its own primary included. */
+  /** Pod addresses on the ENI (its own primary excluded): `limits.ipv4PerEni` slots' worth at most. */
   ips: number;
   /** The instance's primary ENI (usePrimaryENI): it takes assigns and holds no secondary ENI's slot. */
   primary?: boolean;
+  /** Its slots hold /28 prefixes (16 addresses each): it takes prefixes only, never single IPs. */
+  prefix?: boolean;
 }
 
 /** A vSwitch the node's class allows in its zone, with what is known of its free addresses. */
@@ -20,6 +23,8 @@ export interface VSwitchView {
   blocked?: boolean;
   /** Only for assigns to an ENI already in it (the node's own vSwitch, for its primary ENI): no ENI is created here. */
   assignOnly?: boolean;
+  /** Refused a /28 lately though it had free addresses: no prefix is planned in it for now. */
+  fragmented?: boolean;
 }
 
 export interface AllocationInput {
@@ -39,11 +44,17 @@ export interface AllocationInput {
   creating?: number;
   /** Kinds of operation allowed now (one may be held back after failures); both when absent. */
   allow?: { assign: boolean; create: boolean };
+  /**
+   * New ENIs hold /28 prefixes (ipv4Mode Prefix); with `fallback`, those in a fragmented vSwitch
+   * hold single IPs instead. Absent: new ENIs hold single IPs.
+   */
+  prefixes?: { fallback: boolean };
 }
 
+/** Counts are in addresses; with `prefix`, a multiple of 16 carried as /28 prefixes. */
 export type AllocationOp =
-  | { kind: 'assign'; eniId: string; vSwitchId: string; count: number }
-  | { kind: 'create'; vSwitchId: string; ips: number };
+  | { kind: 'assign'; eniId: string; vSwitchId: string; count: number; prefix?: true }
+  | { kind: 'create'; vSwitchId: string; ips: number; prefix?: true };
 
 export interface AllocationPlan {
   ops: AllocationOp[];
@@ -56,31 +67,59 @@ export interface AllocationPlan {
 /** Mutating calls a plan takes: one per assign, two per new ENI (create, attach). */
 export const callsOf = (ops: AllocationOp[]): number => ops.reduce((n, op) => n + (op.kind === 'assign' ? 1 : 2), 0);
 
+/** Addresses per slot: 16 on an ENI of /28 prefixes, else 1. */
+const granuleOf = (prefix: boolean | undefined) => (prefix ? PREFIX_SIZE : 1);
+const roundUp = (n: number, g: number) => Math.ceil(n / g) * g;
+const roundDown = (n: number, g: number) => Math.floor(n / g) * g;
+
+/** Addresses a create in `vSwitch` carries per slot: 16 (prefixes), 1, or 0 (none may be created there). */
+function createGranule(input: AllocationInput, vSwitch: VSwitchView | undefined): number {
+  if (!input.prefixes) return 1;
+  if (!vSwitch?.fragmented) return PREFIX_SIZE;
+  return input.prefixes.fallback ? 1 : 0;
+}
+
+/** Addresses one create may carry at granule `g`: 49 secondaries, or 10 prefixes (ECS limits). */
+const perCreate = (limits: InstanceLimits, g: number) =>
+  g === PREFIX_SIZE
+    ? Math.min(limits.ipv4PerEni, CREATE_MAX_PREFIXES) * g
+    : Math.min(limits.ipv4PerEni, CREATE_MAX_IPS);
+
+/** Room left on an ENI in addresses, and what one assign may add to it (10 prefixes per call). */
+function roomOf(limits: InstanceLimits, eni: EniView): number {
+  const g = granuleOf(eni.prefix);
+  return Math.max(0, limits.ipv4PerEni - Math.ceil(eni.ips / g)) * g;
+}
+const perAssign = (eni: EniView) => (eni.prefix ? ASSIGN_MAX_PREFIXES * PREFIX_SIZE : Infinity);
+
 /**
  * Creates ENIs for `remaining` IPs in free slots, each carrying as many IPs as it may. Each
  * create also takes its own primary address from the vSwitch (the node's, never a pod's).
  */
 function planCreates(
+  input: AllocationInput,
   remaining: number,
   slots: number,
-  perEni: number,
   free: Map<string, number>,
   order: string[],
-  selection: AllocationInput['selection'],
 ) {
   const ops: AllocationOp[] = [];
+  const views = new Map(input.vSwitches.map((v) => [v.id, v] as const));
+  const granule = (id: string) => createGranule(input, views.get(id));
   let added = 0;
   while (remaining - added > 0 && ops.length < slots) {
-    const wanted = Math.min(perEni, remaining - added);
-    const candidates = order.filter((id) => (free.get(id) ?? 0) > 1);
+    const candidates = order.filter((id) => granule(id) > 0 && (free.get(id) ?? 0) > granule(id));
     if (!candidates.length) break;
+    const wanted = (id: string) =>
+      Math.min(perCreate(input.limits, granule(id)), roundUp(remaining - added, granule(id)));
     const pick =
-      selection === 'Ordered'
-        ? (candidates.find((id) => free.get(id)! >= wanted + 1) ?? candidates[0]!)
+      input.selection === 'Ordered'
+        ? (candidates.find((id) => free.get(id)! >= wanted(id) + 1) ?? candidates[0]!)
         : candidates.reduce((best, id) => (free.get(id)! > free.get(best)! ? id : best));
-    const ips = Math.min(wanted, free.get(pick)! - 1);
+    const g = granule(pick);
+    const ips = roundDown(Math.min(wanted(pick), free.get(pick)! - 1), g);
     free.set(pick, free.get(pick)! - ips - 1);
-    ops.push({ kind: 'create', vSwitchId: pick, ips });
+    ops.push({ kind: 'create', vSwitchId: pick, ips, ...(g > 1 ? { prefix: true as const } : {}) });
     added += ips;
   }
   return { ops, added };
@@ -108,8 +147,9 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
   if (base.planned < input.want) {
     const { limits } = input;
     const slots = slotsOf(input);
+    // Not only the instance: a slot left, or room on an ENI, means the vSwitches fell short.
     const roomLeft =
-      input.enis.some((e) => e.attached && e.ips < limits.ipv4PerEni) ||
+      input.enis.some((e) => e.attached && roomOf(limits, e) > 0) ||
       slots > base.ops.filter((o) => o.kind === 'create').length;
     return { ...plan, shortfall: roomLeft ? 'vswitch-exhausted' : 'instance-limit' };
   }
@@ -121,7 +161,6 @@ const slotsOf = (input: AllocationInput) =>
   (input.allow ?? { create: true }).create
     ? Math.max(0, input.limits.eniQuantity - 1 - input.enis.filter((e) => !e.primary).length - (input.creating ?? 0))
     : 0;
-const perEniOf = (limits: InstanceLimits) => Math.min(limits.ipv4PerEni, CREATE_MAX_IPS);
 
 /**
  * The plan's calls, each carrying up to `extra` IPs more in all, within its ENI's room and its
@@ -131,19 +170,34 @@ function fillCalls(input: AllocationInput, plan: AllocationPlan, extra: number):
   const free = new Map(usableVSwitches(input).map((v) => [v.id, v.free] as const));
   for (const op of plan.ops)
     free.set(op.vSwitchId, free.get(op.vSwitchId)! - (op.kind === 'assign' ? op.count : op.ips + 1));
-  const ipsOn = new Map(input.enis.map((e) => [e.id, e.ips] as const));
+  const enis = new Map(input.enis.map((e) => [e.id, e] as const));
   let left = extra;
   const ops = plan.ops.map((op): AllocationOp => {
+    const g = granuleOf(op.prefix);
     const room =
       op.kind === 'assign'
-        ? input.limits.ipv4PerEni - ipsOn.get(op.eniId)! - op.count
-        : perEniOf(input.limits) - op.ips;
-    const more = Math.max(0, Math.min(room, left, free.get(op.vSwitchId)!));
+        ? Math.min(roomOf(input.limits, enis.get(op.eniId)!), perAssign(enis.get(op.eniId)!)) - op.count
+        : perCreate(input.limits, g) - op.ips;
+    const more = roundDown(Math.max(0, Math.min(room, left, free.get(op.vSwitchId)!)), g);
     left -= more;
     free.set(op.vSwitchId, free.get(op.vSwitchId)! - more);
     return op.kind === 'assign' ? { ...op, count: op.count + more } : { ...op, ips: op.ips + more };
   });
   return { ops, planned: plan.planned + (extra - left) };
+}
+
+/** What an assign to `eni` adds toward `wanted` more, within its room and the vSwitch's free addresses. */
+function assignAmount(input: AllocationInput, eni: EniView, wanted: number, free: number): number {
+  if (wanted <= 0) return 0;
+  if (!eni.prefix) return Math.min(roomOf(input.limits, eni), wanted, free);
+  const vSwitch = input.vSwitches.find((v) => v.id === eni.vSwitchId);
+  if (vSwitch?.fragmented) return 0;
+  return Math.min(
+    roomOf(input.limits, eni),
+    perAssign(eni),
+    roundUp(wanted, PREFIX_SIZE),
+    roundDown(free, PREFIX_SIZE),
+  );
 }
 
 /**
@@ -159,12 +213,11 @@ function cheapest(input: AllocationInput, want: number): AllocationPlan {
   const baseFree = new Map(usable.map((v) => [v.id, v.free] as const));
   const allow = input.allow ?? { assign: true, create: true };
   const slots = slotsOf(input);
-  const perEni = perEniOf(limits);
   // An assign-only vSwitch (the node's own) serves the primary ENI alone.
   const assignOnly = new Set(usable.filter((v) => v.assignOnly).map((v) => v.id));
   // The primary ENI's room comes first, always: it needs no create and no attach.
   const roomy = input.enis
-    .filter((e) => allow.assign && e.attached && e.ips < limits.ipv4PerEni && baseFree.has(e.vSwitchId))
+    .filter((e) => allow.assign && e.attached && roomOf(limits, e) > 0 && baseFree.has(e.vSwitchId))
     .filter((e) => e.primary || !assignOnly.has(e.vSwitchId))
     .sort((a, b) => Number(!!b.primary) - Number(!!a.primary) || a.ips - b.ips || (a.id < b.id ? -1 : 1));
 
@@ -174,21 +227,29 @@ function cheapest(input: AllocationInput, want: number): AllocationPlan {
     const ops: AllocationOp[] = [];
     let planned = 0;
     for (const eni of roomy.slice(0, j)) {
-      const count = Math.min(limits.ipv4PerEni - eni.ips, want - planned, free.get(eni.vSwitchId)!);
+      const count = assignAmount(input, eni, want - planned, free.get(eni.vSwitchId)!);
       if (count <= 0) continue;
       free.set(eni.vSwitchId, free.get(eni.vSwitchId)! - count);
-      ops.push({ kind: 'assign', eniId: eni.id, vSwitchId: eni.vSwitchId, count });
+      ops.push({
+        kind: 'assign',
+        eniId: eni.id,
+        vSwitchId: eni.vSwitchId,
+        count,
+        ...(eni.prefix ? { prefix: true } : {}),
+      });
       planned += count;
     }
-    const creates = planCreates(want - planned, slots, perEni, free, order, input.selection);
+    const creates = planCreates(input, want - planned, slots, free, order);
     ops.push(...creates.ops);
     planned += creates.added;
     const plan: AllocationPlan = { ops, planned };
+    // Judged on what serves the want: a prefix's addresses beyond it are no gain.
+    const served = (p: AllocationPlan) => Math.min(p.planned, want);
     if (
       !best ||
-      plan.planned > best.planned ||
-      (plan.planned === best.planned && callsOf(plan.ops) < callsOf(best.ops)) ||
-      (plan.planned === best.planned &&
+      served(plan) > served(best) ||
+      (served(plan) === served(best) && callsOf(plan.ops) < callsOf(best.ops)) ||
+      (served(plan) === served(best) &&
         callsOf(plan.ops) === callsOf(best.ops) &&
         creates.ops.length < best.ops.filter((o) => o.kind === 'create').length)
     ) {

@@ -1,3 +1,5 @@
+import { PREFIX_SIZE } from './prefix.js';
+
 /** ENI limits of an instance type, as DescribeInstanceTypes gives them. */
 export interface InstanceLimits {
   /** ENIs per instance, the primary included. */
@@ -17,9 +19,14 @@ export const podIpsPerEni = (l: InstanceLimits): number => Math.max(0, l.ipv4Per
  * Pod IPs an instance can hold: the secondary addresses of every secondary ENI, and of its
  * primary ENI when pods may use that too (`usePrimaryENI`).
  */
-export function podIpCapacity(l: InstanceLimits, withPrimary = false): number {
-  return (Math.max(0, l.eniQuantity - 1) + (withPrimary ? 1 : 0)) * podIpsPerEni(l);
+export function podIpCapacity(l: InstanceLimits, withPrimary = false, prefixes = false): number {
+  // In prefix mode each secondary ENI's slot holds a /28; the primary ENI keeps single IPs.
+  const perSecondary = podIpsPerEni(l) * (prefixes ? PREFIX_SIZE : 1);
+  return Math.max(0, l.eniQuantity - 1) * perSecondary + (withPrimary ? podIpsPerEni(l) : 0);
 }
 
 /** Pod addresses one CreateNetworkInterface call may carry: at most 49 secondaries (ECS limit). */
 export const CREATE_MAX_IPS = 49;
+/** /28 prefixes one CreateNetworkInterface (Ipv4PrefixCount) or AssignPrivateIpAddresses call may carry (ECS limit). */
+export const CREATE_MAX_PREFIXES = 10;
+export const ASSIGN_MAX_PREFIXES = 10;

@@ -12,6 +12,7 @@ import {
   type SecurityGroupInfo,
   type VSwitchInfo,
 } from './placement.js';
+import { PREFIX_SIZE, prefixAddresses } from './prefix.js';
 import { acksOf, planRelease } from './release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing, type Usage } from './sizing.js';
 
@@ -23,6 +24,8 @@ export interface EniFact {
   vSwitchId: string;
   primaryIp: string;
   secondaryIps: string[];
+  /** Its /28 prefixes (ipv4Mode Prefix). */
+  ipv4Prefixes?: string[];
   /** Created by this cluster. */
   ours: boolean;
   /** Being detached and deleted by the operator: no longer part of the pool, though it holds a slot. */
@@ -55,7 +58,8 @@ export interface PoolObservation {
   inFlight: { enis: number; ips: number };
   /** Pods scheduled to the node that still wait for an IP. */
   pendingPods: number;
-  vSwitches: Array<VSwitchInfo & { blocked: boolean }>;
+  /** `fragmented`: refused a /28 lately though it had free addresses. */
+  vSwitches: Array<VSwitchInfo & { blocked: boolean; fragmented?: boolean }>;
   /** Only needed (and only read) when the pool selects security groups by tag; undefined when that read failed. */
   securityGroups?: SecurityGroupInfo[];
   /** ENIs the operator removed itself, so that their leaving the pool is no news. */
@@ -73,7 +77,8 @@ export interface PoolObservation {
   sharingInstance?: string[];
 }
 
-export type ShortfallReason = 'VSwitchExhausted' | 'NoVSwitchInZone' | 'InstanceLimit' | 'QuotaExceeded';
+export type ShortfallReason =
+  'VSwitchExhausted' | 'VSwitchFragmented' | 'NoVSwitchInZone' | 'InstanceLimit' | 'QuotaExceeded';
 export interface Shortfall {
   reason: ShortfallReason;
   message: string;
@@ -113,12 +118,13 @@ export interface PlannedStatus {
 export interface PoolPlan {
   /** Our ENIs left half-done (created, or attaching): attached, or waited for, not replaced. */
   adopt: Array<{ eniId: string; alreadyAttaching: boolean }>;
-  assign: Array<{ eniId: string; vSwitchId: string; count: number }>;
-  /** New ENIs, each created with all its IPs, then attached. */
-  create: Array<{ vSwitchId: string; ips: number }>;
+  /** `count` in addresses; with `prefix`, a multiple of 16 assigned as /28 prefixes (at most 10). */
+  assign: Array<{ eniId: string; vSwitchId: string; count: number; prefix?: true }>;
+  /** New ENIs, each created with all its IPs (with `prefix`, as /28 prefixes), then attached. */
+  create: Array<{ vSwitchId: string; ips: number; prefix?: true }>;
   securityGroupIds: string[];
-  /** Confirmed IPs to unassign, at most 50 per call. */
-  unassign: Array<{ eniId: string; ips: string[] }>;
+  /** Confirmed IPs (at most 50) or prefixes (at most 10) to unassign, one call each: never both. */
+  unassign: Array<{ eniId: string; ips: string[]; prefixes?: string[] }>;
   /** ENIs whose every address was confirmed free: detached and deleted. */
   deleteEnis: string[];
   status: PlannedStatus;
@@ -130,18 +136,35 @@ export interface PoolPlan {
 /** The largest growth batch when the class sets none. */
 export const DEFAULT_MAX_BATCH = 16;
 
-/** IPs per UnassignPrivateIpAddresses call (ECS limit). */
+/** IPs, and prefixes, per UnassignPrivateIpAddresses call (ECS limits). */
 export const UNASSIGN_BATCH = 50;
+export const UNASSIGN_PREFIX_BATCH = 10;
 
-/** An ENI's pod addresses: its secondaries (its own primary address is the node's). */
-const ipsOf = (e: { secondaryIps: string[] }) => e.secondaryIps.length;
+/** An ENI's pod addresses: its secondaries and every address of its prefixes (its own primary is the node's). */
+const ipsOf = (e: { secondaryIps: string[]; ipv4Prefixes?: string[] }) =>
+  e.secondaryIps.length + PREFIX_SIZE * (e.ipv4Prefixes?.length ?? 0);
+/** Addresses an unassign takes away. */
+const unassignedIps = (u: { ips: string[]; prefixes?: string[] }) =>
+  u.ips.length + PREFIX_SIZE * (u.prefixes?.length ?? 0);
+
+const prefixMode = (spec: ENIPool['spec']) => spec.ipv4Mode === 'Prefix';
+
+/**
+ * Whether a secondary ENI's slots hold prefixes: it has some, or it has nothing yet in a
+ * Prefix-mode pool. An ENI never mixes: one with single IPs keeps taking single IPs.
+ */
+const holdsPrefixes = (e: EniFact, spec: ENIPool['spec']) =>
+  (e.ipv4Prefixes?.length ?? 0) > 0 || (prefixMode(spec) && e.secondaryIps.length === 0);
 
 /** A pool's sizing with the ceiling resolved against what its instance type holds. */
 export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing => ({
   minAllocate: spec.minAllocate ?? 0,
   preAllocate: spec.preAllocate ?? 8,
   maxAboveWatermark: spec.maxAboveWatermark ?? 0,
-  maxAllocate: resolveMaxAllocate(spec.maxAllocate ?? 0, podIpCapacity(limits, spec.usePrimaryENI === true)),
+  maxAllocate: resolveMaxAllocate(
+    spec.maxAllocate ?? 0,
+    podIpCapacity(limits, spec.usePrimaryENI === true, prefixMode(spec)),
+  ),
 });
 
 /** The instance's primary ENI, InUse on the pool's instance. */
@@ -280,10 +303,16 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   // As the ENIs will be once the release is done (the shell unassigns before it assigns); an ENI
   // being deleted still holds its slot until it is gone.
   const deleted = new Set(release.deleteEnis);
-  const unassigned = (id: string) => sum(release.unassign.filter((u) => u.eniId === id).map((u) => u.ips.length));
+  const unassigned = (id: string) => sum(release.unassign.filter((u) => u.eniId === id).map(unassignedIps));
   const views: EniView[] = o.instanceEnis.map((e) =>
     mine(e) && !deleted.has(e.id)
-      ? { id: e.id, vSwitchId: e.vSwitchId, attached: e.status === 'InUse', ips: ipsOf(e) - unassigned(e.id) }
+      ? {
+          id: e.id,
+          vSwitchId: e.vSwitchId,
+          attached: e.status === 'InUse',
+          ips: ipsOf(e) - unassigned(e.id),
+          ...(holdsPrefixes(e, spec) ? { prefix: true } : {}),
+        }
       : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: podIpsPerEni(limits) },
   );
   if (primary) {
@@ -338,7 +367,7 @@ function planAllocationStep(
   const spec = o.pool.spec;
   const events: PlannedEvent[] = [];
   const candidates: VSwitchView[] = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID!).map(
-    ({ id, free, blocked }) => ({ id, free, blocked }),
+    ({ id, free, blocked, fragmented }) => ({ id, free, blocked, ...(fragmented ? { fragmented } : {}) }),
   );
   // The primary ENI's addresses come from the node's own vSwitch, which may be no vSwitch of the class.
   const primary = usablePrimary(o);
@@ -353,20 +382,32 @@ function planAllocationStep(
   const selection = spec.vSwitchSelection ?? 'MostFreeIPs';
   // In pod addresses: an ENI holds its secondaries for pods.
   const podLimits = { ...limits, ipv4PerEni: podIpsPerEni(limits) };
-  const alloc = planAllocation({ ...a, enis: a.views, limits: podLimits, vSwitches: candidates, selection, allow });
+  const prefixes = prefixMode(spec) ? { fallback: spec.prefixFallback !== false } : undefined;
+  const alloc = planAllocation({
+    ...a,
+    enis: a.views,
+    limits: podLimits,
+    vSwitches: candidates,
+    selection,
+    allow,
+    prefixes,
+  });
+  const fragmented = candidates.filter((c) => c.fragmented && !c.assignOnly);
   if (alloc.shortfall && a.creating === 0 && allow.assign && allow.create) {
     memory.shortfall =
       alloc.shortfall === 'instance-limit'
         ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
-        : candidates.some((c) => !c.assignOnly)
-          ? { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) }
-          : {
-              reason: 'NoVSwitchInZone',
-              message: noVSwitchInZoneMessage(spec, placementZones(spec, o.vSwitches, o.vpcId)),
-            };
+        : prefixes && !prefixes.fallback && fragmented.length
+          ? { reason: 'VSwitchFragmented', message: fragmentedMessage(fragmented, false) }
+          : candidates.some((c) => !c.assignOnly)
+            ? { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) }
+            : {
+                reason: 'NoVSwitchInZone',
+                message: noVSwitchInZoneMessage(spec, placementZones(spec, o.vSwitches, o.vpcId)),
+              };
   } else if (!alloc.shortfall) memory.shortfall = undefined;
   const assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
-  const creates = alloc.ops.flatMap((op) => (op.kind === 'create' ? [{ vSwitchId: op.vSwitchId, ips: op.ips }] : []));
+  const creates = alloc.ops.flatMap(({ kind, ...op }) => (kind === 'create' ? [op as PoolPlan['create'][number]] : []));
   // Creates need the security groups: unknown (their describe failed, which is said), none is made.
   const sgs = o.securityGroups && creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
   if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
@@ -405,6 +446,7 @@ function planReleaseStep(
       id: e.id,
       primaryIp: e.primaryIp,
       secondaryIps: e.secondaryIps,
+      prefixes: (e.ipv4Prefixes ?? []).map((prefix) => ({ prefix, ips: prefixAddresses(prefix) })),
       keep: e.primary,
       drain: e.primary && !spec.usePrimaryENI,
     })),
@@ -426,12 +468,17 @@ function planReleaseStep(
       for (let i = 0; i < u.ips.length; i += UNASSIGN_BATCH) {
         unassign.push({ eniId: u.eniId, ips: u.ips.slice(i, i + UNASSIGN_BATCH) });
       }
-      for (const ip of u.ips) delete releaseRequests[ip];
+      const prefixes = u.prefixes ?? [];
+      for (let i = 0; i < prefixes.length; i += UNASSIGN_PREFIX_BATCH) {
+        unassign.push({ eniId: u.eniId, ips: [], prefixes: prefixes.slice(i, i + UNASSIGN_PREFIX_BATCH) });
+      }
+      for (const key of [...u.ips, ...prefixes]) delete releaseRequests[key];
     }
   }
   const deleted = inUse.filter((e) => release.deleteEnis.includes(e.id));
-  for (const ip of deleted.flatMap((e) => [e.primaryIp, ...e.secondaryIps])) delete releaseRequests[ip];
-  const leaving = sum(unassign.map((u) => u.ips.length)) + sum(deleted.map(ipsOf));
+  for (const key of deleted.flatMap((e) => [e.primaryIp, ...e.secondaryIps, ...(e.ipv4Prefixes ?? [])]))
+    delete releaseRequests[key];
+  const leaving = sum(unassign.map(unassignedIps)) + sum(deleted.map(ipsOf));
   const since = memory.excessSince;
   const pending = ex > 0 && since !== undefined && now - since < delayMs;
   return {
@@ -475,7 +522,7 @@ function plannedStatus(
       ]
     : [];
   const changed =
-    sum((s.changes?.assign ?? []).map((a) => a.count)) - sum((s.changes?.unassign ?? []).map((u) => u.ips.length));
+    sum((s.changes?.assign ?? []).map((a) => a.count)) - sum((s.changes?.unassign ?? []).map(unassignedIps));
   const available = sum(published.filter((e) => e.status === 'InUse').map(ipsOf)) + changed;
   const used = Object.keys(pool.status?.used ?? {}).length;
   const busy = used + cooling;
@@ -501,6 +548,7 @@ function plannedStatus(
       ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message }
       : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' },
     duplicate(o) ?? degradedOrOutage(failures, o.cloudOutage),
+    ...(prefixMode(pool.spec) ? [fragmentedCondition(o)] : []),
   ];
   const wasDuplicate = pool.status?.conditions?.find((c) => c.type === 'Degraded')?.reason === 'DuplicateInstance';
   if (planned[2]!.reason === 'DuplicateInstance' && !wasDuplicate)
@@ -582,6 +630,30 @@ function noVSwitchInZoneMessage(spec: ENIPool['spec'], zones: string[]): string 
   const of = spec.className ? `class ${spec.className}` : 'the pool';
   const where = zones.length ? `its vSwitches are in ${zones.join(', ')}` : 'it selects no vSwitch of the VPC';
   return `no vSwitch of ${of} is in zone ${spec.zoneID} (${where}): add one of zone ${spec.zoneID} to vSwitchIDs or vSwitchTags`;
+}
+
+/** In Prefix mode: whether a vSwitch of the pool refused a /28 lately though it has free addresses. */
+function fragmentedCondition(o: PoolObservation): PlannedCondition {
+  const spec = o.pool.spec;
+  const fragmented = spec.zoneID
+    ? candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID).filter((v) => v.fragmented)
+    : [];
+  if (!fragmented.length) return { type: 'Fragmented', status: 'False', reason: 'PrefixesAvailable', message: '' };
+  const fallback = spec.prefixFallback !== false;
+  return {
+    type: 'Fragmented',
+    status: 'True',
+    reason: fallback ? 'FallingBackToSecondaryIPs' : 'WaitingForPrefixes',
+    message: fragmentedMessage(fragmented, fallback),
+  };
+}
+
+function fragmentedMessage(vSwitches: VSwitchView[], fallback: boolean): string {
+  const which = vSwitches.map((v) => `${v.id} (${v.free} free)`).join(', ');
+  const then = fallback
+    ? 'new ENIs there take single secondary IPs instead (prefixFallback)'
+    : 'the pool waits for a /28 (prefixFallback is false)';
+  return `no aligned /28 prefix is left in ${which} though addresses are free: ${then}`;
 }
 
 function noVSwitchMessage(zoneId: string, candidates: VSwitchView[]): string {

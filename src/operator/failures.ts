@@ -6,6 +6,7 @@
 import { CLIENT_CODES, CloudError, type CloudErrorKind } from '../cloud/index.js';
 import { nextFailure, type FailureRecord } from '../ipam/failure-record.js';
 import type { ENIPool } from '../api/types.js';
+import { PREFIX_SIZE } from '../ipam/prefix.js';
 import type { Logger } from '../observability/logger.js';
 import type { NodeMemories, NodeMemory } from './pool/node-memory.js';
 import type { CloudView, PoolEvents } from './pool/ports.js';
@@ -116,11 +117,26 @@ export class CloudFailures {
 
   /**
    * Handles the failure: answers the back-off the action is now held to (if any) and whether the
-   * user was told already (an Event of its own kind); otherwise the caller says it.
+   * user was told already (an Event of its own kind); otherwise the caller says it. With
+   * `prefix` the call asked for /28 prefixes: a vSwitch that still has a /28's worth of free
+   * addresses but refused is fragmented, not exhausted.
    */
-  async respond(pool: ENIPool, e: CloudError, vSwitchId?: string): Promise<FailureResponse> {
+  async respond(pool: ENIPool, e: CloudError, vSwitchId?: string, prefix = false): Promise<FailureResponse> {
     const { cloud, events } = this.deps;
     const name = pool.metadata.name;
+    // Marked either way: once the free count is refreshed, the addresses left are usable singly.
+    if (e.kind === 'vswitch-exhausted' && vSwitchId && prefix) cloud.fragment(vSwitchId);
+    const free = cloud.knownVSwitches.find((v) => v.id === vSwitchId)?.availableIpCount ?? 0;
+    if (e.kind === 'vswitch-exhausted' && vSwitchId && prefix && free > PREFIX_SIZE) {
+      const then =
+        pool.spec.prefixFallback === false
+          ? 'the pool waits for a /28 there (prefixFallback is false)'
+          : 'new ENIs there take single secondary IPs instead';
+      const message = `vSwitch ${vSwitchId} has ${free} free addresses but no aligned /28 prefix (${e.code}): ${then}`;
+      events.record(pool, 'Warning', 'VSwitchFragmented', message);
+      this.deps.enqueue(name, 100);
+      return { told: true };
+    }
     if (e.kind === 'vswitch-exhausted' && vSwitchId) {
       cloud.block(vSwitchId);
       const message = `vSwitch ${vSwitchId} has no free addresses (${e.code}); trying the zone's other vSwitches`;

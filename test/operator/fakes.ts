@@ -328,6 +328,17 @@ export class FakeIpCalls implements IpCalls {
     this.answer('UnassignPrivateIpAddresses', [eniId, ips]);
   }
 
+  /** Prefixes come from 10.8.<k>.<16j>/28, never seen before. */
+  async assignIpv4Prefixes(eniId: string, o: { count: number }): Promise<string[]> {
+    this.answer('AssignPrivateIpAddresses', [eniId, { prefixes: o.count }]);
+    const k = ++this.assigned;
+    return Array.from({ length: o.count }, (_, j) => `10.8.${k}.${16 * j}/28`);
+  }
+
+  async unassignIpv4Prefixes(eniId: string, prefixes: string[]): Promise<void> {
+    this.answer('UnassignPrivateIpAddresses', [eniId, { prefixes }]);
+  }
+
   async describeInstances(f: { ids?: string[]; privateIps?: string[]; vpcId?: string } = {}): Promise<Instance[]> {
     this.answer('DescribeInstances', [f]);
     return (f.ids ?? [...this.instances.keys()]).flatMap((id) => {

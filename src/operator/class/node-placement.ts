@@ -1,6 +1,6 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { Gauge, type Registry } from 'prom-client';
-import { API_VERSION, type ENIPoolClass, type ENIPoolSpec } from '../../api/types.js';
+import { API_VERSION, POLICY_FIELDS, type ENIPoolClass, type ENIPoolSpec } from '../../api/types.js';
 import { isConflict } from '../../kube/errors.js';
 import type { ClassVerdict } from './reconciler.js';
 import type { OperatorConfig } from '../config.js';
@@ -13,23 +13,6 @@ export const OVERRIDE_ANNOTATION = 'eniipam.io/override';
 export const MISMATCH_ANNOTATION = 'eniipam.io/class-mismatch';
 
 const INSTANCE_BY_IP_TTL_MS = 10 * 60_000;
-const POLICY_FIELDS = [
-  'vSwitchIDs',
-  'vSwitchTags',
-  'vSwitchSelection',
-  'securityGroupIDs',
-  'securityGroupTags',
-  'eniTags',
-  'minAllocate',
-  'preAllocate',
-  'maxAboveWatermark',
-  'maxBatch',
-  'maxAllocate',
-  'releaseExcessIPs',
-  'releaseDelaySeconds',
-  'deleteEmptyENIs',
-  'usePrimaryENI',
-] as const;
 
 /** Why a node gets no pod addresses from eni-ipam (or none from a vSwitch of its zone). */
 export type Unserved = 'NoClass' | 'ClassInvalid' | 'ZoneNotCovered';

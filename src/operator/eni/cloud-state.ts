@@ -11,6 +11,8 @@ export const TAGS = {
   createToken: 'eni-ipam.io/create-token',
 } as const;
 export const CREATOR = 'eni-ipam-operator';
+/** How long a vSwitch that refused a /28 is not asked for one again. */
+export const FRAGMENTED_MS = 10 * 60_000;
 
 /**
  * What the operator knows of the cloud: ENIs of the VPC (a full paged resync, then per-instance
@@ -33,6 +35,11 @@ export class CloudState {
   private readonly types = new Map<string, InstanceTypeLimits>();
   /** vSwitches that answered IpNotEnough, until their free count is refreshed. */
   readonly blocked = new Map<string, number>();
+  /**
+   * vSwitches that refused a /28 prefix while they had the addresses (fragmented), and since
+   * when: no prefix is planned there for FRAGMENTED_MS (a free count cannot show fragmentation).
+   */
+  readonly fragmented = new Map<string, number>();
 
   constructor(
     private readonly api: EcsApi,
@@ -161,6 +168,20 @@ export class CloudState {
       this.blocked.clear();
     }
     return this.vSwitchList;
+  }
+
+  /** Marks a vSwitch fragmented: no prefix is planned in it for a while. */
+  fragment(vSwitchId: string): void {
+    this.fragmented.set(vSwitchId, this.now());
+  }
+
+  /** Whether a vSwitch refused a prefix lately (within FRAGMENTED_MS). */
+  isFragmented(vSwitchId: string): boolean {
+    const since = this.fragmented.get(vSwitchId);
+    if (since === undefined) return false;
+    if (this.now() - since < FRAGMENTED_MS) return true;
+    this.fragmented.delete(vSwitchId);
+    return false;
   }
 
   /** Marks a vSwitch exhausted: it is skipped until the next refresh of the vSwitch list. */

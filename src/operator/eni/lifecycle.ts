@@ -8,6 +8,7 @@ import {
   type EcsApi,
   type NetworkInterface,
 } from '../../cloud/index.js';
+import { PREFIX_SIZE } from '../../ipam/prefix.js';
 import type { Logger } from '../../observability/logger.js';
 import { CREATOR, TAGS, type CloudState } from './cloud-state.js';
 import { isShutdown, type CloudFailures } from '../failures.js';
@@ -78,8 +79,8 @@ export class EniLifecycle implements EniWork {
     this.deps.events.record(pool, type, reason, message);
   }
 
-  /** Create an ENI carrying all its IPs, attach it, and publish it the moment it is InUse. */
-  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void {
+  /** Create an ENI carrying all its IPs (with `prefix`, as /28s), attach it, and publish it the moment it is InUse. */
+  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[], prefix = false): void {
     if (this.stopped) return;
     const name = pool.metadata.name;
     const memory = this.deps.memory.of(name);
@@ -100,7 +101,7 @@ export class EniLifecycle implements EniWork {
         eni = await this.createResolved(name, {
           vSwitchId,
           securityGroupIds,
-          secondaryIpCount: ips,
+          ...(prefix ? { ipv4PrefixCount: ips / PREFIX_SIZE } : { secondaryIpCount: ips }),
           tags,
           clientToken,
           description: `eni-ipam pool ENI of node ${name}`,
@@ -108,10 +109,12 @@ export class EniLifecycle implements EniWork {
         memory.failures.delete('CreateNetworkInterface');
         this.deps.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
         this.deps.cloud.upsert(eni);
-        this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${ips} IPs in ${vSwitchId}`);
+        if (prefix) this.deps.cloud.fragmented.delete(vSwitchId);
+        const what = prefix ? `${ips / PREFIX_SIZE} /28 prefixes (${ips} IPs)` : `${ips} IPs`;
+        this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${what} in ${vSwitchId}`);
       } catch (e) {
         this.ledger.end(op);
-        await this.failed(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, e, vSwitchId);
+        await this.failed(pool, 'CreateENIFailed', `creating an ENI in ${vSwitchId}`, e, vSwitchId, prefix);
         return;
       }
       this.ledger.created(op, eni.id);
@@ -162,7 +165,14 @@ export class EniLifecycle implements EniWork {
    * A background failure: what it means is handled (see CloudFailures); an action held back is
    * said once (Events fold repeats) and looked at again after its back-off.
    */
-  private async failed(pool: ENIPool, reason: string, what: string, err: unknown, vSwitchId?: string): Promise<void> {
+  private async failed(
+    pool: ENIPool,
+    reason: string,
+    what: string,
+    err: unknown,
+    vSwitchId?: string,
+    prefix = false,
+  ): Promise<void> {
     const name = pool.metadata.name;
     if (!(err instanceof CloudError)) {
       this.event(pool, 'Warning', reason, `${what}: ${(err as Error).message}`);
@@ -170,7 +180,7 @@ export class EniLifecycle implements EniWork {
       return;
     }
     if (isShutdown(err)) return;
-    const r = await this.deps.failures.respond(pool, err, vSwitchId).catch((e: Error) => {
+    const r = await this.deps.failures.respond(pool, err, vSwitchId, prefix).catch((e: Error) => {
       this.deps.logger.warn({ node: name, err: e.message }, `${what} failed, and so did the resync after it`);
       this.deps.enqueue(name, 2000);
       return undefined;
@@ -185,7 +195,7 @@ export class EniLifecycle implements EniWork {
     if (this.stopped) return;
     const name = pool.metadata.name;
     // What it brings to pods: its secondaries (its primary is the node's).
-    const op = this.ledger.beginAttach(name, eni.id, eni.secondaryIps.length);
+    const op = this.ledger.beginAttach(name, eni.id, eni.secondaryIps.length + PREFIX_SIZE * eni.ipv4Prefixes.length);
     this.attachRecorded(pool, eni, this.deps.memory.of(name), op, o.alreadyAttaching ?? false);
   }
 

@@ -96,6 +96,7 @@ export async function observePool(
       free: v.availableIpCount,
       tags: v.tags,
       blocked: cloud.blocked.has(v.id),
+      fragmented: cloud.isFragmented(v.id),
     })),
     securityGroups,
     removedByUs: new Set(work.removedByUs),

@@ -57,12 +57,23 @@ export type CloudView = Pick<
   | 'instanceType'
   | 'blocked'
   | 'block'
+  | 'knownVSwitches'
+  | 'isFragmented'
+  | 'fragmented'
+  | 'fragment'
   | 'took'
   | 'resyncInstance'
 >;
 
 /** The cloud calls a reconcile makes itself (ENIs are created and deleted by the lifecycle). */
-export type IpCalls = Pick<EcsApi, 'assignPrivateIpAddresses' | 'unassignPrivateIpAddresses' | 'describeInstances'>;
+export type IpCalls = Pick<
+  EcsApi,
+  | 'assignPrivateIpAddresses'
+  | 'unassignPrivateIpAddresses'
+  | 'assignIpv4Prefixes'
+  | 'unassignIpv4Prefixes'
+  | 'describeInstances'
+>;
 
 /** The node's ENI work in flight, as planning reads it. */
 export interface EniWorkInFlight {
@@ -79,7 +90,8 @@ export interface EniWorkInFlight {
 
 /** The background life of ENIs: create and attach, attach, detach and delete, and what of it is in flight. */
 export interface EniWork {
-  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[]): void;
+  /** `ips` pod addresses; with `prefix`, as ips/16 /28 prefixes. */
+  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[], prefix?: boolean): void;
   attach(pool: ENIPool, eni: NetworkInterface, o?: { alreadyAttaching?: boolean }): void;
   /** Deletes an emptied ENI in the background. */
   remove(pool: ENIPool, eni: NetworkInterface): void;

@@ -3,6 +3,7 @@ import { CloudError, type NetworkInterface } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
 import { degradedCondition } from '../../ipam/failure-record.js';
 import { planPool, type PoolObservation, type PoolPlan } from '../../ipam/pool-plan.js';
+import { PREFIX_SIZE } from '../../ipam/prefix.js';
 import { isConflict } from '../../kube/errors.js';
 import { isShutdown, type CloudFailures, type FailureResponse } from '../failures.js';
 import { FINALIZER, type OperatorConfig } from '../config.js';
@@ -121,51 +122,72 @@ export class PoolReconciler {
       if (eni) enis.attach(pool, eni, { alreadyAttaching: a.alreadyAttaching });
     }
     let vSwitchId: string | undefined;
+    let prefix = false;
     try {
       // Released first: the plan may assign into the room an unassign makes on the same ENI.
       for (const u of plan.unassign) await this.unassign(pool, u);
       for (const a of plan.assign) {
         vSwitchId = a.vSwitchId;
+        prefix = a.prefix === true;
         await this.assign(pool, a);
       }
       vSwitchId = undefined;
-      for (const c of plan.create) enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds);
+      for (const c of plan.create) enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds, c.prefix);
       for (const id of plan.deleteEnis) {
         const eni = cloud.get(id);
         if (eni) enis.remove(pool, eni);
       }
       return undefined;
     } catch (e) {
-      return await this.failed(pool, e, vSwitchId);
+      return await this.failed(pool, e, vSwitchId, prefix);
     }
   }
 
   private async assign(pool: ENIPool, a: PoolPlan['assign'][number]): Promise<void> {
-    const { cloud } = this.deps;
-    const ips = await this.deps.ecs.assignPrivateIpAddresses(a.eniId, { count: a.count });
+    const { cloud, ecs } = this.deps;
+    const got = a.prefix
+      ? { ips: [], prefixes: await ecs.assignIpv4Prefixes(a.eniId, { count: a.count / PREFIX_SIZE }) }
+      : { ips: await ecs.assignPrivateIpAddresses(a.eniId, { count: a.count }), prefixes: [] };
     this.changed(pool, 'AssignPrivateIpAddresses');
-    cloud.took(a.vSwitchId, ips.length);
+    // A fragmented vSwitch that gives a /28 again is whole enough.
+    if (a.prefix) cloud.fragmented.delete(a.vSwitchId);
+    cloud.took(a.vSwitchId, got.ips.length + PREFIX_SIZE * got.prefixes.length);
     const eni = cloud.get(a.eniId);
-    if (eni) cloud.upsert({ ...eni, secondaryIps: [...eni.secondaryIps, ...ips] });
+    if (eni)
+      cloud.upsert({
+        ...eni,
+        secondaryIps: [...eni.secondaryIps, ...got.ips],
+        ipv4Prefixes: [...eni.ipv4Prefixes, ...got.prefixes],
+      });
     deficitMet(this.deps.memory.of(pool.metadata.name), this.deps.now(), this.deps.metrics.deficitToPublished);
-    this.deps.events.record(
-      pool,
-      'Normal',
-      'AssignedIPs',
-      `assigned ${ips.length} IPs to ${a.eniId} in ${a.vSwitchId}`,
-    );
+    const what = a.prefix
+      ? `${got.prefixes.length} /28 prefixes (${PREFIX_SIZE * got.prefixes.length} IPs: ${got.prefixes.join(', ')})`
+      : `${got.ips.length} IPs`;
+    this.deps.events.record(pool, 'Normal', 'AssignedIPs', `assigned ${what} to ${a.eniId} in ${a.vSwitchId}`);
   }
 
   private async unassign(pool: ENIPool, u: PoolPlan['unassign'][number]): Promise<void> {
-    const { cloud } = this.deps;
-    await this.deps.ecs.unassignPrivateIpAddresses(u.eniId, u.ips).catch((e) => {
+    const { cloud, ecs } = this.deps;
+    const prefixes = u.prefixes ?? [];
+    // Gone already (a retry after a lost answer) is what was asked for.
+    const gone = (e: unknown) => {
       if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
-    });
+    };
+    if (u.ips.length) await ecs.unassignPrivateIpAddresses(u.eniId, u.ips).catch(gone);
+    if (prefixes.length) await ecs.unassignIpv4Prefixes(u.eniId, prefixes).catch(gone);
     this.changed(pool, 'UnassignPrivateIpAddresses');
     const eni = cloud.get(u.eniId);
-    if (eni) cloud.upsert({ ...eni, secondaryIps: eni.secondaryIps.filter((ip) => !u.ips.includes(ip)) });
-    const message = `unassigned ${u.ips.length} excess IPs from ${u.eniId} (${u.ips.join(', ')})`;
-    this.deps.events.record(pool, 'Normal', 'ReleasedIPs', message);
+    if (eni)
+      cloud.upsert({
+        ...eni,
+        secondaryIps: eni.secondaryIps.filter((ip) => !u.ips.includes(ip)),
+        ipv4Prefixes: eni.ipv4Prefixes.filter((p) => !prefixes.includes(p)),
+      });
+    const what = [
+      ...(u.ips.length ? [`${u.ips.length} excess IPs from ${u.eniId} (${u.ips.join(', ')})`] : []),
+      ...(prefixes.length ? [`${prefixes.length} free /28 prefixes from ${u.eniId} (${prefixes.join(', ')})`] : []),
+    ];
+    this.deps.events.record(pool, 'Normal', 'ReleasedIPs', `unassigned ${what.join('; ')}`);
   }
 
   private changed(pool: ENIPool, action: string): void {
@@ -174,13 +196,13 @@ export class PoolReconciler {
   }
 
   /** A failed call: its meaning is handled (see CloudFailures), and said in an Event if nothing said it yet. */
-  private async failed(pool: ENIPool, e: unknown, vSwitchId?: string): Promise<FailureResponse> {
+  private async failed(pool: ENIPool, e: unknown, vSwitchId?: string, prefix = false): Promise<FailureResponse> {
     if (!(e instanceof CloudError) || isShutdown(e)) throw e;
     // No answer: the call may have been carried out; the next plan starts from what the cloud holds.
     if (e.outcomeUnknown) {
       await this.deps.cloud.resyncInstance(pool.spec.instanceID, pool.metadata.name).catch(() => undefined);
     }
-    const response = await this.deps.failures.respond(pool, e, vSwitchId);
+    const response = await this.deps.failures.respond(pool, e, vSwitchId, prefix);
     if (response.held && !response.told)
       this.deps.events.record(pool, 'Warning', 'CloudCallFailed', response.held.message);
     return response;

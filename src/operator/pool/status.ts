@@ -1,10 +1,12 @@
 import type { ENIPoolStatus, PoolENI } from '../../api/types.js';
 import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
 import { vSwitchGateway } from '../../ipam/gateway.js';
+import { prefixAddresses } from '../../ipam/prefix.js';
 
 /**
- * The pool's ENIs as published: an ENI's secondary addresses are usable by pods once it is InUse
- * (its own primary address is the node's: an image configures it on the device).
+ * The pool's ENIs as published: an ENI's secondary addresses, and every address of its /28
+ * prefixes, are usable by pods once it is InUse (its own primary address is the node's: an image
+ * configures it on the device).
  */
 export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[]): PoolENI[] {
   return enis
@@ -20,7 +22,8 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[]): P
         securityGroupIDs: e.securityGroupIds,
         state: e.status,
         deviceIndex: e.deviceIndex,
-        ips: e.status === 'InUse' ? [...e.secondaryIps] : [],
+        ips: e.status === 'InUse' ? [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)] : [],
+        ...(e.ipv4Prefixes.length ? { prefixes: [...e.ipv4Prefixes] } : {}),
       };
     })
     .sort((a, b) => (a.deviceIndex ?? 99) - (b.deviceIndex ?? 99) || (a.id < b.id ? -1 : 1));
