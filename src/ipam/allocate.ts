@@ -49,6 +49,11 @@ export interface AllocationInput {
    * hold single IPs instead. Absent: new ENIs hold single IPs.
    */
   prefixes?: { fallback: boolean };
+  /**
+   * Addresses the plan may add at most (the pool's ceiling less what the node holds): a /28
+   * that would cross it is not planned. Unbounded when absent.
+   */
+  ceiling?: number;
 }
 
 /** Counts are in addresses; with `prefix`, a multiple of 16 carried as /28 prefixes. */
@@ -60,8 +65,8 @@ export interface AllocationPlan {
   ops: AllocationOp[];
   /** IPs the plan adds. */
   planned: number;
-  /** Why the plan adds fewer than wanted. */
-  shortfall?: 'instance-limit' | 'vswitch-exhausted';
+  /** Why the plan adds fewer than wanted: no room, no addresses, or a /28 would cross the ceiling. */
+  shortfall?: 'instance-limit' | 'vswitch-exhausted' | 'ceiling';
 }
 
 /** Mutating calls a plan takes: one per assign, two per new ENI (create, attach). */
@@ -99,6 +104,7 @@ const perAssign = (eni: EniView) => (eni.prefix ? ASSIGN_MAX_PREFIXES * PREFIX_S
 function planCreates(
   input: AllocationInput,
   remaining: number,
+  ceilingLeft: number,
   slots: number,
   free: Map<string, number>,
   order: string[],
@@ -108,10 +114,14 @@ function planCreates(
   const granule = (id: string) => createGranule(input, views.get(id));
   let added = 0;
   while (remaining - added > 0 && ops.length < slots) {
-    const candidates = order.filter((id) => granule(id) > 0 && (free.get(id) ?? 0) > granule(id));
-    if (!candidates.length) break;
     const wanted = (id: string) =>
-      Math.min(perCreate(input.limits, granule(id)), roundUp(remaining - added, granule(id)));
+      Math.min(
+        perCreate(input.limits, granule(id)),
+        roundUp(remaining - added, granule(id)),
+        roundDown(ceilingLeft - added, granule(id)),
+      );
+    const candidates = order.filter((id) => granule(id) > 0 && (free.get(id) ?? 0) > granule(id) && wanted(id) > 0);
+    if (!candidates.length) break;
     const pick =
       input.selection === 'Ordered'
         ? (candidates.find((id) => free.get(id)! >= wanted(id) + 1) ?? candidates[0]!)
@@ -146,6 +156,9 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
   }
   if (base.planned < input.want) {
     const { limits } = input;
+    // Short only because a whole /28 would cross the ceiling.
+    if (input.ceiling !== undefined && cheapest({ ...input, ceiling: undefined }, input.want).planned >= input.want)
+      return { ...plan, shortfall: 'ceiling' };
     const slots = slotsOf(input);
     // Not only the instance: a slot left, or room on an ENI, means the vSwitches fell short.
     const roomLeft =
@@ -171,7 +184,7 @@ function fillCalls(input: AllocationInput, plan: AllocationPlan, extra: number):
   for (const op of plan.ops)
     free.set(op.vSwitchId, free.get(op.vSwitchId)! - (op.kind === 'assign' ? op.count : op.ips + 1));
   const enis = new Map(input.enis.map((e) => [e.id, e] as const));
-  let left = extra;
+  let left = Math.min(extra, (input.ceiling ?? Infinity) - plan.planned);
   const ops = plan.ops.map((op): AllocationOp => {
     const g = granuleOf(op.prefix);
     const room =
@@ -183,21 +196,23 @@ function fillCalls(input: AllocationInput, plan: AllocationPlan, extra: number):
     free.set(op.vSwitchId, free.get(op.vSwitchId)! - more);
     return op.kind === 'assign' ? { ...op, count: op.count + more } : { ...op, ips: op.ips + more };
   });
-  return { ops, planned: plan.planned + (extra - left) };
+  const added = ops.reduce((n, op, i) => n + sizeOf(op) - sizeOf(plan.ops[i]!), 0);
+  return { ops, planned: plan.planned + added };
 }
 
-/** What an assign to `eni` adds toward `wanted` more, within its room and the vSwitch's free addresses. */
-function assignAmount(input: AllocationInput, eni: EniView, wanted: number, free: number): number {
+const sizeOf = (op: AllocationOp) => (op.kind === 'assign' ? op.count : op.ips);
+
+/**
+ * What an assign to `eni` adds toward `wanted` more, within its room, the vSwitch's free
+ * addresses and the ceiling; a prefix ENI takes whole /28s, and none in a fragmented vSwitch.
+ */
+function assignAmount(input: AllocationInput, eni: EniView, wanted: number, ceilingLeft: number, free: number): number {
   if (wanted <= 0) return 0;
-  if (!eni.prefix) return Math.min(roomOf(input.limits, eni), wanted, free);
+  if (!eni.prefix) return Math.min(roomOf(input.limits, eni), wanted, free, ceilingLeft);
   const vSwitch = input.vSwitches.find((v) => v.id === eni.vSwitchId);
   if (vSwitch?.fragmented) return 0;
-  return Math.min(
-    roomOf(input.limits, eni),
-    perAssign(eni),
-    roundUp(wanted, PREFIX_SIZE),
-    roundDown(free, PREFIX_SIZE),
-  );
+  const most = Math.min(roomOf(input.limits, eni), perAssign(eni), roundDown(free, PREFIX_SIZE));
+  return Math.min(most, roundUp(wanted, PREFIX_SIZE), roundDown(ceilingLeft, PREFIX_SIZE));
 }
 
 /**
@@ -213,6 +228,7 @@ function cheapest(input: AllocationInput, want: number): AllocationPlan {
   const baseFree = new Map(usable.map((v) => [v.id, v.free] as const));
   const allow = input.allow ?? { assign: true, create: true };
   const slots = slotsOf(input);
+  const ceiling = input.ceiling ?? Infinity;
   // An assign-only vSwitch (the node's own) serves the primary ENI alone.
   const assignOnly = new Set(usable.filter((v) => v.assignOnly).map((v) => v.id));
   // The primary ENI's room comes first, always: it needs no create and no attach.
@@ -227,7 +243,7 @@ function cheapest(input: AllocationInput, want: number): AllocationPlan {
     const ops: AllocationOp[] = [];
     let planned = 0;
     for (const eni of roomy.slice(0, j)) {
-      const count = assignAmount(input, eni, want - planned, free.get(eni.vSwitchId)!);
+      const count = assignAmount(input, eni, want - planned, ceiling - planned, free.get(eni.vSwitchId)!);
       if (count <= 0) continue;
       free.set(eni.vSwitchId, free.get(eni.vSwitchId)! - count);
       ops.push({
@@ -239,7 +255,7 @@ function cheapest(input: AllocationInput, want: number): AllocationPlan {
       });
       planned += count;
     }
-    const creates = planCreates(input, want - planned, slots, free, order);
+    const creates = planCreates(input, want - planned, ceiling - planned, slots, free, order);
     ops.push(...creates.ops);
     planned += creates.added;
     const plan: AllocationPlan = { ops, planned };

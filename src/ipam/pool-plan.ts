@@ -162,10 +162,16 @@ export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing 
   preAllocate: spec.preAllocate ?? 8,
   maxAboveWatermark: spec.maxAboveWatermark ?? 0,
   maxAllocate: resolveMaxAllocate(
-    spec.maxAllocate ?? 0,
+    prefixMode(spec) ? wholePrefixes(spec.maxAllocate ?? 0) : (spec.maxAllocate ?? 0),
     podIpCapacity(limits, spec.usePrimaryENI === true, prefixMode(spec)),
   ),
 });
+
+/**
+ * A class's maxAllocate in Prefix mode: as many whole /28s as fit under it, and at least one
+ * (0 keeps meaning the instance type's limit).
+ */
+const wholePrefixes = (max: number) => (max > 0 ? Math.max(PREFIX_SIZE, max - (max % PREFIX_SIZE)) : 0);
 
 /** The instance's primary ENI, InUse on the pool's instance. */
 const primaryOf = (o: PoolObservation): EniFact | undefined =>
@@ -332,8 +338,15 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   let unusable: StatusInput['notReady'];
   if (want > 0 && mayAllocate) {
     // The batch rides on calls made anyway, within the ceiling.
-    const extra = Math.max(0, Math.min(batch, sizing.maxAllocate - withComing.available - want));
-    const step = planAllocationStep(o, limits, { want, extra, views, creating: coming.enis }, memory, blocked);
+    const room = sizing.maxAllocate - withComing.available;
+    const extra = Math.max(0, Math.min(batch, room - want));
+    const step = planAllocationStep(
+      o,
+      limits,
+      { want, extra, ceiling: room, views, creating: coming.enis },
+      memory,
+      blocked,
+    );
     events.push(...step.events);
     unusable = step.unusable;
     Object.assign(changes, { assign: step.assign, create: step.create, securityGroupIds: step.securityGroupIds });
@@ -360,7 +373,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
 function planAllocationStep(
   o: PoolObservation,
   limits: InstanceLimits,
-  a: { want: number; extra: number; views: EniView[]; creating: number },
+  a: { want: number; extra: number; ceiling: number; views: EniView[]; creating: number },
   memory: Omit<PoolMemory, 'failures'>,
   blocked: (action: string) => boolean,
 ) {
@@ -395,16 +408,21 @@ function planAllocationStep(
   const fragmented = candidates.filter((c) => c.fragmented && !c.assignOnly);
   if (alloc.shortfall && a.creating === 0 && allow.assign && allow.create) {
     memory.shortfall =
-      alloc.shortfall === 'instance-limit'
-        ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
-        : prefixes && !prefixes.fallback && fragmented.length
-          ? { reason: 'VSwitchFragmented', message: fragmentedMessage(fragmented, false) }
-          : candidates.some((c) => !c.assignOnly)
-            ? { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) }
-            : {
-                reason: 'NoVSwitchInZone',
-                message: noVSwitchInZoneMessage(spec, placementZones(spec, o.vSwitches, o.vpcId)),
-              };
+      alloc.shortfall === 'ceiling'
+        ? {
+            reason: 'InstanceLimit',
+            message: `${ceilingMessage(spec, limits, sizingOf(spec, limits))} (prefixes come in 16 IPs)`,
+          }
+        : alloc.shortfall === 'instance-limit'
+          ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
+          : prefixes && !prefixes.fallback && fragmented.length
+            ? { reason: 'VSwitchFragmented', message: fragmentedMessage(fragmented, false) }
+            : candidates.some((c) => !c.assignOnly)
+              ? { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) }
+              : {
+                  reason: 'NoVSwitchInZone',
+                  message: noVSwitchInZoneMessage(spec, placementZones(spec, o.vSwitches, o.vpcId)),
+                };
   } else if (!alloc.shortfall) memory.shortfall = undefined;
   const assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
   const creates = alloc.ops.flatMap(({ kind, ...op }) => (kind === 'create' ? [op as PoolPlan['create'][number]] : []));
@@ -587,12 +605,12 @@ function plannedStatus(
 }
 
 function ceilingMessage(spec: ENIPool['spec'], limits: InstanceLimits, sizing: Sizing): string {
-  const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < podIpCapacity(limits, spec.usePrimaryENI === true);
+  const capacity = podIpCapacity(limits, spec.usePrimaryENI === true, prefixMode(spec));
+  const byClass = (spec.maxAllocate ?? 0) > 0 && spec.maxAllocate! < capacity;
   if (byClass) return `the pool is at its maxAllocate of ${sizing.maxAllocate} IPs`;
-  const enis = spec.usePrimaryENI
-    ? `the primary and ${limits.eniQuantity - 1} secondary ENIs`
-    : `${limits.eniQuantity - 1} secondary ENIs`;
-  const shape = `${enis} × ${podIpsPerEni(limits)} secondary IPs`;
+  const slot = prefixMode(spec) ? `/28 prefixes of ${PREFIX_SIZE} IPs` : 'secondary IPs';
+  const secondary = `${limits.eniQuantity - 1} secondary ENIs × ${podIpsPerEni(limits)} ${slot}`;
+  const shape = spec.usePrimaryENI ? `${secondary}, and ${podIpsPerEni(limits)} on the primary ENI` : secondary;
   const instance = `instance ${spec.instanceID} (${spec.instanceType})`;
   return `${instance} holds at most ${sizing.maxAllocate} pod IPs (${shape}); the pool wants more`;
 }

@@ -466,3 +466,76 @@ describe('agent state file', () => {
     });
   });
 });
+
+describe('agent allocation from /28 prefixes', () => {
+  const P1 = '192.168.16.16/28';
+  const P2 = '192.168.16.32/28';
+  const addressesOf = (p: string) =>
+    Array.from({ length: 16 }, (_, k) => `192.168.16.${Number(p.split('.')[3]!.split('/')[0]) + k}`);
+  function prefixPool(requested: string[] = []): ENIPool {
+    const p = pool([...addressesOf(P1), ...addressesOf(P2)], { requested });
+    p.status!.enis![0]!.prefixes = [P1, P2];
+    return p;
+  }
+  const take = (state: AgentState, p: ENIPool, id: string) => {
+    const r = allocate(state, p, { containerId: id, ifName: 'eth0', pod: `default/${id}` }, 0);
+    if ('error' in r) throw new Error('pool empty');
+    return r;
+  };
+
+  it('fills the fullest prefix first, so that whole prefixes become free', () => {
+    const p = prefixPool();
+    // A pod of the second prefix stays: the next pods join it, not the empty first prefix.
+    let state: AgentState = {
+      allocations: {
+        'old/eth0': {
+          ip: addressesOf(P2)[7]!,
+          pod: 'default/old',
+          containerId: 'old',
+          ifName: 'eth0',
+          eniId: 'eni-a',
+          allocatedAt: 0,
+        },
+      },
+      cooling: {},
+    };
+    const ips: string[] = [];
+    for (let i = 0; i < 15; i++) {
+      const r = take(state, p, `c${i}`);
+      state = r.state;
+      ips.push(r.lease.ip);
+    }
+    expect(ips.every((ip) => addressesOf(P2).includes(ip))).toBe(true);
+    // Full: the next goes to the other prefix.
+    expect(addressesOf(P1)).toContain(take(state, p, 'c15').lease.ip);
+  });
+
+  it('a prefix requested for release leaves the free list whole, and one ack answers for all its addresses', () => {
+    const p = prefixPool([P1]);
+    expect(freeAddresses(emptyState(), p, 0).some((ip) => addressesOf(P1).includes(ip))).toBe(false);
+    expect(agentStatus(emptyState(), p, 0).releaseAcks).toEqual({
+      [P1]: { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
+    });
+    // One address of it in use (taken before the request), or cooling down: refused, or no answer yet.
+    const holder: AgentState = {
+      allocations: {
+        'x/eth0': {
+          ip: addressesOf(P1)[4]!,
+          pod: 'default/x',
+          containerId: 'x',
+          ifName: 'eth0',
+          eniId: 'eni-a',
+          allocatedAt: 0,
+        },
+      },
+      cooling: {},
+    };
+    expect(agentStatus(holder, p, 0).releaseAcks[P1]!.answer).toBe('do-not-release');
+    const cooling: AgentState = { allocations: {}, cooling: { [addressesOf(P1)[4]!]: 5000 } };
+    expect(agentStatus(cooling, p, 0).releaseAcks).toEqual({});
+    // A prefix the pool does not hold is not this agent's to give.
+    expect(agentStatus(emptyState(), prefixPool(['192.168.16.64/28']), 0).releaseAcks['192.168.16.64/28']!.answer).toBe(
+      'do-not-release',
+    );
+  });
+});

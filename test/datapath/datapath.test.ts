@@ -9,6 +9,7 @@ import { Registry } from 'prom-client';
 import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
 import { IpRouteKernel } from '../../src/agent/datapath/kernel.js';
+import { prefixAddresses } from '../../src/ipam/prefix.js';
 import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { destination as pinoDestination } from 'pino';
 import { startVpc, vpcUnavailable, type Vpc } from '../../testbed/vpc/index.js';
@@ -115,7 +116,10 @@ async function stopPod(pod: Pod): Promise<void> {
 }
 
 /** The ENI of the cloud that holds an address. */
-const eniOf = (addr: string) => [...c.ecs.world.enis.values()].find((e) => e.secondaryIps.includes(addr))!;
+const eniOf = (addr: string) =>
+  [...c.ecs.world.enis.values()].find(
+    (e) => e.secondaryIps.includes(addr) || e.ipv4Prefixes.some((p) => prefixAddresses(p).includes(addr)),
+  )!;
 const primaryEniOf = (instance: string) => c.ecs.world.instances.get(instance)!.primaryEniId;
 const rules = async (netns: string) =>
   (await inNs(netns, 'ip', '-4', 'rule', 'show'))
@@ -164,6 +168,13 @@ beforeAll(async () => {
     usePrimaryENI: true,
     nodeSelector: { matchLabels: { datapath: 'p' } },
   });
+  // Node 5's ENIs hold /28 prefixes (ipv4Mode Prefix): its pods' addresses are in them.
+  await c.addClass('x', {
+    ...common,
+    vSwitchIDs: ['vsw-h-pods'],
+    ipv4Mode: 'Prefix',
+    nodeSelector: { matchLabels: { datapath: 'x' } },
+  });
   await c.startOperator();
   // ecs.g7.large (2 secondary ENIs × 5 pod addresses), ecs.g7.xlarge, ecs.c7.2xlarge.
   const plan = [
@@ -171,6 +182,7 @@ beforeAll(async () => {
     { instance: 'i-demo-04', label: 'b', routing: true },
     { instance: 'i-demo-07', label: 'a', routing: false },
     { instance: 'i-demo-10', label: 'p', routing: true },
+    { instance: 'i-demo-13', label: 'x', routing: true },
   ];
   const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
   await allReady(c, names, 30_000);
@@ -351,6 +363,36 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     expect(lost.stdout).toMatch(/100% packet loss/);
     await eventually(async () => (await vpc.drops(primary)).spoofed >= before.spoofed + 3, 5000, 100);
     await inNs(p1.netns, 'ping', '-c', '1', '-W', '2', host.ip);
+  }, 60_000);
+
+  it('ipv4Mode Prefix: pods get addresses of their ENI’s /28, reach pods of other nodes and the VPC host, and the VPC takes them from that ENI alone', async () => {
+    const node = nodes[4]!;
+    const [x1, x2] = [await startPod(node, 'prefix-1'), await startPod(node, 'prefix-2')];
+    const eni = eniOf(x1.ip);
+    expect(eni.secondaryIps).toEqual([]);
+    expect(eni.ipv4Prefixes).toHaveLength(1);
+    const prefix = eni.ipv4Prefixes[0]!;
+    for (const p of [x1, x2]) expect(prefixAddresses(prefix)).toContain(p.ip);
+    const host = vpc.vpcHost!;
+    for (const target of [pods[0]!.ip, pods[3]!.ip, host.ip])
+      await inNs(x1.netns, 'ping', '-c', '1', '-W', '2', target);
+    await inNs(pods[0]!.netns, 'ping', '-c', '1', '-W', '2', x2.ip);
+    const answer = await inNs(x2.netns, 'curl', '-s', '--max-time', '3', `http://${host.ip}/`);
+    expect(JSON.parse(answer)).toMatchObject({ client: x2.ip });
+    const seen = await captured(vpc.portOf(eni.id)!, `icmp and src host ${x1.ip}`, () =>
+      inNs(x1.netns, 'ping', '-c', '3', '-i', '0.2', '-W', '2', host.ip),
+    );
+    expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
+    // Negative control: once the ENI no longer holds the prefix, its addresses are neither delivered nor let out.
+    await pop(c.ecs.url).request(
+      'UnassignPrivateIpAddresses',
+      { RegionId: REGION, NetworkInterfaceId: eni.id, 'Ipv4Prefix.1': prefix },
+      { method: 'POST' },
+    );
+    const before = await vpc.drops(eni.id);
+    const lost = await sh('ip', ['netns', 'exec', x1.netns, 'ping', '-c', '3', '-i', '0.2', '-W', '1', host.ip]);
+    expect(lost.stdout).toMatch(/100% packet loss/);
+    await eventually(async () => (await vpc.drops(eni.id)).spoofed >= before.spoofed + 3, 5000, 100);
   }, 60_000);
 
   it('sends each pod’s packets out of its own ENI: the VPC sees them on that ENI’s port, none on the primary’s', async () => {

@@ -288,3 +288,84 @@ describe('allocation planning', () => {
     );
   });
 });
+
+describe('allocation planning in prefix mode (ipv4Mode Prefix)', () => {
+  const limits = { eniQuantity: 4, ipv4PerEni: 14 };
+  const prefixes = { fallback: true };
+
+  it('a new node gets whole /28s in one create, only as many as the want needs', () => {
+    const plan = planAllocation({
+      want: 40,
+      limits,
+      enis: [],
+      vSwitches: [{ id: 'vsw-1', free: 500 }],
+      selection: 'MostFreeIPs',
+      prefixes,
+    });
+    expect(plan).toEqual({ ops: [{ kind: 'create', vSwitchId: 'vsw-1', ips: 48, prefix: true }], planned: 48 });
+  });
+
+  it('an ENI of prefixes takes prefixes, at most 10 a call; one of single IPs keeps taking single IPs', () => {
+    const plan = planAllocation({
+      want: 200,
+      limits: { eniQuantity: 2, ipv4PerEni: 20 },
+      enis: [{ id: 'eni-p', vSwitchId: 'vsw-1', attached: true, ips: 16, prefix: true }],
+      vSwitches: [{ id: 'vsw-1', free: 1000 }],
+      selection: 'MostFreeIPs',
+      prefixes,
+    });
+    expect(plan.ops).toEqual([{ kind: 'assign', eniId: 'eni-p', vSwitchId: 'vsw-1', count: 160, prefix: true }]);
+    const mixed = planAllocation({
+      want: 5,
+      limits,
+      enis: [{ id: 'eni-s', vSwitchId: 'vsw-1', attached: true, ips: 3 }],
+      vSwitches: [{ id: 'vsw-1', free: 1000 }],
+      selection: 'MostFreeIPs',
+      prefixes,
+    });
+    expect(mixed.ops).toEqual([{ kind: 'assign', eniId: 'eni-s', vSwitchId: 'vsw-1', count: 5 }]);
+  });
+
+  it('a fragmented vSwitch gets no prefix: single IPs on a new ENI with the fallback, nothing without', () => {
+    const input = {
+      want: 8,
+      limits,
+      enis: [{ id: 'eni-p', vSwitchId: 'vsw-1', attached: true, ips: 16, prefix: true }],
+      vSwitches: [{ id: 'vsw-1', free: 200, fragmented: true }],
+      selection: 'MostFreeIPs' as const,
+    };
+    expect(planAllocation({ ...input, prefixes }).ops).toEqual([{ kind: 'create', vSwitchId: 'vsw-1', ips: 8 }]);
+    const waiting = planAllocation({ ...input, prefixes: { fallback: false } });
+    expect(waiting).toMatchObject({ ops: [], planned: 0, shortfall: 'vswitch-exhausted' });
+  });
+
+  it('never lets a /28 cross the ceiling: short of it, the ceiling is the reason', () => {
+    const input = {
+      want: 4,
+      limits,
+      enis: [{ id: 'eni-p', vSwitchId: 'vsw-1', attached: true, ips: 16, prefix: true }],
+      vSwitches: [{ id: 'vsw-1', free: 200 }],
+      selection: 'MostFreeIPs' as const,
+      prefixes,
+    };
+    expect(planAllocation({ ...input, ceiling: 10 })).toEqual({ ops: [], planned: 0, shortfall: 'ceiling' });
+    expect(planAllocation({ ...input, ceiling: 40, extra: 30 }).planned).toBe(32);
+  });
+
+  it('needs at most a third of the calls single IPs need for the same growth (ecs.g7.xlarge, 4 ENIs × 15)', () => {
+    const grow = (withPrefixes: boolean) =>
+      callsOf(
+        planAllocation({
+          want: 120,
+          limits: { eniQuantity: 4, ipv4PerEni: 14 },
+          enis: [],
+          vSwitches: [{ id: 'vsw-1', free: 2000 }],
+          selection: 'MostFreeIPs',
+          ...(withPrefixes ? { prefixes } : {}),
+        }).ops,
+      );
+    // 120 single IPs need all 3 secondary ENIs (42 IPs) and fall short; 8 prefixes fit in one create.
+    expect(grow(true)).toBe(2);
+    expect(grow(false)).toBe(6);
+  });
+});

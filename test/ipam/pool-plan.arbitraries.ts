@@ -3,6 +3,7 @@ import { API_VERSION, type ENIPool, type ENIPoolStatus, type PoolENI } from '../
 import type { InstanceLimits } from '../../src/ipam/capacity.js';
 import type { FailureRecord } from '../../src/ipam/failure-record.js';
 import type { EniFact, PoolMemory, PoolObservation, PoolPlan } from '../../src/ipam/pool-plan.js';
+import { PREFIX_SIZE, prefixAddresses } from '../../src/ipam/prefix.js';
 
 /** Fixed names and times: every observation is of node-a on i-node, in zone-a of vpc-a, at NOW. */
 export const NOW = Date.parse('2026-01-01T01:00:00.000Z');
@@ -28,8 +29,20 @@ export interface Case {
   m: PoolMemory;
 }
 
-/** An ENI's pod addresses: its secondaries (its own primary is the node's). */
-export const ipsOf = (e: { primaryIp: string; secondaryIps: string[] }) => [...e.secondaryIps];
+/** An ENI's pod addresses: its secondaries and its prefixes' addresses (its own primary is the node's). */
+export const ipsOf = (e: { primaryIp: string; secondaryIps: string[]; ipv4Prefixes?: string[] }) => [
+  ...e.secondaryIps,
+  ...(e.ipv4Prefixes ?? []).flatMap(prefixAddresses),
+];
+/** What a release request of the ENI names: each secondary address, and each prefix whole. */
+export const unitsOf = (e: { secondaryIps: string[]; ipv4Prefixes?: string[] }) => [
+  ...e.secondaryIps,
+  ...(e.ipv4Prefixes ?? []),
+];
+/** The addresses a release key stands for. */
+export const membersOf = (key: string) => (key.includes('/') ? prefixAddresses(key) : [key]);
+/** The ENI's IPv4 slots in use (an address or a prefix each). */
+export const slotsOf = (e: { secondaryIps: string[]; ipv4Prefixes?: string[] }) => unitsOf(e).length;
 export const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 export const podIps = (l: InstanceLimits) => (l.eniQuantity - 1) * (l.ipv4PerEni - 1);
 export const owner = { pod: 'default/p', containerID: 'c' };
@@ -52,6 +65,8 @@ const eniShape = (perEni: number) =>
     ours: chance(80),
     attachingInCloud: chance(12),
     secondaries: fc.nat(perEni - 1),
+    // Its slots hold /28 prefixes instead (then it has no single secondary).
+    prefixes: chance(25),
     vsw: fc.nat(4),
     attaching: chance(10),
     removing: chance(8),
@@ -64,6 +79,7 @@ const vSwitchShape = fc.record({
   free: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 4, arbitrary: fc.integer({ min: 1, max: 60 }) }),
   blocked: chance(10),
   tagged: chance(60),
+  fragmented: chance(12),
 });
 const failuresArb = fc.oneof(
   { weight: 3, arbitrary: fc.constant([] as FailureRecord[]) },
@@ -127,6 +143,8 @@ const shapeArb = fc
         ),
         releaseDelaySeconds: maybe(fc.constantFrom(0, 30, 180)),
         deleteEmptyENIs: maybe(fc.boolean()),
+        prefixMode: chance(30),
+        prefixFallback: maybe(fc.boolean()),
       }),
       mode: fc.constantFrom('normal', 'normal', 'normal', 'normal', 'no-release', 'read-only') as fc.Arbitrary<
         PoolObservation['mode']
@@ -190,7 +208,10 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
       instanceId: INSTANCE,
       vSwitchId: vsw(e.vsw),
       primaryIp: `10.1.${i}.1`,
-      secondaryIps: Array.from({ length: e.secondaries }, (_, k) => `10.1.${i}.${k + 2}`),
+      secondaryIps: e.prefixes ? [] : Array.from({ length: e.secondaries }, (_, k) => `10.1.${i}.${k + 2}`),
+      ...(e.prefixes
+        ? { ipv4Prefixes: Array.from({ length: e.secondaries }, (_, k) => `10.${100 + i}.${k}.${PREFIX_SIZE}/28`) }
+        : {}),
       ours: e.ours,
       removing,
       attaching: e.ours && !removing && e.attaching,
@@ -228,9 +249,9 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
     ...instanceEnis.filter((e) => e.ours && !e.removing && e.status === 'InUse'),
     ...(primaryEni ? [primaryEni] : []),
   ].flatMap(ipsOf);
-  const ourIps = [...ownedEnis, ...(primaryEni ? [primaryEni] : [])].flatMap(ipsOf);
   const oldIds = [...ownedEnis.map((e) => e.id), 'eni-gone', ...(primaryEni ? [primaryEni.id] : [])];
   const releasable = instanceEnis.filter((e) => e.ours && !e.removing && e.status === 'InUse');
+  const ourUnits = [...ownedEnis, ...(primaryEni ? [primaryEni] : [])].flatMap(unitsOf);
   return fc
     .record({
       used: fc.subarray(servable),
@@ -238,9 +259,9 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
         servable,
         fc.integer({ min: -60_000, max: 120_000 }).map((d) => iso(NOW + d)),
       ),
-      requests: mapOf([...ourIps, '10.9.0.1'], fc.constantFrom(OLD_STAMP, CUR_STAMP)),
+      requests: mapOf([...ourUnits, '10.9.0.1', '10.9.0.16/28'], fc.constantFrom(OLD_STAMP, CUR_STAMP)),
       acks: mapOf(
-        [...ourIps, '10.9.0.2'],
+        [...ourUnits, '10.9.0.2'],
         fc.record({ answer: fc.constantFrom('ready' as const, 'do-not-release' as const), matching: chance(75) }),
       ),
       published: fc.subarray(oldIds),
@@ -257,7 +278,7 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
         return req === OLD_STAMP ? CUR_STAMP : OLD_STAMP;
       };
       const byId = new Map(ownedEnis.map((e) => [e.id, e]));
-      const confirmed = r.confirmedWhole.flatMap(ipsOf);
+      const confirmed = r.confirmedWhole.flatMap(unitsOf);
       const requests = { ...r.requests, ...Object.fromEntries(confirmed.map((ip) => [ip, CUR_STAMP])) };
       const acks = {
         ...Object.fromEntries(
@@ -268,7 +289,12 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
       const status: ENIPoolStatus = {
         enis: r.published.map((id): PoolENI => {
           const e = byId.get(id);
-          return { id, state: 'InUse', ips: e ? ipsOf(e) : ['10.9.1.1', '10.9.1.2'] };
+          return {
+            id,
+            state: 'InUse',
+            ips: e ? ipsOf(e) : ['10.9.1.1', '10.9.1.2'],
+            ...(e?.ipv4Prefixes ? { prefixes: e.ipv4Prefixes } : {}),
+          };
         }),
         used: Object.fromEntries(r.used.map((ip) => [ip, owner])),
         cooling: r.cooling,
@@ -294,6 +320,8 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
         releaseExcessIPs: p.releaseExcessIPs,
         releaseDelaySeconds: p.releaseDelaySeconds,
         deleteEmptyENIs: p.deleteEmptyENIs,
+        ipv4Mode: p.prefixMode ? 'Prefix' : undefined,
+        prefixFallback: p.prefixFallback,
         usePrimaryENI: (s.primary.present && s.primary.use) || undefined,
       };
       const o: PoolObservation = {
@@ -325,8 +353,11 @@ export const caseArb: fc.Arbitrary<Case> = shapeArb.chain((s) => {
             free: v.free,
             tags: v.tagged ? { pods: 'yes' } : ({} as Record<string, string>),
             blocked: v.blocked,
+            fragmented: v.fragmented,
           }))
-          .concat([{ id: 'vsw-node', zoneId: ZONE, vpcId: VPC, free: 30, tags: {}, blocked: false }]),
+          .concat([
+            { id: 'vsw-node', zoneId: ZONE, vpcId: VPC, free: 30, tags: {}, blocked: false, fragmented: false },
+          ]),
         securityGroups: Array.from({ length: p.sgByTags ? p.sgCount : 0 }, (_, i) => ({
           id: `sg-${i}`,
           vpcId: VPC,
@@ -350,15 +381,22 @@ export function applyPlan({ o, m }: Case, plan: PoolPlan): Case {
   const fresh = () => (n++, `10.200.${Math.floor(n / 250)}.${(n % 250) + 1}`);
   const deleted = new Set(plan.deleteEnis);
   const adopted = new Set(plan.adopt.map((a) => a.eniId));
-  const unassigned = new Set(plan.unassign.flatMap((u) => u.ips));
+  const unassigned = new Set(plan.unassign.flatMap((u) => [...u.ips, ...(u.prefixes ?? [])]));
+  let m16 = 0;
+  const freshPrefix = () => (m16++, `10.201.${Math.floor(m16 / 16)}.${(m16 % 16) * PREFIX_SIZE}/28`);
   const facts = new Map<string, EniFact>();
   for (const e of [...o.instanceEnis, ...o.ownedEnis, ...(o.primaryEni ? [o.primaryEni] : [])]) {
     if (facts.has(e.id) || deleted.has(e.id)) continue;
-    const added = plan.assign.filter((a) => a.eniId === e.id).flatMap((a) => Array.from({ length: a.count }, fresh));
+    const mine = plan.assign.filter((a) => a.eniId === e.id);
+    const added = mine.filter((a) => !a.prefix).flatMap((a) => Array.from({ length: a.count }, fresh));
+    const addedPrefixes = mine
+      .filter((a) => a.prefix)
+      .flatMap((a) => Array.from({ length: a.count / PREFIX_SIZE }, freshPrefix));
     const secondaryIps = [...e.secondaryIps.filter((ip) => !unassigned.has(ip)), ...added];
+    const ipv4Prefixes = [...(e.ipv4Prefixes ?? []).filter((p) => !unassigned.has(p)), ...addedPrefixes];
     // An adopted ENI is attached in the background, as the shell does: attaching, its IPs in flight.
     if (adopted.has(e.id)) facts.set(e.id, { ...e, status: 'Attaching', instanceId: INSTANCE, attaching: true });
-    else facts.set(e.id, { ...e, secondaryIps });
+    else facts.set(e.id, { ...e, secondaryIps, ...(ipv4Prefixes.length || e.ipv4Prefixes ? { ipv4Prefixes } : {}) });
   }
   const adoptedIps = sum(plan.adopt.map((a) => ipsOf(facts.get(a.eniId)!).length));
   const created = plan.create.map((c, k): EniFact => ({
@@ -367,7 +405,8 @@ export function applyPlan({ o, m }: Case, plan: PoolPlan): Case {
     instanceId: INSTANCE,
     vSwitchId: c.vSwitchId,
     primaryIp: fresh(),
-    secondaryIps: Array.from({ length: c.ips }, fresh),
+    secondaryIps: c.prefix ? [] : Array.from({ length: c.ips }, fresh),
+    ...(c.prefix ? { ipv4Prefixes: Array.from({ length: c.ips / PREFIX_SIZE }, freshPrefix) } : {}),
     ours: true,
     removing: false,
     attaching: false,
@@ -382,7 +421,12 @@ export function applyPlan({ o, m }: Case, plan: PoolPlan): Case {
     ...o.pool.status,
     enis: plan.status.eniIds.map((id) => {
       const e = facts.get(id)!;
-      return { id, state: e.status as PoolENI['state'], ips: ipsOf(e) };
+      return {
+        id,
+        state: e.status as PoolENI['state'],
+        ips: ipsOf(e),
+        ...(e.ipv4Prefixes ? { prefixes: e.ipv4Prefixes } : {}),
+      };
     }),
     summary: plan.status.summary,
     releaseRequests: plan.status.releaseRequests,

@@ -22,10 +22,14 @@ import {
   caseArb,
   iso,
   ipsOf,
+  membersOf,
   owner,
   podIps,
+  slotsOf,
   sum,
+  unitsOf,
 } from './pool-plan.arbitraries.js';
+import { PREFIX_SIZE } from '../../src/ipam/prefix.js';
 
 const RUNS = { numRuns: Number(process.env.PLAN_RUNS ?? 3000) };
 const held = (m: PoolMemory, action: string) => m.failures.some((f) => f.action === action && f.until > NOW);
@@ -34,10 +38,14 @@ const exhausted = (p: PoolPlan) => p.status.conditions.find((c) => c.type === 'E
 const NOT_READY = ['NodeGone', 'NoInstance', 'UnknownInstanceType', 'TooManySecurityGroups'];
 const UNSERVED = ['NodeGone', 'NoInstance', 'UnknownInstanceType'];
 const eniOf = (o: PoolObservation, id: string) => [...o.instanceEnis, ...o.ownedEnis].find((e) => e.id === id)!;
-const released = (o: PoolObservation, p: PoolPlan) => [
-  ...p.unassign.flatMap((u) => u.ips),
-  ...p.deleteEnis.flatMap((id) => ipsOf(eniOf(o, id))),
+/** What the plan releases, as release keys (an address, or a prefix), and as addresses. */
+const releasedKeys = (o: PoolObservation, p: PoolPlan) => [
+  ...p.unassign.flatMap((u) => [...u.ips, ...(u.prefixes ?? [])]),
+  ...p.deleteEnis.flatMap((id) => unitsOf(eniOf(o, id))),
 ];
+const released = (o: PoolObservation, p: PoolPlan) => releasedKeys(o, p).flatMap(membersOf);
+const unassignedIps = (u: PoolPlan['unassign'][number]) => u.ips.length + PREFIX_SIZE * (u.prefixes?.length ?? 0);
+const prefixMode = (o: PoolObservation) => o.pool.spec.ipv4Mode === 'Prefix';
 const cloudChanges = (p: PoolPlan) => ({
   adopt: p.adopt,
   assign: p.assign,
@@ -49,9 +57,12 @@ const noCloudChange = { adopt: [], assign: [], create: [], unassign: [], deleteE
 const planned = (p: PoolPlan) => sum(p.assign.map((a) => a.count)) + sum(p.create.map((c) => c.ips));
 const ceiling = (o: PoolObservation) => {
   const max = o.pool.spec.maxAllocate ?? 0;
-  // The primary ENI, when pods may use it, holds as many pod addresses as a secondary one.
-  const capacity = podIps(o.limits!) + (o.pool.spec.usePrimaryENI ? o.limits!.ipv4PerEni - 1 : 0);
-  return max > 0 ? Math.min(max, capacity) : capacity;
+  // The primary ENI, when pods may use it, holds as many pod addresses as a secondary one holds slots.
+  const capacity =
+    podIps(o.limits!) * (prefixMode(o) ? PREFIX_SIZE : 1) + (o.pool.spec.usePrimaryENI ? o.limits!.ipv4PerEni - 1 : 0);
+  // In Prefix mode a class's maxAllocate holds whole /28s, one at least.
+  const classMax = prefixMode(o) && max > 0 ? Math.max(PREFIX_SIZE, max - (max % PREFIX_SIZE)) : max;
+  return classMax > 0 ? Math.min(classMax, capacity) : capacity;
 };
 /** Whether the pool's class selects this vSwitch, in the node's zone and VPC. */
 const selectable = (o: PoolObservation, id: string) => {
@@ -80,10 +91,13 @@ describe('pool planning (properties)', () => {
         for (const ip of released(o, plan)) expect(used).not.toHaveProperty([ip]);
         const old = o.pool.status?.releaseRequests ?? {};
         const cooling = Object.entries(o.pool.status?.cooling ?? {}).filter(([, t]) => Date.parse(t) > NOW);
-        for (const ip of Object.keys(plan.status.releaseRequests).filter((x) => !(x in old))) {
-          expect(used).not.toHaveProperty([ip]);
-          expect(cooling.map(([c]) => c)).not.toContain(ip);
-          expect(plan.status.releaseRequests[ip]).toBe(NEW_STAMP);
+        for (const key of Object.keys(plan.status.releaseRequests).filter((x) => !(x in old))) {
+          // A prefix is requested only when none of its addresses is in use or cooling down.
+          for (const ip of membersOf(key)) {
+            expect(used).not.toHaveProperty([ip]);
+            expect(cooling.map(([c]) => c)).not.toContain(ip);
+          }
+          expect(plan.status.releaseRequests[key]).toBe(NEW_STAMP);
         }
       }),
       RUNS,
@@ -96,9 +110,10 @@ describe('pool planning (properties)', () => {
         const plan = planPool(o, m);
         const requests = o.pool.status?.releaseRequests ?? {};
         const acks = o.pool.status?.releaseAcks ?? {};
-        for (const ip of released(o, plan)) {
-          expect(requests[ip]).toBeDefined();
-          expect(acks[ip]).toEqual({ answer: 'ready', requestedAt: requests[ip] });
+        // One ack covers a whole prefix.
+        for (const key of releasedKeys(o, plan)) {
+          expect(requests[key]).toBeDefined();
+          expect(acks[key]).toEqual({ answer: 'ready', requestedAt: requests[key] });
         }
       }),
       RUNS,
@@ -122,17 +137,42 @@ describe('pool planning (properties)', () => {
               plan.create.length,
           ).toBeLessThanOrEqual(eniQuantity - 1);
         for (const c of plan.create) expect(c.ips).toBeGreaterThan(0);
-        // Pod addresses: an ENI's secondaries (its primary is the node's), at most 49 per create.
-        for (const c of plan.create) expect(c.ips).toBeLessThanOrEqual(Math.min(ipv4PerEni - 1, 49));
+        // Pod addresses: an ENI's secondaries (its primary is the node's), at most 49 per create, or
+        // whole /28s, at most 10 per create; a prefix-mode pool makes single-IP ENIs only as the
+        // fallback in a fragmented vSwitch.
+        for (const c of plan.create) {
+          const fragmented = o.vSwitches.find((v) => v.id === c.vSwitchId)?.fragmented;
+          if (c.prefix) {
+            expect(prefixMode(o) && !fragmented).toBe(true);
+            expect(c.ips % PREFIX_SIZE).toBe(0);
+            expect(c.ips / PREFIX_SIZE).toBeLessThanOrEqual(Math.min(ipv4PerEni - 1, 10));
+          } else {
+            if (prefixMode(o)) expect(fragmented && o.pool.spec.prefixFallback !== false).toBe(true);
+            expect(c.ips).toBeLessThanOrEqual(Math.min(ipv4PerEni - 1, 49));
+          }
+        }
         const primary = usedPrimary(o);
         for (const a of plan.assign) {
           const e = [...o.instanceEnis, ...(primary ? [primary] : [])].find((x) => x.id === a.eniId);
           if (e?.primary) expect(e).toMatchObject({ status: 'InUse', vSwitchId: a.vSwitchId });
           else expect(e).toMatchObject({ ours: true, removing: false, status: 'InUse', vSwitchId: a.vSwitchId });
-          const added = sum(plan.assign.filter((x) => x.eniId === a.eniId).map((x) => x.count));
-          // The shell unassigns before it assigns: what leaves the ENI makes room on it.
-          const leaves = sum(plan.unassign.filter((u) => u.eniId === a.eniId).map((u) => u.ips.length));
-          expect(ipsOf(e!).length - leaves + added).toBeLessThanOrEqual(ipv4PerEni - 1);
+          // An ENI never mixes: prefixes go to one holding prefixes (or nothing yet, in Prefix mode).
+          const holdsPrefixes = (e!.ipv4Prefixes?.length ?? 0) > 0;
+          const holdsIps = e!.secondaryIps.length > 0;
+          if (a.prefix) {
+            expect(holdsIps).toBe(false);
+            expect(a.count % PREFIX_SIZE).toBe(0);
+            expect(a.count / PREFIX_SIZE).toBeLessThanOrEqual(10);
+            expect(o.vSwitches.find((v) => v.id === a.vSwitchId)?.fragmented).toBeFalsy();
+          } else expect(holdsPrefixes).toBe(false);
+          const added = sum(
+            plan.assign.filter((x) => x.eniId === a.eniId).map((x) => (x.prefix ? x.count / PREFIX_SIZE : x.count)),
+          );
+          // The shell unassigns before it assigns: what leaves the ENI makes room on it (slots).
+          const leaves = sum(
+            plan.unassign.filter((u) => u.eniId === a.eniId).map((u) => u.ips.length + (u.prefixes?.length ?? 0)),
+          );
+          expect(slotsOf(e!) - leaves + added).toBeLessThanOrEqual(ipv4PerEni - 1);
         }
         // Every IP the node holds or will hold, each counted once: our ENIs (attached, attaching
         // or parked; those we attach are in flight too) and the ENIs being created, plus the plan's.
@@ -142,7 +182,7 @@ describe('pool planning (properties)', () => {
         const holding = sum(ours.map((e) => ipsOf(e).length)) + creating;
         // What the plan gives back in the same step makes room for what it adds.
         const leaving =
-          sum(plan.unassign.map((u) => u.ips.length)) +
+          sum(plan.unassign.map(unassignedIps)) +
           sum(plan.deleteEnis.map((id) => ipsOf(o.instanceEnis.find((e) => e.id === id)!).length));
         if (planned(plan) > 0) expect(holding - leaving + planned(plan)).toBeLessThanOrEqual(ceiling(o));
         for (const v of o.vSwitches) {
@@ -224,7 +264,7 @@ describe('pool planning (properties)', () => {
           : [];
         expect(eniIds).toEqual(published.map((e) => e.id));
         const ips = sum(published.filter((e) => e.status === 'InUse').map((e) => ipsOf(e).length));
-        const unassigned = sum(plan.unassign.map((u) => u.ips.length));
+        const unassigned = sum(plan.unassign.map(unassignedIps));
         expect(summary.available).toBe(ips + sum(plan.assign.map((a) => a.count)) - unassigned);
         expect(summary.used).toBe(Object.keys(o.pool.status?.used ?? {}).length);
         expect(summary.releasing).toBe(Object.keys(plan.status.releaseRequests).length);

@@ -205,3 +205,59 @@ describe('release planning', () => {
     );
   });
 });
+
+describe('release of /28 prefixes', () => {
+  const P1 = '10.5.0.16/28';
+  const P2 = '10.5.0.32/28';
+  const members = (p: string) =>
+    Array.from({ length: 16 }, (_, k) => `10.5.0.${Number(p.split('.')[3]!.split('/')[0]) + k}`);
+  const eni = {
+    id: 'eni-p',
+    primaryIp: '10.5.0.1',
+    secondaryIps: [],
+    prefixes: [P1, P2].map((prefix) => ({ prefix, ips: members(prefix) })),
+  };
+  const base: ReleaseInput = {
+    enis: [eni],
+    used: new Set([members(P1)[3]!]),
+    excess: 20,
+    excessSince: 0,
+    now: 10_000,
+    delayMs: 0,
+    requests: new Map(),
+    acks: new Map(),
+    deleteEmptyEnis: false,
+  };
+
+  it('requests only a whole prefix none of whose addresses is used or cooling, when the excess covers all 16', () => {
+    expect(planRelease(base).request).toEqual([P2]);
+    expect(planRelease({ ...base, excess: 15 }).request).toEqual([]);
+    expect(planRelease({ ...base, cooling: new Set([members(P2)[9]!]) }).request).toEqual([]);
+  });
+
+  it('one ready ack releases the whole prefix; an address of it taken meanwhile withdraws the request', () => {
+    const requested = { ...base, requests: new Map([[P2, T1]]), acks: new Map([[P2, ready()]]) };
+    expect(planRelease(requested).unassign).toEqual([{ eniId: 'eni-p', ips: [], prefixes: [P2] }]);
+    const taken = planRelease({ ...requested, used: new Set([...base.used, members(P2)[0]!]) });
+    expect(taken).toMatchObject({ unassign: [], withdraw: [P2] });
+    expect(planRelease({ ...requested, acks: new Map([[P2, refused()]]) }).withdraw).toEqual([P2]);
+  });
+
+  it('an ENI whose every prefix is confirmed free is deleted whole', () => {
+    const all = {
+      ...base,
+      used: new Set<string>(),
+      excess: 32,
+      deleteEmptyEnis: true,
+      requests: new Map([
+        [P1, T1],
+        [P2, T1],
+      ]),
+      acks: new Map([
+        [P1, ready()],
+        [P2, ready()],
+      ]),
+    };
+    expect(planRelease(all)).toMatchObject({ deleteEnis: ['eni-p'], unassign: [] });
+  });
+});
