@@ -8,6 +8,8 @@ export interface QuotaBound {
   perActionMs: Record<string, number>;
   /** The slowest action plus one attach delay, in real milliseconds at the run's time scale. */
   realMs: number;
+  /** Pod addresses the pools start with: each node's want, within its instance's capacity. */
+  addresses: number;
 }
 
 /** Each node of the world with its instance type and the addresses its pool starts with. */
@@ -37,8 +39,11 @@ const perCreate = (world: Fixture, ipsPerEni: number) =>
  */
 export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaBound {
   let enis = 0;
-  for (const { type, want } of startingNeeds(world, spec))
+  let addresses = 0;
+  for (const { type, want } of startingNeeds(world, spec)) {
     enis += Math.ceil(want / perCreate(world, type.eniPrivateIpAddressQuantity));
+    addresses += want;
+  }
   const calls = { CreateNetworkInterface: enis, AttachNetworkInterface: enis };
   const perActionMs: Record<string, number> = {};
   for (const [action, n] of Object.entries(calls)) {
@@ -47,7 +52,7 @@ export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaB
     perActionMs[action] = (Math.max(0, n - (q.burst ?? q.perMinute)) / q.perMinute) * 60_000;
   }
   const emulatedMs = Math.max(0, ...Object.values(perActionMs)) + (world.delays?.attachMs ?? 0);
-  return { calls, perActionMs, realMs: emulatedMs / (world.timeScale ?? 1) };
+  return { calls, perActionMs, realMs: emulatedMs / (world.timeScale ?? 1), addresses };
 }
 
 /**

@@ -10,6 +10,8 @@ export interface GrowthOptions {
   preAllocate: number;
   /** The class's maxBatch (0: growth without batches, as before them). */
   maxBatch: number;
+  /** The class's ipv4Mode: single secondary IPs, or /28 prefixes. */
+  mode: 'secondary' | 'prefix';
 }
 
 export const GROWTH_RATES = {
@@ -26,18 +28,23 @@ const ASSIGN_MAX = 10;
  * The fewest mutating calls that world allows to add `need` addresses to a node whose ENIs hold
  * `ips` addresses each: every ENI's room filled with assigns of at most 10, then new ENIs that
  * carry all their addresses at creation (create + attach), within the instance's free slots.
+ * With `prefix` the slots hold /28s: 16 addresses each, at most 10 prefixes a call.
  */
-export function floorCalls(ips: number[], need: number, freeSlots: number): number {
-  let left = need;
+export function floorCalls(ips: number[], need: number, freeSlots: number, prefix = false): number {
+  const g = prefix ? 16 : 1;
+  let left = Math.ceil(need / g);
   let calls = 0;
   for (const held of ips) {
-    const take = Math.min(PER_ENI - held, left);
+    const take = Math.min(PER_ENI - Math.ceil(held / g), left);
     if (take <= 0) continue;
     calls += Math.ceil(take / ASSIGN_MAX);
     left -= take;
   }
+  // A create carries at most 49 secondaries (all 14 here), or 10 prefixes (an assign brings the rest).
+  const perCreate = prefix ? 10 : PER_ENI;
   const enis = Math.min(freeSlots, Math.ceil(left / PER_ENI));
-  return calls + 2 * enis;
+  const rest = Math.max(0, Math.min(left, enis * PER_ENI) - enis * perCreate);
+  return calls + 2 * enis + Math.ceil(rest / ASSIGN_MAX);
 }
 
 /**
@@ -52,6 +59,7 @@ export async function growth(o: GrowthOptions): Promise<void> {
     securityGroupTags: { role: 'pods' },
     preAllocate: o.preAllocate,
     maxBatch: o.maxBatch,
+    ...(o.mode === 'prefix' ? { ipv4Mode: 'Prefix' as const } : {}),
   };
   const c = await BenchCluster.realTime({ nodes: o.nodes, classSpec, typeOf: () => 'ecs.c7.2xlarge' });
   try {
@@ -83,34 +91,44 @@ export async function growth(o: GrowthOptions): Promise<void> {
     const calls = c.ecs.mutatingCalls();
     const total = Object.values(calls).reduce((a, b) => a + b, 0);
     const pools = c.poolList();
+    const prefix = o.mode === 'prefix';
     let floor = 0;
+    // What single secondary IPs would need at the least for the same growth (from one ENI of preAllocate).
+    let secondaryFloor = 0;
     const idle: number[] = [];
     for (const p of pools) {
       const ips = before.get(p.spec.nodeName) ?? [];
       const used = Object.keys(p.status?.used ?? {}).length;
       const need = Math.max(0, used + o.preAllocate - ips.reduce((a, b) => a + b, 0));
-      floor += floorCalls(ips, need, 5 - ips.length);
+      floor += floorCalls(ips, need, 5 - ips.length, prefix);
+      secondaryFloor += floorCalls([o.preAllocate], used, 4);
       idle.push((p.status?.summary?.available ?? 0) - used);
     }
     const late = waits.filter((w) => w.at >= 60_000);
     const emptyLate = late.filter((w) => w.empty).length;
     const emptyAll = waits.filter((w) => w.empty).length;
     const sorted = waits.map((w) => w.waitMs).sort((a, b) => a - b);
-    const bound = o.preAllocate + o.maxBatch;
+    // A prefix pool holds whole /28s: idle addresses may round up to the next one.
+    const bound = o.preAllocate + o.maxBatch + (prefix ? 15 : 0);
     const maxIdle = Math.max(...idle);
     const ratio = total / floor;
     const added = waits.length;
-    const met = ratio <= 1.3 && emptyLate === 0 && maxIdle <= bound;
+    const perAddress = total / added;
+    const vsSecondary = total / secondaryFloor;
+    const met = prefix
+      ? vsSecondary <= 0.25 && emptyLate === 0 && maxIdle <= bound
+      : ratio <= 1.3 && emptyLate === 0 && maxIdle <= bound;
     const fmt = (x: number) => `${x.toFixed(2)}x`;
-    const scenario = o.maxBatch === 0 ? `growth-${o.rate}-unbatched` : `growth-${o.rate}`;
+    const scenario = `growth-${o.rate}${prefix ? '-prefix' : ''}${o.maxBatch === 0 ? '-unbatched' : ''}`;
     writeResults(
       {
         scenario,
-        command: `npm run bench -- growth --rate ${o.rate} --nodes ${o.nodes} --every ${o.everySeconds} --seconds ${o.seconds} --pre-allocate ${o.preAllocate} --max-batch ${o.maxBatch}`,
+        command: `npm run bench -- growth --rate ${o.rate} --mode ${o.mode} --nodes ${o.nodes} --every ${o.everySeconds} --seconds ${o.seconds} --pre-allocate ${o.preAllocate} --max-batch ${o.maxBatch}`,
         summary: {
-          'nodes × pods': `${o.nodes} × ${perNode} (one per ${o.everySeconds} s, real time)`,
+          'nodes × pods': `${o.nodes} × ${perNode} (one per ${o.everySeconds} s, real time${prefix ? ', ipv4Mode Prefix' : ''})`,
           'mutating calls / floor': `${fmt(ratio)} (${total} / ${floor})`,
-          'calls per address': (total / added).toFixed(2),
+          'calls per address': perAddress.toFixed(3),
+          ...(prefix ? { 'calls / secondary-IP floor': `${fmt(vsSecondary)} (${total} / ${secondaryFloor})` } : {}),
           'by action': Object.entries(calls)
             .map(([a, n]) => `${a.replace('NetworkInterface', 'ENI').replace('PrivateIpAddresses', 'IPs')} ${n}`)
             .join(', '),
@@ -121,10 +139,15 @@ export async function growth(o: GrowthOptions): Promise<void> {
         target:
           o.maxBatch === 0
             ? 'none: growth without batches, for comparison with the batched row'
-            : 'within 1.3x the floor, no wait on an empty pool after the first minute, idle addresses within preAllocate + maxBatch',
+            : prefix
+              ? 'calls at most a quarter of the fewest single secondary IPs allow for the same growth, no wait on an empty pool after the first minute, idle addresses within preAllocate + maxBatch + 15 (a /28 rounds up)'
+              : 'within 1.3x the floor, no wait on an empty pool after the first minute, idle addresses within preAllocate + maxBatch',
         met: o.maxBatch === 0 ? undefined : met,
         note:
-          'The floor is the fewest calls that world allows for the same growth: each ENI\u2019s room filled with assigns of at most 10, then new ENIs carrying all their addresses at creation (create + attach). ' +
+          'The floor is the fewest calls that world allows for the same growth: each ENI\u2019s room filled with assigns of at most 10, then new ENIs carrying all their addresses at creation (create + attach)' +
+          (prefix
+            ? '; in prefix mode a slot holds a /28 and a call at most 10 of them, and the secondary-IP floor is that of the same pods on single IPs (one ENI of preAllocate to start). '
+            : '. ') +
           'Real time (no time scaling), the default world\u2019s quotas; the agents share the benchmark process.',
       },
       {
@@ -132,6 +155,7 @@ export async function growth(o: GrowthOptions): Promise<void> {
         elapsedSeconds: elapsedS,
         callsByAction: calls,
         floor,
+        secondaryFloor,
         addresses: added,
         idle,
         waits: { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) },

@@ -33,12 +33,12 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
       }),
   },
   'scale-up': {
-    help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8] [--mode secondary|primary-eni]',
+    help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8] [--mode secondary|primary-eni|prefix]',
     flags: ['nodes', 'time-scale', 'pre-allocate', 'mode'],
     run: (f) => {
       const mode = f.mode ?? 'secondary';
-      if (mode !== 'secondary' && mode !== 'primary-eni') {
-        console.error(`--mode must be secondary or primary-eni, got ${JSON.stringify(mode)}`);
+      if (mode !== 'secondary' && mode !== 'primary-eni' && mode !== 'prefix') {
+        console.error(`--mode must be secondary, primary-eni or prefix, got ${JSON.stringify(mode)}`);
         process.exit(2);
       }
       return scaleUp({
@@ -62,17 +62,23 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
       }),
   },
   growth: {
-    help: 'pods arriving steadily on every node; mutating calls against the floor [--rate slow|fast] [--nodes 100] [--pre-allocate 8] [--max-batch 16] [--every S] [--seconds S]',
-    flags: ['rate', 'nodes', 'pre-allocate', 'max-batch', 'every', 'seconds'],
+    help: 'pods arriving steadily on every node; mutating calls against the floor [--rate slow|fast] [--mode secondary|prefix] [--nodes 100] [--pre-allocate 8] [--max-batch 16] [--every S] [--seconds S]',
+    flags: ['rate', 'mode', 'nodes', 'pre-allocate', 'max-batch', 'every', 'seconds'],
     run: (f) => {
       const rate = f.rate ?? 'slow';
       if (rate !== 'slow' && rate !== 'fast') {
         console.error(`--rate must be slow or fast, got ${JSON.stringify(rate)}`);
         process.exit(2);
       }
+      const mode = f.mode ?? 'secondary';
+      if (mode !== 'secondary' && mode !== 'prefix') {
+        console.error(`--mode must be secondary or prefix, got ${JSON.stringify(mode)}`);
+        process.exit(2);
+      }
       const maxBatch = f['max-batch'] === '0' ? 0 : num(f, 'max-batch', 16);
       return growth({
         rate,
+        mode,
         nodes: num(f, 'nodes', 100),
         preAllocate: num(f, 'pre-allocate', 8),
         maxBatch,

@@ -8,8 +8,8 @@ export interface ScaleUpOptions {
   nodes: number;
   timeScale: number;
   preAllocate: number;
-  /** secondary: addresses on new ENIs only; primary-eni: the class sets usePrimaryENI. */
-  mode: 'secondary' | 'primary-eni';
+  /** secondary: addresses on new ENIs only; primary-eni: the class sets usePrimaryENI; prefix: ipv4Mode Prefix. */
+  mode: 'secondary' | 'primary-eni' | 'prefix';
 }
 
 const ratio = (a: number, b: number) => (b ? a / b : NaN);
@@ -22,7 +22,12 @@ const x = (v: number) => `${v.toFixed(2)}x`;
  */
 export async function scaleUp(o: ScaleUpOptions): Promise<void> {
   const secondary = { vSwitchTags: { role: 'pods' }, securityGroupTags: { role: 'pods' }, preAllocate: o.preAllocate };
-  const classSpec = o.mode === 'primary-eni' ? { ...secondary, usePrimaryENI: true } : secondary;
+  const classSpec =
+    o.mode === 'primary-eni'
+      ? { ...secondary, usePrimaryENI: true }
+      : o.mode === 'prefix'
+        ? { ...secondary, ipv4Mode: 'Prefix' as const }
+        : secondary;
   // Every mode is measured against the secondary-IP mode's bound: the same nodes, the same need.
   const bound = scaleUpBound(benchWorld({ nodes: o.nodes, timeScale: o.timeScale }), secondary);
   const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: true });
@@ -43,14 +48,24 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
     const callRatio = ratio(made, minimum);
     const big = o.nodes >= 1000;
     const primaryMode = o.mode === 'primary-eni';
+    const prefixMode = o.mode === 'prefix';
     const world = benchWorld({ nodes: o.nodes, timeScale: o.timeScale });
     const primaryMinimum = primaryMode ? primaryEniMinimumCalls(world, classSpec) : minimum;
+    // Addresses made ready: what the pools publish (a /28 rounds a prefix pool up).
+    const addresses = c.poolList().reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0);
+    const perAddress = made / addresses;
+    const secondaryPerAddress = minimum / bound.addresses;
     // With the primary ENI: its own fewest calls (an assign per node, ENIs only for what it cannot hold).
-    const met = ok && timeRatio <= 1.2 && made <= 1.05 * primaryMinimum && reconcileErrors === 0;
-    const addresses = o.nodes * o.preAllocate;
-    const scenario = `scale-up-${o.nodes}${primaryMode ? '-primary-eni' : ''}`;
+    // With prefixes: at most half the secondary-IP minimum's calls per address, and 0.6x its bound.
+    const met = prefixMode
+      ? ok && timeRatio <= 0.6 && perAddress <= 0.5 * secondaryPerAddress && reconcileErrors === 0
+      : ok && timeRatio <= 1.2 && made <= 1.05 * primaryMinimum && reconcileErrors === 0;
+    const suffix = primaryMode ? '-primary-eni' : prefixMode ? '-prefix' : '';
+    const label = primaryMode ? ', usePrimaryENI' : prefixMode ? ', ipv4Mode Prefix' : '';
+    // A row per size, mode and (when not the default 8) preAllocate.
+    const scenario = `scale-up-${o.nodes}${suffix}${o.preAllocate === 8 ? '' : `-pre${o.preAllocate}`}`;
     const chart = writeChart(scenario, {
-      title: `scale-up: ${o.nodes} nodes join at once (time scale ${o.timeScale}${primaryMode ? ', usePrimaryENI' : ''})`,
+      title: `scale-up: ${o.nodes} nodes join at once (time scale ${o.timeScale}${label})`,
       xLabel: 'seconds (real) since the nodes joined',
       yLabel: 'pools Ready',
       series: [
@@ -70,10 +85,11 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
         scenario,
         command: `npm run bench -- scale-up --nodes ${o.nodes} --time-scale ${o.timeScale} --pre-allocate ${o.preAllocate} --mode ${o.mode}`,
         summary: {
-          nodes: `${o.nodes}${primaryMode ? ' (usePrimaryENI)' : ''}`,
+          nodes: `${o.nodes}${primaryMode ? ' (usePrimaryENI)' : prefixMode ? ' (ipv4Mode Prefix)' : ''}`,
           'all Ready / bound': ok ? x(timeRatio) : 'not all Ready',
           'mutating calls / secondary-IP minimum': `${x(callRatio)} (${made} / ${minimum})`,
-          'calls per pod address': (made / addresses).toFixed(2),
+          'calls per pod address': `${perAddress.toFixed(3)} (${addresses} ready)`,
+          ...(prefixMode ? { 'calls per address / secondary-IP minimum’s': x(perAddress / secondaryPerAddress) } : {}),
           ...(primaryMode
             ? { 'calls / usePrimaryENI minimum': `${x(made / primaryMinimum)} (${primaryMinimum})` }
             : {}),
@@ -84,7 +100,9 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
         target: big
           ? primaryMode
             ? 'all Ready within 1.2x the secondary-IP bound, mutating calls within 1.05x the fewest usePrimaryENI allows (one assign per node, ENIs only for what the primary cannot hold), no reconcile failing'
-            : 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile'
+            : prefixMode
+              ? 'all Ready within 0.6x the secondary-IP bound, at most half the secondary-IP minimum’s calls per pod address, no reconcile failing'
+              : 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile'
           : undefined,
         met: big ? met : undefined,
         note: `${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts. Chart: results/${scenario}.svg.`,

@@ -191,6 +191,7 @@ export const eniPoolStatus = s.object({
       minimum: 0,
       description: 'IPs a growth step carries beyond the need now, learned from the node\u2019s demand (maxBatch).',
     }),
+    prefixes: s.int({ minimum: 0, description: 'IPv4 /28 prefixes on attached ENIs (16 of the available IPs each).' }),
   }),
   releaseRequests: s.map(s.string({ format: 'date-time' }), {
     description:

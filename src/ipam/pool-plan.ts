@@ -156,6 +156,10 @@ const prefixMode = (spec: ENIPool['spec']) => spec.ipv4Mode === 'Prefix';
 const holdsPrefixes = (e: EniFact, spec: ENIPool['spec']) =>
   (e.ipv4Prefixes?.length ?? 0) > 0 || (prefixMode(spec) && e.secondaryIps.length === 0);
 
+/** A secondary ENI holding addresses of the other ipv4Mode than the class's (the class changed). */
+const offMode = (e: EniFact, spec: ENIPool['spec']) =>
+  prefixMode(spec) ? e.secondaryIps.length > 0 && !e.ipv4Prefixes?.length : (e.ipv4Prefixes?.length ?? 0) > 0;
+
 /** A pool's sizing with the ceiling resolved against what its instance type holds. */
 export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing => ({
   minAllocate: spec.minAllocate ?? 0,
@@ -466,7 +470,8 @@ function planReleaseStep(
       secondaryIps: e.secondaryIps,
       prefixes: (e.ipv4Prefixes ?? []).map((prefix) => ({ prefix, ips: prefixAddresses(prefix) })),
       keep: e.primary,
-      drain: e.primary && !spec.usePrimaryENI,
+      // Given back first: a primary ENI no longer used, and an ENI of the mode the class left.
+      drain: (e.primary && !spec.usePrimaryENI) || (!e.primary && offMode(e, spec)),
     })),
     used: new Set(Object.keys(pool.status?.used ?? {})),
     excess: ex,
@@ -542,6 +547,10 @@ function plannedStatus(
   const changed =
     sum((s.changes?.assign ?? []).map((a) => a.count)) - sum((s.changes?.unassign ?? []).map(unassignedIps));
   const available = sum(published.filter((e) => e.status === 'InUse').map(ipsOf)) + changed;
+  const prefixes =
+    sum(published.filter((e) => e.status === 'InUse').map((e) => e.ipv4Prefixes?.length ?? 0)) +
+    sum((s.changes?.assign ?? []).map((a) => (a.prefix ? a.count / PREFIX_SIZE : 0))) -
+    sum((s.changes?.unassign ?? []).map((u) => u.prefixes?.length ?? 0));
   const used = Object.keys(pool.status?.used ?? {}).length;
   const busy = used + cooling;
   const releaseRequests = s.releaseRequests ?? pool.status?.releaseRequests ?? {};
@@ -597,6 +606,7 @@ function plannedStatus(
       needed: need,
       releasing: Object.keys(releaseRequests).length,
       batch: s.batch ?? 0,
+      ...(prefixes > 0 || prefixMode(pool.spec) ? { prefixes } : {}),
     },
     releaseRequests,
     conditions,

@@ -17,6 +17,7 @@ export class OperatorMetrics {
   fleet?: () => FleetView;
 
   readonly poolIps: Gauge<'node' | 'kind'>;
+  readonly poolPrefixes: Gauge<'node'>;
   readonly nodes: Gauge<'state'>;
   readonly enis: Gauge<'state'>;
   readonly vSwitchFree: Gauge<'vswitch' | 'zone'>;
@@ -40,6 +41,12 @@ export class OperatorMetrics {
       name: 'eni_ipam_pool_ips',
       help: 'IPs of a node pool by kind: available, used, needed, releasing, and batch (what a growth step carries beyond the need).',
       labelNames: ['node', 'kind'],
+      registers,
+    });
+    this.poolPrefixes = new Gauge({
+      name: 'eni_ipam_pool_prefixes',
+      help: 'IPv4 /28 prefixes on the attached ENIs of a node pool (ipv4Mode Prefix); each is 16 of its available IPs.',
+      labelNames: ['node'],
       registers,
     });
     const fleet = () => this.fleet?.();

@@ -16,7 +16,7 @@ import { deficitMet } from './node-memory.js';
 
 export interface PoolReconcilerDeps extends PoolSide {
   failures: CloudFailures;
-  metrics: Pick<OperatorMetrics, 'poolIps' | 'cloudChanges' | 'deficitToPublished'>;
+  metrics: Pick<OperatorMetrics, 'poolIps' | 'poolPrefixes' | 'cloudChanges' | 'deficitToPublished'>;
   config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode' | 'nodeGoneGraceMs'>;
   enqueue: (name: string, afterMs?: number) => void;
 }
@@ -224,6 +224,7 @@ export class PoolReconciler {
     const m = this.deps.metrics.poolIps;
     for (const kind of ['available', 'used', 'needed', 'releasing', 'batch'] as const)
       m.set({ node: name, kind }, summary[kind] ?? 0);
+    this.deps.metrics.poolPrefixes.set({ node: name }, summary.prefixes ?? 0);
     const patch = statusPatch(pool.status, { enis, summary, ...rest });
     // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
     if (!this.deps.mayWrite()) return true;
