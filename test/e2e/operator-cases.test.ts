@@ -438,6 +438,50 @@ describe('operator cases', () => {
     expect(c.mutatingCalls()).toMatchObject({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
   });
 
+  it('usePrimaryENI: a pool deleted gives the primary ENI’s addresses back once the agent confirms them free; the node’s own stays', async () => {
+    c = await testCluster();
+    await c.addClass('primary', { ...POD_CLASS, usePrimaryENI: true, preAllocate: 3 });
+    await c.startOperator();
+    const instance = c.ecs.world.instances.get('i-demo-04')!;
+    const node = await c.addNode('i-demo-04');
+    const [pool] = await allReady(c, [node]);
+    const primary = c.ecs.world.enis.get(instance.primaryEniId)!;
+    const given = [...primary.secondaryIps];
+    expect(given).toHaveLength(3);
+    await c.custom.deleteClusterCustomObject({
+      group: 'eniipam.io',
+      version: 'v1alpha1',
+      plural: 'enipools',
+      name: node,
+    });
+    // Asked for first: nothing is unassigned before the agent answers.
+    const asked = await eventually(async () => {
+      const p = await c!.pool(node);
+      return given.every((ip) => ip in (p.status?.releaseRequests ?? {})) ? p : undefined;
+    });
+    expect(c.mutatingCalls().UnassignPrivateIpAddresses).toBeUndefined();
+    await c.custom.patchClusterCustomObjectStatus(
+      {
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipools',
+        name: node,
+        body: { status: { releaseAcks: Object.fromEntries(given.map((ip) => [ip, ack(asked, ip)])) } },
+      },
+      merge,
+    );
+    await eventually(() => given.every((ip) => !c!.ecs.world.enis.get(primary.id)!.secondaryIps.includes(ip)), 15_000);
+    expect(c.ecs.world.enis.get(primary.id)!.primaryIp).toBe(primary.primaryIp);
+    expect(await eventsFor(node)).toContainEqual(
+      `ReleasedIPs: pool ${node} is deleted: unassigned its 3 IPs from the primary ENI ${primary.id}`,
+    );
+    // The class still selects the node: a new pool is made and filled again.
+    await eventually(async () => {
+      const p = (await c!.pools()).find((x) => x.metadata.name === node);
+      return p && p.metadata.uid !== pool!.metadata.uid && ready(p) ? p : undefined;
+    }, 15_000);
+  });
+
   it('adopts the ENIs an operator created but did not attach before it died: no duplicate, no leak', async () => {
     c = await testCluster();
     await c.addClass('default', { ...POD_CLASS, preAllocate: 8 });

@@ -100,6 +100,47 @@ describe('ipv4Mode Prefix on the emulators', () => {
     expect(settled.status!.summary!.used).toBe(5);
   }, 90_000);
 
+  it('a pool deleted while a pod holds an address of a prefix keeps that ENI until the agent confirms the whole prefix free', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('prefix', { ...POD_CLASS, ipv4Mode: 'Prefix', preAllocate: 20 });
+    const node = await cluster.addNode('i-demo-24');
+    await cluster.startOperator();
+    const pool = await poolWhere(cluster, node, ready);
+    const [eni] = pool.status!.enis!;
+    const [held, other] = eni!.prefixes!;
+    const agentPatch = (status: Record<string, unknown>) =>
+      cluster.custom.patchClusterCustomObjectStatus(
+        { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } },
+        merge,
+      );
+    const inUse = prefixAddresses(held!)[5]!;
+    await agentPatch({ used: { [inUse]: { pod: 'default/web', containerID: 'c1' } } });
+    await poolWhere(cluster, node, (p) => inUse in (p.status?.used ?? {}));
+    await cluster.custom.deleteClusterCustomObject({
+      group: 'eniipam.io',
+      version: 'v1alpha1',
+      plural: 'enipools',
+      name: node,
+    });
+    // Each prefix is asked for by its name, once: not address by address.
+    const asked = await poolWhere(cluster, node, (p) =>
+      [held!, other!].every((k) => k in (p.status?.releaseRequests ?? {})),
+    );
+    expect(Object.keys(asked.status!.releaseRequests!).filter((k) => prefixAddresses(held!).includes(k))).toEqual([]);
+    const ack = (key: string, answer: 'ready' | 'do-not-release') => ({
+      answer,
+      requestedAt: asked.status!.releaseRequests![key]!,
+    });
+    await agentPatch({ releaseAcks: { [held!]: ack(held!, 'do-not-release'), [other!]: ack(other!, 'ready') } });
+    // One prefix in use keeps the ENI, whole.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(cluster.ecs.world.enis.get(eni!.id)?.ipv4Prefixes).toEqual([held, other]);
+    expect(cluster.mutatingCalls().DeleteNetworkInterface).toBeUndefined();
+    // The pod goes: its prefix is answered ready, and the ENI goes with the pool.
+    await agentPatch({ used: { [inUse]: null }, releaseAcks: { [held!]: ack(held!, 'ready') } });
+    await eventually(() => !cluster.ecs.world.enis.has(eni!.id), 15_000);
+  }, 60_000);
+
   it('a vSwitch with free addresses but no aligned /28 is reported, and the pool falls back to single IPs on a new ENI', async () => {
     c = await testCluster();
     // One address taken in every /28 of vsw-h-pods-2: 236 of its 252 usable addresses are free, no /28 is.

@@ -1,5 +1,6 @@
 import type { ENIPool } from '../../api/types.js';
-import type { NetworkInterface } from '../../cloud/index.js';
+import { CloudError, type NetworkInterface } from '../../cloud/index.js';
+import { isPrefixKey, prefixAddresses } from '../../ipam/prefix.js';
 import { acksOf, answerTo } from '../../ipam/release.js';
 import { apiErrorMessage } from '../../kube/errors.js';
 import { FINALIZER, type OperatorConfig } from '../config.js';
@@ -11,6 +12,12 @@ export interface DepartureDeps extends PoolSide {
 }
 
 type Result = { requeueAfterMs?: number };
+
+/** What a release request of an ENI names: its primary, each secondary, each /28 prefix whole. */
+const keysOf = (e: NetworkInterface) => [e.primaryIp, ...e.secondaryIps, ...e.ipv4Prefixes];
+const membersOf = (key: string) => (isPrefixKey(key) ? prefixAddresses(key) : [key]);
+/** Secondary addresses of the instance's primary ENI per UnassignPrivateIpAddresses call. */
+const UNASSIGN_BATCH = 50;
 
 /**
  * A node leaving the cluster, and its pool with it. Absence in a cache is no proof: a pool goes
@@ -103,11 +110,15 @@ export class NodeDeparture {
       memory.resyncedForTeardown = true;
     }
     const ours = cloud.ownedBy(name);
+    // The secondaries the pool gave pods on the instance's primary ENI (usePrimaryENI) go back too.
+    const primary = this.publishedPrimary(pool);
     // On a node that still runs, pods may hold any published address: only the agent can say
     // which are free. Its ENIs go through the release handshake, whole, one confirmed ENI at a time.
-    const attached = ours.filter((e) => e.status === 'InUse');
+    const attached = [...ours.filter((e) => e.status === 'InUse'), ...(primary ? [primary] : [])];
     const handshake = attached.length > 0 && (await this.deps.store.nodeExists(pool.spec.nodeName));
     const confirmed = handshake ? await this.confirmRelease(pool, attached) : undefined;
+    const primaryKept = primary && confirmed && !confirmed.has(primary.id) ? [primary.id] : [];
+    if (primary && !primaryKept.length) await this.unassignPrimary(pool, primary);
     // An ENI already being deleted (an emptied one, in the background) is waited for, not deleted twice.
     const free = (e: NetworkInterface) =>
       !inFlight.removing.has(e.id) && (!confirmed || e.status !== 'InUse' || confirmed.has(e.id));
@@ -123,9 +134,9 @@ export class NodeDeparture {
       );
     }
     if (ours.some((e) => enis.inFlight(name).removing.has(e.id))) return { requeueAfterMs: 1000 };
-    const kept = ours.filter((e) => !deletable.includes(e));
+    const kept = [...ours.filter((e) => !deletable.includes(e)).map((e) => e.id), ...primaryKept];
     if (kept.length) {
-      const ids = kept.map((e) => e.id).join(', ');
+      const ids = kept.join(', ');
       const message =
         `pool ${name} is deleted while node ${pool.spec.nodeName} runs; ` +
         `${ids} go once the agent confirms their addresses are free`;
@@ -135,7 +146,7 @@ export class NodeDeparture {
     // The finalizer goes only once a live read shows no ENI of this pool left in the cloud (a
     // cache can miss one, a read can fail: absence there is no proof). One left is deleted next.
     await cloud.resyncInstance(pool.spec.instanceID, name);
-    const left = cloud.ownedBy(name);
+    const left = [...cloud.ownedBy(name), ...(this.publishedPrimary(pool) ? [this.publishedPrimary(pool)!] : [])];
     if (left.length) {
       this.deps.logger.warn(
         { node: name, enis: left.map((e) => e.id) },
@@ -161,21 +172,51 @@ export class NodeDeparture {
     if (!live) return new Set();
     const used = live.status?.used ?? {};
     const shown = new Set((live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => e.ips ?? []));
-    const addresses = (e: NetworkInterface) => [e.primaryIp, ...e.secondaryIps];
-    const unseen = (ip: string) => !shown.has(ip) && !(ip in used);
+    // A prefix is asked for, and answered, whole (one ack covers its 16 addresses).
+    const unseen = (key: string) => membersOf(key).every((ip) => !shown.has(ip) && !(ip in used));
     const requests = { ...(live.status?.releaseRequests ?? {}) };
-    const missing = enis.flatMap(addresses).filter((ip) => !unseen(ip) && !(ip in requests));
+    const missing = enis.flatMap(keysOf).filter((key) => !unseen(key) && !(key in requests));
     if (missing.length) {
       if (!this.deps.mayWrite()) return new Set();
       const stamp = this.deps.stamps.take(this.deps.now());
-      for (const ip of missing) requests[ip] = stamp;
+      for (const key of missing) requests[key] = stamp;
       await this.deps.store.patchStatus(name, live.metadata.resourceVersion, { releaseRequests: requests });
-      return new Set(enis.filter((e) => addresses(e).every(unseen)).map((e) => e.id));
+      return new Set(enis.filter((e) => keysOf(e).every(unseen)).map((e) => e.id));
     }
     const asked = new Map(Object.entries(requests));
     const acks = acksOf(live.status);
-    const free = (ip: string) => unseen(ip) || (!(ip in used) && answerTo(ip, asked, acks) === 'ready');
-    return new Set(enis.filter((e) => addresses(e).every(free)).map((e) => e.id));
+    const free = (key: string) =>
+      unseen(key) || (membersOf(key).every((ip) => !(ip in used)) && answerTo(key, asked, acks) === 'ready');
+    return new Set(enis.filter((e) => keysOf(e).every(free)).map((e) => e.id));
+  }
+
+  /**
+   * The instance's primary ENI as far as this pool gave pods its addresses: the secondaries it
+   * published (usePrimaryENI) that the ENI still holds. Its own primary address is the node's,
+   * so it stands for nothing here; other secondaries are not the pool's.
+   */
+  private publishedPrimary(pool: ENIPool): NetworkInterface | undefined {
+    const instanceId = pool.spec.instanceID;
+    const eni = instanceId ? this.deps.cloud.enisOfInstance(instanceId).find((e) => e.type === 'Primary') : undefined;
+    const published = new Set(pool.status?.enis?.find((e) => e.id === eni?.id)?.ips ?? []);
+    const ips = eni ? eni.secondaryIps.filter((ip) => published.has(ip)) : [];
+    return eni && ips.length ? { ...eni, primaryIp: '', secondaryIps: ips, ipv4Prefixes: [] } : undefined;
+  }
+
+  /** Gives the primary ENI's published secondaries back (the ENI itself is the instance's). */
+  private async unassignPrimary(pool: ENIPool, primary: NetworkInterface): Promise<void> {
+    if (!this.deps.mayWrite()) return;
+    const { cloud, ecs, events } = this.deps;
+    for (let i = 0; i < primary.secondaryIps.length; i += UNASSIGN_BATCH) {
+      const ips = primary.secondaryIps.slice(i, i + UNASSIGN_BATCH);
+      await ecs.unassignPrivateIpAddresses(primary.id, ips).catch((e: unknown) => {
+        if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
+      });
+      const now = cloud.get(primary.id);
+      if (now) cloud.upsert({ ...now, secondaryIps: now.secondaryIps.filter((ip) => !ips.includes(ip)) });
+    }
+    const message = `pool ${pool.metadata.name} is deleted: unassigned its ${primary.secondaryIps.length} IPs from the primary ENI ${primary.id}`;
+    events.record(pool, 'Normal', 'ReleasedIPs', message);
   }
 
   private async letGo(pool: ENIPool): Promise<Result> {

@@ -158,7 +158,7 @@ describe('create, update and conflicts', () => {
 });
 
 describe('pruning, defaulting and validation', () => {
-  it('prunes unknown fields under Ignore, warns under Warn, refuses under Strict', async () => {
+  it('prunes unknown fields under Ignore, warns under Warn (and when nothing is said), refuses under Strict', async () => {
     const body = widget('p1', { size: 1, shape: 'round', free: { anything: { goes: true } } });
     const ignored = await http(emu, 'POST', `${WIDGETS}?fieldValidation=Ignore`, body);
     expect(ignored.body.spec).toEqual({ size: 1, color: 'red', free: { anything: { goes: true } } });
@@ -168,6 +168,11 @@ describe('pruning, defaulting and validation', () => {
     const strict = await http(emu, 'POST', `${WIDGETS}?fieldValidation=Strict`, { ...body, metadata: { name: 'p3' } });
     expect(strict).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
     expect(strict.body.message).toContain('strict decoding error: unknown field "spec.shape"');
+    // Without the parameter the server warns and prunes (v1.23+), as for Warn.
+    const unsaid = await http(emu, 'POST', WIDGETS, { ...body, metadata: { name: 'p4' } });
+    expect(unsaid.status).toBe(201);
+    expect(unsaid.headers.get('warning')).toBe('299 - "unknown field \\"spec.shape\\""');
+    expect(unsaid.body.spec).not.toHaveProperty('shape');
   });
 
   it('fills defaults and rejects values outside the schema with per-field causes', async () => {

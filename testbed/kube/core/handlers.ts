@@ -172,8 +172,9 @@ const outsideMetadata = (o: KubeObject, withStatus: boolean) =>
 export class Writer {
   constructor(private readonly store: Store) {}
 
+  /** Absent, it is Warn, as on a real API server (v1.23+); kubectl asks for Strict itself. */
   private fieldValidation(req: Request): string {
-    const v = req.query.get('fieldValidation') ?? 'Strict';
+    const v = req.query.get('fieldValidation') ?? 'Warn';
     if (!['Strict', 'Warn', 'Ignore'].includes(v))
       throw badRequest(`fieldValidation must be one of Strict, Warn or Ignore, not "${v}"`);
     return v;
