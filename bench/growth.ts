@@ -119,7 +119,8 @@ export async function growth(o: GrowthOptions): Promise<void> {
       ? vsSecondary <= 0.25 && emptyLate === 0 && maxIdle <= bound
       : ratio <= 1.3 && emptyLate === 0 && maxIdle <= bound;
     const fmt = (x: number) => `${x.toFixed(2)}x`;
-    const scenario = `growth-${o.rate}${prefix ? '-prefix' : ''}${o.maxBatch === 0 ? '-unbatched' : ''}`;
+    const batchSuffix = o.maxBatch === 0 ? '-unbatched' : o.maxBatch === 16 ? '' : `-batch${o.maxBatch}`;
+    const scenario = `growth-${o.rate}${prefix ? '-prefix' : ''}${batchSuffix}`;
     writeResults(
       {
         scenario,

@@ -33,8 +33,8 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
       }),
   },
   'scale-up': {
-    help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8] [--mode secondary|primary-eni|prefix]',
-    flags: ['nodes', 'time-scale', 'pre-allocate', 'mode'],
+    help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8] [--mode secondary|primary-eni|prefix] [--quota-scale 1]',
+    flags: ['nodes', 'time-scale', 'pre-allocate', 'mode', 'quota-scale'],
     run: (f) => {
       const mode = f.mode ?? 'secondary';
       if (mode !== 'secondary' && mode !== 'primary-eni' && mode !== 'prefix') {
@@ -46,6 +46,7 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
         timeScale: num(f, 'time-scale', 5),
         preAllocate: num(f, 'pre-allocate', 8),
         mode,
+        quotaScale: num(f, 'quota-scale', 1),
       });
     },
   },

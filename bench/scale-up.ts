@@ -1,3 +1,4 @@
+import { DEFAULT_API_LIMITS } from '../src/cloud/index.js';
 import { benchWorld } from '../testbed/harness/world.js';
 import { primaryEniMinimumCalls, scaleUpBound } from './bound.js';
 import { BenchCluster, metric } from './harness.js';
@@ -10,6 +11,8 @@ export interface ScaleUpOptions {
   preAllocate: number;
   /** secondary: addresses on new ENIs only; primary-eni: the class sets usePrimaryENI; prefix: ipv4Mode Prefix. */
   mode: 'secondary' | 'primary-eni' | 'prefix';
+  /** The API quotas as a share of the defaults (1: the defaults); lowered, a real-time run's queue lasts minutes. */
+  quotaScale: number;
 }
 
 const ratio = (a: number, b: number) => (b ? a / b : NaN);
@@ -28,9 +31,12 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
       : o.mode === 'prefix'
         ? { ...secondary, ipv4Mode: 'Prefix' as const }
         : secondary;
+  const quotas = Object.fromEntries(
+    Object.entries(DEFAULT_API_LIMITS).map(([a, perMinute]) => [a, Math.max(1, Math.round(perMinute * o.quotaScale))]),
+  );
   // Every mode is measured against the secondary-IP mode's bound: the same nodes, the same need.
-  const bound = scaleUpBound(benchWorld({ nodes: o.nodes, timeScale: o.timeScale }), secondary);
-  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: true });
+  const bound = scaleUpBound(benchWorld({ nodes: o.nodes, timeScale: o.timeScale, quotas }), secondary);
+  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: true, quotas });
   try {
     await c.startOperator();
     const t0 = await c.addNodes();
@@ -49,7 +55,7 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
     const big = o.nodes >= 1000;
     const primaryMode = o.mode === 'primary-eni';
     const prefixMode = o.mode === 'prefix';
-    const world = benchWorld({ nodes: o.nodes, timeScale: o.timeScale });
+    const world = benchWorld({ nodes: o.nodes, timeScale: o.timeScale, quotas });
     const primaryMinimum = primaryMode ? primaryEniMinimumCalls(world, classSpec) : minimum;
     // Addresses made ready: what the pools publish (a /28 rounds a prefix pool up).
     const addresses = c.poolList().reduce((n, p) => n + (p.status?.summary?.available ?? 0), 0);
@@ -62,8 +68,12 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
       : ok && timeRatio <= 1.2 && made <= 1.05 * primaryMinimum && reconcileErrors === 0;
     const suffix = primaryMode ? '-primary-eni' : prefixMode ? '-prefix' : '';
     const label = primaryMode ? ', usePrimaryENI' : prefixMode ? ', ipv4Mode Prefix' : '';
-    // A row per size, mode and (when not the default 8) preAllocate.
-    const scenario = `scale-up-${o.nodes}${suffix}${o.preAllocate === 8 ? '' : `-pre${o.preAllocate}`}`;
+    // A row per size, mode, and what differs from the defaults: preAllocate, real time with lowered quotas.
+    const realTime = o.timeScale === 1;
+    const scenario =
+      `scale-up-${o.nodes}${suffix}${o.preAllocate === 8 ? '' : `-pre${o.preAllocate}`}` +
+      (o.quotaScale === 1 ? '' : `-quota${o.quotaScale}`);
+    const clock = realTime ? 'real time' : `time-scaled ${o.timeScale}x`;
     const chart = writeChart(scenario, {
       title: `scale-up: ${o.nodes} nodes join at once (time scale ${o.timeScale}${label})`,
       xLabel: 'seconds (real) since the nodes joined',
@@ -83,9 +93,10 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
     writeResults(
       {
         scenario,
-        command: `npm run bench -- scale-up --nodes ${o.nodes} --time-scale ${o.timeScale} --pre-allocate ${o.preAllocate} --mode ${o.mode}`,
+        command: `npm run bench -- scale-up --nodes ${o.nodes} --time-scale ${o.timeScale} --pre-allocate ${o.preAllocate} --mode ${o.mode}${o.quotaScale === 1 ? '' : ` --quota-scale ${o.quotaScale}`}`,
         summary: {
           nodes: `${o.nodes}${primaryMode ? ' (usePrimaryENI)' : prefixMode ? ' (ipv4Mode Prefix)' : ''}`,
+          clock: o.quotaScale === 1 ? clock : `${clock}, quotas ${o.quotaScale}x`,
           'all Ready / bound': ok ? x(timeRatio) : 'not all Ready',
           'mutating calls / secondary-IP minimum': `${x(callRatio)} (${made} / ${minimum})`,
           'calls per pod address': `${perAddress.toFixed(3)} (${addresses} ready)`,
@@ -105,7 +116,7 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
               : 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile'
           : undefined,
         met: big ? met : undefined,
-        note: `${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts. Chart: results/${scenario}.svg.`,
+        note: `${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}${realTime ? 'Real time (no time scaling)' : `Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts`}${o.quotaScale === 1 ? '' : `; every API quota at ${o.quotaScale}x its default (bursts too), so the queue lasts minutes`}. Chart: results/${scenario}.svg.`,
       },
       {
         options: o,

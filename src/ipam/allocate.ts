@@ -13,6 +13,8 @@ export interface EniView {
   primary?: boolean;
   /** Its slots hold /28 prefixes (16 addresses each): it takes prefixes only, never single IPs. */
   prefix?: boolean;
+  /** IPv4 slots in use (an address or a prefix each), where `ips` cannot tell (an ENI that came mixed). */
+  slots?: number;
 }
 
 /** A vSwitch the node's class allows in its zone, with what is known of its free addresses. */
@@ -93,7 +95,7 @@ const perCreate = (limits: InstanceLimits, g: number) =>
 /** Room left on an ENI in addresses, and what one assign may add to it (10 prefixes per call). */
 function roomOf(limits: InstanceLimits, eni: EniView): number {
   const g = granuleOf(eni.prefix);
-  return Math.max(0, limits.ipv4PerEni - Math.ceil(eni.ips / g)) * g;
+  return Math.max(0, limits.ipv4PerEni - (eni.slots ?? Math.ceil(eni.ips / g))) * g;
 }
 const perAssign = (eni: EniView) => (eni.prefix ? ASSIGN_MAX_PREFIXES * PREFIX_SIZE : Infinity);
 
@@ -156,8 +158,12 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
   }
   if (base.planned < input.want) {
     const { limits } = input;
-    // Short only because a whole /28 would cross the ceiling.
-    if (input.ceiling !== undefined && cheapest({ ...input, ceiling: undefined }, input.want).planned >= input.want)
+    // Nothing at all only because a whole /28 would cross the ceiling: the pool is as full as it may be.
+    if (
+      input.ceiling !== undefined &&
+      base.planned === 0 &&
+      cheapest({ ...input, ceiling: undefined }, input.want).planned >= input.want
+    )
       return { ...plan, shortfall: 'ceiling' };
     const slots = slotsOf(input);
     // Not only the instance: a slot left, or room on an ENI, means the vSwitches fell short.

@@ -149,16 +149,28 @@ const unassignedIps = (u: { ips: string[]; prefixes?: string[] }) =>
 
 const prefixMode = (spec: ENIPool['spec']) => spec.ipv4Mode === 'Prefix';
 
+/** In Prefix mode, an ENI in a fragmented vSwitch takes single IPs instead, if the class allows. */
+const fallsBack = (e: EniFact, o: PoolObservation) =>
+  prefixMode(o.pool.spec) &&
+  o.pool.spec.prefixFallback !== false &&
+  o.vSwitches.some((v) => v.id === e.vSwitchId && v.fragmented);
+
 /**
  * Whether a secondary ENI's slots hold prefixes: it has some, or it has nothing yet in a
- * Prefix-mode pool. An ENI never mixes: one with single IPs keeps taking single IPs.
+ * Prefix-mode pool (unless it falls back). An ENI never mixes: one with single IPs keeps them.
  */
-const holdsPrefixes = (e: EniFact, spec: ENIPool['spec']) =>
-  (e.ipv4Prefixes?.length ?? 0) > 0 || (prefixMode(spec) && e.secondaryIps.length === 0);
+const holdsPrefixes = (e: EniFact, o: PoolObservation) =>
+  (e.ipv4Prefixes?.length ?? 0) > 0 || (prefixMode(o.pool.spec) && e.secondaryIps.length === 0 && !fallsBack(e, o));
 
-/** A secondary ENI holding addresses of the other ipv4Mode than the class's (the class changed). */
-const offMode = (e: EniFact, spec: ENIPool['spec']) =>
-  prefixMode(spec) ? e.secondaryIps.length > 0 && !e.ipv4Prefixes?.length : (e.ipv4Prefixes?.length ?? 0) > 0;
+/**
+ * A secondary ENI of the other ipv4Mode than the class's (the class changed): it takes no new
+ * address and gives its own back first, so that the node moves over as pods come and go. A
+ * single-IP ENI in a fragmented vSwitch is the fallback, not off mode.
+ */
+const offMode = (e: EniFact, o: PoolObservation) =>
+  prefixMode(o.pool.spec)
+    ? e.secondaryIps.length > 0 && !e.ipv4Prefixes?.length && !fallsBack(e, o)
+    : (e.ipv4Prefixes?.length ?? 0) > 0;
 
 /** A pool's sizing with the ceiling resolved against what its instance type holds. */
 export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing => ({
@@ -166,16 +178,10 @@ export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing 
   preAllocate: spec.preAllocate ?? 8,
   maxAboveWatermark: spec.maxAboveWatermark ?? 0,
   maxAllocate: resolveMaxAllocate(
-    prefixMode(spec) ? wholePrefixes(spec.maxAllocate ?? 0) : (spec.maxAllocate ?? 0),
+    spec.maxAllocate ?? 0,
     podIpCapacity(limits, spec.usePrimaryENI === true, prefixMode(spec)),
   ),
 });
-
-/**
- * A class's maxAllocate in Prefix mode: as many whole /28s as fit under it, and at least one
- * (0 keeps meaning the instance type's limit).
- */
-const wholePrefixes = (max: number) => (max > 0 ? Math.max(PREFIX_SIZE, max - (max % PREFIX_SIZE)) : 0);
 
 /** The instance's primary ENI, InUse on the pool's instance. */
 const primaryOf = (o: PoolObservation): EniFact | undefined =>
@@ -314,17 +320,26 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   // being deleted still holds its slot until it is gone.
   const deleted = new Set(release.deleteEnis);
   const unassigned = (id: string) => sum(release.unassign.filter((u) => u.eniId === id).map(unassignedIps));
-  const views: EniView[] = o.instanceEnis.map((e) =>
-    mine(e) && !deleted.has(e.id)
-      ? {
-          id: e.id,
-          vSwitchId: e.vSwitchId,
-          attached: e.status === 'InUse',
-          ips: ipsOf(e) - unassigned(e.id),
-          ...(holdsPrefixes(e, spec) ? { prefix: true } : {}),
-        }
-      : { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: podIpsPerEni(limits) },
-  );
+  const gone = new Set(release.unassign.flatMap((u) => [...u.ips, ...(u.prefixes ?? [])]));
+  const afterRelease = (e: EniFact): EniFact => ({
+    ...e,
+    secondaryIps: e.secondaryIps.filter((ip) => !gone.has(ip)),
+    ipv4Prefixes: e.ipv4Prefixes?.filter((p) => !gone.has(p)),
+  });
+  const views: EniView[] = o.instanceEnis.map((e) => {
+    if (!mine(e) || deleted.has(e.id))
+      return { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: podIpsPerEni(limits) };
+    const after = afterRelease(e);
+    return {
+      id: e.id,
+      vSwitchId: e.vSwitchId,
+      // One of the mode the class left takes nothing new (it still holds its slot).
+      attached: e.status === 'InUse' && !offMode(after, o),
+      ips: ipsOf(after),
+      slots: after.secondaryIps.length + (after.ipv4Prefixes?.length ?? 0),
+      ...(holdsPrefixes(after, o) ? { prefix: true } : {}),
+    };
+  });
   if (primary) {
     const ips = ipsOf(primary) - unassigned(primary.id);
     views.unshift({ id: primary.id, vSwitchId: primary.vSwitchId, attached: true, ips, primary: true });
@@ -340,10 +355,13 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
 
   const changes: Changes = { ...noChanges(), adopt, unassign: release.unassign, deleteEnis: release.deleteEnis };
   let unusable: StatusInput['notReady'];
+  let capped = false;
   if (want > 0 && mayAllocate) {
     // The batch rides on calls made anyway, within the ceiling.
     const room = sizing.maxAllocate - withComing.available;
-    const extra = Math.max(0, Math.min(batch, room - want));
+    // In Prefix mode the batch is whole /28s on top of the need's: one more costs no call.
+    const wholeBatch = prefixMode(spec) ? Math.ceil(batch / PREFIX_SIZE) * PREFIX_SIZE : batch;
+    const extra = Math.max(0, Math.min(wholeBatch, room - want));
     const step = planAllocationStep(
       o,
       limits,
@@ -353,6 +371,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
     );
     events.push(...step.events);
     unusable = step.unusable;
+    capped = step.capped;
     Object.assign(changes, { assign: step.assign, create: step.create, securityGroupIds: step.securityGroupIds });
     // A batch asked of the cloud is kept for its horizon, whatever the rate measured meanwhile.
     if (extra > 0 && (step.assign.length || step.create.length))
@@ -364,7 +383,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   if (cooling.length) requeueAfterMs = min(requeueAfterMs, Math.max(...cooling.map((c) => c.until)) - now + 50);
   return finish(
     { ...changes, requeueAfterMs },
-    { releaseRequests: release.releaseRequests, changes, notReady: unusable, batch },
+    { releaseRequests: release.releaseRequests, changes, notReady: unusable, batch, capped },
   );
 }
 
@@ -410,23 +429,21 @@ function planAllocationStep(
     prefixes,
   });
   const fragmented = candidates.filter((c) => c.fragmented && !c.assignOnly);
-  if (alloc.shortfall && a.creating === 0 && allow.assign && allow.create) {
+  // No whole /28 fits under maxAllocate: the pool holds what it may.
+  const capped = alloc.shortfall === 'ceiling';
+  if (capped) memory.shortfall = undefined;
+  else if (alloc.shortfall && a.creating === 0 && allow.assign && allow.create) {
     memory.shortfall =
-      alloc.shortfall === 'ceiling'
-        ? {
-            reason: 'InstanceLimit',
-            message: `${ceilingMessage(spec, limits, sizingOf(spec, limits))} (prefixes come in 16 IPs)`,
-          }
-        : alloc.shortfall === 'instance-limit'
-          ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
-          : prefixes && !prefixes.fallback && fragmented.length
-            ? { reason: 'VSwitchFragmented', message: fragmentedMessage(fragmented, false) }
-            : candidates.some((c) => !c.assignOnly)
-              ? { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) }
-              : {
-                  reason: 'NoVSwitchInZone',
-                  message: noVSwitchInZoneMessage(spec, placementZones(spec, o.vSwitches, o.vpcId)),
-                };
+      alloc.shortfall === 'instance-limit'
+        ? { reason: 'InstanceLimit', message: instanceFullMessage(spec, limits) }
+        : prefixes && fragmented.length
+          ? { reason: 'VSwitchFragmented', message: fragmentedMessage(fragmented, prefixes.fallback, true) }
+          : candidates.some((c) => !c.assignOnly)
+            ? { reason: 'VSwitchExhausted', message: noVSwitchMessage(spec.zoneID!, candidates) }
+            : {
+                reason: 'NoVSwitchInZone',
+                message: noVSwitchInZoneMessage(spec, placementZones(spec, o.vSwitches, o.vpcId)),
+              };
   } else if (!alloc.shortfall) memory.shortfall = undefined;
   const assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
   const creates = alloc.ops.flatMap(({ kind, ...op }) => (kind === 'create' ? [op as PoolPlan['create'][number]] : []));
@@ -438,10 +455,17 @@ function planAllocationStep(
       `${sgs.length} security groups match the pool (${sgs.join(', ')}); ` +
       `an ENI joins at most ${MAX_SECURITY_GROUPS_PER_ENI}`;
     events.push(warning('TooManySecurityGroups', message));
-    return { assign, create: [], securityGroupIds: [], events, unusable: { reason: 'TooManySecurityGroups', message } };
+    return {
+      assign,
+      create: [],
+      securityGroupIds: [],
+      events,
+      capped,
+      unusable: { reason: 'TooManySecurityGroups', message },
+    };
   }
   const create = o.securityGroups ? creates : [];
-  return { assign, create, securityGroupIds: o.securityGroups ? sgs : [], events, unusable: undefined };
+  return { assign, create, securityGroupIds: o.securityGroups ? sgs : [], events, capped, unusable: undefined };
 }
 
 /**
@@ -471,10 +495,11 @@ function planReleaseStep(
       prefixes: (e.ipv4Prefixes ?? []).map((prefix) => ({ prefix, ips: prefixAddresses(prefix) })),
       keep: e.primary,
       // Given back first: a primary ENI no longer used, and an ENI of the mode the class left.
-      drain: (e.primary && !spec.usePrimaryENI) || (!e.primary && offMode(e, spec)),
+      drain: (e.primary && !spec.usePrimaryENI) || (!e.primary && offMode(e, o)),
     })),
     used: new Set(Object.keys(pool.status?.used ?? {})),
     excess: ex,
+    singleSlack: prefixMode(spec) ? PREFIX_SIZE - 1 : 0,
     excessSince: memory.excessSince,
     now,
     delayMs,
@@ -520,6 +545,8 @@ interface StatusInput {
   changes?: Pick<PoolPlan, 'assign' | 'unassign' | 'deleteEnis'>;
   /** The growth batch learned from the node's demand. */
   batch?: number;
+  /** No whole /28 fits under maxAllocate: the pool is at its ceiling though short of it. */
+  capped?: boolean;
 }
 
 /** The status the pool will have once the changes are made: its ENIs, summary and conditions. */
@@ -554,15 +581,15 @@ function plannedStatus(
   const used = Object.keys(pool.status?.used ?? {}).length;
   const busy = used + cooling;
   const releaseRequests = s.releaseRequests ?? pool.status?.releaseRequests ?? {};
-  const need = sizing ? needed(sizing, { available, used: busy, pending: o.pendingPods }) : 0;
+  const need = sizing && !s.capped ? needed(sizing, { available, used: busy, pending: o.pendingPods }) : 0;
   const maxAllocate = sizing?.maxAllocate ?? 0;
   const ready: Omit<PlannedCondition, 'type'> = s.notReady
     ? { status: 'False', ...s.notReady }
     : need === 0
       ? {
           status: 'True',
-          reason: available >= maxAllocate && maxAllocate > 0 ? 'AtCapacity' : 'PoolFilled',
-          message: `${available - busy} of ${available} IPs free`,
+          reason: (available >= maxAllocate && maxAllocate > 0) || s.capped ? 'AtCapacity' : 'PoolFilled',
+          message: `${available - busy} of ${available} IPs free${s.capped ? `; no whole /28 fits under maxAllocate ${maxAllocate}` : ''}`,
         }
       : {
           status: 'False',
@@ -575,7 +602,9 @@ function plannedStatus(
       ? { type: 'Exhausted', status: 'True', reason: short.reason, message: short.message }
       : { type: 'Exhausted', status: 'False', reason: 'CapacityLeft', message: '' },
     duplicate(o) ?? degradedOrOutage(failures, o.cloudOutage),
-    ...(prefixMode(pool.spec) ? [fragmentedCondition(o)] : []),
+    ...(prefixMode(pool.spec) || pool.status?.conditions?.some((c) => c.type === 'Fragmented')
+      ? [fragmentedCondition(o)]
+      : []),
   ];
   const wasDuplicate = pool.status?.conditions?.find((c) => c.type === 'Degraded')?.reason === 'DuplicateInstance';
   if (planned[2]!.reason === 'DuplicateInstance' && !wasDuplicate)
@@ -663,6 +692,8 @@ function noVSwitchInZoneMessage(spec: ENIPool['spec'], zones: string[]): string 
 /** In Prefix mode: whether a vSwitch of the pool refused a /28 lately though it has free addresses. */
 function fragmentedCondition(o: PoolObservation): PlannedCondition {
   const spec = o.pool.spec;
+  // A class that left Prefix mode: the condition says so rather than what it last saw.
+  if (!prefixMode(spec)) return { type: 'Fragmented', status: 'False', reason: 'NotInPrefixMode', message: '' };
   const fragmented = spec.zoneID
     ? candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID).filter((v) => v.fragmented)
     : [];
@@ -676,11 +707,13 @@ function fragmentedCondition(o: PoolObservation): PlannedCondition {
   };
 }
 
-function fragmentedMessage(vSwitches: VSwitchView[], fallback: boolean): string {
+function fragmentedMessage(vSwitches: VSwitchView[], fallback: boolean, short = false): string {
   const which = vSwitches.map((v) => `${v.id} (${v.free} free)`).join(', ');
-  const then = fallback
-    ? 'new ENIs there take single secondary IPs instead (prefixFallback)'
-    : 'the pool waits for a /28 (prefixFallback is false)';
+  const then = !fallback
+    ? 'the pool waits for a /28 (prefixFallback is false)'
+    : short
+      ? 'new ENIs there would take single secondary IPs, but no ENI slot is left, and an ENI of prefixes takes no single IP'
+      : 'new ENIs there take single secondary IPs instead (prefixFallback)';
   return `no aligned /28 prefix is left in ${which} though addresses are free: ${then}`;
 }
 

@@ -35,6 +35,11 @@ export interface ReleaseInput {
   cooling?: Set<string>;
   /** How many IPs the pool has above its need now (a prefix counts its 16). */
   excess: number;
+  /**
+   * Addresses of excess kept on single IPs (a Prefix-mode pool: its allocations round up to a
+   * whole /28, so up to 15 above the need are no reason to give single IPs back).
+   */
+  singleSlack?: number;
   /** Since when the pool has been in excess without a break (ms), or undefined. */
   excessSince?: number;
   now: number;
@@ -107,8 +112,13 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
   }
   const size = (key: string) => units.get(key)!.ips.length;
   const requested = () => [...outstanding].reduce((n, key) => n + size(key), 0);
-  // Too many outstanding for today's excess: withdraw unconfirmed requests (confirmed ones are released).
+  // Too many outstanding for today's excess: withdraw unconfirmed requests (confirmed ones are
+  // released), and a confirmed prefix too: 16 addresses would be taken again at once.
   for (const key of [...outstanding].filter((x) => !confirmed(x))) {
+    if (requested() <= i.excess) break;
+    withdraw(key);
+  }
+  for (const key of [...outstanding].filter((x) => units.get(x)!.prefix)) {
     if (requested() <= i.excess) break;
     withdraw(key);
   }
@@ -124,7 +134,7 @@ export function planRelease(i: ReleaseInput): ReleasePlan {
     const idle = (u: Unit) => !outstanding.has(u.key) && u.ips.every((ip) => !i.used.has(ip) && !i.cooling?.has(ip));
     for (const eni of order) {
       for (const u of unitsOf(eni).filter(idle)) {
-        if (u.ips.length > toRequest) continue;
+        if (u.ips.length > toRequest - (u.prefix ? 0 : (i.singleSlack ?? 0))) continue;
         plan.request.push(u.key);
         toRequest -= u.ips.length;
       }

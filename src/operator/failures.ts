@@ -127,7 +127,7 @@ export class CloudFailures {
     // Marked either way: once the free count is refreshed, the addresses left are usable singly.
     if (e.kind === 'vswitch-exhausted' && vSwitchId && prefix) cloud.fragment(vSwitchId);
     const free = cloud.knownVSwitches.find((v) => v.id === vSwitchId)?.availableIpCount ?? 0;
-    if (e.kind === 'vswitch-exhausted' && vSwitchId && prefix && free > PREFIX_SIZE) {
+    if (e.kind === 'vswitch-exhausted' && vSwitchId && prefix && free >= PREFIX_SIZE) {
       const then =
         pool.spec.prefixFallback === false
           ? 'the pool waits for a /28 there (prefixFallback is false)'

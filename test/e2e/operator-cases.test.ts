@@ -438,7 +438,7 @@ describe('operator cases', () => {
     expect(c.mutatingCalls()).toMatchObject({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
   });
 
-  it('usePrimaryENI: a pool deleted gives the primary ENI’s addresses back once the agent confirms them free; the node’s own stays', async () => {
+  it('usePrimaryENI: a pool deleted gives the primary ENI’s addresses back once the agent confirms them free; one the node holds stays', async () => {
     c = await testCluster();
     await c.addClass('primary', { ...POD_CLASS, usePrimaryENI: true, preAllocate: 3 });
     await c.startOperator();
@@ -466,14 +466,24 @@ describe('operator cases', () => {
         version: 'v1alpha1',
         plural: 'enipools',
         name: node,
-        body: { status: { releaseAcks: Object.fromEntries(given.map((ip) => [ip, ack(asked, ip)])) } },
+        // One the node configured on its own interface: refused, though no pod uses it.
+        body: {
+          status: {
+            releaseAcks: Object.fromEntries(
+              given.map((ip, k) => [ip, ack(asked, ip, k === 0 ? 'do-not-release' : 'ready')]),
+            ),
+          },
+        },
       },
       merge,
     );
-    await eventually(() => given.every((ip) => !c!.ecs.world.enis.get(primary.id)!.secondaryIps.includes(ip)), 15_000);
+    const gone = given.slice(1);
+    await eventually(() => gone.every((ip) => !c!.ecs.world.enis.get(primary.id)!.secondaryIps.includes(ip)), 15_000);
+    // The node's own stays with it, and does not hold the pool back.
+    expect(c.ecs.world.enis.get(primary.id)!.secondaryIps).toContain(given[0]);
     expect(c.ecs.world.enis.get(primary.id)!.primaryIp).toBe(primary.primaryIp);
     expect(await eventsFor(node)).toContainEqual(
-      `ReleasedIPs: pool ${node} is deleted: unassigned its 3 IPs from the primary ENI ${primary.id}`,
+      `ReleasedIPs: pool ${node} is deleted: unassigned its 2 IPs from the primary ENI ${primary.id}`,
     );
     // The class still selects the node: a new pool is made and filled again.
     await eventually(async () => {

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { API_VERSION, type ENIPool } from '../../src/api/types.js';
 import { batchHorizonMs } from '../../src/ipam/demand.js';
 import { planPool, type EniFact, type PoolMemory } from '../../src/ipam/pool-plan.js';
+import { PREFIX_SIZE, prefixAddresses } from '../../src/ipam/prefix.js';
 import { INSTANCE, NODE, TYPE, VPC, ZONE, iso, owner, sum } from './pool-plan.arbitraries.js';
 
 /**
@@ -19,6 +20,8 @@ interface Run {
   releaseDelaySeconds: number;
   /** Per tick: pods that arrive, and pods that leave. */
   schedule: Array<{ arrive: number; leave: number }>;
+  /** The class's ipv4Mode (SecondaryIP when absent). */
+  prefix?: boolean;
 }
 
 interface Tick {
@@ -36,7 +39,11 @@ interface Tick {
 function simulate(run: Run): Tick[] {
   let n = 0;
   const fresh = () => (n++, `10.${Math.floor(n / 65536) % 256}.${Math.floor(n / 256) % 256}.${n % 256}`);
-  const enis: Array<{ id: string; ips: string[]; primaryIp: string }> = [];
+  let blocks = 0;
+  const freshPrefix = () => (blocks++, `10.200.${blocks % 256}.${16 * Math.floor(blocks / 256)}/28`);
+  const enis: Array<{ id: string; ips: string[]; primaryIp: string; prefixes: string[] }> = [];
+  const addressesOf = (e: (typeof enis)[number]) => [...e.ips, ...e.prefixes.flatMap(prefixAddresses)];
+  const members = (key: string) => (key.includes('/') ? prefixAddresses(key) : [key]);
   const used = new Set<string>();
   let requests: Record<string, string> = {};
   let pending = 0;
@@ -48,7 +55,8 @@ function simulate(run: Run): Tick[] {
     const { arrive, leave } = run.schedule[k]!;
     for (const ip of [...used].slice(0, leave)) used.delete(ip);
     // The agent: the waiting pods and the new ones take free addresses that no request names.
-    const free = enis.flatMap((e) => e.ips).filter((ip) => !used.has(ip) && !(ip in requests));
+    const requested = new Set(Object.keys(requests).flatMap(members));
+    const free = enis.flatMap(addressesOf).filter((ip) => !used.has(ip) && !requested.has(ip));
     const wanting = pending + arrive;
     const served = Math.min(wanting, free.length);
     free.slice(0, served).forEach((ip) => used.add(ip));
@@ -61,6 +69,7 @@ function simulate(run: Run): Tick[] {
       vSwitchId: 'vsw-a',
       primaryIp: e.primaryIp,
       secondaryIps: e.ips,
+      ...(e.prefixes.length ? { ipv4Prefixes: e.prefixes } : {}),
       ours: true,
       removing: false,
       attaching: false,
@@ -80,6 +89,7 @@ function simulate(run: Run): Tick[] {
         preAllocate: run.preAllocate,
         maxBatch: run.maxBatch,
         releaseDelaySeconds: run.releaseDelaySeconds,
+        ...(run.prefix ? { ipv4Mode: 'Prefix' as const } : {}),
       },
       status: {
         used: Object.fromEntries([...used].map((ip) => [ip, owner])),
@@ -87,7 +97,7 @@ function simulate(run: Run): Tick[] {
         // The agent confirms every request for an address no pod holds.
         releaseAcks: Object.fromEntries(
           Object.entries(requests)
-            .filter(([ip]) => !used.has(ip))
+            .filter(([key]) => members(key).every((ip) => !used.has(ip)))
             .map(([ip, at]) => [ip, { answer: 'ready' as const, requestedAt: at }]),
         ),
         conditions: [],
@@ -116,15 +126,24 @@ function simulate(run: Run): Tick[] {
     for (const u of plan.unassign) {
       const eni = enis.find((e) => e.id === u.eniId)!;
       eni.ips = eni.ips.filter((ip) => !u.ips.includes(ip));
+      eni.prefixes = eni.prefixes.filter((p) => !u.prefixes?.includes(p));
     }
-    for (const a of plan.assign)
-      enis.find((e) => e.id === a.eniId)!.ips.push(...Array.from({ length: a.count }, fresh));
+    for (const a of plan.assign) {
+      const eni = enis.find((e) => e.id === a.eniId)!;
+      if (a.prefix) eni.prefixes.push(...Array.from({ length: a.count / PREFIX_SIZE }, freshPrefix));
+      else eni.ips.push(...Array.from({ length: a.count }, fresh));
+    }
     for (const c of plan.create)
-      enis.push({ id: `eni-${enis.length}`, primaryIp: fresh(), ips: Array.from({ length: c.ips }, fresh) });
+      enis.push({
+        id: `eni-${enis.length}`,
+        primaryIp: fresh(),
+        ips: c.prefix ? [] : Array.from({ length: c.ips }, fresh),
+        prefixes: c.prefix ? Array.from({ length: c.ips / PREFIX_SIZE }, freshPrefix) : [],
+      });
     ticks.push({
       at: now,
       calls: plan.assign.length + 2 * plan.create.length + plan.unassign.length,
-      available: sum(enis.map((e) => e.ips.length)),
+      available: sum(enis.map((e) => addressesOf(e).length)),
       used: used.size,
       pending,
       requested: Object.keys(requests).length,
@@ -228,6 +247,57 @@ describe('batched growth (the planner over time)', () => {
       expect(sum(result.filter((t) => t.at - result[0]!.at >= 60_000).map((t) => t.waited))).toBe(0);
       const unbatched = sum(simulate({ ...run, maxBatch: 0 }).map((t) => t.calls));
       expect(unbatched).toBeGreaterThan(calls);
+    }
+  });
+});
+
+describe('batched growth in Prefix mode (the planner over time)', () => {
+  /** A /28 rounds the need up, and the batch is whole /28s on top of it. */
+  const idleBound = (run: Run) =>
+    run.preAllocate + Math.ceil(run.maxBatch / PREFIX_SIZE) * PREFIX_SIZE + PREFIX_SIZE - 1;
+
+  it('keeps idle addresses within preAllocate, the batch in whole /28s and one /28’s rounding, and releases nothing while the node keeps taking', () => {
+    fc.assert(
+      fc.property(runArb, (r) => {
+        const run = { ...r, prefix: true };
+        // A whole /28 carried is kept while the node takes from it at least once a horizon; after
+        // a longer gap the release delay runs, and what the next arrivals do not fill goes.
+        const growing = growsSteadily(run) && run.every * TICK_MS <= batchHorizonMs(run.releaseDelaySeconds * 1000);
+        for (const t of simulate(run)) {
+          expect(t.available - t.used - t.pending).toBeLessThanOrEqual(idleBound(run));
+          if (growing) expect(t.requested).toBe(0);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('gives what is above preAllocate back in whole /28s once the node stops taking', () => {
+    fc.assert(
+      fc.property(runArb, (r) => {
+        const run = { ...r, prefix: true };
+        const delayMs = run.releaseDelaySeconds * 1000;
+        const quiet = Math.ceil((2 * batchHorizonMs(delayMs) + delayMs) / TICK_MS) + 4;
+        const last = simulate({ ...run, schedule: [...run.schedule, ...steady(0, 1, 0, 0, quiet)] }).at(-1)!;
+        // What stays is the need, rounded up to a /28.
+        expect(last.available - last.used).toBeLessThanOrEqual(run.preAllocate + PREFIX_SIZE - 1);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('takes at most a quarter of the calls single IPs take for the same steady growth, slow or fast, and no pod waits after the first minute', () => {
+    for (const [every, arrive, ticks] of [
+      [2, 1, 60],
+      [1, 2, 24],
+    ] as const) {
+      const run = { preAllocate: 8, maxBatch: 16, releaseDelaySeconds: 180, schedule: steady(ticks, every, arrive, 0) };
+      const calls = (r: Run) => sum(simulate(r).map((t) => t.calls));
+      const prefix = simulate({ ...run, prefix: true });
+      // The initial fill (a create and an attach either way) is not growth.
+      const growth = (r: Run) => calls(r) - 2;
+      expect(growth({ ...run, prefix: true })).toBeLessThanOrEqual(0.25 * growth(run));
+      expect(sum(prefix.filter((t) => t.at - prefix[0]!.at >= 60_000).map((t) => t.waited))).toBe(0);
     }
   });
 });

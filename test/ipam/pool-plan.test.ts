@@ -29,7 +29,7 @@ import {
   sum,
   unitsOf,
 } from './pool-plan.arbitraries.js';
-import { PREFIX_SIZE } from '../../src/ipam/prefix.js';
+import { PREFIX_SIZE, prefixAddresses } from '../../src/ipam/prefix.js';
 
 const RUNS = { numRuns: Number(process.env.PLAN_RUNS ?? 3000) };
 const held = (m: PoolMemory, action: string) => m.failures.some((f) => f.action === action && f.until > NOW);
@@ -60,9 +60,7 @@ const ceiling = (o: PoolObservation) => {
   // The primary ENI, when pods may use it, holds as many pod addresses as a secondary one holds slots.
   const capacity =
     podIps(o.limits!) * (prefixMode(o) ? PREFIX_SIZE : 1) + (o.pool.spec.usePrimaryENI ? o.limits!.ipv4PerEni - 1 : 0);
-  // In Prefix mode a class's maxAllocate holds whole /28s, one at least.
-  const classMax = prefixMode(o) && max > 0 ? Math.max(PREFIX_SIZE, max - (max % PREFIX_SIZE)) : max;
-  return classMax > 0 ? Math.min(classMax, capacity) : capacity;
+  return max > 0 ? Math.min(max, capacity) : capacity;
 };
 /** Whether the pool's class selects this vSwitch, in the node's zone and VPC. */
 const selectable = (o: PoolObservation, id: string) => {
@@ -156,9 +154,13 @@ describe('pool planning (properties)', () => {
           const e = [...o.instanceEnis, ...(primary ? [primary] : [])].find((x) => x.id === a.eniId);
           if (e?.primary) expect(e).toMatchObject({ status: 'InUse', vSwitchId: a.vSwitchId });
           else expect(e).toMatchObject({ ours: true, removing: false, status: 'InUse', vSwitchId: a.vSwitchId });
-          // An ENI never mixes: prefixes go to one holding prefixes (or nothing yet, in Prefix mode).
-          const holdsPrefixes = (e!.ipv4Prefixes?.length ?? 0) > 0;
-          const holdsIps = e!.secondaryIps.length > 0;
+          // An ENI never mixes: prefixes go to one holding prefixes (or nothing yet, in Prefix mode),
+          // as it is once the plan's unassigns (made first) are done.
+          const leaving = new Set(
+            plan.unassign.filter((u) => u.eniId === a.eniId).flatMap((u) => [...u.ips, ...(u.prefixes ?? [])]),
+          );
+          const holdsPrefixes = (e!.ipv4Prefixes ?? []).some((p) => !leaving.has(p));
+          const holdsIps = e!.secondaryIps.some((ip) => !leaving.has(ip));
           if (a.prefix) {
             expect(holdsIps).toBe(false);
             expect(a.count % PREFIX_SIZE).toBe(0);
@@ -662,5 +664,104 @@ describe('pool planning (defects the properties found, now fixed)', () => {
       inFlight: { enis: 1, ips: 10 },
     });
     expect(planPool(o, mem()).memory.shortfall).toBeUndefined();
+  });
+});
+
+describe('pool planning in Prefix mode (defects a review found, now fixed)', () => {
+  const P = (i: number, k: number) => `10.${100 + i}.${k}.16/28`;
+  /** An ENI of ours holding `n` /28 prefixes and no single IP. */
+  const prefixEni = (i: number, n: number, over: Partial<EniFact> = {}) =>
+    eni(i, 0, { ipv4Prefixes: Array.from({ length: n }, (_, k) => P(i, k)), ...over });
+  const prefixSpec = { ipv4Mode: 'Prefix' as const };
+
+  it('never passes maxAllocate with single IPs (the primary ENI), and is at capacity where no whole /28 fits', () => {
+    const primary = eni(9, 0, { id: 'eni-primary', ours: false, primary: true });
+    const o = observe({ primaryEni: primary, spec: { ...prefixSpec, usePrimaryENI: true, maxAllocate: 5 } });
+    expect(planPool(o, mem()).assign).toEqual([{ kind: 'assign', eniId: 'eni-primary', vSwitchId: 'vsw-a', count: 5 }]);
+    // 16 held of a ceiling of 20, and 12 in use: the 4 left hold no /28, so the pool is full, not short.
+    const full = prefixEni(0, 1);
+    const capped = planPool(
+      observe({
+        enis: [full],
+        spec: { ...prefixSpec, maxAllocate: 20 },
+        status: { used: usedOf(prefixAddresses(P(0, 0)).slice(0, 12)) },
+      }),
+      mem(),
+    );
+    expect(cloudChanges(capped)).toEqual(noCloudChange);
+    expect(ready(capped)).toMatchObject({ status: 'True', reason: 'AtCapacity' });
+    expect(ready(capped).message).toContain('no whole /28 fits under maxAllocate 20');
+    expect(exhausted(capped).status).toBe('False');
+  });
+
+  it('withdraws a confirmed prefix once the excess no longer covers it, rather than release it and take another', () => {
+    const e = prefixEni(0, 2);
+    const [p1, p2] = e.ipv4Prefixes!;
+    // 9 in use on p2 and one more since the request: excess 32 - (10 + 8) = 14 < 16.
+    const used = usedOf([...prefixAddresses(p2!).slice(0, 10)]);
+    const o = observe({
+      enis: [e],
+      spec: { ...prefixSpec, releaseDelaySeconds: 0 },
+      status: {
+        used,
+        releaseRequests: { [p1!]: CUR_STAMP },
+        releaseAcks: { [p1!]: { answer: 'ready', requestedAt: CUR_STAMP } },
+      },
+    });
+    const plan = planPool(o, mem({ excessSince: NOW - 60_000 }));
+    expect(plan.unassign).toEqual([]);
+    expect(plan.assign).toEqual([]);
+    expect(plan.status.releaseRequests).toEqual({});
+  });
+
+  it('keeps single IPs within the slack a /28 leaves: none is requested for release below a prefix of excess', () => {
+    const primary = eni(9, 2, { id: 'eni-primary', ours: false, primary: true });
+    const o = observe({
+      enis: [prefixEni(0, 1)],
+      primaryEni: primary,
+      spec: { ...prefixSpec, usePrimaryENI: true, preAllocate: 3, releaseDelaySeconds: 0 },
+      status: { enis: [{ id: 'eni-primary', state: 'InUse', ips: primary.secondaryIps }], used: {} },
+    });
+    // 18 held, level 3: an excess of 15 is no more than a /28 rounds up.
+    expect(planPool(o, mem({ excessSince: NOW - 60_000 })).status.releaseRequests).toEqual({});
+  });
+
+  it('a fragmented vSwitch with no ENI slot left says so, and an empty ENI there takes single IPs with the fallback', () => {
+    const FRAG = { ...VSW, fragmented: true };
+    // Both secondary ENI slots hold ENIs of prefixes, full of pods: nothing can be planned.
+    const stuck = [prefixEni(0, 1), prefixEni(1, 1)];
+    const used = usedOf(stuck.flatMap((x) => prefixAddresses(x.ipv4Prefixes![0]!)));
+    const plan = planPool(observe({ enis: stuck, vSwitches: [FRAG], spec: prefixSpec, status: { used } }), mem());
+    expect(exhausted(plan)).toMatchObject({ status: 'True', reason: 'VSwitchFragmented' });
+    expect(exhausted(plan).message).toContain('no ENI slot is left');
+    // An ENI emptied of its prefixes holds no mode: in the fragmented vSwitch it takes single IPs.
+    const empty = eni(0, 0);
+    const fallback = planPool(observe({ enis: [empty], vSwitches: [FRAG], spec: prefixSpec }), mem());
+    expect(fallback.assign).toEqual([{ kind: 'assign', eniId: 'eni-0', vSwitchId: 'vsw-a', count: 8 }]);
+  });
+
+  it('an ENI of the mode the class left takes nothing new and gives its addresses back first; the Fragmented condition is cleared', () => {
+    const old = prefixEni(0, 1);
+    const fresh = eni(1, 2);
+    const o = observe({
+      enis: [old, fresh],
+      spec: { preAllocate: 20, releaseDelaySeconds: 0 },
+      status: {
+        conditions: [{ type: 'Fragmented', status: 'True', reason: 'WaitingForPrefixes', message: 'earlier' }],
+      },
+    });
+    const plan = planPool(o, mem());
+    // The pool of single IPs grows on the ENI of single IPs, not by prefixes on the old one.
+    expect(plan.assign.every((a) => a.eniId === 'eni-1' && !a.prefix)).toBe(true);
+    expect(plan.status.conditions.find((c) => c.type === 'Fragmented')).toMatchObject({
+      status: 'False',
+      reason: 'NotInPrefixMode',
+    });
+    // In excess, the old ENI's prefix is requested before the new ENI's addresses.
+    const excess = planPool(
+      observe({ enis: [old, eni(1, 9)], spec: { preAllocate: 2, releaseDelaySeconds: 0 } }),
+      mem({ excessSince: NOW - 60_000 }),
+    );
+    expect(Object.keys(excess.status.releaseRequests)).toContain(old.ipv4Prefixes![0]);
   });
 });

@@ -116,9 +116,17 @@ export class NodeDeparture {
     // which are free. Its ENIs go through the release handshake, whole, one confirmed ENI at a time.
     const attached = [...ours.filter((e) => e.status === 'InUse'), ...(primary ? [primary] : [])];
     const handshake = attached.length > 0 && (await this.deps.store.nodeExists(pool.spec.nodeName));
-    const confirmed = handshake ? await this.confirmRelease(pool, attached) : undefined;
-    const primaryKept = primary && confirmed && !confirmed.has(primary.id) ? [primary.id] : [];
-    if (primary && !primaryKept.length) await this.unassignPrimary(pool, primary);
+    const answers = handshake ? await this.confirmRelease(pool, attached) : undefined;
+    const confirmed = answers?.enis;
+    // The primary's addresses go one by one: one the node itself holds (the agent refuses it, and
+    // no pod uses it) stays the node's and does not hold the pool back.
+    const primaryKept: string[] = [];
+    if (primary) {
+      const verdicts = primary.secondaryIps.map((ip) => [ip, answers?.verdict(ip) ?? 'free'] as const);
+      const free = verdicts.filter(([, v]) => v === 'free').map(([ip]) => ip);
+      if (free.length) await this.unassignPrimary(pool, { ...primary, secondaryIps: free });
+      if (verdicts.some(([, v]) => v === 'wait')) primaryKept.push(primary.id);
+    }
     // An ENI already being deleted (an emptied one, in the background) is waited for, not deleted twice.
     const free = (e: NetworkInterface) =>
       !inFlight.removing.has(e.id) && (!confirmed || e.status !== 'InUse' || confirmed.has(e.id));
@@ -146,7 +154,7 @@ export class NodeDeparture {
     // The finalizer goes only once a live read shows no ENI of this pool left in the cloud (a
     // cache can miss one, a read can fail: absence there is no proof). One left is deleted next.
     await cloud.resyncInstance(pool.spec.instanceID, name);
-    const left = [...cloud.ownedBy(name), ...(this.publishedPrimary(pool) ? [this.publishedPrimary(pool)!] : [])];
+    const left = [...cloud.ownedBy(name), ...this.primaryLeft(pool, answers)];
     if (left.length) {
       this.deps.logger.warn(
         { node: name, enis: left.map((e) => e.id) },
@@ -166,10 +174,13 @@ export class NodeDeparture {
    * again, so an address it never published (an ENI, or an assign, that landed after its last
    * status) is free as it is, unless it is in use all the same (a stray allocation).
    */
-  private async confirmRelease(pool: ENIPool, enis: NetworkInterface[]): Promise<Set<string>> {
+  private async confirmRelease(
+    pool: ENIPool,
+    enis: NetworkInterface[],
+  ): Promise<{ enis: Set<string>; verdict: (key: string) => 'free' | 'node' | 'wait' }> {
     const name = pool.metadata.name;
     const live = await this.deps.store.readPool(name);
-    if (!live) return new Set();
+    if (!live) return { enis: new Set(), verdict: () => 'wait' };
     const used = live.status?.used ?? {};
     const shown = new Set((live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => e.ips ?? []));
     // A prefix is asked for, and answered, whole (one ack covers its 16 addresses).
@@ -177,17 +188,31 @@ export class NodeDeparture {
     const requests = { ...(live.status?.releaseRequests ?? {}) };
     const missing = enis.flatMap(keysOf).filter((key) => !unseen(key) && !(key in requests));
     if (missing.length) {
-      if (!this.deps.mayWrite()) return new Set();
+      if (!this.deps.mayWrite()) return { enis: new Set(), verdict: () => 'wait' };
       const stamp = this.deps.stamps.take(this.deps.now());
       for (const key of missing) requests[key] = stamp;
       await this.deps.store.patchStatus(name, live.metadata.resourceVersion, { releaseRequests: requests });
-      return new Set(enis.filter((e) => keysOf(e).every(unseen)).map((e) => e.id));
+      return {
+        enis: new Set(enis.filter((e) => keysOf(e).every(unseen)).map((e) => e.id)),
+        verdict: (key) => (unseen(key) ? 'free' : 'wait'),
+      };
     }
     const asked = new Map(Object.entries(requests));
     const acks = acksOf(live.status);
-    const free = (key: string) =>
-      unseen(key) || (membersOf(key).every((ip) => !(ip in used)) && answerTo(key, asked, acks) === 'ready');
-    return new Set(enis.filter((e) => keysOf(e).every(free)).map((e) => e.id));
+    const unused = (key: string) => membersOf(key).every((ip) => !(ip in used));
+    const free = (key: string) => unseen(key) || (unused(key) && answerTo(key, asked, acks) === 'ready');
+    return {
+      enis: new Set(enis.filter((e) => keysOf(e).every(free)).map((e) => e.id)),
+      // Refused though no pod uses it: the node's own (an address configured on its interface).
+      verdict: (key) =>
+        free(key) ? 'free' : unused(key) && answerTo(key, asked, acks) === 'do-not-release' ? 'node' : 'wait',
+    };
+  }
+
+  /** The primary ENI, if it still holds published addresses the node does not keep for itself. */
+  private primaryLeft(pool: ENIPool, answers: { verdict: (key: string) => string } | undefined): NetworkInterface[] {
+    const primary = this.publishedPrimary(pool);
+    return primary && primary.secondaryIps.some((ip) => answers?.verdict(ip) !== 'node') ? [primary] : [];
   }
 
   /**
