@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { ENIPool } from '../../src/api/types.js';
-import { CLUSTER_ID, allReady, ready, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { CLUSTER_ID, allReady, ready, testCluster, writeAsAgent, type TestCluster } from '../helpers/cluster.js';
 import { REGION, eventually, pop } from '../helpers/ecs.js';
 
 let c: TestCluster;
@@ -100,11 +100,7 @@ describe('operator cases', () => {
     const ips = full!.status!.enis![0]!.ips!;
     const used = ips.slice(0, 3);
     // A test agent: reports IPs in use, and answers release requests.
-    const agentPatch = (status: Record<string, unknown>) =>
-      c.custom.patchClusterCustomObjectStatus(
-        { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } },
-        merge,
-      );
+    const agentPatch = (status: Record<string, unknown>) => writeAsAgent(c, node, status);
     await agentPatch({
       used: Object.fromEntries(used.map((ip, i) => [ip, { pod: `default/p${i}`, containerID: `c${i}` }])),
     });
@@ -158,22 +154,11 @@ describe('operator cases', () => {
       const p = await c.pool(node);
       return Object.keys(p.status?.releaseRequests ?? {}).length === 10 ? p : undefined;
     });
-    await c.custom.patchClusterCustomObjectStatus(
-      {
-        group: 'eniipam.io',
-        version: 'v1alpha1',
-        plural: 'enipools',
-        name: node,
-        body: {
-          status: {
-            releaseAcks: Object.fromEntries(
-              Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, ack(requested, ip)]),
-            ),
-          },
-        },
-      },
-      merge,
-    );
+    await writeAsAgent(c, node, {
+      releaseAcks: Object.fromEntries(
+        Object.keys(requested.status!.releaseRequests!).map((ip) => [ip, ack(requested, ip)]),
+      ),
+    });
     await eventually(() => enis.every((id) => !c.ecs.state().enis.some((e) => e.id === id)), 10_000);
     const after = await eventually(async () => {
       const p = await c.pool(node);
@@ -225,11 +210,7 @@ describe('operator cases', () => {
     await c.startOperator();
     const [pool] = await allReady(c, [node]);
     const [busy, idle] = pool!.status!.enis!;
-    const agentPatch = (status: Record<string, unknown>) =>
-      c.custom.patchClusterCustomObjectStatus(
-        { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } },
-        merge,
-      );
+    const agentPatch = (status: Record<string, unknown>) => writeAsAgent(c, node, status);
     const held = busy!.ips![1]!;
     await agentPatch({ used: { [held]: { pod: 'default/web', containerID: 'c1' } } });
     await eventually(async () => Object.keys((await c.pool(node)).status?.used ?? {}).length === 1);
@@ -460,23 +441,10 @@ describe('operator cases', () => {
       return given.every((ip) => ip in (p.status?.releaseRequests ?? {})) ? p : undefined;
     });
     expect(c.mutatingCalls().UnassignPrivateIpAddresses).toBeUndefined();
-    await c.custom.patchClusterCustomObjectStatus(
-      {
-        group: 'eniipam.io',
-        version: 'v1alpha1',
-        plural: 'enipools',
-        name: node,
-        // One the node configured on its own interface: refused, though no pod uses it.
-        body: {
-          status: {
-            releaseAcks: Object.fromEntries(
-              given.map((ip, k) => [ip, ack(asked, ip, k === 0 ? 'do-not-release' : 'ready')]),
-            ),
-          },
-        },
-      },
-      merge,
-    );
+    // One the node configured on its own interface: refused, though no pod uses it.
+    await writeAsAgent(c, node, {
+      releaseAcks: Object.fromEntries(given.map((ip, k) => [ip, ack(asked, ip, k === 0 ? 'do-not-release' : 'ready')])),
+    });
     const gone = given.slice(1);
     await eventually(() => gone.every((ip) => !c!.ecs.world.enis.get(primary.id)!.secondaryIps.includes(ip)), 15_000);
     // The node's own stays with it, and does not hold the pool back.

@@ -8,7 +8,7 @@ import { Agent } from '../../src/agent/agent.js';
 import type { ENIPool } from '../../src/api/types.js';
 import { prefixAddresses } from '../../src/ipam/prefix.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { POD_CLASS, conditionOf, ready, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { POD_CLASS, conditionOf, ready, testCluster, writeAsAgent, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -41,6 +41,25 @@ const poolWhere = (cluster: TestCluster, node: string, test: (p: ENIPool) => boo
     const p = await cluster.pool(node);
     return test(p) ? p : undefined;
   }, timeoutMs);
+
+/**
+ * A node whose class takes /28s from vsw-h-pods-2, with one address taken in every /28 of it:
+ * 236 of its 252 usable addresses are free, no /28 is.
+ */
+async function onFragmented(cluster: TestCluster, spec: Record<string, unknown>): Promise<string> {
+  const vsw = cluster.ecs.world.vSwitches.get('vsw-h-pods-2')!;
+  for (let n = 5; n < 256; n += 16) vsw.pool.takeSpecific(`192.168.32.${n}`);
+  await cluster.addClass('prefix', {
+    vSwitchIDs: ['vsw-h-pods-2'],
+    securityGroupIDs: ['sg-demo-pods'],
+    ipv4Mode: 'Prefix',
+    preAllocate: 8,
+    ...spec,
+  });
+  const node = await cluster.addNode('i-demo-04');
+  await cluster.startOperator();
+  return node;
+}
 
 describe('ipv4Mode Prefix on the emulators', () => {
   it('fills a node with /28 prefixes in one create, hands out the fullest prefix first, and releases only whole free prefixes', async () => {
@@ -108,11 +127,7 @@ describe('ipv4Mode Prefix on the emulators', () => {
     const pool = await poolWhere(cluster, node, ready);
     const [eni] = pool.status!.enis!;
     const [held, other] = eni!.prefixes!;
-    const agentPatch = (status: Record<string, unknown>) =>
-      cluster.custom.patchClusterCustomObjectStatus(
-        { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } },
-        merge,
-      );
+    const agentPatch = (status: Record<string, unknown>) => writeAsAgent(cluster, node, status);
     const inUse = prefixAddresses(held!)[5]!;
     await agentPatch({ used: { [inUse]: { pod: 'default/web', containerID: 'c1' } } });
     await poolWhere(cluster, node, (p) => inUse in (p.status?.used ?? {}));
@@ -143,17 +158,7 @@ describe('ipv4Mode Prefix on the emulators', () => {
 
   it('a vSwitch with free addresses but no aligned /28 is reported, and the pool falls back to single IPs on a new ENI', async () => {
     c = await testCluster();
-    // One address taken in every /28 of vsw-h-pods-2: 236 of its 252 usable addresses are free, no /28 is.
-    const vsw = c.ecs.world.vSwitches.get('vsw-h-pods-2')!;
-    for (let n = 5; n < 256; n += 16) vsw.pool.takeSpecific(`192.168.32.${n}`);
-    await c.addClass('prefix', {
-      vSwitchIDs: ['vsw-h-pods-2'],
-      securityGroupIDs: ['sg-demo-pods'],
-      ipv4Mode: 'Prefix',
-      preAllocate: 8,
-    });
-    const node = await c.addNode('i-demo-04');
-    await c.startOperator();
+    const node = await onFragmented(c, {});
     const pool = await poolWhere(c, node, ready);
     expect(conditionOf(pool, 'Fragmented')).toMatchObject({ status: 'True', reason: 'FallingBackToSecondaryIPs' });
     expect(conditionOf(pool, 'Fragmented').message).toContain('vsw-h-pods-2');
@@ -174,17 +179,7 @@ describe('ipv4Mode Prefix on the emulators', () => {
 
   it('with prefixFallback false the pool waits, and its conditions say the vSwitch is fragmented', async () => {
     c = await testCluster();
-    const vsw = c.ecs.world.vSwitches.get('vsw-h-pods-2')!;
-    for (let n = 5; n < 256; n += 16) vsw.pool.takeSpecific(`192.168.32.${n}`);
-    await c.addClass('prefix', {
-      vSwitchIDs: ['vsw-h-pods-2'],
-      securityGroupIDs: ['sg-demo-pods'],
-      ipv4Mode: 'Prefix',
-      prefixFallback: false,
-      preAllocate: 8,
-    });
-    const node = await c.addNode('i-demo-04');
-    await c.startOperator();
+    const node = await onFragmented(c, { prefixFallback: false });
     const pool = await poolWhere(c, node, (p) => conditionOf(p, 'Exhausted')?.status === 'True');
     expect(ready(pool)).toBe(false);
     expect(conditionOf(pool, 'Exhausted')).toMatchObject({ reason: 'VSwitchFragmented' });

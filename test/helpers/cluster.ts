@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { CRDS } from '../../src/api/crds.js';
 import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
@@ -173,5 +173,13 @@ export async function allReady(c: TestCluster, nodes: string[], timeoutMs = 30_0
     },
     timeoutMs,
     100,
+  );
+}
+
+/** Writes a pool's status fields as its node agent does (a merge patch of the status subresource). */
+export function writeAsAgent(c: Pick<TestCluster, 'custom'>, node: string, status: Record<string, unknown>) {
+  return c.custom.patchClusterCustomObjectStatus(
+    { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
 }

@@ -1313,6 +1313,21 @@ describe('a pool over a few reconciles (the clock moved by hand)', () => {
     expect(lastPatch(f)!.releaseRequests).toBeUndefined();
   });
 
+  it('keeps no batch a failed call was to carry: the release level is what was taken', async () => {
+    const f = fixture({ spec: { preAllocate: 2, releaseDelaySeconds: 60 }, enis: [e1(2)] });
+    await f.reconcile();
+    f.sync();
+    const live = f.store.live.get(NODE)!;
+    live.status = { ...live.status, used: used(ip1(2), ip1(3)) };
+    live.metadata.resourceVersion = '42';
+    f.sync();
+    f.clock.now = NOW + 5_000;
+    f.ecs.fail('AssignPrivateIpAddresses', 'InternalError');
+    await f.reconcile();
+    expect(f.ecs.calls.map((c) => c.action)).toEqual(['AssignPrivateIpAddresses']);
+    expect(f.memory.of(NODE).demand?.carried).toBeUndefined();
+  });
+
   it('runs the release handshake: requested when the delay ends, unassigned on the agent’s ready', async () => {
     const f = fixture({ spec: { preAllocate: 4, releaseDelaySeconds: 10 }, enis: [e1(6)] });
     expect(await f.reconcile()).toEqual({ requeueAfterMs: 10_050 });

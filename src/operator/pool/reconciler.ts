@@ -84,12 +84,17 @@ export class PoolReconciler {
       return { requeueAfterMs: held ? held.until - this.deps.now() + 50 : undefined };
     }
     if (!observation) return {};
+    const carried = this.deps.memory.of(name).demand?.carried;
     const plan = this.decide(observation);
     const failure = await this.act(observation.pool, plan);
     // After a failure nothing is published: the pool is planned again on what the failure taught
     // (soon when the action is now held back, so that Degraded shows; the failure's handler
-    // enqueued the pool itself otherwise).
-    if (failure) return { requeueAfterMs: failure.held ? AGAIN_MS : undefined };
+    // enqueued the pool itself otherwise). A batch the failed call was to carry was never taken.
+    if (failure) {
+      const memory = this.deps.memory.of(name);
+      if (memory.demand) memory.demand = { ...memory.demand, carried };
+      return { requeueAfterMs: failure.held ? AGAIN_MS : undefined };
+    }
     // The cloud changed under the plan (an ENI landed or went meanwhile): plan again on it.
     if (!(await this.publish(observation.pool, plan))) return { requeueAfterMs: AGAIN_MS };
     return { requeueAfterMs: plan.requeueAfterMs };
