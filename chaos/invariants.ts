@@ -2,6 +2,7 @@ import { agentRequest } from '../src/agent/client.js';
 import { MUTATING_ACTIONS } from '../src/cloud/limits.js';
 import type { CallRecord } from '../testbed/ecs/index.js';
 import type { ChaosCluster, OperatorProcess } from './cluster.js';
+import { isPrefixKey, prefixAddresses } from '../src/ipam/prefix.js';
 import type { Workload } from './workload.js';
 
 export const INVARIANTS = {
@@ -123,7 +124,7 @@ export class Checker {
         if (who.length > 1) this.note('one-pod-per-ip', `${ip} held by ${who.join(' and ')}`);
       const onEni = new Map<string, string>();
       for (const e of this.c.ecs.world.enis.values()) {
-        for (const ip of [e.primaryIp, ...e.secondaryIps]) {
+        for (const ip of [e.primaryIp, ...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)]) {
           const other = onEni.get(ip);
           if (other && other !== e.id) this.note('one-eni-per-ip', `${ip} on ${other} and ${e.id}`);
           onEni.set(ip, e.id);
@@ -135,7 +136,8 @@ export class Checker {
           !['OK', 'DropAnswer'].includes(r.code)
         )
           continue;
-        for (const ip of r.ips ?? []) {
+        // A prefix the call gave back names all its 16 addresses.
+        for (const ip of (r.ips ?? []).flatMap((x) => (isPrefixKey(x) ? prefixAddresses(x) : [x]))) {
           const held = before.get(ip)?.filter((x) => now.get(ip)?.includes(x));
           if (held?.length)
             this.note(

@@ -407,6 +407,39 @@ export const SCENARIOS: Scenario[] = [
     }),
   },
   {
+    name: 'ecs-prefix-faults',
+    group: 'ECS',
+    summary:
+      'a class of /28 prefixes under churn (each pool swings between one prefix and two): 30% of creates, assigns and unassigns carried out with their answer lost, 15% of all calls InternalError',
+    cluster: { ...small, classSpec: { ipv4Mode: 'Prefix', preAllocate: 12, maxBatch: 0 } },
+    faultMs: 30_000,
+    recoverWithinMs: 90_000,
+    fault: async (ctx) => {
+      const t0 = Date.now();
+      await ecsFault({
+        rules: [
+          ...['CreateNetworkInterface', 'AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses'].map((action) => ({
+            action,
+            kind: 'drop-answer' as const,
+            rate: 0.3,
+          })),
+          { kind: 'error', code: 'InternalError', rate: 0.15 },
+        ],
+      })(ctx);
+      // The calls made under the fault were prefix calls: prefixes assigned, and given back whole.
+      const prefixCalls = (action: string) =>
+        ctx.c.ecs.calls().filter((r) => r.at >= t0 && r.action === action && (r.ips ?? []).some((x) => x.includes('/')))
+          .length;
+      const [assigned, released] = [prefixCalls('AssignPrivateIpAddresses'), prefixCalls('UnassignPrivateIpAddresses')];
+      return {
+        'prefixes-moved': {
+          ok: assigned > 0 && released > 0,
+          detail: `${assigned} assigns and ${released} unassigns of /28 prefixes under the fault`,
+        },
+      };
+    },
+  },
+  {
     name: 'ecs-non-json-502',
     group: 'ECS',
     summary: '30% of calls answered by a proxy\u2019s 502 HTML page',

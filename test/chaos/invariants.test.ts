@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CLUSTER_ID, ChaosCluster, type OperatorProcess } from '../../chaos/cluster.js';
 import { Checker, deposedVerdict, leakVerdict, quotaVerdict, waitRecovered } from '../../chaos/invariants.js';
 import { Workload } from '../../chaos/workload.js';
+import { prefixAddresses } from '../../src/ipam/prefix.js';
 import { TAGS } from '../../src/operator/eni/cloud-state.js';
 import { REGION, eventually, pop } from '../helpers/ecs.js';
 
@@ -108,5 +109,50 @@ describe('the fault suite\u2019s invariant checks', () => {
         /: last mutating call \+5\.0 s from then, 1 after the grace: DeleteNetworkInterface \+5\.0 s$/,
       ),
     });
+  });
+});
+
+describe('the fault suite\u2019s invariant checks, on ENIs of /28 prefixes', () => {
+  let pc: ChaosCluster;
+  let pw: Workload;
+  let pchecker: Checker;
+  beforeAll(async () => {
+    pc = await ChaosCluster.start({ nodes: 1, replicas: 1, classSpec: { ipv4Mode: 'Prefix' } });
+    expect(await waitRecovered(pc, 60_000)).toBeDefined();
+    pw = new Workload(pc.agents, (node, name, ip) => pc.recordPod(node, name, ip), {
+      low: 2,
+      high: 2,
+      periodMs: 10_000,
+      stepMs: 100,
+    });
+    pchecker = new Checker(pc, pw);
+    pchecker.start();
+    pw.start();
+  }, 90_000);
+  afterAll(async () => {
+    await pw.stop();
+    await pchecker.stop();
+    await pc.stop();
+  });
+
+  it('catch an unassign of a prefix one of whose addresses a pod holds', async () => {
+    await eventually(() => pw.holders().size === 2, 20_000);
+    const ip = [...pw.holders().keys()][0]!;
+    const eni = [...pc.ecs.world.enis.values()].find((e) =>
+      e.ipv4Prefixes.some((p) => prefixAddresses(p).includes(ip)),
+    )!;
+    const prefix = eni.ipv4Prefixes.find((p) => prefixAddresses(p).includes(ip))!;
+    await pchecker.settle();
+    expect(pchecker.violations['no-release-in-use']).toEqual([]);
+    await pop(pc.ecs.url).request('UnassignPrivateIpAddresses', {
+      RegionId: REGION,
+      NetworkInterfaceId: eni.id,
+      Ipv4Prefix: [prefix],
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    await pchecker.settle();
+    expect(pchecker.violations['no-release-in-use'].join()).toContain(
+      `UnassignPrivateIpAddresses of ${ip} (${eni.id}) by demo`,
+    );
   });
 });
