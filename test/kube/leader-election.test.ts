@@ -211,24 +211,32 @@ describe('leader election on a Lease', () => {
       const { a, events, reads, lines, stopped } = await watchedLeader();
       const writtenAt = await rewriteLease('intruder', Date.now() - age);
       const stoppedAt = await stopped();
-      // It reads the Lease every retry period: it learns within one, and acts on that read.
-      await eventually(() => reads.some((r) => r.holder === 'intruder'), 5000, 5);
-      const seen = reads.find((r) => r.holder === 'intruder')!;
-      expect(seen.at - writtenAt).toBeLessThan(RETRY_MS + 300);
-      expect(stoppedAt - seen.at).toBeLessThan(50);
-      expect(seen.freshAfter).toBe(false);
       expect(a.holdsFreshLease()).toBe(false);
       expect(events).toEqual(['a leads', 'a stops']);
-      await eventually(() => logged(lines, 'other-holder').length > 0, 2000, 5); // pino writes a turn later
-      expect(logged(lines, 'other-holder')).toEqual([
-        expect.objectContaining({
-          level: 'warn',
-          lease: 'eni-ipam',
-          identity: 'a',
-          holder: 'intruder',
-          msg: 'lost leadership: the lease is held by another holder',
-        }),
-      ]);
+      // pino writes a turn later.
+      const said = () => [...logged(lines, 'other-holder'), ...logged(lines, 'conflict')];
+      await eventually(() => said().length > 0, 5000, 5);
+      if (logged(lines, 'conflict').length) {
+        // The rewrite landed between its read of the Lease and its renew: it lost the update, and
+        // stopped at that, as at once.
+        expect(stoppedAt - writtenAt).toBeLessThan(RETRY_MS + 300);
+        expect(said()).toHaveLength(1);
+      } else {
+        // It reads the Lease every retry period: it learns within one, and acts on that read.
+        const seen = reads.find((r) => r.holder === 'intruder')!;
+        expect(seen.at - writtenAt).toBeLessThan(RETRY_MS + 300);
+        expect(stoppedAt - seen.at).toBeLessThan(50);
+        expect(seen.freshAfter).toBe(false);
+        expect(logged(lines, 'other-holder')).toEqual([
+          expect.objectContaining({
+            level: 'warn',
+            lease: 'eni-ipam',
+            identity: 'a',
+            holder: 'intruder',
+            msg: 'lost leadership: the lease is held by another holder',
+          }),
+        ]);
+      }
       // It does not take the lease back while the other holder's lease runs.
       await sleep(800);
       expect(a.leader).toBe(false);
