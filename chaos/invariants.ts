@@ -2,7 +2,7 @@ import { agentRequest } from '../src/agent/client.js';
 import { MUTATING_ACTIONS } from '../src/cloud/limits.js';
 import type { CallRecord } from '../testbed/ecs/index.js';
 import type { ChaosCluster, OperatorProcess } from './cluster.js';
-import { isPrefixKey, prefixAddresses } from '../src/ipam/prefix.js';
+import { addressesOfKey, prefixAddresses } from '../src/ipam/prefix.js';
 import type { Workload } from './workload.js';
 
 export const INVARIANTS = {
@@ -137,7 +137,7 @@ export class Checker {
         )
           continue;
         // A prefix the call gave back names all its 16 addresses.
-        for (const ip of (r.ips ?? []).flatMap((x) => (isPrefixKey(x) ? prefixAddresses(x) : [x]))) {
+        for (const ip of (r.ips ?? []).flatMap(addressesOfKey)) {
           const held = before.get(ip)?.filter((x) => now.get(ip)?.includes(x));
           if (held?.length)
             this.note(

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { ENIPool, ReleaseAck } from '../api/types.js';
-import { isPrefixKey, prefixMembership } from '../ipam/prefix.js';
+import { addressesOfKey, isPrefixKey, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
 export interface Allocation {
@@ -224,8 +224,9 @@ export function agentStatus(
   // A prefix is answered for all its addresses at once: ready only when none is used or cooling.
   const own = poolAddresses(pool);
   const prefixOf = poolPrefixes(pool);
+  // A prefix the pool's ENIs do not hold has no members here: it is not this agent's to give.
   const membersOf = (key: string) =>
-    isPrefixKey(key) ? [...prefixOf].filter(([, p]) => p === key).map(([ip]) => ip) : [key];
+    isPrefixKey(key) ? addressesOfKey(key).filter((ip) => prefixOf.get(ip) === key) : [key];
   const releaseAcks: Record<string, ReleaseAck> = {};
   for (const [key, requestedAt] of Object.entries(pool?.status?.releaseRequests ?? {})) {
     const members = membersOf(key);

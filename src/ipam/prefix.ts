@@ -32,3 +32,6 @@ export function prefixMembership(prefixes: Iterable<string>): Map<string, string
 
 /** Whether a release request's key names a prefix (`a.b.c.d/28`) rather than one address. */
 export const isPrefixKey = (key: string): boolean => key.includes('/');
+
+/** The addresses a release key stands for: a prefix's 16, or the one address it names. */
+export const addressesOfKey = (key: string): string[] => (isPrefixKey(key) ? prefixAddresses(key) : [key]);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { runSeries, type ScenarioResult } from '../../chaos/scenario.js';
+import { runSeries } from '../../chaos/scenario.js';
 import { SCENARIOS } from '../../chaos/scenarios.js';
+import { failuresOf } from '../helpers/faults.js';
 
 /**
  * Short versions of the fault suite's scenarios (npm run chaos has the full ones): one cluster
@@ -23,14 +24,6 @@ const SHORT = [
   'leader-sigkill',
 ];
 
-const failures = (r: ScenarioResult) =>
-  [
-    r.error ?? '',
-    ...Object.entries(r.verdicts)
-      .filter(([, v]) => !v.ok)
-      .map(([k, v]) => `${k}: ${v.detail}`),
-  ].filter(Boolean);
-
 describe('fault suite, short versions', () => {
   it('keeps every invariant through ECS, Kubernetes and process faults', async () => {
     const list = SHORT.map((n) => SCENARIOS.find((s) => s.name === n)!);
@@ -40,7 +33,7 @@ describe('fault suite, short versions', () => {
       warmMs: 1500,
       cluster: { nodes: 3, heldBack: 2, replicas: 1 },
     });
-    expect(results.map((r) => ({ scenario: r.scenario, failures: failures(r) }))).toEqual(
+    expect(results.map((r) => ({ scenario: r.scenario, failures: failuresOf(r) }))).toEqual(
       SHORT.map((scenario) => ({ scenario, failures: [] })),
     );
     // The checks ran: pods came and went, and the invariants were polled in each phase.
@@ -56,7 +49,7 @@ describe('fault suite, short versions', () => {
       warmMs: 1500,
       cluster: { nodes: 1, heldBack: 2 },
     });
-    expect(failures(r!)).toEqual([]);
+    expect(failuresOf(r)).toEqual([]);
     expect(r!.verdicts['deposed-at-once']!.detail).toMatch(/^stopped leading \d\.\d s after the write, on reading it$/);
     expect(r!.verdicts['silent-once-deposed']!.detail).toMatch(
       / read another holder \(.+\) at .*none after the grace$/,

@@ -6,21 +6,27 @@ import { prefixAddresses } from '../../src/ipam/prefix.js';
 import { TAGS } from '../../src/operator/eni/cloud-state.js';
 import { REGION, eventually, pop } from '../helpers/ecs.js';
 
+/** A cluster with a steady `pods` pods a node (nothing released meanwhile), its checks running. */
+async function checked(o: Parameters<typeof ChaosCluster.start>[0], pods: number) {
+  const cluster = await ChaosCluster.start(o);
+  expect(await waitRecovered(cluster, 60_000)).toBeDefined();
+  const workload = new Workload(cluster.agents, (node, name, ip) => cluster.recordPod(node, name, ip), {
+    low: pods,
+    high: pods,
+    periodMs: 10_000,
+    stepMs: 100,
+  });
+  const check = new Checker(cluster, workload);
+  check.start();
+  workload.start();
+  return { cluster, workload, check };
+}
+
 let c: ChaosCluster;
 let w: Workload;
 let checker: Checker;
 beforeAll(async () => {
-  c = await ChaosCluster.start({ nodes: 2, replicas: 1 });
-  expect(await waitRecovered(c, 60_000)).toBeDefined();
-  w = new Workload(c.agents, (node, name, ip) => c.recordPod(node, name, ip), {
-    low: 3,
-    high: 3,
-    periodMs: 10_000,
-    stepMs: 100,
-  });
-  checker = new Checker(c, w);
-  checker.start();
-  w.start();
+  ({ cluster: c, workload: w, check: checker } = await checked({ nodes: 2, replicas: 1 }, 3));
 }, 90_000);
 afterAll(async () => {
   await w.stop();
@@ -117,17 +123,11 @@ describe('the fault suite\u2019s invariant checks, on ENIs of /28 prefixes', () 
   let pw: Workload;
   let pchecker: Checker;
   beforeAll(async () => {
-    pc = await ChaosCluster.start({ nodes: 1, replicas: 1, classSpec: { ipv4Mode: 'Prefix' } });
-    expect(await waitRecovered(pc, 60_000)).toBeDefined();
-    pw = new Workload(pc.agents, (node, name, ip) => pc.recordPod(node, name, ip), {
-      low: 2,
-      high: 2,
-      periodMs: 10_000,
-      stepMs: 100,
-    });
-    pchecker = new Checker(pc, pw);
-    pchecker.start();
-    pw.start();
+    ({
+      cluster: pc,
+      workload: pw,
+      check: pchecker,
+    } = await checked({ nodes: 1, replicas: 1, classSpec: { ipv4Mode: 'Prefix' } }, 2));
   }, 90_000);
   afterAll(async () => {
     await pw.stop();

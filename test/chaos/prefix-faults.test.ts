@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { runSeries } from '../../chaos/scenario.js';
 import { SCENARIOS } from '../../chaos/scenarios.js';
+import { failuresOf } from '../helpers/faults.js';
 
 // The fault suite's prefix scenario, short: a class of /28 prefixes, pods coming and going, and
 // lost answers and errors on the calls that create, assign and release prefixes.
@@ -8,13 +9,7 @@ describe('fault suite in Prefix mode, short', () => {
   it('keeps every invariant, whole prefixes included, through lost answers and errors', async () => {
     const scenario = SCENARIOS.find((s) => s.name === 'ecs-prefix-faults')!;
     const [r] = await runSeries([scenario], { quick: true, faultMs: 25_000, warmMs: 1500 });
-    const failures = [
-      r!.error ?? '',
-      ...Object.entries(r!.verdicts)
-        .filter(([, v]) => !v.ok)
-        .map(([k, v]) => `${k}: ${v.detail}`),
-    ].filter(Boolean);
-    expect(failures).toEqual([]);
+    expect(failuresOf(r)).toEqual([]);
     // The checks ran on pods, and the calls under the fault were prefix calls.
     expect(r!.verdicts['no-release-in-use']!.detail).toMatch(/^\d+ polls$/);
     expect(r!.workload!.allocations).toBeGreaterThan(10);

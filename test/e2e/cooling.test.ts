@@ -1,11 +1,6 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Registry } from 'prom-client';
 import { Agent } from '../../src/agent/agent.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { allReady, startAgentFor, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 
 let c: TestCluster;
@@ -25,18 +20,7 @@ beforeAll(async () => {
   node = await c.addNode('i-demo-02'); // ecs.g7.xlarge: 3 secondary ENIs x 15 IPs
   await c.startOperator();
   await allReady(c, [node], 30_000);
-  const dir = mkdtempSync(join(tmpdir(), 'cooling-'));
-  agent = new Agent({
-    kc: c.kc,
-    node,
-    stateDir: dir,
-    cooldownMs: 120_000,
-    statusIntervalMs: 100,
-    logger: silentLogger(),
-    registry: new Registry(),
-  });
-  await agent.start();
-  await eventually(() => agent.ready);
+  agent = await startAgentFor(c, node, { cooldownMs: 120_000, statusIntervalMs: 100 });
 }, 60_000);
 afterAll(async () => {
   await agent?.stop();

@@ -2,7 +2,15 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { ENIPool } from '../../src/api/types.js';
-import { CLUSTER_ID, allReady, ready, testCluster, writeAsAgent, type TestCluster } from '../helpers/cluster.js';
+import {
+  CLUSTER_ID,
+  allReady,
+  ready,
+  testCluster,
+  deletePool,
+  writeAsAgent,
+  type TestCluster,
+} from '../helpers/cluster.js';
 import { REGION, eventually, pop } from '../helpers/ecs.js';
 
 let c: TestCluster;
@@ -218,12 +226,7 @@ describe('operator cases', () => {
     // meanwhile): one it was never shown is free as it is, and is not asked for.
     const shown = (p: ENIPool) =>
       (p.status?.enis ?? []).filter((e) => e.id === busy!.id || e.id === idle!.id).flatMap((e) => e.ips ?? []);
-    await c.custom.deleteClusterCustomObject({
-      group: 'eniipam.io',
-      version: 'v1alpha1',
-      plural: 'enipools',
-      name: node,
-    });
+    await deletePool(c, node);
     // Every address is asked for; nothing goes before the agent answers.
     const asked = await eventually(async () => {
       const p = await c.pool(node);
@@ -429,12 +432,7 @@ describe('operator cases', () => {
     const primary = c.ecs.world.enis.get(instance.primaryEniId)!;
     const given = [...primary.secondaryIps];
     expect(given).toHaveLength(3);
-    await c.custom.deleteClusterCustomObject({
-      group: 'eniipam.io',
-      version: 'v1alpha1',
-      plural: 'enipools',
-      name: node,
-    });
+    await deletePool(c, node);
     // Asked for first: nothing is unassigned before the agent answers.
     const asked = await eventually(async () => {
       const p = await c!.pool(node);

@@ -1,14 +1,18 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { Registry } from 'prom-client';
 import { Agent } from '../../src/agent/agent.js';
 import type { ENIPool } from '../../src/api/types.js';
 import { prefixAddresses } from '../../src/ipam/prefix.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import { POD_CLASS, conditionOf, ready, testCluster, writeAsAgent, type TestCluster } from '../helpers/cluster.js';
+import {
+  POD_CLASS,
+  conditionOf,
+  ready,
+  testCluster,
+  deletePool,
+  startAgentFor,
+  writeAsAgent,
+  type TestCluster,
+} from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -20,21 +24,6 @@ afterEach(async () => {
   agent = undefined;
   c = undefined;
 });
-
-async function startAgent(cluster: TestCluster, node: string): Promise<Agent> {
-  const a = new Agent({
-    kc: cluster.kc,
-    node,
-    stateDir: mkdtempSync(join(tmpdir(), 'agent-prefix-')),
-    cooldownMs: 100,
-    statusIntervalMs: 200,
-    logger: silentLogger(),
-    registry: new Registry(),
-  });
-  await a.start();
-  await eventually(() => a.ready);
-  return a;
-}
 
 const poolWhere = (cluster: TestCluster, node: string, test: (p: ENIPool) => boolean, timeoutMs?: number) =>
   eventually(async () => {
@@ -79,7 +68,7 @@ describe('ipv4Mode Prefix on the emulators', () => {
     expect(pool.status!.summary!.available).toBe(48);
 
     // 45 pods: they fill three prefixes, not a few addresses of each; the pool grows by prefixes.
-    agent = await startAgent(cluster, node);
+    agent = await startAgentFor(cluster, node, { cooldownMs: 100, statusIntervalMs: 200 });
     const leases = Array.from({ length: 45 }, (_, i) =>
       agent!.allocate({ containerId: `c${i}`, ifName: 'eth0', pod: `default/p${i}` }),
     );
@@ -131,12 +120,7 @@ describe('ipv4Mode Prefix on the emulators', () => {
     const inUse = prefixAddresses(held!)[5]!;
     await agentPatch({ used: { [inUse]: { pod: 'default/web', containerID: 'c1' } } });
     await poolWhere(cluster, node, (p) => inUse in (p.status?.used ?? {}));
-    await cluster.custom.deleteClusterCustomObject({
-      group: 'eniipam.io',
-      version: 'v1alpha1',
-      plural: 'enipools',
-      name: node,
-    });
+    await deletePool(cluster, node);
     // Each prefix is asked for by its name, once: not address by address.
     const asked = await poolWhere(cluster, node, (p) =>
       [held!, other!].every((k) => k in (p.status?.releaseRequests ?? {})),

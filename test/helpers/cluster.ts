@@ -1,6 +1,10 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Registry } from 'prom-client';
+import { Agent } from '../../src/agent/agent.js';
 import { CRDS } from '../../src/api/crds.js';
 import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
 import {
@@ -182,4 +186,34 @@ export function writeAsAgent(c: Pick<TestCluster, 'custom'>, node: string, statu
     { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: node, body: { status } },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
+}
+
+/** Deletes a node's pool as a user does (`kubectl delete enipool`): its finalizer holds it for the teardown. */
+export function deletePool(c: Pick<TestCluster, 'custom'>, node: string) {
+  return c.custom.deleteClusterCustomObject({
+    group: 'eniipam.io',
+    version: 'v1alpha1',
+    plural: 'enipools',
+    name: node,
+  });
+}
+
+/** A node agent in this process for `node`, its state in a fresh directory, ready once it has its pool. */
+export async function startAgentFor(
+  c: Pick<TestCluster, 'kc'>,
+  node: string,
+  o: { cooldownMs: number; statusIntervalMs: number; dir?: string },
+): Promise<Agent> {
+  const agent = new Agent({
+    kc: c.kc,
+    node,
+    stateDir: o.dir ?? mkdtempSync(join(tmpdir(), 'agent-')),
+    cooldownMs: o.cooldownMs,
+    statusIntervalMs: o.statusIntervalMs,
+    logger: silentLogger(),
+    registry: new Registry(),
+  });
+  await agent.start();
+  await eventually(() => agent.ready);
+  return agent;
 }

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { API_VERSION, type ENIPool } from '../../src/api/types.js';
 import { batchHorizonMs } from '../../src/ipam/demand.js';
 import { planPool, type EniFact, type PoolMemory } from '../../src/ipam/pool-plan.js';
-import { PREFIX_SIZE, prefixAddresses } from '../../src/ipam/prefix.js';
+import { PREFIX_SIZE, addressesOfKey, prefixAddresses } from '../../src/ipam/prefix.js';
 import { INSTANCE, NODE, TYPE, VPC, ZONE, iso, owner, sum } from './pool-plan.arbitraries.js';
 
 /**
@@ -43,7 +43,6 @@ function simulate(run: Run): Tick[] {
   const freshPrefix = () => (blocks++, `10.200.${blocks % 256}.${16 * Math.floor(blocks / 256)}/28`);
   const enis: Array<{ id: string; ips: string[]; primaryIp: string; prefixes: string[] }> = [];
   const addressesOf = (e: (typeof enis)[number]) => [...e.ips, ...e.prefixes.flatMap(prefixAddresses)];
-  const members = (key: string) => (key.includes('/') ? prefixAddresses(key) : [key]);
   const used = new Set<string>();
   let requests: Record<string, string> = {};
   let pending = 0;
@@ -55,7 +54,7 @@ function simulate(run: Run): Tick[] {
     const { arrive, leave } = run.schedule[k]!;
     for (const ip of [...used].slice(0, leave)) used.delete(ip);
     // The agent: the waiting pods and the new ones take free addresses that no request names.
-    const requested = new Set(Object.keys(requests).flatMap(members));
+    const requested = new Set(Object.keys(requests).flatMap(addressesOfKey));
     const free = enis.flatMap(addressesOf).filter((ip) => !used.has(ip) && !requested.has(ip));
     const wanting = pending + arrive;
     const served = Math.min(wanting, free.length);
@@ -97,7 +96,7 @@ function simulate(run: Run): Tick[] {
         // The agent confirms every request for an address no pod holds.
         releaseAcks: Object.fromEntries(
           Object.entries(requests)
-            .filter(([key]) => members(key).every((ip) => !used.has(ip)))
+            .filter(([key]) => addressesOfKey(key).every((ip) => !used.has(ip)))
             .map(([ip, at]) => [ip, { answer: 'ready' as const, requestedAt: at }]),
         ),
         conditions: [],

@@ -39,8 +39,6 @@ export const unitsOf = (e: { secondaryIps: string[]; ipv4Prefixes?: string[] }) 
   ...e.secondaryIps,
   ...(e.ipv4Prefixes ?? []),
 ];
-/** The addresses a release key stands for. */
-export const membersOf = (key: string) => (key.includes('/') ? prefixAddresses(key) : [key]);
 /** The ENI's IPv4 slots in use (an address or a prefix each). */
 export const slotsOf = (e: { secondaryIps: string[]; ipv4Prefixes?: string[] }) => unitsOf(e).length;
 export const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);

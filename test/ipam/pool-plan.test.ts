@@ -22,14 +22,13 @@ import {
   caseArb,
   iso,
   ipsOf,
-  membersOf,
   owner,
   podIps,
   slotsOf,
   sum,
   unitsOf,
 } from './pool-plan.arbitraries.js';
-import { PREFIX_SIZE, prefixAddresses } from '../../src/ipam/prefix.js';
+import { PREFIX_SIZE, addressesOfKey, prefixAddresses } from '../../src/ipam/prefix.js';
 
 const RUNS = { numRuns: Number(process.env.PLAN_RUNS ?? 3000) };
 const held = (m: PoolMemory, action: string) => m.failures.some((f) => f.action === action && f.until > NOW);
@@ -43,7 +42,7 @@ const releasedKeys = (o: PoolObservation, p: PoolPlan) => [
   ...p.unassign.flatMap((u) => [...u.ips, ...(u.prefixes ?? [])]),
   ...p.deleteEnis.flatMap((id) => unitsOf(eniOf(o, id))),
 ];
-const released = (o: PoolObservation, p: PoolPlan) => releasedKeys(o, p).flatMap(membersOf);
+const released = (o: PoolObservation, p: PoolPlan) => releasedKeys(o, p).flatMap(addressesOfKey);
 const unassignedIps = (u: PoolPlan['unassign'][number]) => u.ips.length + PREFIX_SIZE * (u.prefixes?.length ?? 0);
 const prefixMode = (o: PoolObservation) => o.pool.spec.ipv4Mode === 'Prefix';
 const cloudChanges = (p: PoolPlan) => ({
@@ -91,7 +90,7 @@ describe('pool planning (properties)', () => {
         const cooling = Object.entries(o.pool.status?.cooling ?? {}).filter(([, t]) => Date.parse(t) > NOW);
         for (const key of Object.keys(plan.status.releaseRequests).filter((x) => !(x in old))) {
           // A prefix is requested only when none of its addresses is in use or cooling down.
-          for (const ip of membersOf(key)) {
+          for (const ip of addressesOfKey(key)) {
             expect(used).not.toHaveProperty([ip]);
             expect(cooling.map(([c]) => c)).not.toContain(ip);
           }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { EcsApi, NetworkInterface } from '../../src/cloud/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { CloudState, TAGS } from '../../src/operator/eni/cloud-state.js';
+import { CloudState, FRAGMENTED_MS, TAGS } from '../../src/operator/eni/cloud-state.js';
 
 const eni = (id: string, secondaryIps: string[] = []): NetworkInterface => ({
   id,
@@ -84,6 +84,20 @@ describe('the operator’s cloud cache', () => {
     expect(again.enisOfInstance('i-1').map((e) => e.id)).toEqual(['eni-c']);
     // ... once a read by their ids said the two it did not list are gone.
     expect(third.byId).toEqual([['eni-a', 'eni-d']]);
+  });
+
+  it('holds a vSwitch fragmented for 10 minutes after a refused /28, or until it gives one', () => {
+    let now = 1_000_000;
+    const cache = new CloudState({} as EcsApi, 'vpc-1', 'c1', silentLogger(), 60_000, () => now);
+    cache.fragment('vsw-a');
+    now += FRAGMENTED_MS - 1;
+    expect(cache.isFragmented('vsw-a')).toBe(true);
+    // Its free count cannot show fragmentation: only time, or a /28 it gives, lifts the mark.
+    now += 1;
+    expect(cache.isFragmented('vsw-a')).toBe(false);
+    cache.fragment('vsw-b');
+    cache.unfragment('vsw-b');
+    expect(cache.isFragmented('vsw-b')).toBe(false);
   });
 
   it('forgets an ENI a listing leaves out only when a read by its id says it is gone', async () => {

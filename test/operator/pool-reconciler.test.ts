@@ -1291,19 +1291,23 @@ describe('a pool over a few reconciles (the clock moved by hand)', () => {
     expect(observed(f).calls).toEqual([]);
   });
 
-  it('learns the node’s demand from the agent’s reports: the next assign carries a batch beyond the need, shown in the summary', async () => {
-    const f = fixture({ spec: { preAllocate: 2, releaseDelaySeconds: 60 }, enis: [e1(2)] });
-    // The first look counts nothing as taken (what is in use says nothing of the rate).
-    await f.reconcile();
-    expect(f.ecs.calls).toEqual([]);
-    expect(lastPatch(f)!.summary).toEqual(summary(1, 2, 0, 0, 0, 0));
-    // Pods take both addresses: the agent reports them.
+  /** Pods take both addresses of eni-1 and the agent reports them, 5 s on. */
+  const agentReportsBothInUse = (f: ReturnType<typeof fixture>) => {
     f.sync();
     const live = f.store.live.get(NODE)!;
     live.status = { ...live.status, used: used(ip1(2), ip1(3)) };
     live.metadata.resourceVersion = '42';
     f.sync();
     f.clock.now = NOW + 5_000;
+  };
+
+  it('learns the node’s demand from the agent’s reports: the next assign carries a batch beyond the need, shown in the summary', async () => {
+    const f = fixture({ spec: { preAllocate: 2, releaseDelaySeconds: 60 }, enis: [e1(2)] });
+    // The first look counts nothing as taken (what is in use says nothing of the rate).
+    await f.reconcile();
+    expect(f.ecs.calls).toEqual([]);
+    expect(lastPatch(f)!.summary).toEqual(summary(1, 2, 0, 0, 0, 0));
+    agentReportsBothInUse(f);
     f.clearRecords();
     await f.reconcile();
     // Two taken in the last minute, for a minute's horizon: 2 needed and a batch of 2, in one call.
@@ -1316,12 +1320,7 @@ describe('a pool over a few reconciles (the clock moved by hand)', () => {
   it('keeps no batch a failed call was to carry: the release level is what was taken', async () => {
     const f = fixture({ spec: { preAllocate: 2, releaseDelaySeconds: 60 }, enis: [e1(2)] });
     await f.reconcile();
-    f.sync();
-    const live = f.store.live.get(NODE)!;
-    live.status = { ...live.status, used: used(ip1(2), ip1(3)) };
-    live.metadata.resourceVersion = '42';
-    f.sync();
-    f.clock.now = NOW + 5_000;
+    agentReportsBothInUse(f);
     f.ecs.fail('AssignPrivateIpAddresses', 'InternalError');
     await f.reconcile();
     expect(f.ecs.calls.map((c) => c.action)).toEqual(['AssignPrivateIpAddresses']);

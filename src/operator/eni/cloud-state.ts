@@ -39,7 +39,7 @@ export class CloudState {
    * vSwitches that refused a /28 prefix while they had the addresses (fragmented), and since
    * when: no prefix is planned there for FRAGMENTED_MS (a free count cannot show fragmentation).
    */
-  readonly fragmented = new Map<string, number>();
+  private readonly fragmented = new Map<string, number>();
 
   constructor(
     private readonly api: EcsApi,
@@ -173,6 +173,11 @@ export class CloudState {
   /** Marks a vSwitch fragmented: no prefix is planned in it for a while. */
   fragment(vSwitchId: string): void {
     this.fragmented.set(vSwitchId, this.now());
+  }
+
+  /** A vSwitch gave a /28: whole enough again. */
+  unfragment(vSwitchId: string): void {
+    this.fragmented.delete(vSwitchId);
   }
 
   /** Whether a vSwitch refused a prefix lately (within FRAGMENTED_MS). */

@@ -109,7 +109,7 @@ export class EniLifecycle implements EniWork {
         memory.failures.delete('CreateNetworkInterface');
         this.deps.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
         this.deps.cloud.upsert(eni);
-        if (prefix) this.deps.cloud.fragmented.delete(vSwitchId);
+        if (prefix) this.deps.cloud.unfragment(vSwitchId);
         const what = prefix ? `${ips / PREFIX_SIZE} /28 prefixes (${ips} IPs)` : `${ips} IPs`;
         this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${what} in ${vSwitchId}`);
       } catch (e) {

@@ -1,6 +1,7 @@
 import type { ENIPool } from '../../api/types.js';
 import { CloudError, type NetworkInterface } from '../../cloud/index.js';
-import { isPrefixKey, prefixAddresses } from '../../ipam/prefix.js';
+import { UNASSIGN_BATCH } from '../../ipam/pool-plan.js';
+import { addressesOfKey } from '../../ipam/prefix.js';
 import { acksOf, answerTo } from '../../ipam/release.js';
 import { apiErrorMessage } from '../../kube/errors.js';
 import { FINALIZER, type OperatorConfig } from '../config.js';
@@ -15,9 +16,6 @@ type Result = { requeueAfterMs?: number };
 
 /** What a release request of an ENI names: its primary, each secondary, each /28 prefix whole. */
 const keysOf = (e: NetworkInterface) => [e.primaryIp, ...e.secondaryIps, ...e.ipv4Prefixes];
-const membersOf = (key: string) => (isPrefixKey(key) ? prefixAddresses(key) : [key]);
-/** Secondary addresses of the instance's primary ENI per UnassignPrivateIpAddresses call. */
-const UNASSIGN_BATCH = 50;
 
 /**
  * A node leaving the cluster, and its pool with it. Absence in a cache is no proof: a pool goes
@@ -184,7 +182,7 @@ export class NodeDeparture {
     const used = live.status?.used ?? {};
     const shown = new Set((live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => e.ips ?? []));
     // A prefix is asked for, and answered, whole (one ack covers its 16 addresses).
-    const unseen = (key: string) => membersOf(key).every((ip) => !shown.has(ip) && !(ip in used));
+    const unseen = (key: string) => addressesOfKey(key).every((ip) => !shown.has(ip) && !(ip in used));
     const requests = { ...(live.status?.releaseRequests ?? {}) };
     const missing = enis.flatMap(keysOf).filter((key) => !unseen(key) && !(key in requests));
     if (missing.length) {
@@ -199,7 +197,7 @@ export class NodeDeparture {
     }
     const asked = new Map(Object.entries(requests));
     const acks = acksOf(live.status);
-    const unused = (key: string) => membersOf(key).every((ip) => !(ip in used));
+    const unused = (key: string) => addressesOfKey(key).every((ip) => !(ip in used));
     const free = (key: string) => unseen(key) || (unused(key) && answerTo(key, asked, acks) === 'ready');
     return {
       enis: new Set(enis.filter((e) => keysOf(e).every(free)).map((e) => e.id)),

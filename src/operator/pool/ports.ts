@@ -59,8 +59,8 @@ export type CloudView = Pick<
   | 'block'
   | 'knownVSwitches'
   | 'isFragmented'
-  | 'fragmented'
   | 'fragment'
+  | 'unfragment'
   | 'took'
   | 'resyncInstance'
 >;

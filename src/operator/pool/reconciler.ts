@@ -155,7 +155,7 @@ export class PoolReconciler {
       : { ips: await ecs.assignPrivateIpAddresses(a.eniId, { count: a.count }), prefixes: [] };
     this.changed(pool, 'AssignPrivateIpAddresses');
     // A fragmented vSwitch that gives a /28 again is whole enough.
-    if (a.prefix) cloud.fragmented.delete(a.vSwitchId);
+    if (a.prefix) cloud.unfragment(a.vSwitchId);
     cloud.took(a.vSwitchId, got.ips.length + PREFIX_SIZE * got.prefixes.length);
     const eni = cloud.get(a.eniId);
     if (eni)
