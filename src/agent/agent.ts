@@ -241,6 +241,7 @@ export class Agent {
         gatewayIP: e.gatewayIP ?? '',
         vSwitchCIDR: e.vSwitchCIDR ?? '',
         ...(e.primaryIP ? { primaryIP: e.primaryIP } : {}),
+        ...(e.gatewayIPv6 ? { gatewayIPv6: e.gatewayIPv6 } : {}),
       }));
   }
 
@@ -420,6 +421,7 @@ export class Agent {
       const ours = () => this.state.allocations[key] === taken;
       try {
         await this.routing.ensure({ ip: r.lease.ip, eniId: r.lease.eniId });
+        if (r.lease.ipv6) await this.routing.ensure({ ip: r.lease.ipv6.ip, eniId: r.lease.eniId });
         if (!ours()) throw released(r.lease);
       } catch (e) {
         const err =

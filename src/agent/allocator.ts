@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { ENIPool, ReleaseAck } from '../api/types.js';
+import { dualStack, isIpv6 } from '../ipam/families.js';
 import { addressesOfKey, isPrefixKey, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
@@ -30,6 +31,8 @@ export interface AgentState {
 
 export const emptyState = (): AgentState => ({ allocations: {}, cooling: {} });
 export const allocationKey = (containerId: string, ifName: string): string => `${containerId}/${ifName}`;
+/** A dual-stack pod interface's IPv6 address is an allocation of its own, beside the IPv4 one. */
+const ipv6Key = (containerId: string, ifName: string): string => `${allocationKey(containerId, ifName)}/ipv6`;
 
 /** What a pod needs to use an address of the pool. */
 export interface Lease {
@@ -39,33 +42,45 @@ export interface Lease {
   eniId: string;
   mac: string;
   vSwitchCidr: string;
+  /** Dual-stack: the interface's IPv6 address, on the same ENI. */
+  ipv6?: { ip: string; prefixLength: number; gateway: string };
 }
+type Where = Omit<Lease, 'ip' | 'ipv6'>;
+
+/**
+ * A dual-stack pod's IPv6 gateway: a link-local address that ptp puts on the pod's host-side
+ * veth (each veth may hold it). The node then routes the pod's packets out of its ENI to the VPC
+ * router (the ENI's gatewayIPv6); the VPC's own gateway could not be a pod's, as the kernel
+ * refuses a next hop that is one of the node's own global addresses.
+ */
+export const POD_IPV6_GATEWAY = 'fe80::1';
 
 // poolAddresses by pool object: the informer replaces the object on every change, so an entry
 // never goes stale, and every allocation in between (a burst of pod starts) skips the walk.
-const addressesOf = new WeakMap<ENIPool, ReadonlyMap<string, Omit<Lease, 'ip'>>>();
+const addressesOf = new WeakMap<ENIPool, ReadonlyMap<string, Where>>();
 
-/** The IPs of the pool an agent may hand out, with where each lives: InUse ENIs only. */
-export function poolAddresses(pool: ENIPool | undefined): ReadonlyMap<string, Omit<Lease, 'ip'>> {
+/** The IPs of the pool an agent may hand out (IPv6 too, dual-stack), with where each lives: InUse ENIs only. */
+export function poolAddresses(pool: ENIPool | undefined): ReadonlyMap<string, Where> {
   if (!pool) return new Map();
   let known = addressesOf.get(pool);
   if (!known) addressesOf.set(pool, (known = walkPool(pool)));
   return known;
 }
 
-function walkPool(pool: ENIPool): Map<string, Omit<Lease, 'ip'>> {
-  const out = new Map<string, Omit<Lease, 'ip'>>();
+function walkPool(pool: ENIPool): Map<string, Where> {
+  const out = new Map<string, Where>();
   for (const eni of pool?.status?.enis ?? []) {
     if (eni.state !== 'InUse' || !eni.vSwitchCIDR) continue;
-    const prefixLength = Number(eni.vSwitchCIDR.split('/')[1]);
-    for (const ip of eni.ips ?? [])
-      out.set(ip, {
-        prefixLength,
-        gateway: eni.gatewayIP ?? '',
-        eniId: eni.id,
-        mac: eni.mac ?? '',
-        vSwitchCidr: eni.vSwitchCIDR,
-      });
+    const at = (cidr: string, gateway: string | undefined) => ({
+      prefixLength: Number(cidr.split('/')[1]),
+      gateway: gateway ?? '',
+      eniId: eni.id,
+      mac: eni.mac ?? '',
+      vSwitchCidr: cidr,
+    });
+    for (const ip of eni.ips ?? []) out.set(ip, at(eni.vSwitchCIDR, eni.gatewayIP));
+    if (eni.vSwitchIPv6CIDR && eni.gatewayIPv6)
+      for (const ip of eni.ipv6s ?? []) out.set(ip, at(eni.vSwitchIPv6CIDR, POD_IPV6_GATEWAY));
   }
   return out;
 }
@@ -95,6 +110,7 @@ export function freeAddresses(
   pool: ENIPool | undefined,
   now: number,
   exclude?: ReadonlySet<string>,
+  family: 4 | 6 = 4,
 ): string[] {
   // A pool being deleted is giving its ENIs back: nothing more is handed out from it.
   if (pool?.metadata.deletionTimestamp) return [];
@@ -103,6 +119,7 @@ export function freeAddresses(
   const inUse = new Set(Object.values(state.allocations).map((a) => a.ip));
   const free = [...poolAddresses(pool).keys()].filter(
     (ip) =>
+      isIpv6(ip) === (family === 6) &&
       !requested.has(ip) &&
       !requested.has(prefixOf.get(ip) ?? '') &&
       !inUse.has(ip) &&
@@ -146,28 +163,39 @@ export function allocate(
     const lease: Lease = where
       ? { ip: existing.ip, ...where }
       : { ip: existing.ip, prefixLength: 32, gateway: '', eniId: existing.eniId, mac: '', vSwitchCidr: '' };
+    const six = state.allocations[ipv6Key(req.containerId, req.ifName)];
+    const at6 = six && addresses.get(six.ip);
+    if (six) lease.ipv6 = { ip: six.ip, prefixLength: at6?.prefixLength ?? 128, gateway: at6?.gateway ?? '' };
     return { state, lease, fresh: false };
   }
-  const free = freeAddresses(state, pool, now, exclude);
+  // Dual-stack: an IPv4 address only on an ENI that has a free IPv6 address for the same pod.
+  const free6 = pool && dualStack(pool.spec) ? freeAddresses(state, pool, now, exclude, 6) : undefined;
+  const sixOn = new Map<string, string>();
+  for (const ip of free6 ?? []) if (!sixOn.has(addresses.get(ip)!.eniId)) sixOn.set(addresses.get(ip)!.eniId, ip);
+  const free = freeAddresses(state, pool, now, exclude).filter((ip) => !free6 || sixOn.has(addresses.get(ip)!.eniId));
   // An address on an ENI whose datapath is set answers at once; one on an ENI just attached waits
   // for its device (seconds, on a real node): taken only when no ready ENI has a free address.
   const ip = (readyEnis && free.find((x) => readyEnis.has(addresses.get(x)!.eniId))) ?? free[0];
   if (!ip) return { state, error: 'pool-empty' };
   const where = addresses.get(ip)!;
-  const allocation: Allocation = {
-    ip,
+  const allocationOf = (address: string): Allocation => ({
+    ip: address,
     pod: req.pod,
     containerId: req.containerId,
     ifName: req.ifName,
     eniId: where.eniId,
     allocatedAt: now,
     ...(req.network ? { network: req.network } : {}),
-  };
-  return {
-    state: { ...state, allocations: { ...state.allocations, [key]: allocation } },
-    lease: { ip, ...where },
-    fresh: true,
-  };
+  });
+  const allocations = { ...state.allocations, [key]: allocationOf(ip) };
+  const lease: Lease = { ip, ...where };
+  const six = sixOn.get(where.eniId);
+  if (six) {
+    allocations[ipv6Key(req.containerId, req.ifName)] = allocationOf(six);
+    const at6 = addresses.get(six)!;
+    lease.ipv6 = { ip: six, prefixLength: at6.prefixLength, gateway: at6.gateway };
+  }
+  return { state: { ...state, allocations }, lease, fresh: true };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { isIpv6 } from '../ipam/families.js';
 import type { Allocation, Lease } from './allocator.js';
 import { DatapathError } from './datapath/node-routing.js';
 
@@ -147,10 +148,16 @@ function validAttachments(conf: NetConf): Set<string> {
 function addResult(conf: NetConf, lease: Lease): unknown {
   // Results before 1.0.0 carry the IP version in each address.
   const version = conf.cniVersion.startsWith('0.') ? { version: '4' } : {};
+  // Dual-stack: the IPv6 address too, with its link-local gateway (POD_IPV6_GATEWAY).
+  const v6 = lease.ipv6;
+  const version6 = conf.cniVersion.startsWith('0.') ? { version: '6' } : {};
   return {
     cniVersion: conf.cniVersion,
-    ips: [{ ...version, address: `${lease.ip}/${lease.prefixLength}`, gateway: lease.gateway }],
-    routes: [{ dst: '0.0.0.0/0', gw: lease.gateway }],
+    ips: [
+      { ...version, address: `${lease.ip}/${lease.prefixLength}`, gateway: lease.gateway },
+      ...(v6 ? [{ ...version6, address: `${v6.ip}/${v6.prefixLength}`, gateway: v6.gateway }] : []),
+    ],
+    routes: [{ dst: '0.0.0.0/0', gw: lease.gateway }, ...(v6 ? [{ dst: '::/0', gw: v6.gateway }] : [])],
     dns: {},
     eniIpam: { eniId: lease.eniId, mac: lease.mac, vSwitchCidr: lease.vSwitchCidr },
   };
@@ -222,7 +229,7 @@ async function run(agent: CniAgent, req: CniRequest, now: number): Promise<unkno
     await agent.removePod(containerId, ifName);
     return undefined;
   }
-  const mine = agent.list().find((a) => a.containerId === containerId && a.ifName === ifName);
+  const mine = agent.list().find((a) => a.containerId === containerId && a.ifName === ifName && !isIpv6(a.ip));
   if (!mine)
     throw new CniError(
       CNI_ERRORS.unknownContainer,

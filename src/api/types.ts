@@ -92,11 +92,29 @@ const placementAndSizing = {
     description:
       'In Prefix mode, where a vSwitch has free addresses but no aligned /28 left (fragmented), new ENIs there take single secondary IPs; false: the pool waits and says why.',
   }),
+  ipFamilies: s.array(s.enum(['IPv4', 'IPv6'] as const), {
+    maxItems: 2,
+    description:
+      'The address families of each pod: [IPv4] (the default), or [IPv4, IPv6] (dual-stack: one IPv6 address per IPv4 address on the same ENI, only in vSwitches with an IPv6 CIDR, within the instance type\u2019s IPv6 addresses per ENI).',
+  }),
   usePrimaryENI: s.bool({
     default: false,
     description:
       'Also give pods secondary addresses of the instance\u2019s primary ENI, before any ENI is created (no create, no attach); those pods share the node\u2019s vSwitch and security groups.',
   }),
+};
+
+/**
+ * The families eni-ipam serves: IPv4, or dual-stack. IPv6-only pods, and dual-stack with /28
+ * prefixes or the primary ENI, are refused by the API server with this rule's message.
+ */
+const FAMILY_RULE = {
+  rule:
+    "!has(self.ipFamilies) || self.ipFamilies == ['IPv4'] || (self.ipFamilies == ['IPv4', 'IPv6'] && " +
+    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP') && (!has(self.usePrimaryENI) || !self.usePrimaryENI))",
+  message:
+    'ipFamilies must be [IPv4] or [IPv4, IPv6]; dual-stack needs ipv4Mode SecondaryIP and usePrimaryENI false ' +
+    '(IPv6-only pods, IPv6 with /28 prefixes and IPv6 on the primary ENI are not supported yet)',
 };
 
 /** The policy fields a class sets and its nodes' pools carry, resolved (every one of them). */
@@ -119,7 +137,7 @@ export const eniPoolClassSpec = s.object(
     }),
     ...placementAndSizing,
   },
-  { description: 'Pool policy for the nodes its selector matches.', validations: [SIZING_RULE] },
+  { description: 'Pool policy for the nodes its selector matches.', validations: [SIZING_RULE, FAMILY_RULE] },
 );
 
 export const eniPoolClassStatus = s.object({
@@ -141,7 +159,7 @@ export const eniPoolSpec = s.object(
   {
     required: ['nodeName'],
     description: 'One node\u2019s pool: its instance and the resolved policy of its class.',
-    validations: [SIZING_RULE],
+    validations: [SIZING_RULE, FAMILY_RULE],
   },
 );
 
@@ -162,6 +180,13 @@ const eni = s.object(
     }),
     prefixes: s.array(s.string(), {
       description: "The ENI's IPv4 /28 prefixes (ipv4Mode Prefix); released only whole.",
+    }),
+    ipv6s: s.array(s.string(), {
+      description: "The ENI's IPv6 addresses (dual-stack): each pod takes one beside its IPv4 address on this ENI.",
+    }),
+    vSwitchIPv6CIDR: s.string({ description: "The IPv6 /64 of the ENI's vSwitch (dual-stack)." }),
+    gatewayIPv6: s.string({
+      description: "The IPv6 gateway of the ENI's vSwitch, which the node routes through (dual-stack).",
     }),
   },
   { required: ['id', 'state'] },
@@ -192,6 +217,8 @@ export const eniPoolStatus = s.object({
       description: 'IPs a growth step carries beyond the need now, learned from the node\u2019s demand (maxBatch).',
     }),
     prefixes: s.int({ minimum: 0, description: 'IPv4 /28 prefixes on attached ENIs (16 of the available IPs each).' }),
+    availableIPv6: s.int({ minimum: 0, description: 'IPv6 addresses on attached ENIs (dual-stack).' }),
+    usedIPv6: s.int({ minimum: 0, description: 'IPv6 addresses pods hold (dual-stack).' }),
   }),
   releaseRequests: s.map(s.string({ format: 'date-time' }), {
     description:

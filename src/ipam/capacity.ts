@@ -6,6 +6,8 @@ export interface InstanceLimits {
   eniQuantity: number;
   /** Private IPv4 addresses per ENI, the ENI's own primary included. */
   ipv4PerEni: number;
+  /** IPv6 addresses per ENI (dual-stack); none when absent. */
+  ipv6PerEni?: number;
 }
 
 /**

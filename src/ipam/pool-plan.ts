@@ -12,6 +12,7 @@ import {
   type SecurityGroupInfo,
   type VSwitchInfo,
 } from './placement.js';
+import { CREATE_MAX_IPV6, dualStack, familyLimits, isIpv6, planCompanions } from './families.js';
 import { PREFIX_SIZE, prefixAddresses } from './prefix.js';
 import { acksOf, planRelease } from './release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing, type Usage } from './sizing.js';
@@ -26,6 +27,8 @@ export interface EniFact {
   secondaryIps: string[];
   /** Its /28 prefixes (ipv4Mode Prefix). */
   ipv4Prefixes?: string[];
+  /** Its IPv6 addresses (dual-stack). */
+  ipv6?: string[];
   /** Created by this cluster. */
   ours: boolean;
   /** Being detached and deleted by the operator: no longer part of the pool, though it holds a slot. */
@@ -59,7 +62,7 @@ export interface PoolObservation {
   /** Pods scheduled to the node that still wait for an IP. */
   pendingPods: number;
   /** `fragmented`: refused a /28 lately though it had free addresses. */
-  vSwitches: Array<VSwitchInfo & { blocked: boolean; fragmented?: boolean }>;
+  vSwitches: Array<VSwitchInfo & { blocked: boolean; fragmented?: boolean; ipv6Cidr?: string }>;
   /** Only needed (and only read) when the pool selects security groups by tag; undefined when that read failed. */
   securityGroups?: SecurityGroupInfo[];
   /** ENIs the operator removed itself, so that their leaving the pool is no news. */
@@ -120,8 +123,12 @@ export interface PoolPlan {
   adopt: Array<{ eniId: string; alreadyAttaching: boolean }>;
   /** `count` in addresses; with `prefix`, a multiple of 16 assigned as /28 prefixes (at most 10). */
   assign: Array<{ eniId: string; vSwitchId: string; count: number; prefix?: true }>;
-  /** New ENIs, each created with all its IPs (with `prefix`, as /28 prefixes), then attached. */
-  create: Array<{ vSwitchId: string; ips: number; prefix?: true }>;
+  /** New ENIs, each created with all its IPs (with `prefix`, as /28 prefixes; `ipv6`: as many IPv6), then attached. */
+  create: Array<{ vSwitchId: string; ips: number; prefix?: true; ipv6?: number }>;
+  /** Dual-stack: IPv6 addresses to add to an ENI (at most 10 per call) up to its IPv4 pod addresses. */
+  assignIpv6: Array<{ eniId: string; count: number }>;
+  /** Dual-stack: confirmed free IPv6 addresses beyond their ENI's IPv4 (at most 10 per call). */
+  unassignIpv6: Array<{ eniId: string; ips: string[] }>;
   securityGroupIds: string[];
   /** Confirmed IPs (at most 50) or prefixes (at most 10) to unassign, one call each: never both. */
   unassign: Array<{ eniId: string; ips: string[]; prefixes?: string[] }>;
@@ -216,11 +223,16 @@ export function coolingIps(status: ENIPoolStatus | undefined, now: number): Arra
     .filter((c) => c.until > now);
 }
 
-type Changes = Pick<PoolPlan, 'adopt' | 'assign' | 'create' | 'securityGroupIds' | 'unassign' | 'deleteEnis'>;
+type Changes = Pick<
+  PoolPlan,
+  'adopt' | 'assign' | 'create' | 'securityGroupIds' | 'unassign' | 'deleteEnis' | 'assignIpv6' | 'unassignIpv6'
+>;
 const noChanges = (): Changes => ({
   adopt: [],
   assign: [],
   create: [],
+  assignIpv6: [],
+  unassignIpv6: [],
   securityGroupIds: [],
   unassign: [],
   deleteEnis: [],
@@ -233,10 +245,12 @@ const noChanges = (): Changes => ({
  * what the node keeps after it.
  */
 export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
-  const { pool, limits, now } = o;
+  const { pool, now } = o;
   const spec = pool.spec;
+  const limits = o.limits && familyLimits(o.limits, spec);
   const events: PlannedEvent[] = [];
-  const inUseNow = Object.keys(pool.status?.used ?? {}).length;
+  // Sized in IPv4: a dual-stack pod's IPv6 address follows its IPv4 one (families.ts).
+  const inUseNow = usedIpv4(pool.status);
   const horizonMs = batchHorizonMs(releaseDelayMs(spec));
   const memory = {
     deficitSince: m.deficitSince,
@@ -246,6 +260,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   };
   const sizing = limits ? sizingOf(spec, limits) : undefined;
   const cooling = coolingIps(pool.status, now);
+  const coolingIpv4 = cooling.filter((c) => !isIpv6(c.ip)).length;
   const finish = (plan: Omit<PoolPlan, 'status' | 'events' | 'memory'>, s: StatusInput): PoolPlan => {
     const retry = nextAttempt(m.failures, now);
     const requeueAfterMs = retry === undefined ? plan.requeueAfterMs : min(plan.requeueAfterMs, retry - now + 50);
@@ -254,7 +269,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
       requeueAfterMs,
       events,
       memory,
-      status: plannedStatus(o, m.failures, memory.shortfall, sizing, cooling.length, s, events),
+      status: plannedStatus(o, m.failures, memory.shortfall, sizing, coolingIpv4, s, events),
     };
   };
   const notReady = (reason: string, message: string, requeueAfterMs?: number, adopt: PoolPlan['adopt'] = []) =>
@@ -280,7 +295,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   // The primary ENI first: its room is filled before any ENI is created.
   const inUse = [...(pooled ? [pooled] : []), ...o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse')];
   const available = sum(inUse.map(ipsOf));
-  const busy = Object.keys(pool.status?.used ?? {}).length + cooling.length;
+  const busy = inUseNow + coolingIpv4;
 
   const batch = batchOf(memory.demand, inUseNow, now, horizonMs, spec.maxBatch ?? DEFAULT_MAX_BATCH);
 
@@ -377,6 +392,19 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
     if (extra > 0 && (step.assign.length || step.create.length))
       memory.demand = carry(memory.demand, extra, now, horizonMs);
   } else if (want === 0 && !beyondCeiling) memory.shortfall = undefined;
+  if (dualStack(spec)) {
+    const companions = planIpv6Step(
+      o,
+      limits,
+      inUse,
+      afterRelease,
+      changes,
+      release.releaseRequests,
+      mayAllocate,
+      blocked,
+    );
+    Object.assign(changes, companions);
+  }
 
   let requeueAfterMs = release.requeueAfterMs;
   // When the last cool-down ends the need drops: look again then, whatever the agent writes.
@@ -402,9 +430,10 @@ function planAllocationStep(
 ) {
   const spec = o.pool.spec;
   const events: PlannedEvent[] = [];
-  const candidates: VSwitchView[] = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID!).map(
-    ({ id, free, blocked, fragmented }) => ({ id, free, blocked, ...(fragmented ? { fragmented } : {}) }),
-  );
+  // Dual-stack ENIs go only where the vSwitch has an IPv6 CIDR (elsewhere ECS refuses their IPv6).
+  const candidates: VSwitchView[] = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID!)
+    .filter((v) => !dualStack(spec) || v.ipv6Cidr)
+    .map(({ id, free, blocked, fragmented }) => ({ id, free, blocked, ...(fragmented ? { fragmented } : {}) }));
   // The primary ENI's addresses come from the node's own vSwitch, which may be no vSwitch of the class.
   const primary = usablePrimary(o);
   const nodeVSwitch = primary && o.vSwitches.find((v) => v.id === primary.vSwitchId);
@@ -446,7 +475,12 @@ function planAllocationStep(
               };
   } else if (!alloc.shortfall) memory.shortfall = undefined;
   const assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
-  const creates = alloc.ops.flatMap(({ kind, ...op }) => (kind === 'create' ? [op as PoolPlan['create'][number]] : []));
+  // Dual-stack: a new ENI carries its IPv6 companions (up to 10 at creation; the rest are assigned once it is InUse).
+  const ipv6For = (ips: number) =>
+    dualStack(spec) ? { ipv6: Math.min(ips, CREATE_MAX_IPV6, limits.ipv6PerEni ?? 0) } : {};
+  const creates = alloc.ops.flatMap(({ kind, ...op }) =>
+    kind === 'create' ? [{ ...(op as PoolPlan['create'][number]), ...ipv6For((op as { ips: number }).ips) }] : [],
+  );
   // Creates need the security groups: unknown (their describe failed, which is said), none is made.
   const sgs = o.securityGroups && creates.length ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
   if (sgs.length > MAX_SECURITY_GROUPS_PER_ENI) {
@@ -466,6 +500,57 @@ function planAllocationStep(
   }
   const create = o.securityGroups ? creates : [];
   return { assign, create, securityGroupIds: o.securityGroups ? sgs : [], events, capped, unusable: undefined };
+}
+
+/** Addresses pods hold in IPv4 (a dual-stack pod holds an IPv6 address too). */
+const usedIpv4 = (status: ENIPoolStatus | undefined) =>
+  Object.keys(status?.used ?? {}).filter((ip) => !isIpv6(ip)).length;
+
+/**
+ * Dual-stack: each attached ENI's IPv6 addresses brought to its IPv4 pod addresses once this
+ * plan's releases and assigns are done (families.ts); the IPv6 release requests are written
+ * into `releaseRequests`. Nothing is requested or released where the IPv4 release is off.
+ */
+function planIpv6Step(
+  o: PoolObservation,
+  limits: InstanceLimits,
+  inUse: EniFact[],
+  afterRelease: (e: EniFact) => EniFact,
+  changes: Changes,
+  releaseRequests: Record<string, string>,
+  mayAllocate: boolean,
+  blocked: (action: string) => boolean,
+): Pick<PoolPlan, 'assignIpv6' | 'unassignIpv6'> {
+  const { pool } = o;
+  const deleted = new Set(changes.deleteEnis);
+  const assigned = (id: string) => sum(changes.assign.filter((a) => a.eniId === id).map((a) => a.count));
+  const mayRelease =
+    o.mode === 'normal' &&
+    pool.spec.releaseExcessIPs !== false &&
+    !o.sharingInstance?.length &&
+    !blocked('UnassignIpv6Addresses');
+  const requests = new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => isIpv6(key)));
+  const plan = planCompanions({
+    enis: inUse
+      .filter((e) => !e.primary && !deleted.has(e.id))
+      .map((e) => ({
+        id: e.id,
+        attached: e.status === 'InUse',
+        podIpv4: ipsOf(afterRelease(e)) + assigned(e.id),
+        ipv6: e.ipv6 ?? [],
+      })),
+    perEni: limits.ipv6PerEni ?? 0,
+    used: new Set(Object.keys(pool.status?.used ?? {})),
+    cooling: new Set(coolingIps(pool.status, o.now).map((c) => c.ip)),
+    requests: mayRelease ? requests : new Map(),
+    acks: acksOf(pool.status),
+    now: o.now,
+    allow: { assign: mayAllocate && !blocked('AssignIpv6Addresses'), release: mayRelease },
+  });
+  for (const key of plan.withdraw) delete releaseRequests[key];
+  for (const key of plan.request) releaseRequests[key] = o.requestStamp;
+  for (const key of plan.unassign.flatMap((u) => u.ips)) delete releaseRequests[key];
+  return { assignIpv6: plan.assign, unassignIpv6: plan.unassign };
 }
 
 /**
@@ -504,7 +589,8 @@ function planReleaseStep(
     now,
     delayMs,
     cooling: new Set(coolingIps(pool.status, now).map((c) => c.ip)),
-    requests: new Map(Object.entries(pool.status?.releaseRequests ?? {})),
+    // IPv6 requests are the IPv6 step's (planIpv6Step).
+    requests: new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => !isIpv6(key))),
     acks: acksOf(pool.status),
     deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
   });
@@ -524,7 +610,12 @@ function planReleaseStep(
     }
   }
   const deleted = inUse.filter((e) => release.deleteEnis.includes(e.id));
-  for (const key of deleted.flatMap((e) => [e.primaryIp, ...e.secondaryIps, ...(e.ipv4Prefixes ?? [])]))
+  for (const key of deleted.flatMap((e) => [
+    e.primaryIp,
+    ...e.secondaryIps,
+    ...(e.ipv4Prefixes ?? []),
+    ...(e.ipv6 ?? []),
+  ]))
     delete releaseRequests[key];
   const leaving = sum(unassign.map(unassignedIps)) + sum(deleted.map(ipsOf));
   const since = memory.excessSince;
@@ -542,7 +633,7 @@ interface StatusInput {
   notReady?: { reason: string; message: string };
   /** Absent: the requests stay as they are. */
   releaseRequests?: Record<string, string>;
-  changes?: Pick<PoolPlan, 'assign' | 'unassign' | 'deleteEnis'>;
+  changes?: Pick<PoolPlan, 'assign' | 'unassign' | 'deleteEnis' | 'assignIpv6' | 'unassignIpv6'>;
   /** The growth batch learned from the node's demand. */
   batch?: number;
   /** No whole /28 fits under maxAllocate: the pool is at its ceiling though short of it. */
@@ -578,8 +669,13 @@ function plannedStatus(
     sum(published.filter((e) => e.status === 'InUse').map((e) => e.ipv4Prefixes?.length ?? 0)) +
     sum((s.changes?.assign ?? []).map((a) => (a.prefix ? a.count / PREFIX_SIZE : 0))) -
     sum((s.changes?.unassign ?? []).map((u) => u.prefixes?.length ?? 0));
-  const used = Object.keys(pool.status?.used ?? {}).length;
+  const used = usedIpv4(pool.status);
   const busy = used + cooling;
+  const ipv6 = dualStack(pool.spec) || published.some((e) => e.ipv6?.length);
+  const availableIPv6 =
+    sum(published.filter((e) => e.status === 'InUse').map((e) => e.ipv6?.length ?? 0)) +
+    sum((s.changes?.assignIpv6 ?? []).map((a) => a.count)) -
+    sum((s.changes?.unassignIpv6 ?? []).map((u) => u.ips.length));
   const releaseRequests = s.releaseRequests ?? pool.status?.releaseRequests ?? {};
   const need = sizing && !s.capped ? needed(sizing, { available, used: busy, pending: o.pendingPods }) : 0;
   const maxAllocate = sizing?.maxAllocate ?? 0;
@@ -636,6 +732,12 @@ function plannedStatus(
       releasing: Object.keys(releaseRequests).length,
       batch: s.batch ?? 0,
       ...(prefixes > 0 || prefixMode(pool.spec) ? { prefixes } : {}),
+      ...(ipv6
+        ? {
+            availableIPv6,
+            usedIPv6: Object.keys(pool.status?.used ?? {}).filter(isIpv6).length,
+          }
+        : {}),
     },
     releaseRequests,
     conditions,
@@ -685,6 +787,8 @@ function degradedOrOutage(
 
 function noVSwitchInZoneMessage(spec: ENIPool['spec'], zones: string[]): string {
   const of = spec.className ? `class ${spec.className}` : 'the pool';
+  if (dualStack(spec))
+    return `no vSwitch of ${of} with an IPv6 CIDR is in zone ${spec.zoneID} (dual-stack ENIs need one): enable IPv6 on one, or add one of zone ${spec.zoneID} that has it`;
   const where = zones.length ? `its vSwitches are in ${zones.join(', ')}` : 'it selects no vSwitch of the VPC';
   return `no vSwitch of ${of} is in zone ${spec.zoneID} (${where}): add one of zone ${spec.zoneID} to vSwitchIDs or vSwitchTags`;
 }

@@ -18,6 +18,7 @@ export class OperatorMetrics {
 
   readonly poolIps: Gauge<'node' | 'kind'>;
   readonly poolPrefixes: Gauge<'node'>;
+  readonly poolIpv6: Gauge<'node' | 'kind'>;
   readonly nodes: Gauge<'state'>;
   readonly enis: Gauge<'state'>;
   readonly vSwitchFree: Gauge<'vswitch' | 'zone'>;
@@ -47,6 +48,12 @@ export class OperatorMetrics {
       name: 'eni_ipam_pool_prefixes',
       help: 'IPv4 /28 prefixes on the attached ENIs of a node pool (ipv4Mode Prefix); each is 16 of its available IPs.',
       labelNames: ['node'],
+      registers,
+    });
+    this.poolIpv6 = new Gauge({
+      name: 'eni_ipam_pool_ipv6_addresses',
+      help: 'IPv6 addresses of a dual-stack node pool by kind: available (on attached ENIs), used (by pods); eni_ipam_pool_ips counts IPv4.',
+      labelNames: ['node', 'kind'],
       registers,
     });
     const fleet = () => this.fleet?.();

@@ -328,6 +328,16 @@ export class FakeIpCalls implements IpCalls {
     this.answer('UnassignPrivateIpAddresses', [eniId, ips]);
   }
 
+  async assignIpv6Addresses(eniId: string, o: { count?: number; ips?: string[] }): Promise<string[]> {
+    this.answer('AssignIpv6Addresses', [eniId, o]);
+    const k = ++this.assigned;
+    return o.ips ?? Array.from({ length: o.count ?? 1 }, (_, j) => `fd00:9:${k}::${j + 1}`);
+  }
+
+  async unassignIpv6Addresses(eniId: string, ips: string[]): Promise<void> {
+    this.answer('UnassignIpv6Addresses', [eniId, ips]);
+  }
+
   /** Prefixes come from 10.8.<k>.<16j>/28, never seen before. */
   async assignIpv4Prefixes(eniId: string, o: { count: number }): Promise<string[]> {
     this.answer('AssignPrivateIpAddresses', [eniId, { prefixes: o.count }]);

@@ -1,4 +1,4 @@
-import { GATEWAY_MAC, type Port } from './plan.js';
+import { GATEWAY_IPV6, GATEWAY_MAC, type Port } from './plan.js';
 
 /** What the VPC's namespace holds, as `ip -json` and `iptables-save` report it. */
 export interface KernelState {
@@ -11,6 +11,10 @@ export interface KernelState {
   neighbours: Array<{ dst: string; dev: string; mac: string }>;
   /** The raw table: chain -> its rules as iptables-save prints them (`-A CHAIN ...`). */
   iptables: Map<string, string[]>;
+  /** IPv6: the main table's routes not the kernel's own (`dst` an address/128, a CIDR or `default`). */
+  routes6: Array<{ dst: string; dev?: string; type?: string }>;
+  neighbours6: Array<{ dst: string; dev: string; mac: string }>;
+  ip6tables: Map<string, string[]>;
 }
 
 /** How to bring the kernel to the plan. */
@@ -21,6 +25,8 @@ export interface Changes {
   configure: Array<{ port: Port; lines: string[] }>;
   /** An `iptables-restore --noflush` input for the raw table, when its rules differ. */
   iptables?: string;
+  /** The same for `ip6tables-restore`. */
+  ip6tables?: string;
   made: Port[];
   removed: string[];
 }
@@ -57,6 +63,64 @@ export function rulesFor(ports: Port[]): Map<string, string[]> {
 const cidr32 = (a: string) => (a.includes('/') ? a : `${a}/32`);
 const same = (a: string[] | undefined, b: string[]) =>
   a !== undefined && a.length === b.length && a.every((x, i) => x.toLowerCase() === b[i]!.toLowerCase());
+
+/**
+ * IPv6's raw table: the same checks per port (MTU, MAC, source), the sources being the ENI's
+ * IPv6 addresses and link-local ones (neighbour discovery; the router never forwards those), and
+ * `::` (duplicate address detection).
+ */
+export function rules6For(ports: Port[]): Map<string, string[]> {
+  const chains = new Map<string, string[]>([
+    ['PREROUTING', ports.map((p) => `-A PREROUTING -i ${p.name} -j ${p.name}`)],
+  ]);
+  for (const p of ports) {
+    chains.set(p.name, [
+      `-A ${p.name} -m length --length ${p.mtu + 1}:65535 -j DROP`,
+      `-A ${p.name} -m mac ! --mac-source ${p.peerMac} -j DROP`,
+      `-A ${p.name} -j ${srcChain(p.name)}`,
+      `-A ${p.name} -j DROP`,
+    ]);
+    const sources = [...p.addresses6.map((a) => `${a}/128`), 'fe80::/10', '::/128'];
+    chains.set(
+      srcChain(p.name),
+      sources.map((s) => `-A ${srcChain(p.name)} -s ${s} -j ACCEPT`),
+    );
+  }
+  return chains;
+}
+
+/** An IPv6 route's key as `ip -6 -json` prints it: an address is a /128. */
+const cidr128 = (a: string) => (a === 'default' || a.includes('/') ? a : `${a}/128`);
+
+/** The IPv6 part of the plan: a /128 route and a permanent neighbour entry per address, `blackhole default`. */
+function diff6(
+  ports: Port[],
+  kernel: KernelState,
+  observed: <T extends { dev?: string }>(items: T[]) => T[],
+): string[] {
+  const lines: string[] = [];
+  const want = new Map<string, { dev?: string; type?: string }>([['default', { type: 'blackhole' }]]);
+  for (const p of ports) for (const a of p.addresses6) want.set(cidr128(a), { dev: p.name });
+  const have = new Map(observed(kernel.routes6).map((r) => [cidr128(r.dst), r]));
+  const spec = (dst: string) => (dst === 'default' ? '::/0' : dst);
+  for (const [dst, r] of have)
+    if (!want.has(dst)) lines.push(`route del ${spec(dst)}${r.type === 'blackhole' ? ' type blackhole' : ''}`);
+  for (const [dst, w] of want) {
+    const h = have.get(dst);
+    if (h && (h.type ?? 'unicast') === (w.type ?? 'unicast') && h.dev === w.dev) continue;
+    lines.push(w.type === 'blackhole' ? `route replace blackhole ${spec(dst)}` : `route replace ${dst} dev ${w.dev}`);
+  }
+  const wantNeigh = new Map<string, string>();
+  for (const p of ports) for (const a of p.addresses6) wantNeigh.set(`${a} ${p.name}`, p.peerMac);
+  const haveNeigh = new Map(observed(kernel.neighbours6).map((n) => [`${n.dst} ${n.dev}`, n.mac.toLowerCase()]));
+  for (const k of haveNeigh.keys()) if (!wantNeigh.has(k)) lines.push(`neigh del ${k.replace(' ', ' dev ')}`);
+  for (const [k, mac] of wantNeigh) {
+    if (haveNeigh.get(k) === mac.toLowerCase()) continue;
+    const [dst, dev] = k.split(' ');
+    lines.push(`neigh replace ${dst} lladdr ${mac} dev ${dev} nud permanent`);
+  }
+  return lines;
+}
 
 /**
  * The changes that make the VPC's namespace hold exactly `ports`: ports made or remade (a port
@@ -135,6 +199,8 @@ export function diffVpc(ports: Port[], kernel: KernelState): Changes {
     vpc.push(`neigh replace ${dst} lladdr ${mac} dev ${dev} nud permanent`);
   }
 
+  vpc.push(...diff6(ports, kernel, observed));
+
   const configure = made
     .filter((p) => p.configure)
     .map((p) => ({
@@ -143,9 +209,23 @@ export function diffVpc(ports: Port[], kernel: KernelState): Changes {
         `link set ${p.peerName} up`,
         `addr replace ${p.configure!.address} dev ${p.peerName}`,
         `route replace default via ${p.configure!.gateway} dev ${p.peerName}`,
+        // IPv6 as a static guest has it: its address alone (no on-link /64), the router's link-local next hop.
+        ...(p.configure!.address6
+          ? [
+              `addr replace ${p.configure!.address6}/128 dev ${p.peerName} nodad`,
+              `route replace ::/0 via ${GATEWAY_IPV6} dev ${p.peerName}`,
+            ]
+          : []),
       ],
     }));
-  return { vpc, configure, iptables: iptablesChanges(rulesFor(ports), kernel.iptables), made, removed };
+  return {
+    vpc,
+    configure,
+    iptables: iptablesChanges(rulesFor(ports), kernel.iptables),
+    ip6tables: iptablesChanges(rules6For(ports), kernel.ip6tables),
+    made,
+    removed,
+  };
 }
 
 /** An iptables-restore --noflush input that rewrites the chains that differ and removes the ones not wanted. */

@@ -7,6 +7,8 @@ import { highestFree, type WorldView } from './plan.js';
 export interface VpcHost {
   netns: string;
   ip: string;
+  /** Its IPv6 address, where its vSwitch has an IPv6 CIDR (it serves the same on it). */
+  ipv6?: string;
   vSwitchId: string;
   gateway: string;
   mac: string;
@@ -59,8 +61,9 @@ const web = http.createServer((req, res) => {
 });
 let up = 0;
 const ready = () => { if (++up === 2) process.stdout.write('ready\\n'); };
-echo.listen(Number(echoPort), '0.0.0.0', ready);
-web.listen(Number(httpPort), '0.0.0.0', ready);
+// '::' takes IPv4 too (as ::ffff:a.b.c.d, stripped above).
+echo.listen(Number(echoPort), '::', ready);
+web.listen(Number(httpPort), '::', ready);
 process.on('SIGTERM', () => process.exit(0));
 `;
 

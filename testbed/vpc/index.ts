@@ -38,7 +38,13 @@
  *   removed behind its back returns).
  * The primary ENI is made as `primaryDevice` (default `eth0`), configured as the image's DHCP
  * would; `primaryDevice: null` leaves the node's own primary interface alone (the emulated cluster
- * keeps its nodes' eth0 on its bridge). IPv6 is not carried.
+ * keeps its nodes' eth0 on its bridge).
+ * IPv6, in vSwitches with an IPv6 CIDR: each IPv6 address of an ENI is delivered to its port only
+ * (a /128 route and a permanent neighbour entry); the router is every port's link-local address
+ * `fe80::ecff:ffff:feff:ffff` (EUI-64 of the gateway MAC; no router advertisements: a guest is
+ * told its next hop); what a port sends from an IPv6 address not its ENI's is dropped
+ * (ip6tables; link-local sources pass for neighbour discovery, and are never forwarded). The
+ * vpc-host gets an IPv6 address of its vSwitch when that has an IPv6 CIDR.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -97,7 +103,7 @@ export interface Vpc {
   /** The port of an ENI (or of `vpc-host`) in `netns`, while its device exists. */
   portOf(eniId: string): string | undefined;
   /** Packets the VPC dropped from an ENI since its port was made, by reason. */
-  drops(eniId: string): Promise<{ spoofed: number; foreignMac: number; tooBig: number }>;
+  drops(eniId: string): Promise<{ spoofed: number; foreignMac: number; tooBig: number; spoofed6: number }>;
   /** Reconciles now, and resolves when the kernel holds what the world says. */
   sync(): Promise<void>;
   stop(): Promise<void>;
@@ -105,7 +111,10 @@ export interface Vpc {
 
 /** Why this machine cannot run the VPC emulation, or undefined when it can. */
 export function vpcUnavailable(): string | undefined {
-  return namespacesUnavailable(['ip', 'ss', 'iptables-restore', 'iptables-save'], 'iproute2, iptables');
+  return namespacesUnavailable(
+    ['ip', 'ss', 'iptables-restore', 'iptables-save', 'ip6tables-restore', 'ip6tables-save'],
+    'iproute2, iptables',
+  );
 }
 
 const HOST_MAC = '00:16:3e:ff:ff:fe';
@@ -123,10 +132,16 @@ function viewOf(world: World): WorldView {
       primaryIp: e.primaryIp,
       secondaryIps: [...e.secondaryIps],
       ipv4Prefixes: [...e.ipv4Prefixes],
+      ipv6: [...e.ipv6],
       instanceId: e.instanceId,
       deviceIndex: e.deviceIndex,
     })),
-    vSwitches: [...world.vSwitches.values()].map((v) => ({ id: v.id, vpcId: v.vpcId, cidr: v.cidr })),
+    vSwitches: [...world.vSwitches.values()].map((v) => ({
+      id: v.id,
+      vpcId: v.vpcId,
+      cidr: v.cidr,
+      ...(v.ipv6Cidr ? { ipv6Cidr: v.ipv6Cidr } : {}),
+    })),
     instances: [...world.instances.values()].map((i) => ({ id: i.id, instanceType: i.instanceType, vpcId: i.vpcId })),
     instanceTypes: [...world.instanceTypes.values()].map((t) => ({ id: t.id, mtu: t.mtu })),
   };
@@ -151,7 +166,7 @@ async function checkNodes(world: World, nodes: VpcNode[]): Promise<void> {
   }
 }
 
-/** The VPC's router namespace: forwarding, the gateway's ARP answers, no ICMP redirects, no IPv6. */
+/** The VPC's router namespace: forwarding of both families, the gateway's ARP answers, no ICMP redirects. */
 const ROUTER_SYSCTLS = [
   'net.ipv4.ip_forward=1',
   // The gateway is answered only on ports of its vSwitch (each holds its own gateway's address).
@@ -163,14 +178,20 @@ const ROUTER_SYSCTLS = [
   'net.ipv4.conf.default.rp_filter=0',
   'net.ipv4.conf.all.send_redirects=0',
   'net.ipv4.conf.default.send_redirects=0',
-  'net.ipv6.conf.all.disable_ipv6=1',
-  'net.ipv6.conf.default.disable_ipv6=1',
+  'net.ipv6.conf.all.disable_ipv6=0',
+  'net.ipv6.conf.default.disable_ipv6=0',
+  'net.ipv6.conf.all.forwarding=1',
+  // Every port holds the same link-local address (the router's): no duplicate detection, at once.
+  'net.ipv6.conf.default.accept_dad=0',
+  'net.ipv6.conf.all.accept_dad=0',
+  'net.ipv6.conf.default.accept_ra=0',
+  'net.ipv6.conf.default.router_solicitations=0',
 ];
 
 /** Root and the tools, checked without the namespace probe of vpcUnavailable (several VPCs may start at once). */
 function cannotStart(): string | undefined {
   if (process.getuid?.() !== 0) return 'network namespaces need root';
-  for (const tool of ['ip', 'ss', 'iptables-restore', 'iptables-save'])
+  for (const tool of ['ip', 'ss', 'iptables-restore', 'iptables-save', 'ip6tables-restore', 'ip6tables-save'])
     try {
       execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
     } catch {
@@ -199,7 +220,7 @@ export async function startVpc(o: VpcOptions): Promise<Vpc> {
   for (const ns of [netns, hostNs]) if (netnsExists(ns)) await exec('ip', ['netns', 'del', ns]);
   await execOk('ip', ['netns', 'add', netns]);
   let host: HostSpec | undefined;
-  let reserved: { vSwitchId: string; ip: string } | undefined;
+  let reserved: { vSwitchId: string; ip: string; ipv6?: string } | undefined;
   let services: Awaited<ReturnType<typeof startHostServices>> | undefined;
   const cleanUp = async () => {
     await services?.stop();
@@ -212,6 +233,7 @@ export async function startVpc(o: VpcOptions): Promise<Vpc> {
     await exec('ip', ['netns', 'del', netns]);
     if (netnsExists(hostNs)) await exec('ip', ['netns', 'del', hostNs]);
     if (reserved) world.vSwitches.get(reserved.vSwitchId)?.pool.release(reserved.ip);
+    if (reserved?.ipv6) world.vSwitches.get(reserved.vSwitchId)?.pool6?.release(reserved.ipv6);
   };
   try {
     await execOk('ip', ['netns', 'exec', netns, 'sysctl', '-qw', ...ROUTER_SYSCTLS]);
@@ -227,10 +249,12 @@ export async function startVpc(o: VpcOptions): Promise<Vpc> {
       // The host holds its address as any VPC resource does: the ECS emulator never hands it out.
       if (!pool.takeSpecific(place.ip))
         throw new Error(`vpc-host: ${place.ip} is not a free address of ${place.vSwitchId}; pick another vpcHost.ip`);
-      reserved = place;
+      // An IPv6 address too where the vSwitch has IPv6, held the same way.
+      const ipv6 = world.vSwitches.get(place.vSwitchId)!.pool6?.take(1)[0];
+      reserved = { ...place, ...(ipv6 ? { ipv6 } : {}) };
       await execOk('ip', ['netns', 'add', hostNs]);
       await execOk('ip', ['-n', hostNs, 'link', 'set', 'lo', 'up']);
-      host = { netns: hostNs, ...place, mac: HOST_MAC, mtu: o.vpcHost?.mtu ?? DEFAULT_MTU };
+      host = { netns: hostNs, ...reserved, mac: HOST_MAC, mtu: o.vpcHost?.mtu ?? DEFAULT_MTU };
       services = await startHostServices(hostNs, place.ip);
     }
   } catch (e) {
@@ -329,6 +353,7 @@ export async function startVpc(o: VpcOptions): Promise<Vpc> {
     vpcHost: host && {
       netns: host.netns,
       ip: host.ip,
+      ...(host.ipv6 ? { ipv6: host.ipv6 } : {}),
       vSwitchId: host.vSwitchId,
       gateway: gatewayOf(world.vSwitches.get(host.vSwitchId)!.cidr),
       mac: host.mac,
@@ -340,7 +365,13 @@ export async function startVpc(o: VpcOptions): Promise<Vpc> {
       const chain = portName(eniId);
       const packets = parseIptablesSave(await iptablesSave(netns, true)).packets.get(chain);
       if (!packets) throw new Error(`the VPC has no port for ENI ${eniId} (is it InUse on a node?)`);
-      return { tooBig: packets[0] ?? 0, foreignMac: packets[1] ?? 0, spoofed: packets[3] ?? 0 };
+      const packets6 = parseIptablesSave(await iptablesSave(netns, true, true)).packets.get(chain) ?? [];
+      return {
+        tooBig: (packets[0] ?? 0) + (packets6[0] ?? 0),
+        foreignMac: (packets[1] ?? 0) + (packets6[1] ?? 0),
+        spoofed: packets[3] ?? 0,
+        spoofed6: packets6[3] ?? 0,
+      };
     },
     sync: async () => {
       await serial(true);

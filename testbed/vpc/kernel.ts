@@ -17,6 +17,7 @@ interface IpRoute {
   dev?: string;
   gateway?: string;
   type?: string;
+  protocol?: string;
 }
 interface IpNeigh {
   dst: string;
@@ -54,8 +55,9 @@ export function parseIptablesSave(text: string): { chains: Map<string, string[]>
   return { chains, packets };
 }
 
-export async function iptablesSave(netns: string, counters = false): Promise<string> {
-  const r = await exec('ip', ['netns', 'exec', netns, 'iptables-save', ...(counters ? ['-c'] : []), '-t', 'raw']);
+export async function iptablesSave(netns: string, counters = false, six = false): Promise<string> {
+  const tool = six ? 'ip6tables-save' : 'iptables-save';
+  const r = await exec('ip', ['netns', 'exec', netns, tool, ...(counters ? ['-c'] : []), '-t', 'raw']);
   // A namespace whose raw table was never used has none to save.
   if (r.code !== 0 && /does not exist|Table does not exist/i.test(r.stderr)) return '';
   if (r.code !== 0) throw new Error(`iptables-save in ${netns} failed (${r.code}): ${r.stderr.trim()}`);
@@ -64,14 +66,22 @@ export async function iptablesSave(netns: string, counters = false): Promise<str
 
 /** What the VPC's namespace holds now. */
 export async function readKernel(netns: string): Promise<KernelState> {
-  const [links, addrs, routes, neigh, saved] = await Promise.all([
+  const [links, addrs, routes, neigh, saved, routes6, neigh6, saved6] = await Promise.all([
     json<IpLink>(netns, ['link', 'show']),
     json<IpAddr>(netns, ['-4', 'addr', 'show']),
     json<IpRoute>(netns, ['-4', 'route', 'show', 'table', 'main']),
     json<IpNeigh>(netns, ['-4', 'neigh', 'show', 'nud', 'permanent']),
     iptablesSave(netns),
+    json<IpRoute>(netns, ['-6', 'route', 'show', 'table', 'main']),
+    json<IpNeigh>(netns, ['-6', 'neigh', 'show', 'nud', 'permanent']),
+    iptablesSave(netns, false, true),
   ]);
+  const permanent = (n: IpNeigh) => Boolean(n.lladdr && n.state?.includes('PERMANENT'));
   return {
+    // The kernel's own IPv6 routes (each port's fe80::/64) are not the VPC's to plan.
+    routes6: routes6.filter((r) => r.protocol !== 'kernel').map((r) => ({ dst: r.dst, dev: r.dev, type: r.type })),
+    neighbours6: neigh6.filter(permanent).map((n) => ({ dst: n.dst, dev: n.dev, mac: n.lladdr! })),
+    ip6tables: parseIptablesSave(saved6).chains,
     links: links.map((l) => ({
       name: l.ifname,
       alias: l.ifalias,
@@ -140,9 +150,13 @@ export async function applyChanges(netns: string, changes: Changes): Promise<App
     // A device left half-configured is unmade, so that the next round makes it again.
     if (failed.length) errors.push(...failed, ...(await batch(netns, [`link del ${c.port.name}`])));
   }
-  if (changes.iptables) {
-    const r = await exec('ip', ['netns', 'exec', netns, 'iptables-restore', '--noflush'], changes.iptables);
-    if (r.code !== 0) errors.push({ netns, command: 'iptables-restore', error: r.stderr.trim() || `exit ${r.code}` });
+  for (const [tool, input] of [
+    ['iptables-restore', changes.iptables],
+    ['ip6tables-restore', changes.ip6tables],
+  ] as const) {
+    if (!input) continue;
+    const r = await exec('ip', ['netns', 'exec', netns, tool, '--noflush'], input);
+    if (r.code !== 0) errors.push({ netns, command: tool, error: r.stderr.trim() || `exit ${r.code}` });
   }
   return errors;
 }

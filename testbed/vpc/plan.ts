@@ -10,6 +10,12 @@ export const GATEWAY_MAC = 'ee:ff:ff:ff:ff:ff';
 export const DEFAULT_MTU = 1500;
 /** What a freshly hot-plugged Ethernet device starts with, whatever the VPC carries. */
 export const FRESH_DEVICE_MTU = 1500;
+/**
+ * The VPC router's IPv6 address on every port: the link-local address of GATEWAY_MAC (EUI-64),
+ * which the port's kernel gives itself. No router advertisement is sent: a guest is told the
+ * next hop (eni-ipam publishes it as each ENI's gatewayIPv6).
+ */
+export const GATEWAY_IPV6 = 'fe80::ecff:ffff:feff:ffff';
 /** The port key (and name) of the host outside the cluster. */
 export const HOST_KEY = 'vpc-host';
 
@@ -25,10 +31,11 @@ export interface WorldView {
     primaryIp: string;
     secondaryIps: string[];
     ipv4Prefixes: string[];
+    ipv6: string[];
     instanceId?: string;
     deviceIndex?: number;
   }>;
-  vSwitches: Array<{ id: string; vpcId: string; cidr: string }>;
+  vSwitches: Array<{ id: string; vpcId: string; cidr: string; ipv6Cidr?: string }>;
   instances: Array<{ id: string; instanceType: string; vpcId: string }>;
   instanceTypes: Array<{ id: string; mtu?: number }>;
 }
@@ -53,6 +60,8 @@ export type DeviceNamer = (eni: { id: string; mac: string; instanceId: string; d
 export interface HostSpec {
   netns: string;
   ip: string;
+  /** Its IPv6 address, where its vSwitch has an IPv6 CIDR. */
+  ipv6?: string;
   vSwitchId: string;
   mac: string;
   mtu: number;
@@ -81,8 +90,10 @@ export interface Port {
   primaryIp: string;
   /** What the port accepts as source (anything else is dropped: the VPC's anti-spoofing). */
   sources: string[];
+  /** IPv6 addresses delivered here (neighbour entries for the ENI's MAC); the only IPv6 sources it accepts beside link-local ones. */
+  addresses6: string[];
   /** The device configured at creation as the image's DHCP would (primary ENIs, the vpc-host). */
-  configure?: { address: string; gateway: string };
+  configure?: { address: string; gateway: string; address6?: string };
 }
 
 export interface PlanInput {
@@ -164,6 +175,8 @@ export function planPorts(input: PlanInput): { ports: Port[]; inUseSince: Map<st
         prefixes: [...eni.ipv4Prefixes],
         primaryIp: eni.primaryIp,
         sources: [...addresses.map((a) => `${a}/32`), ...eni.ipv4Prefixes],
+        // An ENI's IPv6 addresses exist only where its vSwitch has an IPv6 CIDR (ECS refuses them elsewhere).
+        addresses6: vsw.ipv6Cidr ? [...eni.ipv6] : [],
         configure:
           eni.type === 'Primary' ? { address: `${eni.primaryIp}/${parseCidr4(vsw.cidr).bits}`, gateway } : undefined,
       });
@@ -187,7 +200,12 @@ export function planPorts(input: PlanInput): { ports: Port[]; inUseSince: Map<st
       prefixes: [],
       primaryIp: host.ip,
       sources: [`${host.ip}/32`],
-      configure: { address: `${host.ip}/${parseCidr4(hostVsw.cidr).bits}`, gateway },
+      addresses6: host.ipv6 ? [host.ipv6] : [],
+      configure: {
+        address: `${host.ip}/${parseCidr4(hostVsw.cidr).bits}`,
+        gateway,
+        ...(host.ipv6 ? { address6: host.ipv6 } : {}),
+      },
     });
   }
   ports.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -8,6 +8,8 @@ import type { KernelLink, KernelRoute, KernelRule, KernelView, LinkChange, Route
 
 /** What the agent reads, in one `ip -batch` run: one JSON array per line. */
 export const READ_BATCH = 'addr show\nroute show table all\nrule show\n';
+/** The same of IPv6 routes and rules, in an `ip -6 -batch` run (a batch line cannot name the family). */
+export const READ_BATCH_6 = 'route show table all\nrule show\n';
 
 export class IpOutputError extends Error {}
 
@@ -45,8 +47,9 @@ export function parseLinks(items: Array<Record<string, unknown>>): KernelLink[] 
   });
 }
 
-export function parseRoutes(items: Array<Record<string, unknown>>): KernelRoute[] {
+export function parseRoutes(items: Array<Record<string, unknown>>, family?: 6): KernelRoute[] {
   return items.map((r) => ({
+    ...(family ? { family } : {}),
     // `ip route show table all` prints the table of every route; a route without one is main's.
     table: r.table === undefined ? 254 : num(r.table, 'table'),
     type: r.type === undefined ? 1 : num(r.type, 'type'),
@@ -61,20 +64,21 @@ export function parseRoutes(items: Array<Record<string, unknown>>): KernelRoute[
 }
 
 /** A rule's selector as a CIDR: ip prints an address, `all`, and the length apart when it is not the full one. */
-function selector(addr: unknown, len: unknown): string | undefined {
+function selector(addr: unknown, len: unknown, family?: 6): string | undefined {
   if (addr === undefined || addr === 'all') return undefined;
-  const bits = len === undefined ? 32 : num(len, 'prefix length');
+  const bits = len === undefined ? (family === 6 ? 128 : 32) : num(len, 'prefix length');
   return `${String(addr)}/${bits}`;
 }
 
 const RULE_KEYS = new Set(['priority', 'src', 'srclen', 'dst', 'dstlen', 'table', 'protocol']);
 
-export function parseRules(items: Array<Record<string, unknown>>): KernelRule[] {
+export function parseRules(items: Array<Record<string, unknown>>, family?: 6): KernelRule[] {
   return items.map((r) => {
-    const src = selector(r.src, r.srclen);
-    const dst = selector(r.dst, r.dstlen);
+    const src = selector(r.src, r.srclen, family);
+    const dst = selector(r.dst, r.dstlen, family);
     const extra = Object.keys(r).some((k) => !RULE_KEYS.has(k));
     return {
+      ...(family ? { family } : {}),
       priority: r.priority === undefined ? 0 : num(r.priority, 'priority'),
       ...(src ? { src } : {}),
       ...(dst ? { dst } : {}),
@@ -85,19 +89,32 @@ export function parseRules(items: Array<Record<string, unknown>>): KernelRule[] 
   });
 }
 
-/** The kernel's state from the output of `ip -N -d -json -batch -` fed READ_BATCH. */
-export function parseKernelView(stdout: string): KernelView {
+/**
+ * The kernel's state from the output of `ip -N -d -json -batch -` fed READ_BATCH, and of
+ * `ip -6 ...` fed READ_BATCH_6 (none on a node without IPv6).
+ */
+export function parseKernelView(stdout: string, stdout6 = ''): KernelView {
   const lines = stdout.split('\n').filter((l) => l.trim());
   if (lines.length !== 3) throw new IpOutputError(`ip printed ${lines.length} JSON lines for 3 commands`);
+  const lines6 = stdout6.split('\n').filter((l) => l.trim());
+  if (lines6.length !== 0 && lines6.length !== 2)
+    throw new IpOutputError(`ip -6 printed ${lines6.length} JSON lines for 2 commands`);
   return {
     links: parseLinks(array(lines[0], 'addr show')),
-    routes: parseRoutes(array(lines[1], 'route show table all')),
-    rules: parseRules(array(lines[2], 'rule show')),
+    routes: [
+      ...parseRoutes(array(lines[1], 'route show table all')),
+      ...(lines6.length ? parseRoutes(array(lines6[0], 'ip -6 route show table all'), 6) : []),
+    ],
+    rules: [
+      ...parseRules(array(lines[2], 'rule show')),
+      ...(lines6.length ? parseRules(array(lines6[1], 'ip -6 rule show'), 6) : []),
+    ],
   };
 }
 
 /** One `ip -batch` line and what it serves. */
 export interface BatchLine {
+  /** What follows `ip`; an IPv6 line starts with `-6 ` (a rule's family comes only from the command line). */
   text: string;
   change: 'link' | 'route-add' | 'route-del' | 'rule-add' | 'rule-del';
   eniId?: string;
@@ -135,7 +152,8 @@ const ROUTE_TYPES: Record<number, string> = {
 function routeSpec(r: KernelRoute): string {
   return [
     ...(ROUTE_TYPES[r.type] ? [ROUTE_TYPES[r.type]!] : []),
-    r.dst,
+    // A batch line names no family: `default` would be IPv4's; the address form says which.
+    r.family === 6 && r.dst === 'default' ? '::/0' : r.dst,
     ...(r.gateway ? ['via', r.gateway] : []),
     ...(r.dev ? ['dev', r.dev] : []),
     ...(r.scope === 253 ? ['scope', 'link'] : []),
@@ -147,19 +165,22 @@ function routeSpec(r: KernelRoute): string {
   ].join(' ');
 }
 
+/** `ip` options of the family, before the command: none for IPv4. */
+const familyOption = (r: { family?: 6 }) => (r.family === 6 ? '-6 ' : '');
+
 export function routeAddLine(r: RouteAdd): BatchLine {
   return {
-    text: `route add ${routeSpec(r)}`,
+    text: `${familyOption(r)}route add ${routeSpec(r)}`,
     change: 'route-add',
     eniId: r.eniId,
-    undo: `route del ${routeSpec(r)}`,
+    undo: `${familyOption(r)}route del ${routeSpec(r)}`,
   };
 }
 
 export function routeDelLine(r: KernelRoute): BatchLine {
   // Only what identifies it: a multipath route is named by its destination, table and protocol.
   const spec = r.multipath ? `${r.dst} table ${r.table} proto ${r.protocol}` : routeSpec(r);
-  return { text: `route del ${spec}`, change: 'route-del' };
+  return { text: `${familyOption(r)}route del ${spec}`, change: 'route-del' };
 }
 
 function ruleSpec(r: KernelRule): string {
@@ -170,16 +191,16 @@ function ruleSpec(r: KernelRule): string {
 
 export function ruleAddLine(r: RuleAdd): BatchLine {
   return {
-    text: `rule add ${ruleSpec(r)}`,
+    text: `${familyOption(r)}rule add ${ruleSpec(r)}`,
     change: 'rule-add',
     eniId: r.eniId,
     ip: r.ip,
-    undo: `rule del ${ruleSpec(r)}`,
+    undo: `${familyOption(r)}rule del ${ruleSpec(r)}`,
   };
 }
 
 export function ruleDelLine(r: KernelRule, ip?: string): BatchLine {
-  return { text: `rule del ${ruleSpec(r)}`, change: 'rule-del', ...(ip ? { ip } : {}) };
+  return { text: `${familyOption(r)}rule del ${ruleSpec(r)}`, change: 'rule-del', ...(ip ? { ip } : {}) };
 }
 
 /**

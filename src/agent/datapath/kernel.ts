@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process';
 import type { KernelView } from './model.js';
-import { READ_BATCH, parseBatchErrors, parseKernelView } from './iproute.js';
+import { READ_BATCH, READ_BATCH_6, parseBatchErrors, parseKernelView } from './iproute.js';
 
 /** The kernel as the datapath sees it: read its state, apply `ip -batch` lines. */
 export interface KernelPort {
   read(): Promise<KernelView>;
   /**
-   * Runs every line (one failing does not stop the others); answers the failed ones by 1-based
-   * number, or 0 when ip stopped without saying which line (then any of them may have run).
+   * Runs every line (one failing does not stop the others; one starting `-6 ` in IPv6); answers
+   * the failed ones by 1-based number, or 0 when ip stopped without saying which line (then any
+   * of them may have run).
    */
   apply(lines: string[]): Promise<Map<number, string>>;
 }
@@ -59,17 +60,32 @@ export class IpRouteKernel implements KernelPort {
   }
 
   async read(): Promise<KernelView> {
-    const r = await this.run(['-N', '-d', '-json', '-batch', '-'], READ_BATCH);
+    const [r, r6] = await Promise.all([
+      this.run(['-N', '-d', '-json', '-batch', '-'], READ_BATCH),
+      this.run(['-6', '-N', '-d', '-json', '-batch', '-'], READ_BATCH_6),
+    ]);
     if (r.code !== 0) throw new Error(`cannot read the node's links, routes and rules: ${r.stderr.trim()}`);
-    return parseKernelView(r.stdout);
+    // A kernel without IPv6 has no IPv6 routes or rules to read.
+    const noIpv6 = r6.code !== 0 && /not supported|protocol not available/i.test(r6.stderr);
+    if (r6.code !== 0 && !noIpv6) throw new Error(`cannot read the node's IPv6 routes and rules: ${r6.stderr.trim()}`);
+    return parseKernelView(r.stdout, noIpv6 ? '' : r6.stdout);
   }
 
   async apply(lines: string[]): Promise<Map<number, string>> {
     if (!lines.length) return new Map();
-    const r = await this.run(['-force', '-batch', '-'], `${lines.join('\n')}\n`);
-    const failed = parseBatchErrors(r.stderr);
-    // ip gives up on a line it cannot parse (exit 255), whatever -force says: which ran is not known.
-    if (r.code !== 0 && failed.size === 0) failed.set(0, r.stderr.trim() || `ip exited ${r.code}`);
+    // One batch per family, each answering by its own line numbers: mapped back to the caller's.
+    const numbered = lines.map((text, i) => ({ text, n: i + 1 }));
+    const failed = new Map<number, string>();
+    for (const six of [false, true]) {
+      const part = numbered.filter((l) => l.text.startsWith('-6 ') === six);
+      if (!part.length) continue;
+      const text = part.map((l) => (six ? l.text.slice(3) : l.text)).join('\n');
+      const r = await this.run([...(six ? ['-6'] : []), '-force', '-batch', '-'], `${text}\n`);
+      const errors = parseBatchErrors(r.stderr);
+      for (const [k, err] of errors) failed.set(k === 0 ? 0 : part[k - 1]!.n, err);
+      // ip gives up on a line it cannot parse (exit 255), whatever -force says: which ran is not known.
+      if (r.code !== 0 && errors.size === 0) failed.set(0, r.stderr.trim() || `ip exited ${r.code}`);
+    }
     return failed;
   }
 }

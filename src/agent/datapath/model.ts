@@ -33,6 +33,8 @@ export const DEFAULT_TABLE_BASE = 3000;
 export const MAX_DEVICE_INDEX = 255;
 /** The kernel's `main` table. */
 export const MAIN_TABLE = 254;
+/** The metric the kernel gives an IPv6 route added without one (IPv4's is 0). */
+export const IPV6_DEFAULT_METRIC = 1024;
 /** rtnetlink's route types and scopes, as `ip -N` prints them. */
 export const RTN_UNICAST = 1;
 export const SCOPE_UNIVERSE = 0;
@@ -53,6 +55,8 @@ export interface PoolEni {
   deviceIndex?: number;
   gatewayIP: string;
   vSwitchCIDR: string;
+  /** Dual-stack: the IPv6 next hop of its table's second default route (the VPC router's link-local address). */
+  gatewayIPv6?: string;
   /** The ENI's own address: the image's network scripts may configure it on the device (DHCP) at any time. */
   primaryIP?: string;
 }
@@ -91,6 +95,8 @@ export interface KernelLink {
 }
 
 export interface KernelRoute {
+  /** 6 for an IPv6 route (read with `ip -6`); IPv4 when absent. */
+  family?: 6;
   table: number;
   type: number;
   /** `default`, an address (a /32), or a CIDR, as ip prints it. */
@@ -105,6 +111,8 @@ export interface KernelRoute {
 }
 
 export interface KernelRule {
+  /** 6 for an IPv6 rule; IPv4 when absent. */
+  family?: 6;
   priority: number;
   /** A CIDR, or undefined for `from all`. */
   src?: string;

@@ -2,6 +2,7 @@ import ipaddr from 'ipaddr.js';
 import {
   EGRESS_PRIORITY,
   INGRESS_PRIORITY,
+  IPV6_DEFAULT_METRIC,
   MAIN_TABLE,
   MAX_DEVICE_INDEX,
   RTN_UNICAST,
@@ -49,35 +50,68 @@ export function isOurRule(r: KernelRule): boolean {
 }
 
 const routeKey = (r: KernelRoute) =>
-  [r.table, r.type, r.dst, r.gateway ?? '', r.dev ?? '', r.scope, r.metric ?? 0, r.multipath ? 'm' : ''].join('|');
+  [
+    r.family ?? 4,
+    r.table,
+    r.type,
+    r.dst,
+    r.gateway ?? '',
+    r.dev ?? '',
+    r.scope,
+    r.metric ?? 0,
+    r.multipath ? 'm' : '',
+  ].join('|');
 const ruleKey = (r: KernelRule) =>
-  [r.priority, r.src ?? '', r.dst ?? '', r.table ?? '', r.protocol, r.extra ? 'x' : ''].join('|');
+  [r.family ?? 4, r.priority, r.src ?? '', r.dst ?? '', r.table ?? '', r.protocol, r.extra ? 'x' : ''].join('|');
 
-/** The pod address a rule of ours is about: the egress rule's source, the ingress rule's destination (a /32). */
+/** The pod address a rule of ours is about: the egress rule's source, the ingress rule's destination (a /32 or /128). */
 export function ruleAddress(r: KernelRule): string | undefined {
   const cidr = r.priority === EGRESS_PRIORITY ? r.src : r.priority === INGRESS_PRIORITY ? r.dst : undefined;
-  return cidr?.endsWith('/32') ? cidr.slice(0, -3) : undefined;
+  const whole = r.family === 6 ? '/128' : '/32';
+  return cidr?.endsWith(whole) ? cidr.slice(0, -whole.length) : undefined;
 }
 
-/** The two rules of a pod address: ingress to `main`, egress to its ENI's table. */
+/** The two rules of a pod address (either family): ingress to `main`, egress to its ENI's table. */
 export function podRules(ip: string, table: number): KernelRule[] {
+  const six = ip.includes(':');
+  const family = six ? { family: 6 as const } : {};
+  const host = `${ip}/${six ? 128 : 32}`;
   return [
-    { priority: INGRESS_PRIORITY, dst: `${ip}/32`, table: MAIN_TABLE, protocol: RT_PROTOCOL },
-    { priority: EGRESS_PRIORITY, src: `${ip}/32`, table, protocol: RT_PROTOCOL },
+    { ...family, priority: INGRESS_PRIORITY, dst: host, table: MAIN_TABLE, protocol: RT_PROTOCOL },
+    { ...family, priority: EGRESS_PRIORITY, src: host, table, protocol: RT_PROTOCOL },
   ];
 }
 
-/** The two routes of an ENI's table: its gateway on the link, and the default route through it. */
-export function eniRoutes(gateway: string, dev: string, table: number): KernelRoute[] {
+/**
+ * The routes of an ENI's table: its gateway on the link, and the default route through it; in
+ * dual-stack also the IPv6 default route through the router's link-local address (on-link by
+ * nature: no route to it is needed).
+ */
+export function eniRoutes(gateway: string, dev: string, table: number, gatewayIPv6?: string): KernelRoute[] {
   return [
     { table, type: RTN_UNICAST, dst: gateway, dev, scope: SCOPE_LINK, protocol: RT_PROTOCOL },
     { table, type: RTN_UNICAST, dst: 'default', gateway, dev, scope: SCOPE_UNIVERSE, protocol: RT_PROTOCOL },
+    ...(gatewayIPv6
+      ? [
+          {
+            family: 6 as const,
+            table,
+            type: RTN_UNICAST,
+            dst: 'default',
+            gateway: gatewayIPv6,
+            dev,
+            scope: SCOPE_UNIVERSE,
+            protocol: RT_PROTOCOL,
+            metric: IPV6_DEFAULT_METRIC,
+          },
+        ]
+      : []),
   ];
 }
 
 /** The devices the node's preferred default route (main table, lowest metric) leaves through: its primary interface. */
 export function primaryDevices(kernel: KernelView): Set<string> {
-  const defaults = kernel.routes.filter((r) => r.table === MAIN_TABLE && r.dst === 'default' && r.dev);
+  const defaults = kernel.routes.filter((r) => !r.family && r.table === MAIN_TABLE && r.dst === 'default' && r.dev);
   if (!defaults.length) return new Set();
   const best = Math.min(...defaults.map((r) => r.metric ?? 0));
   return new Set(defaults.filter((r) => (r.metric ?? 0) === best).map((r) => r.dev!));
@@ -230,7 +264,7 @@ export function planDatapath(
         ...(dev.mtu !== config.mtu ? { mtu: config.mtu } : {}),
         ...(!dev.up ? { up: true } : {}),
       });
-    const want = new Map(eniRoutes(c.eni.gatewayIP, dev.name, table).map((r) => [routeKey(r), r]));
+    const want = new Map(eniRoutes(c.eni.gatewayIP, dev.name, table, c.eni.gatewayIPv6).map((r) => [routeKey(r), r]));
     for (const r of kernel.routes.filter((x) => x.table === table && isOurRoute(x, config))) {
       if (want.has(routeKey(r))) want.delete(routeKey(r));
       else delRoutes.push(r);

@@ -1,6 +1,7 @@
 import { API_VERSION, type ENIPoolClass } from '../../api/types.js';
 import { CloudError } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
+import { dualStack, familyProblem } from '../../ipam/families.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, securityGroupsFor } from '../../ipam/placement.js';
 import { TAGS } from '../eni/cloud-state.js';
 import type { OperatorConfig } from '../config.js';
@@ -34,7 +35,7 @@ export async function validateClass(
   const tagged = Object.keys(tags).length
     ? inVpc.filter((v) => Object.entries(tags).every(([k, val]) => v.tags[k] === val))
     : [];
-  const chosen = [...inVpc.filter((v) => spec.vSwitchIDs?.includes(v.id)), ...tagged];
+  let chosen = [...inVpc.filter((v) => spec.vSwitchIDs?.includes(v.id)), ...tagged];
   if (!chosen.length) {
     return {
       reason: 'NoVSwitch',
@@ -102,6 +103,11 @@ export async function validateClass(
       message: `minAllocate ${spec.minAllocate} exceeds maxAllocate ${spec.maxAllocate}`,
       zones: [],
     };
+  }
+  if (dualStack(spec)) {
+    const problem = familyProblem(spec, chosen);
+    if (problem) return { reason: 'InvalidIPFamilies', message: problem, zones: [] };
+    chosen = chosen.filter((v) => v.ipv6Cidr);
   }
   const zones = [...new Set(chosen.map((v) => v.zoneId))].sort();
   return {

@@ -79,8 +79,11 @@ export class EniLifecycle implements EniWork {
     this.deps.events.record(pool, type, reason, message);
   }
 
-  /** Create an ENI carrying all its IPs (with `prefix`, as /28s), attach it, and publish it the moment it is InUse. */
-  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[], prefix = false): void {
+  /**
+   * Create an ENI carrying all its IPs (with `prefix`, as /28s; with `ipv6`, that many IPv6
+   * addresses too), attach it, and publish it the moment it is InUse.
+   */
+  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[], prefix = false, ipv6 = 0): void {
     if (this.stopped) return;
     const name = pool.metadata.name;
     const memory = this.deps.memory.of(name);
@@ -102,6 +105,7 @@ export class EniLifecycle implements EniWork {
           vSwitchId,
           securityGroupIds,
           ...(prefix ? { ipv4PrefixCount: ips / PREFIX_SIZE } : { secondaryIpCount: ips }),
+          ...(ipv6 ? { ipv6Count: ipv6 } : {}),
           tags,
           clientToken,
           description: `eni-ipam pool ENI of node ${name}`,
@@ -110,7 +114,9 @@ export class EniLifecycle implements EniWork {
         this.deps.metrics.cloudChanges.inc({ action: 'CreateNetworkInterface' });
         this.deps.cloud.upsert(eni);
         if (prefix) this.deps.cloud.unfragment(vSwitchId);
-        const what = prefix ? `${ips / PREFIX_SIZE} /28 prefixes (${ips} IPs)` : `${ips} IPs`;
+        const what =
+          (prefix ? `${ips / PREFIX_SIZE} /28 prefixes (${ips} IPs)` : `${ips} IPs`) +
+          (eni.ipv6.length ? ` and ${eni.ipv6.length} IPv6 addresses` : '');
         this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${what} in ${vSwitchId}`);
       } catch (e) {
         this.ledger.end(op);

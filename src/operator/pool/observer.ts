@@ -95,6 +95,7 @@ export async function observePool(
       vpcId: v.vpcId,
       free: v.availableIpCount,
       tags: v.tags,
+      ...(v.ipv6Cidr ? { ipv6Cidr: v.ipv6Cidr } : {}),
       blocked: cloud.blocked.has(v.id),
       fragmented: cloud.isFragmented(v.id),
     })),

@@ -72,6 +72,8 @@ export type IpCalls = Pick<
   | 'unassignPrivateIpAddresses'
   | 'assignIpv4Prefixes'
   | 'unassignIpv4Prefixes'
+  | 'assignIpv6Addresses'
+  | 'unassignIpv6Addresses'
   | 'describeInstances'
 >;
 
@@ -91,7 +93,14 @@ export interface EniWorkInFlight {
 /** The background life of ENIs: create and attach, attach, detach and delete, and what of it is in flight. */
 export interface EniWork {
   /** `ips` pod addresses; with `prefix`, as ips/16 /28 prefixes. */
-  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[], prefix?: boolean): void;
+  create(
+    pool: ENIPool,
+    vSwitchId: string,
+    ips: number,
+    securityGroupIds: string[],
+    prefix?: boolean,
+    ipv6?: number,
+  ): void;
   attach(pool: ENIPool, eni: NetworkInterface, o?: { alreadyAttaching?: boolean }): void;
   /** Deletes an emptied ENI in the background. */
   remove(pool: ENIPool, eni: NetworkInterface): void;

@@ -16,7 +16,7 @@ import { deficitMet } from './node-memory.js';
 
 export interface PoolReconcilerDeps extends PoolSide {
   failures: CloudFailures;
-  metrics: Pick<OperatorMetrics, 'poolIps' | 'poolPrefixes' | 'cloudChanges' | 'deficitToPublished'>;
+  metrics: Pick<OperatorMetrics, 'poolIps' | 'poolPrefixes' | 'poolIpv6' | 'cloudChanges' | 'deficitToPublished'>;
   config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode' | 'nodeGoneGraceMs'>;
   enqueue: (name: string, afterMs?: number) => void;
 }
@@ -131,13 +131,15 @@ export class PoolReconciler {
     try {
       // Released first: the plan may assign into the room an unassign makes on the same ENI.
       for (const u of plan.unassign) await this.unassign(pool, u);
+      for (const u of plan.unassignIpv6) await this.unassignIpv6(pool, u);
       for (const a of plan.assign) {
         vSwitchId = a.vSwitchId;
         prefix = a.prefix === true;
         await this.assign(pool, a);
       }
       vSwitchId = undefined;
-      for (const c of plan.create) enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds, c.prefix);
+      for (const a of plan.assignIpv6) await this.assignIpv6(pool, a);
+      for (const c of plan.create) enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds, c.prefix, c.ipv6);
       for (const id of plan.deleteEnis) {
         const eni = cloud.get(id);
         if (eni) enis.remove(pool, eni);
@@ -195,6 +197,33 @@ export class PoolReconciler {
     this.deps.events.record(pool, 'Normal', 'ReleasedIPs', `unassigned ${what.join('; ')}`);
   }
 
+  /** Dual-stack: IPv6 companions for the ENI's IPv4 pod addresses. */
+  private async assignIpv6(pool: ENIPool, a: PoolPlan['assignIpv6'][number]): Promise<void> {
+    const { cloud, ecs } = this.deps;
+    const got = await ecs.assignIpv6Addresses(a.eniId, { count: a.count });
+    this.changed(pool, 'AssignIpv6Addresses');
+    const eni = cloud.get(a.eniId);
+    if (eni) cloud.upsert({ ...eni, ipv6: [...eni.ipv6, ...got] });
+    this.deps.events.record(pool, 'Normal', 'AssignedIPs', `assigned ${got.length} IPv6 addresses to ${a.eniId}`);
+  }
+
+  private async unassignIpv6(pool: ENIPool, u: PoolPlan['unassignIpv6'][number]): Promise<void> {
+    const { cloud, ecs } = this.deps;
+    await ecs.unassignIpv6Addresses(u.eniId, u.ips).catch((e: unknown) => {
+      // Gone already (a retry after a lost answer) is what was asked for.
+      if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
+    });
+    this.changed(pool, 'UnassignIpv6Addresses');
+    const eni = cloud.get(u.eniId);
+    if (eni) cloud.upsert({ ...eni, ipv6: eni.ipv6.filter((ip) => !u.ips.includes(ip)) });
+    this.deps.events.record(
+      pool,
+      'Normal',
+      'ReleasedIPs',
+      `unassigned ${u.ips.length} excess IPv6 addresses from ${u.eniId} (${u.ips.join(', ')})`,
+    );
+  }
+
   private changed(pool: ENIPool, action: string): void {
     this.deps.memory.of(pool.metadata.name).failures.delete(action);
     this.deps.metrics.cloudChanges.inc({ action });
@@ -225,11 +254,17 @@ export class PoolReconciler {
     const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
     const enis = publishedEnis(current, await cloud.vSwitches());
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
-    if (enis.length !== eniIds.length || inUse !== summary.available) return false;
+    const inUse6 = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ipv6s?.length ?? 0) : 0), 0);
+    if (enis.length !== eniIds.length || inUse !== summary.available || inUse6 !== (summary.availableIPv6 ?? inUse6))
+      return false;
     const m = this.deps.metrics.poolIps;
     for (const kind of ['available', 'used', 'needed', 'releasing', 'batch'] as const)
       m.set({ node: name, kind }, summary[kind] ?? 0);
     this.deps.metrics.poolPrefixes.set({ node: name }, summary.prefixes ?? 0);
+    if (summary.availableIPv6 !== undefined) {
+      this.deps.metrics.poolIpv6.set({ node: name, kind: 'available' }, summary.availableIPv6);
+      this.deps.metrics.poolIpv6.set({ node: name, kind: 'used' }, summary.usedIPv6 ?? 0);
+    }
     const patch = statusPatch(pool.status, { enis, summary, ...rest });
     // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
     if (!this.deps.mayWrite()) return true;
@@ -277,6 +312,8 @@ const counts = (p: PoolPlan) => ({
   assign: p.assign.length,
   create: p.create.length,
   unassign: p.unassign.length,
+  assignIpv6: p.assignIpv6.length,
+  unassignIpv6: p.unassignIpv6.length,
   deleteEnis: p.deleteEnis.length,
   requeueAfterMs: p.requeueAfterMs,
 });

@@ -1,5 +1,6 @@
 import type { ENIPoolStatus, PoolENI } from '../../api/types.js';
 import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
+import { IPV6_GATEWAY } from '../../ipam/families.js';
 import { vSwitchGateway } from '../../ipam/gateway.js';
 import { prefixAddresses } from '../../ipam/prefix.js';
 
@@ -24,6 +25,13 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[]): P
         deviceIndex: e.deviceIndex,
         ips: e.status === 'InUse' ? [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)] : [],
         ...(e.ipv4Prefixes.length ? { prefixes: [...e.ipv4Prefixes] } : {}),
+        // Dual-stack: the pods' IPv6 addresses, and how the node routes them (families.ts).
+        ...(e.ipv6.length || vsw?.ipv6Cidr
+          ? {
+              ipv6s: e.status === 'InUse' ? [...e.ipv6] : [],
+              ...(vsw?.ipv6Cidr ? { vSwitchIPv6CIDR: vsw.ipv6Cidr, gatewayIPv6: IPV6_GATEWAY } : {}),
+            }
+          : {}),
       };
     })
     .sort((a, b) => (a.deviceIndex ?? 99) - (b.deviceIndex ?? 99) || (a.id < b.id ? -1 : 1));

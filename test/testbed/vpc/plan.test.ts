@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { diffVpc, rulesFor, type KernelState } from '../../../testbed/vpc/diff.js';
+import { diffVpc, rules6For, rulesFor, type KernelState } from '../../../testbed/vpc/diff.js';
 import { parseIptablesSave } from '../../../testbed/vpc/kernel.js';
 import { choosePlace } from '../../../testbed/vpc/host.js';
 import {
@@ -22,6 +22,7 @@ const eni = (id: string, over: Partial<WorldView['enis'][number]> = {}): WorldVi
   primaryIp: '10.1.16.5',
   secondaryIps: [],
   ipv4Prefixes: [],
+  ipv6: [],
   instanceId: 'i-1',
   deviceIndex: 1,
   ...over,
@@ -72,6 +73,12 @@ const applied = (ports: Port[]): KernelState => ({
   ],
   neighbours: ports.flatMap((p) => p.addresses.map((a) => ({ dst: a, dev: p.name, mac: p.peerMac }))),
   iptables: rulesFor(ports),
+  routes6: [
+    { dst: 'default', type: 'blackhole' },
+    ...ports.flatMap((p) => p.addresses6.map((a) => ({ dst: a, dev: p.name }))),
+  ],
+  neighbours6: ports.flatMap((p) => p.addresses6.map((a) => ({ dst: a, dev: p.name, mac: p.peerMac }))),
+  ip6tables: rules6For(ports),
 });
 
 describe('the VPC emulation’s plan (pure)', () => {
@@ -139,6 +146,9 @@ describe('the VPC emulation’s plan (pure)', () => {
       routes: [],
       neighbours: [],
       iptables: new Map(),
+      routes6: [],
+      neighbours6: [],
+      ip6tables: new Map(),
     });
     const name = portName('eni-a1');
     expect(fromEmpty.vpc).toEqual([
@@ -152,6 +162,8 @@ describe('the VPC emulation’s plan (pure)', () => {
       `route replace 10.1.17.0/28 via 10.1.16.5 dev ${name} onlink`,
       `neigh replace 10.1.16.5 lladdr 00:16:3e:00:00:a1 dev ${name} nud permanent`,
       `neigh replace 10.1.16.6 lladdr 00:16:3e:00:00:a1 dev ${name} nud permanent`,
+      // IPv6: nothing is delivered but what an ENI holds (this vSwitch has no IPv6 CIDR).
+      'route replace blackhole ::/0',
     ]);
     expect(fromEmpty.iptables).toBe(
       [

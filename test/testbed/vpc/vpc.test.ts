@@ -24,6 +24,7 @@ const P = `evt${process.pid % 10000}-`;
 const N1 = `${P}n1`; // i-demo-01: ecs.g7.large, given jumbo frames (8500) below
 const N2 = `${P}n2`; // i-demo-04: ecs.g7.xlarge (1500)
 const N3 = `${P}n3`; // i-demo-07, on a VPC of its own with the naming and delay knobs
+const N4 = `${P}n4`; // i-demo-03: zone j, where vsw-j-pods has an IPv6 CIDR
 
 let emu: EcsEmulator;
 let ecs: RPCClient;
@@ -144,7 +145,7 @@ beforeAll(async () => {
     f.delays = { attachMs: 300, detachMs: 300, deleteMs: 30 };
   });
   ecs = pop(emu.url);
-  for (const ns of [N1, N2, N3]) {
+  for (const ns of [N1, N2, N3, N4]) {
     await ip('netns', 'add', ns);
     await ip('-n', ns, 'link', 'set', 'lo', 'up');
   }
@@ -153,6 +154,7 @@ beforeAll(async () => {
     nodes: [
       { instanceId: 'i-demo-01', netns: N1 },
       { instanceId: 'i-demo-04', netns: N2 },
+      { instanceId: 'i-demo-03', netns: N4 },
     ],
     prefix: P,
     vpcHost: { mtu: 8500 },
@@ -246,7 +248,7 @@ maybe('the emulated VPC (root)', () => {
     // Bulk TCP: what crosses the VPC is one segment per packet, as on the wire, and it is carried.
     const iperf = await inNs(pod1, 'iperf3', '-c', host().ip, '-p', String(host().ports.iperf3), '-t', '1', '-J');
     expect(JSON.parse(iperf).end.sum_received.bits_per_second).toBeGreaterThan(50e6);
-    expect(await vpc.drops(a.id)).toEqual({ spoofed: 0, foreignMac: 0, tooBig: 0 });
+    expect(await vpc.drops(a.id)).toEqual({ spoofed: 0, foreignMac: 0, tooBig: 0, spoofed6: 0 });
   }, 30_000);
 
   it('drops what an ENI sends from an address that is not its own (anti-spoofing), and passes the same from its own ENI', async () => {
@@ -395,6 +397,88 @@ maybe('the emulated VPC (root)', () => {
     expect(await deviceOf(N1, b.mac)).toBeUndefined();
     const back = await eventually(() => deviceOf(N1, b.mac), 5000, 100);
     expect(back.flags).not.toContain('UP');
+  }, 30_000);
+});
+
+const ROUTER6 = 'fe80::ecff:ffff:feff:ffff';
+const ping6 = (netns: string, to: string, from?: string) =>
+  sh('ip', ['netns', 'exec', netns, 'ping', '-6', '-c', '1', '-W', '1', ...(from ? ['-I', from] : []), to]);
+
+/**
+ * A dual-stack node's pod by hand, IPv6 half: the ENI's device up, a pod with `addrs` behind a
+ * veth whose host side holds a link-local gateway, and per address rules to `table`, whose
+ * default route goes to the VPC router's link-local address on the ENI's device.
+ */
+async function pod6Behind(node: string, dev: string, addrs: string[], table: number): Promise<string> {
+  const k = ++pods;
+  const pod = `${P}pod${k}`;
+  const hostSide = `pv${k}`;
+  await ip('netns', 'add', pod);
+  await inNs(node, 'sysctl', '-qw', 'net.ipv6.conf.all.forwarding=1');
+  await ip('-n', node, 'link', 'set', dev, 'up');
+  await ip('-n', node, 'link', 'add', hostSide, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', pod);
+  await ip('-n', node, 'addr', 'add', 'fe80::1/128', 'dev', hostSide, 'nodad');
+  await ip('-n', node, 'link', 'set', hostSide, 'up');
+  await ip('-n', pod, 'link', 'set', 'lo', 'up');
+  for (const a of addrs) await ip('-n', pod, 'addr', 'add', `${a}/128`, 'dev', 'eth0', 'nodad');
+  await ip('-n', pod, 'link', 'set', 'eth0', 'up');
+  await ip('-n', pod, '-6', 'route', 'add', 'default', 'via', 'fe80::1', 'dev', 'eth0');
+  await ip('-n', node, '-6', 'route', 'replace', 'default', 'via', ROUTER6, 'dev', dev, 'table', String(table));
+  for (const a of addrs) {
+    await ip('-n', node, '-6', 'route', 'add', `${a}/128`, 'dev', hostSide);
+    await ip('-n', node, '-6', 'rule', 'add', 'from', `${a}/128`, 'lookup', String(table), 'prio', '111');
+    await ip('-n', node, '-6', 'rule', 'add', 'to', `${a}/128`, 'lookup', 'main', 'prio', '20');
+  }
+  return pod;
+}
+
+maybe('the emulated VPC carries IPv6 where the vSwitch has it (root)', () => {
+  let eni: { id: string; mac: string; ipv6: string[] };
+  let pod: string;
+  let dev: string;
+  const host = () => vpc.vpcHost!;
+
+  it('gives the vpc-host an address of its vSwitch’s IPv6 CIDR', () => {
+    expect(host().vSwitchId).toBe('vsw-j-pods');
+    expect(host().ipv6).toMatch(/^2408:4005:3c0:a100:/);
+  });
+
+  it('delivers an ENI’s IPv6 addresses to its device, through the router’s link-local address, and back', async () => {
+    const r: any = await ecs.request(
+      'CreateNetworkInterface',
+      { RegionId: REGION, VSwitchId: 'vsw-j-pods', SecurityGroupIds: ['sg-demo-pods'], Ipv6AddressCount: 3 },
+      { method: 'POST' },
+    );
+    eni = { id: r.NetworkInterfaceId, mac: r.MacAddress, ipv6: r.Ipv6Sets.Ipv6Set.map((s: any) => s.Ipv6Address) };
+    expect(eni.ipv6).toHaveLength(3);
+    await attach({ ...eni, ips: [], vSwitchId: 'vsw-j-pods', gateway: '' }, 'i-demo-03');
+    dev = (await eventually(() => deviceOf(N4, eni.mac), 3000)).ifname;
+    pod = await pod6Behind(N4, dev, [eni.ipv6[1]!, '2408:4005:3c0:a100::dead'], 104);
+    // The node's device may still be checking its own link-local address: a few tries.
+    await eventually(async () => (await ping6(pod, host().ipv6!, eni.ipv6[1])).code === 0, 10_000, 300);
+    const seen = JSON.parse(
+      await inNs(pod, 'curl', '-sS', '--max-time', '3', `http://[${host().ipv6}]:${host().ports.http}/`),
+    );
+    expect(seen.client).toBe(eni.ipv6[1]);
+    expect(await inNs(N4, 'ip', '-6', 'neigh', 'show', ROUTER6, 'dev', dev)).toMatch(/lladdr ee:ff:ff:ff:ff:ff/);
+    // And from the host to the pod: delivered to the ENI's port, to its MAC.
+    expect((await ping6(host().netns, eni.ipv6[1]!)).code).toBe(0);
+  }, 30_000);
+
+  it('drops what an ENI sends from an IPv6 address not its own, and stops delivering one unassigned', async () => {
+    const before = (await vpc.drops(eni.id)).spoofed6;
+    expect((await ping6(pod, host().ipv6!, '2408:4005:3c0:a100::dead')).code).not.toBe(0);
+    expect((await vpc.drops(eni.id)).spoofed6).toBeGreaterThan(before);
+    await ecs.request('UnassignIpv6Addresses', {
+      RegionId: REGION,
+      NetworkInterfaceId: eni.id,
+      Ipv6Address: [eni.ipv6[1]!],
+    });
+    // In effect when the call answers: the same pod, the same address, now spoofed.
+    const spoofed = (await vpc.drops(eni.id)).spoofed6;
+    expect((await ping6(pod, host().ipv6!, eni.ipv6[1])).code).not.toBe(0);
+    expect((await vpc.drops(eni.id)).spoofed6).toBeGreaterThan(spoofed);
+    expect((await ping6(host().netns, eni.ipv6[1]!)).code).not.toBe(0);
   }, 30_000);
 });
 

@@ -1,0 +1,261 @@
+/*
+ * Dual-stack planning (src/ipam/families.ts): each pod IPv4 address of an ENI has an IPv6
+ * companion on the same ENI; the IPv6 addresses follow the IPv4 plan, and their surplus goes
+ * back through the release handshake like any address.
+ */
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { ASSIGN_MAX_IPV6, UNASSIGN_IPV6_BATCH, planCompanions, type CompanionInput } from '../../src/ipam/families.js';
+import { planPool, type EniFact, type PoolObservation } from '../../src/ipam/pool-plan.js';
+import type { Ack } from '../../src/ipam/release.js';
+
+const NOW = Date.parse('2026-01-01T01:00:00.000Z');
+const STAMP = new Date(NOW).toISOString();
+const OLD = new Date(NOW - 30_000).toISOString();
+const RUNS = Number(process.env.PLAN_RUNS ?? 300);
+const VSW6 = {
+  id: 'vsw-6',
+  zoneId: 'zone-a',
+  vpcId: 'vpc-a',
+  free: 100,
+  tags: {},
+  blocked: false,
+  ipv6Cidr: '2408:4005:3c0:a100::/64',
+};
+const VSW4 = { ...VSW6, id: 'vsw-4', free: 200, ipv6Cidr: undefined };
+const v6 = (n: number) => `2408:4005:3c0:a100::${(0x100 + n).toString(16)}`;
+const v4 = (n: number) => `192.168.0.${10 + n}`;
+
+function eni(id: string, ipv4: number, ipv6: number, base = 0): EniFact {
+  return {
+    id,
+    status: 'InUse',
+    instanceId: 'i-node',
+    vSwitchId: 'vsw-6',
+    primaryIp: v4(base + 99),
+    secondaryIps: Array.from({ length: ipv4 }, (_, k) => v4(base + k)),
+    ipv6: Array.from({ length: ipv6 }, (_, k) => v6(base + k)),
+    ours: true,
+    removing: false,
+    attaching: false,
+  };
+}
+
+function observe(o: {
+  enis?: EniFact[];
+  used?: string[];
+  requests?: Record<string, string>;
+  acks?: Record<string, Ack>;
+  vSwitches?: PoolObservation['vSwitches'];
+  preAllocate?: number;
+}): PoolObservation {
+  const enis = o.enis ?? [];
+  return {
+    now: NOW,
+    mode: 'normal',
+    vpcId: 'vpc-a',
+    pool: {
+      apiVersion: 'eniipam.io/v1alpha1',
+      kind: 'ENIPool',
+      metadata: { name: 'node-a', generation: 1 },
+      spec: {
+        nodeName: 'node-a',
+        instanceID: 'i-node',
+        instanceType: 'ecs.test',
+        zoneID: 'zone-a',
+        vSwitchIDs: (o.vSwitches ?? [VSW6]).map((v) => v.id),
+        securityGroupIDs: ['sg-a'],
+        ipFamilies: ['IPv4', 'IPv6'],
+        preAllocate: o.preAllocate ?? 4,
+        releaseDelaySeconds: 0,
+      },
+      status: {
+        used: Object.fromEntries((o.used ?? []).map((ip) => [ip, { pod: 'default/p', containerID: 'c' }])),
+        releaseRequests: o.requests ?? {},
+        releaseAcks: o.acks ?? {},
+      },
+    },
+    // 15 IPv4 per ENI (14 for pods) but only 6 IPv6: an ENI serves 6 dual-stack pods.
+    limits: { eniQuantity: 4, ipv4PerEni: 15, ipv6PerEni: 6 },
+    instanceEnis: enis,
+    ownedEnis: enis,
+    inFlight: { enis: 0, ips: 0 },
+    pendingPods: 0,
+    vSwitches: o.vSwitches ?? [VSW6],
+    securityGroups: [],
+    removedByUs: new Set(),
+    requestStamp: STAMP,
+  };
+}
+
+describe('dual-stack pools', () => {
+  it('create ENIs only in vSwitches with an IPv6 CIDR, each with its IPv6 companions, sized to the IPv6 limit', () => {
+    const plan = planPool(observe({ vSwitches: [VSW4, VSW6], preAllocate: 10 }), { failures: [] });
+    expect(plan.create.length).toBeGreaterThan(0);
+    for (const c of plan.create) {
+      expect(c.vSwitchId).toBe('vsw-6');
+      // An ENI holds 6 IPv6 addresses: no more IPv4 pod addresses than that.
+      expect(c.ips).toBeLessThanOrEqual(6);
+      expect(c.ipv6).toBe(c.ips);
+    }
+  });
+
+  it('say why when no vSwitch of the class has IPv6 in the zone', () => {
+    const plan = planPool(observe({ vSwitches: [VSW4] }), { failures: [] });
+    expect(plan.create).toEqual([]);
+    const ready = plan.status.conditions.find((c) => c.type === 'Ready')!;
+    expect(ready.status).toBe('False');
+    expect(ready.reason).toBe('NoVSwitchInZone');
+    expect(ready.message).toContain('IPv6');
+  });
+
+  it('top up an ENI’s IPv6 to its IPv4 pod addresses, 10 per call at most', () => {
+    const plan = planPool(observe({ enis: [eni('eni-a', 5, 1)], preAllocate: 2 }), { failures: [] });
+    expect(plan.assignIpv6).toEqual([{ eniId: 'eni-a', count: 4 }]);
+    expect(plan.status.summary.availableIPv6).toBe(5);
+  });
+
+  it('count a dual-stack pod once: its IPv6 address is no second pod', () => {
+    const plan = planPool(observe({ enis: [eni('eni-a', 5, 5)], used: [v4(0), v6(0)], preAllocate: 4 }), {
+      failures: [],
+    });
+    expect(plan.status.summary.used).toBe(1);
+    expect(plan.status.summary.usedIPv6).toBe(1);
+    // 5 available, 1 used, 4 free: the pool is full.
+    expect(plan.assign).toEqual([]);
+    expect(plan.create).toEqual([]);
+  });
+
+  it('give back the IPv6 surplus of an ENI whose IPv4 went, only on the agent’s ready, never one in use', () => {
+    // 3 IPv4, 5 IPv6: two surplus; the pod holding v6(0) keeps it.
+    const first = planPool(observe({ enis: [eni('eni-a', 3, 5)], used: [v4(0), v6(0)], preAllocate: 2 }), {
+      failures: [],
+    });
+    const requested = Object.keys(first.status.releaseRequests).filter((k) => k.includes(':'));
+    expect(requested).toHaveLength(2);
+    expect(requested).not.toContain(v6(0));
+    expect(first.unassignIpv6).toEqual([]);
+    const acks = Object.fromEntries(requested.map((k) => [k, { answer: 'ready' as const, requestedAt: STAMP }]));
+    const second = planPool(
+      observe({
+        enis: [eni('eni-a', 3, 5)],
+        used: [v4(0), v6(0)],
+        requests: first.status.releaseRequests,
+        acks,
+        preAllocate: 2,
+      }),
+      { failures: [] },
+    );
+    expect(second.unassignIpv6).toEqual([{ eniId: 'eni-a', ips: requested }]);
+    for (const k of requested) expect(second.status.releaseRequests[k]).toBeUndefined();
+  });
+
+  it('keep IPv4 release requests apart from IPv6 ones (neither withdraws the other’s)', () => {
+    const plan = planPool(
+      observe({
+        enis: [eni('eni-a', 4, 6)],
+        requests: { [v4(3)]: OLD, [v6(5)]: OLD },
+        preAllocate: 2,
+      }),
+      { failures: [] },
+    );
+    // Two IPv4 in excess, two IPv6 beyond the ENI's IPv4: each step keeps its own request and adds one.
+    expect(plan.status.releaseRequests[v4(3)]).toBe(OLD);
+    expect(plan.status.releaseRequests[v6(5)]).toBe(OLD);
+    expect(Object.keys(plan.status.releaseRequests)).toHaveLength(4);
+  });
+});
+
+const stamp = fc.constantFrom(OLD, STAMP);
+const inputArb: fc.Arbitrary<CompanionInput> = fc
+  .record({
+    enis: fc.array(
+      fc.record({
+        attached: fc.boolean(),
+        podIpv4: fc.integer({ min: 0, max: 30 }),
+        ipv6: fc.integer({ min: 0, max: 30 }),
+      }),
+      { maxLength: 4 },
+    ),
+    perEni: fc.integer({ min: 0, max: 20 }),
+    picks: fc.array(fc.tuple(fc.nat(200), fc.constantFrom('used', 'cooling', 'request', 'ready', 'refused')), {
+      maxLength: 40,
+    }),
+    requestStamp: stamp,
+    ackStamp: stamp,
+    release: fc.boolean(),
+    assign: fc.boolean(),
+  })
+  .map((r) => {
+    const enis = r.enis.map((e, k) => ({
+      id: `eni-${k}`,
+      attached: e.attached,
+      podIpv4: e.podIpv4,
+      ipv6: Array.from({ length: e.ipv6 }, (_, n) => v6(k * 40 + n)),
+    }));
+    const all = enis.flatMap((e) => e.ipv6);
+    const used = new Set<string>();
+    const cooling = new Set<string>();
+    const requests = new Map<string, string>();
+    const acks = new Map<string, Ack>();
+    for (const [n, what] of r.picks) {
+      // Some picks name addresses no ENI holds (gone with their ENI).
+      const ip = n < all.length ? all[n]! : v6(1000 + n);
+      if (what === 'used') used.add(ip);
+      else if (what === 'cooling') cooling.add(ip);
+      else {
+        requests.set(ip, r.requestStamp);
+        if (what !== 'request')
+          acks.set(ip, { answer: what === 'ready' ? 'ready' : 'do-not-release', requestedAt: r.ackStamp });
+      }
+    }
+    return {
+      enis,
+      perEni: r.perEni,
+      used,
+      cooling,
+      requests,
+      acks,
+      now: NOW,
+      allow: { assign: r.assign, release: r.release },
+    };
+  });
+
+describe('planCompanions (property)', () => {
+  it('never releases or asks for an address in use or cooling, releases only what the agent confirmed, and never overfills an ENI', () => {
+    fc.assert(
+      fc.property(inputArb, (i) => {
+        const plan = planCompanions(i);
+        const unassigned = plan.unassign.flatMap((u) => u.ips);
+        for (const ip of [...unassigned, ...plan.request]) {
+          expect(i.used.has(ip)).toBe(false);
+          expect(i.cooling.has(ip)).toBe(false);
+        }
+        for (const ip of unassigned) {
+          expect(i.acks.get(ip)?.answer).toBe('ready');
+          expect(i.acks.get(ip)?.requestedAt).toBe(i.requests.get(ip));
+        }
+        for (const u of plan.unassign) expect(u.ips.length).toBeLessThanOrEqual(UNASSIGN_IPV6_BATCH);
+        for (const a of plan.assign) expect(a.count).toBeLessThanOrEqual(ASSIGN_MAX_IPV6);
+        if (!i.allow.release) expect([...plan.request, ...plan.withdraw, ...unassigned]).toEqual([]);
+        if (!i.allow.assign) expect(plan.assign).toEqual([]);
+        for (const e of i.enis) {
+          const added = plan.assign.filter((a) => a.eniId === e.id).reduce((n, a) => n + a.count, 0);
+          const removed = plan.unassign.filter((u) => u.eniId === e.id).reduce((n, u) => n + u.ips.length, 0);
+          const after = e.ipv6.length + added - removed;
+          const target = Math.min(e.podIpv4, i.perEni);
+          if (added > 0) {
+            expect(e.attached).toBe(true);
+            // Topped up exactly to the target, never beyond the instance type's limit.
+            expect(after).toBe(target);
+          }
+          // Never above its target unless it was already; what is given back an attached ENI gets again at once.
+          expect(after).toBeLessThanOrEqual(Math.max(target, e.ipv6.length));
+          if (e.attached && i.allow.assign) expect(after).toBeGreaterThanOrEqual(target);
+          for (const ip of plan.request) if (e.ipv6.includes(ip)) expect(e.ipv6.length).toBeGreaterThan(target);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
