@@ -110,8 +110,9 @@ const placementAndSizing = {
  */
 const FAMILY_RULE = {
   rule:
-    "!has(self.ipFamilies) || self.ipFamilies == ['IPv4'] || (self.ipFamilies == ['IPv4', 'IPv6'] && " +
-    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP') && (!has(self.usePrimaryENI) || !self.usePrimaryENI))",
+    "!has(self.ipFamilies) || (size(self.ipFamilies) >= 1 && self.ipFamilies[0] == 'IPv4' && " +
+    "(size(self.ipFamilies) == 1 || (self.ipFamilies[1] == 'IPv6' && " +
+    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP') && (!has(self.usePrimaryENI) || !self.usePrimaryENI))))",
   message:
     'ipFamilies must be [IPv4] or [IPv4, IPv6]; dual-stack needs ipv4Mode SecondaryIP and usePrimaryENI false ' +
     '(IPv6-only pods, IPv6 with /28 prefixes and IPv6 on the primary ENI are not supported yet)',

@@ -63,6 +63,8 @@ interface Node {
 interface Pod extends PodSpec {
   node: Node;
   ip: string;
+  /** Its IPv6 address, on a dual-stack node. */
+  ipv6?: string;
 }
 
 let c: TestCluster;
@@ -104,7 +106,8 @@ async function startPod(node: Node, name: string, bandwidth?: PodSpec['bandwidth
   await ip('netns', 'add', spec.netns);
   // A runtime retries an ADD refused with "try again later" (code 11): the pool is being topped up.
   const result = await eventually(() => node.runtime.add(spec).catch(() => undefined), 30_000, 500);
-  const pod = { ...spec, node, ip: result.ips[0]!.address.split('/')[0]! };
+  const ipv6 = result.ips[1]?.address.split('/')[0];
+  const pod = { ...spec, node, ip: result.ips[0]!.address.split('/')[0]!, ...(ipv6 ? { ipv6 } : {}) };
   pods.push(pod);
   return pod;
 }
@@ -175,6 +178,13 @@ beforeAll(async () => {
     ipv4Mode: 'Prefix',
     nodeSelector: { matchLabels: { datapath: 'x' } },
   });
+  // Nodes 6 and 7 (zone j) are dual-stack: vsw-j-pods has an IPv6 CIDR.
+  await c.addClass('d', {
+    ...common,
+    vSwitchIDs: ['vsw-j-pods'],
+    ipFamilies: ['IPv4', 'IPv6'],
+    nodeSelector: { matchLabels: { datapath: 'd' } },
+  });
   await c.startOperator();
   // ecs.g7.large (2 secondary ENIs × 5 pod addresses), ecs.g7.xlarge, ecs.c7.2xlarge.
   const plan = [
@@ -183,6 +193,8 @@ beforeAll(async () => {
     { instance: 'i-demo-07', label: 'a', routing: false },
     { instance: 'i-demo-10', label: 'p', routing: true },
     { instance: 'i-demo-13', label: 'x', routing: true },
+    { instance: 'i-demo-03', label: 'd', routing: true },
+    { instance: 'i-demo-06', label: 'd', routing: true },
   ];
   const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
   await allReady(c, names, 30_000);
@@ -394,6 +406,88 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     expect(lost.stdout).toMatch(/100% packet loss/);
     await eventually(async () => (await vpc.drops(eni.id)).spoofed >= before.spoofed + 3, 5000, 100);
   }, 60_000);
+
+  it('dual-stack: pods get an IPv4 and an IPv6 address of one ENI, reach each other across nodes and the VPC host in both families, through that ENI', async () => {
+    const [d1, d2] = [nodes[5]!, nodes[6]!];
+    const [a, b] = [await startPod(d1, 'dual-1'), await startPod(d2, 'dual-2')];
+    const host = vpc.vpcHost!;
+    for (const p of [a, b]) {
+      expect(p.ipv6).toMatch(/^2408:4005:3c0:a100:/);
+      // Both addresses on one ENI of the pod's own node, both reported in use.
+      const eni = eniOf(p.ip);
+      expect(eni.instanceId).toBe(p.node.instance);
+      expect(eni.ipv6).toContain(p.ipv6);
+      await eventually(async () => Boolean((await c.pool(p.node.name)).status?.used?.[p.ipv6!]), 10_000, 50);
+    }
+    const pool = await c.pool(d1.name);
+    const published = pool.status!.enis!.find((e) => e.ipv6s?.includes(a.ipv6!))!;
+    expect(published).toMatchObject({
+      vSwitchIPv6CIDR: '2408:4005:3c0:a100::/64',
+      gatewayIPv6: 'fe80::ecff:ffff:feff:ffff',
+    });
+    const table = TABLE_BASE + published.deviceIndex!;
+    const rules6 = await inNs(d1.netns, 'ip', '-6', 'rule', 'show');
+    expect(rules6).toContain(`${INGRESS}:\tfrom all to ${a.ipv6} lookup main proto 236`);
+    expect(rules6).toContain(`${EGRESS}:\tfrom ${a.ipv6} lookup ${table} proto 236`);
+    expect(await inNs(d1.netns, 'ip', '-6', 'route', 'show', 'table', String(table))).toMatch(
+      /^default via fe80::ecff:ffff:feff:ffff dev \S+ proto 236/m,
+    );
+    // Both families, both ways, across nodes; and to the VPC host, which sees the pod's own addresses.
+    const ping6 = (p: Pod, to: string) => inNs(p.netns, 'ping', '-6', '-c', '1', '-W', '2', to);
+    await eventually(() => ping6(a, b.ipv6!).then(() => true), 10_000, 300);
+    await ping6(b, a.ipv6!);
+    await inNs(a.netns, 'ping', '-c', '1', '-W', '2', b.ip);
+    await ping6(a, host.ipv6!);
+    const answer = await inNs(a.netns, 'curl', '-s', '--max-time', '3', `http://[${host.ipv6}]/`);
+    expect(JSON.parse(answer)).toMatchObject({ client: a.ipv6 });
+    expect(JSON.parse(await inNs(a.netns, 'curl', '-s', '--max-time', '3', `http://${host.ip}/`))).toMatchObject({
+      client: a.ip,
+    });
+    // The VPC sees the pod's IPv6 packets on its ENI's port, from that ENI's MAC.
+    const eni = eniOf(a.ip);
+    const seen = await captured(vpc.portOf(eni.id)!, `icmp6 and src host ${a.ipv6}`, () =>
+      inNs(a.netns, 'ping', '-6', '-c', '3', '-i', '0.2', '-W', '2', host.ipv6!),
+    );
+    expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
+    // Negative control: without the agent's IPv6 egress rule the pod's packets do not leave by its ENI.
+    const egress = `priority ${EGRESS} protocol 236 from ${a.ipv6}/128 lookup ${table}`.split(' ');
+    await inNs(d1.netns, 'ip', '-6', 'rule', 'del', ...egress);
+    const cut = await sh('ip', ['netns', 'exec', a.netns, 'ping', '-6', '-c', '2', '-i', '0.2', '-W', '1', host.ipv6!]);
+    expect(cut.code).not.toBe(0);
+    await inNs(d1.netns, 'ip', '-6', 'rule', 'add', ...egress);
+    await ping6(a, host.ipv6!);
+    // And once the ENI no longer holds the pod's IPv6 address, the VPC drops what the pod sends from it.
+    await pop(c.ecs.url).request(
+      'UnassignIpv6Addresses',
+      { RegionId: REGION, NetworkInterfaceId: eni.id, 'Ipv6Address.1': a.ipv6 },
+      { method: 'POST' },
+    );
+    const before = await vpc.drops(eni.id);
+    const lost = await sh('ip', [
+      'netns',
+      'exec',
+      a.netns,
+      'ping',
+      '-6',
+      '-c',
+      '3',
+      '-i',
+      '0.2',
+      '-W',
+      '1',
+      host.ipv6!,
+    ]);
+    expect(lost.stdout).toMatch(/100% packet loss/);
+    await eventually(async () => (await vpc.drops(eni.id)).spoofed6 >= before.spoofed6 + 3, 5000, 100);
+    // A DEL takes both addresses back and both families' rules off the node.
+    await stopPod(b);
+    expect(await inNs(d2.netns, 'ip', '-6', 'rule', 'show')).not.toContain(b.ipv6!);
+    expect(await inNs(d2.netns, 'ip', '-4', 'rule', 'show')).not.toContain(` ${b.ip} `);
+    await eventually(async () => {
+      const used = (await c.pool(d2.name)).status?.used ?? {};
+      return !(b.ip in used) && !(b.ipv6! in used);
+    }, 10_000);
+  }, 90_000);
 
   it('sends each pod’s packets out of its own ENI: the VPC sees them on that ENI’s port, none on the primary’s', async () => {
     const host = vpc.vpcHost!;

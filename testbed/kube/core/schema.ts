@@ -219,7 +219,7 @@ function celViolation(rule: { rule: string; message?: string }, self: unknown): 
 
 /** JSON as the CEL library takes it: maps as prototype-less objects, whatever realm parsed them. */
 function celValue(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(celValue);
+  if (Array.isArray(v)) return Array.from(v, celValue);
   if (v && typeof v === 'object')
     return Object.assign(Object.create(null), Object.fromEntries(Object.entries(v).map(([k, x]) => [k, celValue(x)])));
   return v;

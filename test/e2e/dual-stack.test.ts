@@ -1,0 +1,114 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { Agent } from '../../src/agent/agent.js';
+import type { ENIPool } from '../../src/api/types.js';
+import { POD_CLASS, conditionOf, ready, startAgentFor, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually } from '../helpers/ecs.js';
+
+let c: TestCluster | undefined;
+let agent: Agent | undefined;
+afterEach(async () => {
+  await agent?.stop();
+  await c?.close();
+  agent = undefined;
+  c = undefined;
+});
+
+const poolWhere = (cluster: TestCluster, node: string, test: (p: ENIPool) => boolean, timeoutMs?: number) =>
+  eventually(async () => {
+    const p = await cluster.pool(node);
+    return test(p) ? p : undefined;
+  }, timeoutMs);
+
+const DUAL = { ...POD_CLASS, vSwitchIDs: ['vsw-j-pods'], ipFamilies: ['IPv4', 'IPv6'] as Array<'IPv4' | 'IPv6'> };
+const ipv6Of = (p: ENIPool) => (p.status?.enis ?? []).flatMap((e) => e.ipv6s ?? []);
+
+describe('dual-stack (ipFamilies [IPv4, IPv6]) on the emulators', () => {
+  it('fills a node with an IPv6 address beside each IPv4 one, in the create itself, and hands each pod one of each from one ENI', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('dual', { ...DUAL, preAllocate: 6, releaseDelaySeconds: 0 });
+    // i-demo-03: ecs.c7.2xlarge in zone j (14 pod IPv4 and 15 IPv6 per ENI).
+    const node = await cluster.addNode('i-demo-03');
+    await cluster.startOperator(
+      process.env.DEBUG_OP
+        ? { logger: (await import('../../src/observability/logger.js')).createLogger({ level: 'debug' }) }
+        : {},
+    );
+    const pool = await poolWhere(cluster, node, (p) => ready(p) && ipv6Of(p).length >= 6);
+    // One create carries both families: no AssignIpv6Addresses.
+    expect(cluster.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
+    const [eni] = pool.status!.enis!;
+    expect(eni).toMatchObject({ vSwitchIPv6CIDR: '2408:4005:3c0:a100::/64', gatewayIPv6: 'fe80::ecff:ffff:feff:ffff' });
+    expect(eni!.ipv6s).toEqual(cluster.ecs.world.enis.get(eni!.id)!.ipv6);
+    expect(eni!.ipv6s).toHaveLength(eni!.ips!.length);
+    expect(pool.status!.summary).toMatchObject({ available: 6, availableIPv6: 6 });
+
+    agent = await startAgentFor(cluster, node, { cooldownMs: 100, statusIntervalMs: 200 });
+    const leases = Array.from({ length: 4 }, (_, i) =>
+      agent!.allocate({ containerId: `c${i}`, ifName: 'eth0', pod: `default/p${i}` }),
+    );
+    for (const l of leases) {
+      if (l === 'pool-empty') throw new Error('pool empty');
+      expect(l.ipv6).toMatchObject({ prefixLength: 64, gateway: 'fe80::1' });
+      expect(eni!.ipv6s).toContain(l.ipv6!.ip);
+      expect(eni!.ips).toContain(l.ip);
+    }
+    expect(new Set(leases.map((l) => (l as { ipv6: { ip: string } }).ipv6.ip)).size).toBe(4);
+    // Both addresses are reported in use; a pod counts once toward the pool's size.
+    const after = await poolWhere(cluster, node, (p) => Object.keys(p.status?.used ?? {}).length === 8);
+    expect(Object.keys(after.status!.used!).sort()).toEqual(
+      leases.flatMap((l) => (l === 'pool-empty' ? [] : [l.ip, l.ipv6!.ip])).sort(),
+    );
+    await poolWhere(cluster, node, (p) => p.status!.summary!.used === 4 && p.status!.summary!.usedIPv6 === 4);
+    // The pool grows for the pods: every IPv4 address it adds gets its IPv6 companion.
+    const grown = await poolWhere(cluster, node, (p) => (p.status?.summary?.available ?? 0) >= 10 && ready(p));
+    await poolWhere(cluster, node, (p) => ipv6Of(p).length === p.status!.summary!.available);
+    expect(grown.status!.summary!.needed).toBe(0);
+
+    // A DEL frees both; the surplus IPv6 addresses go back with their IPv4 ones, through the agent's acks.
+    for (let i = 0; i < 4; i++) agent.release(`c${i}`, 'eth0');
+    const shrunk = await poolWhere(
+      cluster,
+      node,
+      (p) => p.status!.summary!.available === 6 && ipv6Of(p).length === 6 && !Object.keys(p.status?.used ?? {}).length,
+      20_000,
+    );
+    const cloud = cluster.ecs.world.enis.get(shrunk.status!.enis![0]!.id)!;
+    expect(cloud.ipv6).toHaveLength(cloud.secondaryIps.length);
+    expect(cluster.mutatingCalls().UnassignIpv6Addresses).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('refuses a dual-stack class whose vSwitches have no IPv6 CIDR, and the API server refuses IPv6-only', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('dual', {
+      vSwitchIDs: ['vsw-h-pods'],
+      securityGroupIDs: ['sg-demo-pods'],
+      ipFamilies: ['IPv4', 'IPv6'],
+    });
+    await cluster.startOperator();
+    const valid = await eventually(async () => {
+      const k = (await cluster.custom.getClusterCustomObject({
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipoolclasses',
+        name: 'dual',
+      })) as { status?: { conditions?: Array<{ type: string; status: string }> } };
+      const v = conditionOf(k, 'Valid');
+      return v?.status === 'False' ? v : undefined;
+    });
+    expect(valid).toMatchObject({ reason: 'InvalidIPFamilies' });
+    expect(valid.message).toContain('IPv6 CIDR');
+    const refused: Array<Parameters<TestCluster['addClass']>[1]> = [
+      { ipFamilies: ['IPv6'] },
+      { ipFamilies: ['IPv4', 'IPv6'], ipv4Mode: 'Prefix' },
+      { ipFamilies: ['IPv4', 'IPv6'], usePrimaryENI: true },
+    ];
+    for (const spec of refused) {
+      const err = (await cluster.addClass('refused', { ...POD_CLASS, ...spec }).catch((e: unknown) => e)) as {
+        code: number;
+        body: string;
+      };
+      expect(err.code).toBe(422);
+      expect(JSON.parse(err.body).message).toContain('ipFamilies must be [IPv4] or [IPv4, IPv6]');
+    }
+  }, 30_000);
+});
