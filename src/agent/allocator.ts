@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { ENIPool, ReleaseAck } from '../api/types.js';
-import { dualStack, isIpv6 } from '../ipam/families.js';
+import { dualStack, ipv6Only, isIpv6 } from '../ipam/families.js';
 import { addressesOfKey, isPrefixKey, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
@@ -79,7 +79,7 @@ function walkPool(pool: ENIPool): Map<string, Where> {
       vSwitchCidr: cidr,
     });
     for (const ip of eni.ips ?? []) out.set(ip, at(eni.vSwitchCIDR, eni.gatewayIP));
-    if (eni.vSwitchIPv6CIDR && eni.gatewayIPv6)
+    if (eni.vSwitchIPv6CIDR)
       for (const ip of eni.ipv6s ?? []) out.set(ip, at(eni.vSwitchIPv6CIDR, POD_IPV6_GATEWAY));
   }
   return out;
@@ -172,7 +172,11 @@ export function allocate(
   const free6 = pool && dualStack(pool.spec) ? freeAddresses(state, pool, now, exclude, 6) : undefined;
   const sixOn = new Map<string, string>();
   for (const ip of free6 ?? []) if (!sixOn.has(addresses.get(ip)!.eniId)) sixOn.set(addresses.get(ip)!.eniId, ip);
-  const free = freeAddresses(state, pool, now, exclude).filter((ip) => !free6 || sixOn.has(addresses.get(ip)!.eniId));
+  // An IPv6-only pool's pods take an IPv6 address, as others take an IPv4 one.
+  const family = pool && ipv6Only(pool.spec) ? 6 : 4;
+  const free = freeAddresses(state, pool, now, exclude, family).filter(
+    (ip) => !free6 || sixOn.has(addresses.get(ip)!.eniId),
+  );
   // An address on an ENI whose datapath is set answers at once; one on an ENI just attached waits
   // for its device (seconds, on a real node): taken only when no ready ENI has a free address.
   const ip = (readyEnis && free.find((x) => readyEnis.has(addresses.get(x)!.eniId))) ?? free[0];
@@ -340,6 +344,10 @@ export function recoverAllocations(
   for (const p of pods ?? [])
     if (!p.hostNetwork)
       for (const [ip, ifName] of Object.entries(p.interfaces ?? {})) named.set(ip, { pod: p.pod, ifName });
+  // A dual-stack interface holds an IPv6 address beside its IPv4 one, under a key of its own.
+  const dual = pool !== undefined && dualStack(pool.spec);
+  const keyOf = (ip: string, containerId: string, ifName: string) =>
+    dual && isIpv6(ip) ? ipv6Key(containerId, ifName) : allocationKey(containerId, ifName);
   const take = (ip: string, pod: string, containerId: string, recorded?: string) => {
     if (held.has(ip)) return;
     held.add(ip);
@@ -347,7 +355,7 @@ export function recoverAllocations(
     let ifName = recorded || (told?.pod === pod ? told.ifName : undefined);
     // Two addresses claiming one interface of a container (or one the state holds): name neither
     // wrongly, keep this one apart under its address.
-    if (ifName && allocations[allocationKey(containerId, ifName)]) ifName = undefined;
+    if (ifName && allocations[keyOf(ip, containerId, ifName)]) ifName = undefined;
     const a: Allocation = {
       ip,
       pod,
@@ -357,7 +365,7 @@ export function recoverAllocations(
       allocatedAt: now,
       recovered: true,
     };
-    allocations[allocationKey(containerId, ifName ?? `*${ip}`)] = a;
+    allocations[ifName ? keyOf(ip, containerId, ifName) : allocationKey(containerId, `*${ip}`)] = a;
     recovered.push(a);
   };
   for (const [ip, owner] of Object.entries(pool?.status?.used ?? {}))

@@ -146,18 +146,20 @@ function validAttachments(conf: NetConf): Set<string> {
 }
 
 function addResult(conf: NetConf, lease: Lease): unknown {
-  // Results before 1.0.0 carry the IP version in each address.
-  const version = conf.cniVersion.startsWith('0.') ? { version: '4' } : {};
+  // Results before 1.0.0 carry the IP version in each address. An IPv6-only pod's one address is IPv6.
+  const versioned = (v: '4' | '6') => (conf.cniVersion.startsWith('0.') ? { version: v } : {});
+  const six = isIpv6(lease.ip);
+  const version = versioned(six ? '6' : '4');
   // Dual-stack: the IPv6 address too, with its link-local gateway (POD_IPV6_GATEWAY).
   const v6 = lease.ipv6;
-  const version6 = conf.cniVersion.startsWith('0.') ? { version: '6' } : {};
+  const version6 = versioned('6');
   return {
     cniVersion: conf.cniVersion,
     ips: [
       { ...version, address: `${lease.ip}/${lease.prefixLength}`, gateway: lease.gateway },
       ...(v6 ? [{ ...version6, address: `${v6.ip}/${v6.prefixLength}`, gateway: v6.gateway }] : []),
     ],
-    routes: [{ dst: '0.0.0.0/0', gw: lease.gateway }, ...(v6 ? [{ dst: '::/0', gw: v6.gateway }] : [])],
+    routes: [{ dst: six ? '::/0' : '0.0.0.0/0', gw: lease.gateway }, ...(v6 ? [{ dst: '::/0', gw: v6.gateway }] : [])],
     dns: {},
     eniIpam: { eniId: lease.eniId, mac: lease.mac, vSwitchCidr: lease.vSwitchCidr },
   };
@@ -229,7 +231,9 @@ async function run(agent: CniAgent, req: CniRequest, now: number): Promise<unkno
     await agent.removePod(containerId, ifName);
     return undefined;
   }
-  const mine = agent.list().find((a) => a.containerId === containerId && a.ifName === ifName && !isIpv6(a.ip));
+  // The interface's first address: IPv4, or IPv6 in an IPv6-only pool (a dual-stack one holds both).
+  const held = agent.list().filter((a) => a.containerId === containerId && a.ifName === ifName);
+  const mine = held.find((a) => !isIpv6(a.ip)) ?? held[0];
   if (!mine)
     throw new CniError(
       CNI_ERRORS.unknownContainer,

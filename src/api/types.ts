@@ -95,7 +95,7 @@ const placementAndSizing = {
   ipFamilies: s.array(s.enum(['IPv4', 'IPv6'] as const), {
     maxItems: 2,
     description:
-      'The address families of each pod: [IPv4] (the default), or [IPv4, IPv6] (dual-stack: one IPv6 address per IPv4 address on the same ENI, only in vSwitches with an IPv6 CIDR, within the instance type\u2019s IPv6 addresses per ENI).',
+      'The address families of each pod: [IPv4] (the default), [IPv4, IPv6] (dual-stack: one IPv6 address per IPv4 address on the same ENI), or [IPv6] (IPv6 pod addresses only); with IPv6, only vSwitches with an IPv6 CIDR, within the instance type\u2019s IPv6 addresses per ENI.',
   }),
   usePrimaryENI: s.bool({
     default: false,
@@ -105,17 +105,18 @@ const placementAndSizing = {
 };
 
 /**
- * The families eni-ipam serves: IPv4, or dual-stack. IPv6-only pods, and dual-stack with /28
- * prefixes or the primary ENI, are refused by the API server with this rule's message.
+ * The families eni-ipam serves: [IPv4], [IPv4, IPv6] or [IPv6]. IPv6 with /28 prefixes or the
+ * primary ENI is refused by the API server with this rule's message.
  */
 const FAMILY_RULE = {
   rule:
-    "!has(self.ipFamilies) || (size(self.ipFamilies) >= 1 && self.ipFamilies[0] == 'IPv4' && " +
-    "(size(self.ipFamilies) == 1 || (self.ipFamilies[1] == 'IPv6' && " +
-    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP') && (!has(self.usePrimaryENI) || !self.usePrimaryENI))))",
+    "!has(self.ipFamilies) || (size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv4') || " +
+    "(((size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv6') || " +
+    "(size(self.ipFamilies) == 2 && self.ipFamilies[0] == 'IPv4' && self.ipFamilies[1] == 'IPv6')) && " +
+    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP') && (!has(self.usePrimaryENI) || !self.usePrimaryENI))",
   message:
-    'ipFamilies must be [IPv4] or [IPv4, IPv6]; dual-stack needs ipv4Mode SecondaryIP and usePrimaryENI false ' +
-    '(IPv6-only pods, IPv6 with /28 prefixes and IPv6 on the primary ENI are not supported yet)',
+    'ipFamilies must be [IPv4], [IPv4, IPv6] or [IPv6]; with IPv6, ipv4Mode must be SecondaryIP and usePrimaryENI ' +
+    'false (IPv6 with /28 prefixes or on the primary ENI is not supported yet)',
 };
 
 /** The policy fields a class sets and its nodes' pools carry, resolved (every one of them). */

@@ -56,6 +56,8 @@ export interface AllocationInput {
    * that would cross it is not planned. Unbounded when absent.
    */
   ceiling?: number;
+  /** Single addresses one create may carry (IPv6: 10), and one assign; 49 and unbounded when absent. */
+  perCall?: { create: number; assign?: number };
 }
 
 /** Counts are in addresses; with `prefix`, a multiple of 16 carried as /28 prefixes. */
@@ -86,18 +88,19 @@ function createGranule(input: AllocationInput, vSwitch: VSwitchView | undefined)
   return input.prefixes.fallback ? 1 : 0;
 }
 
-/** Addresses one create may carry at granule `g`: 49 secondaries, or 10 prefixes (ECS limits). */
-const perCreate = (limits: InstanceLimits, g: number) =>
+/** Addresses one create may carry at granule `g`: 49 secondaries (or `perCall`), or 10 prefixes (ECS limits). */
+const perCreate = (input: AllocationInput, g: number) =>
   g === PREFIX_SIZE
-    ? Math.min(limits.ipv4PerEni, CREATE_MAX_PREFIXES) * g
-    : Math.min(limits.ipv4PerEni, CREATE_MAX_IPS);
+    ? Math.min(input.limits.ipv4PerEni, CREATE_MAX_PREFIXES) * g
+    : Math.min(input.limits.ipv4PerEni, input.perCall?.create ?? CREATE_MAX_IPS);
 
 /** Room left on an ENI in addresses, and what one assign may add to it (10 prefixes per call). */
 function roomOf(limits: InstanceLimits, eni: EniView): number {
   const g = granuleOf(eni.prefix);
   return Math.max(0, limits.ipv4PerEni - (eni.slots ?? Math.ceil(eni.ips / g))) * g;
 }
-const perAssign = (eni: EniView) => (eni.prefix ? ASSIGN_MAX_PREFIXES * PREFIX_SIZE : Infinity);
+const perAssign = (input: AllocationInput, eni: EniView) =>
+  eni.prefix ? ASSIGN_MAX_PREFIXES * PREFIX_SIZE : (input.perCall?.assign ?? Infinity);
 
 /**
  * Creates ENIs for `remaining` IPs in free slots, each carrying as many IPs as it may. Each
@@ -118,7 +121,7 @@ function planCreates(
   while (remaining - added > 0 && ops.length < slots) {
     const wanted = (id: string) =>
       Math.min(
-        perCreate(input.limits, granule(id)),
+        perCreate(input, granule(id)),
         roundUp(remaining - added, granule(id)),
         roundDown(ceilingLeft - added, granule(id)),
       );
@@ -195,8 +198,8 @@ function fillCalls(input: AllocationInput, plan: AllocationPlan, extra: number):
     const g = granuleOf(op.prefix);
     const room =
       op.kind === 'assign'
-        ? Math.min(roomOf(input.limits, enis.get(op.eniId)!), perAssign(enis.get(op.eniId)!)) - op.count
-        : perCreate(input.limits, g) - op.ips;
+        ? Math.min(roomOf(input.limits, enis.get(op.eniId)!), perAssign(input, enis.get(op.eniId)!)) - op.count
+        : perCreate(input, g) - op.ips;
     const more = roundDown(Math.max(0, Math.min(room, left, free.get(op.vSwitchId)!)), g);
     left -= more;
     free.set(op.vSwitchId, free.get(op.vSwitchId)! - more);
@@ -214,10 +217,10 @@ const sizeOf = (op: AllocationOp) => (op.kind === 'assign' ? op.count : op.ips);
  */
 function assignAmount(input: AllocationInput, eni: EniView, wanted: number, ceilingLeft: number, free: number): number {
   if (wanted <= 0) return 0;
-  if (!eni.prefix) return Math.min(roomOf(input.limits, eni), wanted, free, ceilingLeft);
+  if (!eni.prefix) return Math.min(roomOf(input.limits, eni), perAssign(input, eni), wanted, free, ceilingLeft);
   const vSwitch = input.vSwitches.find((v) => v.id === eni.vSwitchId);
   if (vSwitch?.fragmented) return 0;
-  const most = Math.min(roomOf(input.limits, eni), perAssign(eni), roundDown(free, PREFIX_SIZE));
+  const most = Math.min(roomOf(input.limits, eni), perAssign(input, eni), roundDown(free, PREFIX_SIZE));
   return Math.min(most, roundUp(wanted, PREFIX_SIZE), roundDown(ceilingLeft, PREFIX_SIZE));
 }
 

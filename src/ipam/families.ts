@@ -10,9 +10,26 @@ import { planRelease, type Ack } from './release.js';
  * same release handshake, where it has more.
  */
 
-/** The pool's pods get an IPv6 address too. */
-export const dualStack = (spec: Pick<ENIPool['spec'], 'ipFamilies'>): boolean =>
-  spec.ipFamilies?.includes('IPv6') ?? false;
+type Families = Pick<ENIPool['spec'], 'ipFamilies'>;
+
+/** The pool's pods get an IPv6 address beside their IPv4 one. */
+export const dualStack = (spec: Families): boolean =>
+  (spec.ipFamilies?.includes('IPv4') ?? true) && (spec.ipFamilies?.includes('IPv6') ?? false);
+
+/** The pool's pods get an IPv6 address only (ipFamilies [IPv6]): it is sized in IPv6 addresses. */
+export const ipv6Only = (spec: Families): boolean => spec.ipFamilies?.length === 1 && spec.ipFamilies[0] === 'IPv6';
+
+/** The pool's ENIs need a vSwitch with an IPv6 CIDR. */
+export const needsIpv6 = (spec: Families): boolean => dualStack(spec) || ipv6Only(spec);
+
+/**
+ * Whether an address or release key is of the family the pool is sized in (its pods' own, or
+ * in dual-stack the IPv4 one, which the IPv6 one follows).
+ */
+export const inPodFamily =
+  (spec: Families) =>
+  (key: string): boolean =>
+    isIpv6(key) === ipv6Only(spec);
 
 /** IPv6 addresses per CreateNetworkInterface (Ipv6AddressCount), AssignIpv6Addresses and UnassignIpv6Addresses call (ECS). */
 export const CREATE_MAX_IPV6 = 10;
@@ -43,13 +60,14 @@ export function familyProblem(
   spec: Pick<ENIPool['spec'], 'ipFamilies' | 'ipv4Mode' | 'usePrimaryENI'>,
   vSwitches: ReadonlyArray<{ id: string; ipv6Cidr?: string }>,
 ): string | undefined {
-  if (!dualStack(spec)) return undefined;
-  if (spec.ipv4Mode === 'Prefix') return 'dual-stack (ipFamilies [IPv4, IPv6]) needs ipv4Mode SecondaryIP';
-  if (spec.usePrimaryENI) return 'dual-stack (ipFamilies [IPv4, IPv6]) needs usePrimaryENI false';
+  if (!needsIpv6(spec)) return undefined;
+  const families = `ipFamilies [${spec.ipFamilies!.join(', ')}]`;
+  if (spec.ipv4Mode === 'Prefix') return `${families} needs ipv4Mode SecondaryIP`;
+  if (spec.usePrimaryENI) return `${families} needs usePrimaryENI false`;
   if (!vSwitches.some((v) => v.ipv6Cidr))
     return (
       `no vSwitch of the class has an IPv6 CIDR (${vSwitches.map((v) => v.id).join(', ')}): ` +
-      'enable IPv6 on them, or select vSwitches that have it, for ipFamilies [IPv4, IPv6]'
+      `enable IPv6 on them, or select vSwitches that have it, for ${families}`
     );
   return undefined;
 }

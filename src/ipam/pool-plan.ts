@@ -12,7 +12,17 @@ import {
   type SecurityGroupInfo,
   type VSwitchInfo,
 } from './placement.js';
-import { CREATE_MAX_IPV6, dualStack, familyLimits, isIpv6, planCompanions } from './families.js';
+import {
+  CREATE_MAX_IPV6,
+  dualStack,
+  familyLimits,
+  inPodFamily,
+  ipv6Only,
+  isIpv6,
+  needsIpv6,
+  planCompanions,
+} from './families.js';
+import { ipv6OnlyMemory, ipv6OnlyPlan, ipv6OnlyView } from './ipv6-only.js';
 import { PREFIX_SIZE, prefixAddresses } from './prefix.js';
 import { acksOf, planRelease } from './release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing, type Usage } from './sizing.js';
@@ -245,12 +255,18 @@ const noChanges = (): Changes => ({
  * what the node keeps after it.
  */
 export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
+  // An IPv6-only pool is planned in IPv6 pod addresses by the same steps (ipv6-only.ts).
+  return ipv6Only(o.pool.spec) ? ipv6OnlyPlan(planInFamily(ipv6OnlyView(o), ipv6OnlyMemory(m))) : planInFamily(o, m);
+}
+
+/** planPool in the pool's pod family: its ENIs' pod addresses are `secondaryIps` and `ipv4Prefixes`. */
+function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
   const { pool, now } = o;
   const spec = pool.spec;
   const limits = o.limits && familyLimits(o.limits, spec);
   const events: PlannedEvent[] = [];
-  // Sized in IPv4: a dual-stack pod's IPv6 address follows its IPv4 one (families.ts).
-  const inUseNow = usedIpv4(pool.status);
+  // Sized in the pod family: a dual-stack pod's IPv6 address follows its IPv4 one (families.ts).
+  const inUseNow = usedInFamily(pool.status, spec);
   const horizonMs = batchHorizonMs(releaseDelayMs(spec));
   const memory = {
     deficitSince: m.deficitSince,
@@ -260,7 +276,7 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
   };
   const sizing = limits ? sizingOf(spec, limits) : undefined;
   const cooling = coolingIps(pool.status, now);
-  const coolingIpv4 = cooling.filter((c) => !isIpv6(c.ip)).length;
+  const coolingIpv4 = cooling.filter((c) => inPodFamily(spec)(c.ip)).length;
   const finish = (plan: Omit<PoolPlan, 'status' | 'events' | 'memory'>, s: StatusInput): PoolPlan => {
     const retry = nextAttempt(m.failures, now);
     const requeueAfterMs = retry === undefined ? plan.requeueAfterMs : min(plan.requeueAfterMs, retry - now + 50);
@@ -285,6 +301,13 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
       warning('UnknownInstanceType', `instance type ${spec.instanceType} is not known to DescribeInstanceTypes`),
     );
     return notReady('UnknownInstanceType', `instance type ${spec.instanceType} is unknown`, 60_000);
+  }
+  if (needsIpv6(spec) && !((limits.ipv6PerEni ?? 0) > 0)) {
+    const why =
+      `instance type ${spec.instanceType} has no IPv6 addresses per ENI (EniIpv6AddressQuantity 0): ` +
+      `ipFamilies [${spec.ipFamilies!.join(', ')}] cannot be served on it; use [IPv4], or another type`;
+    events.push(warning('NoIPv6OnInstanceType', why));
+    return notReady('NoIPv6OnInstanceType', why, 60_000);
   }
   const mayAllocate = o.mode !== 'read-only';
   const blocked = (action: string) => heldBack(m.failures, action, now) !== undefined;
@@ -392,7 +415,8 @@ export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
     if (extra > 0 && (step.assign.length || step.create.length))
       memory.demand = carry(memory.demand, extra, now, horizonMs);
   } else if (want === 0 && !beyondCeiling) memory.shortfall = undefined;
-  if (dualStack(spec)) {
+  // Dual-stack, or IPv6 left on the ENIs of a pool that no longer uses it (given back).
+  if (dualStack(spec) || (!ipv6Only(spec) && inUse.some((e) => e.ipv6?.length))) {
     const companions = planIpv6Step(
       o,
       limits,
@@ -432,7 +456,7 @@ function planAllocationStep(
   const events: PlannedEvent[] = [];
   // Dual-stack ENIs go only where the vSwitch has an IPv6 CIDR (elsewhere ECS refuses their IPv6).
   const candidates: VSwitchView[] = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID!)
-    .filter((v) => !dualStack(spec) || v.ipv6Cidr)
+    .filter((v) => !needsIpv6(spec) || v.ipv6Cidr)
     .map(({ id, free, blocked, fragmented }) => ({ id, free, blocked, ...(fragmented ? { fragmented } : {}) }));
   // The primary ENI's addresses come from the node's own vSwitch, which may be no vSwitch of the class.
   const primary = usablePrimary(o);
@@ -456,6 +480,9 @@ function planAllocationStep(
     selection,
     allow,
     prefixes,
+    // A create carries 10 IPv6 addresses at most (ECS); an assign of more is split into calls of 10
+    // (ipv6-only.ts), which still costs fewer calls, and no ENI slot, where a create would do.
+    ...(ipv6Only(spec) ? { perCall: { create: CREATE_MAX_IPV6 } } : {}),
   });
   const fragmented = candidates.filter((c) => c.fragmented && !c.assignOnly);
   // No whole /28 fits under maxAllocate: the pool holds what it may.
@@ -503,8 +530,8 @@ function planAllocationStep(
 }
 
 /** Addresses pods hold in IPv4 (a dual-stack pod holds an IPv6 address too). */
-const usedIpv4 = (status: ENIPoolStatus | undefined) =>
-  Object.keys(status?.used ?? {}).filter((ip) => !isIpv6(ip)).length;
+const usedInFamily = (status: ENIPoolStatus | undefined, spec: ENIPool['spec']) =>
+  Object.keys(status?.used ?? {}).filter(inPodFamily(spec)).length;
 
 /**
  * Dual-stack: each attached ENI's IPv6 addresses brought to its IPv4 pod addresses once this
@@ -536,7 +563,7 @@ function planIpv6Step(
       .map((e) => ({
         id: e.id,
         attached: e.status === 'InUse',
-        podIpv4: ipsOf(afterRelease(e)) + assigned(e.id),
+        podIpv4: dualStack(pool.spec) ? ipsOf(afterRelease(e)) + assigned(e.id) : 0,
         ipv6: e.ipv6 ?? [],
       })),
     perEni: limits.ipv6PerEni ?? 0,
@@ -590,7 +617,7 @@ function planReleaseStep(
     delayMs,
     cooling: new Set(coolingIps(pool.status, now).map((c) => c.ip)),
     // IPv6 requests are the IPv6 step's (planIpv6Step).
-    requests: new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => !isIpv6(key))),
+    requests: new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => inPodFamily(spec)(key))),
     acks: acksOf(pool.status),
     deleteEmptyEnis: spec.deleteEmptyENIs ?? false,
   });
@@ -609,7 +636,11 @@ function planReleaseStep(
       for (const key of [...u.ips, ...prefixes]) delete releaseRequests[key];
     }
   }
-  const deleted = inUse.filter((e) => release.deleteEnis.includes(e.id));
+  // An ENI goes whole only with its IPv6 addresses free too (a dual-stack pod holds one of each).
+  const busy6 = new Set([...Object.keys(pool.status?.used ?? {}), ...coolingIps(pool.status, now).map((c) => c.ip)]);
+  const deleted = inUse.filter(
+    (e) => release.deleteEnis.includes(e.id) && !(e.ipv6 ?? []).some((ip) => busy6.has(ip)),
+  );
   for (const key of deleted.flatMap((e) => [
     e.primaryIp,
     ...e.secondaryIps,
@@ -669,7 +700,7 @@ function plannedStatus(
     sum(published.filter((e) => e.status === 'InUse').map((e) => e.ipv4Prefixes?.length ?? 0)) +
     sum((s.changes?.assign ?? []).map((a) => (a.prefix ? a.count / PREFIX_SIZE : 0))) -
     sum((s.changes?.unassign ?? []).map((u) => u.prefixes?.length ?? 0));
-  const used = usedIpv4(pool.status);
+  const used = usedInFamily(pool.status, pool.spec);
   const busy = used + cooling;
   const ipv6 = dualStack(pool.spec) || published.some((e) => e.ipv6?.length);
   const availableIPv6 =
@@ -787,7 +818,7 @@ function degradedOrOutage(
 
 function noVSwitchInZoneMessage(spec: ENIPool['spec'], zones: string[]): string {
   const of = spec.className ? `class ${spec.className}` : 'the pool';
-  if (dualStack(spec))
+  if (needsIpv6(spec))
     return `no vSwitch of ${of} with an IPv6 CIDR is in zone ${spec.zoneID} (dual-stack ENIs need one): enable IPv6 on one, or add one of zone ${spec.zoneID} that has it`;
   const where = zones.length ? `its vSwitches are in ${zones.join(', ')}` : 'it selects no vSwitch of the VPC';
   return `no vSwitch of ${of} is in zone ${spec.zoneID} (${where}): add one of zone ${spec.zoneID} to vSwitchIDs or vSwitchTags`;

@@ -185,6 +185,13 @@ beforeAll(async () => {
     ipFamilies: ['IPv4', 'IPv6'],
     nodeSelector: { matchLabels: { datapath: 'd' } },
   });
+  // Nodes 8 and 9 (zone j) are IPv6-only: their pods have an IPv6 address and no IPv4 one.
+  await c.addClass('six', {
+    ...common,
+    vSwitchIDs: ['vsw-j-pods'],
+    ipFamilies: ['IPv6'],
+    nodeSelector: { matchLabels: { datapath: 'six' } },
+  });
   await c.startOperator();
   // ecs.g7.large (2 secondary ENIs × 5 pod addresses), ecs.g7.xlarge, ecs.c7.2xlarge.
   const plan = [
@@ -195,6 +202,8 @@ beforeAll(async () => {
     { instance: 'i-demo-13', label: 'x', routing: true },
     { instance: 'i-demo-03', label: 'd', routing: true },
     { instance: 'i-demo-06', label: 'd', routing: true },
+    { instance: 'i-demo-09', label: 'six', routing: true },
+    { instance: 'i-demo-12', label: 'six', routing: true },
   ];
   const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
   await allReady(c, names, 30_000);
@@ -487,6 +496,67 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
       const used = (await c.pool(d2.name)).status?.used ?? {};
       return !(b.ip in used) && !(b.ipv6! in used);
     }, 10_000);
+  }, 90_000);
+
+  it('IPv6-only: pods get one IPv6 address of their node’s ENI and no IPv4 one, and reach each other across nodes and the VPC host through that ENI', async () => {
+    const [s1, s2] = [nodes[7]!, nodes[8]!];
+    const [a, b] = [await startPod(s1, 'six-1'), await startPod(s2, 'six-2')];
+    const host = vpc.vpcHost!;
+    const eniOf6 = (addr: string) => [...c.ecs.world.enis.values()].find((e) => e.ipv6.includes(addr))!;
+    for (const p of [a, b]) {
+      // The one address of the result is IPv6, of an ENI of the pod's own node that holds no IPv4 for pods.
+      expect(p.ip).toMatch(/^2408:4005:3c0:a100:/);
+      expect(p.ipv6).toBeUndefined();
+      const eni = eniOf6(p.ip);
+      expect(eni.instanceId).toBe(p.node.instance);
+      expect(eni.secondaryIps).toEqual([]);
+      await eventually(async () => Boolean((await c.pool(p.node.name)).status?.used?.[p.ip]), 10_000, 50);
+      expect(await inNs(p.netns, 'ip', '-4', 'addr', 'show', 'dev', 'eth0')).not.toContain('inet ');
+    }
+    const table = TABLE_BASE + (await c.pool(s1.name)).status!.enis!.find((e) => e.ipv6s?.includes(a.ip))!.deviceIndex!;
+    expect(await inNs(s1.netns, 'ip', '-6', 'rule', 'show')).toContain(
+      `${EGRESS}:\tfrom ${a.ip} lookup ${table} proto 236`,
+    );
+    const ping6 = (p: Pod, to: string) => inNs(p.netns, 'ping', '-6', '-c', '1', '-W', '2', to);
+    await eventually(() => ping6(a, b.ip).then(() => true), 10_000, 300);
+    await ping6(b, a.ip);
+    // The first contact may wait for neighbour discovery on the way (a few tries).
+    await eventually(() => ping6(a, host.ipv6!).then(() => true), 5000, 300);
+    const answer = await inNs(b.netns, 'curl', '-s', '--max-time', '3', `http://[${host.ipv6}]/`);
+    expect(JSON.parse(answer)).toMatchObject({ client: b.ip });
+    // And to a dual-stack pod of another node, by its IPv6 address.
+    const dual = pods.find((p) => p.ipv6 && p.node === nodes[5])!;
+    await ping6(a, dual.ipv6!);
+    const eni = eniOf6(a.ip);
+    const seen = await captured(vpc.portOf(eni.id)!, `icmp6 and src host ${a.ip}`, () =>
+      inNs(a.netns, 'ping', '-6', '-c', '3', '-i', '0.2', '-W', '2', host.ipv6!),
+    );
+    expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
+    // Negative control: an address the ENI no longer holds is neither delivered nor let out.
+    await pop(c.ecs.url).request(
+      'UnassignIpv6Addresses',
+      { RegionId: REGION, NetworkInterfaceId: eni.id, 'Ipv6Address.1': a.ip },
+      { method: 'POST' },
+    );
+    const before = await vpc.drops(eni.id);
+    const lost = await sh('ip', [
+      'netns',
+      'exec',
+      a.netns,
+      'ping',
+      '-6',
+      '-c',
+      '3',
+      '-i',
+      '0.2',
+      '-W',
+      '1',
+      host.ipv6!,
+    ]);
+    expect(lost.stdout).toMatch(/100% packet loss/);
+    await eventually(async () => (await vpc.drops(eni.id)).spoofed6 >= before.spoofed6 + 3, 5000, 100);
+    await stopPod(b);
+    expect(await inNs(s2.netns, 'ip', '-6', 'rule', 'show')).not.toContain(b.ip);
   }, 90_000);
 
   it('sends each pod’s packets out of its own ENI: the VPC sees them on that ENI’s port, none on the primary’s', async () => {

@@ -6,10 +6,13 @@ import type { KernelLink, KernelRoute, KernelRule, KernelView, LinkChange, Route
  * nothing), and the changes as `ip -batch` lines.
  */
 
-/** What the agent reads, in one `ip -batch` run: one JSON array per line. */
-export const READ_BATCH = 'addr show\nroute show table all\nrule show\n';
-/** The same of IPv6 routes and rules, in an `ip -6 -batch` run (a batch line cannot name the family). */
-export const READ_BATCH_6 = 'route show table all\nrule show\n';
+/**
+ * What the agent reads: the links with their addresses (`ip -batch`), then the routes and rules
+ * of each family (`ip -4 -batch`, `ip -6 -batch`: a batch line cannot name the family, and
+ * `route show table all` of no family would print both, untold apart). One JSON array per line.
+ */
+export const READ_LINKS = 'addr show\n';
+export const READ_TABLES = 'route show table all\nrule show\n';
 
 export class IpOutputError extends Error {}
 
@@ -89,25 +92,29 @@ export function parseRules(items: Array<Record<string, unknown>>, family?: 6): K
   });
 }
 
-/**
- * The kernel's state from the output of `ip -N -d -json -batch -` fed READ_BATCH, and of
- * `ip -6 ...` fed READ_BATCH_6 (none on a node without IPv6).
- */
-export function parseKernelView(stdout: string, stdout6 = ''): KernelView {
+const jsonLines = (stdout: string, commands: number, what: string): string[] => {
   const lines = stdout.split('\n').filter((l) => l.trim());
-  if (lines.length !== 3) throw new IpOutputError(`ip printed ${lines.length} JSON lines for 3 commands`);
-  const lines6 = stdout6.split('\n').filter((l) => l.trim());
-  if (lines6.length !== 0 && lines6.length !== 2)
-    throw new IpOutputError(`ip -6 printed ${lines6.length} JSON lines for 2 commands`);
+  if (lines.length !== commands) throw new IpOutputError(`${what} printed ${lines.length} JSON lines for ${commands} commands`);
+  return lines;
+};
+
+/**
+ * The kernel's state from the output of `ip -N -d -json -batch -` fed READ_LINKS, and of
+ * `ip -4 ...` and `ip -6 ...` fed READ_TABLES (no IPv6 output on a node without IPv6).
+ */
+export function parseKernelView(links: string, tables4: string, tables6 = ''): KernelView {
+  const [addr] = jsonLines(links, 1, 'ip');
+  const [routes4, rules4] = jsonLines(tables4, 2, 'ip -4');
+  const six = tables6.trim() ? jsonLines(tables6, 2, 'ip -6') : undefined;
   return {
-    links: parseLinks(array(lines[0], 'addr show')),
+    links: parseLinks(array(addr, 'addr show')),
     routes: [
-      ...parseRoutes(array(lines[1], 'route show table all')),
-      ...(lines6.length ? parseRoutes(array(lines6[0], 'ip -6 route show table all'), 6) : []),
+      ...parseRoutes(array(routes4, 'ip -4 route show table all')),
+      ...(six ? parseRoutes(array(six[0], 'ip -6 route show table all'), 6) : []),
     ],
     rules: [
-      ...parseRules(array(lines[2], 'rule show')),
-      ...(lines6.length ? parseRules(array(lines6[1], 'ip -6 rule show'), 6) : []),
+      ...parseRules(array(rules4, 'ip -4 rule show')),
+      ...(six ? parseRules(array(six[1], 'ip -6 rule show'), 6) : []),
     ],
   };
 }

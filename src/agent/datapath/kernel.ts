@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import type { KernelView } from './model.js';
-import { READ_BATCH, READ_BATCH_6, parseBatchErrors, parseKernelView } from './iproute.js';
+import { READ_LINKS, READ_TABLES, parseBatchErrors, parseKernelView } from './iproute.js';
 
 /** The kernel as the datapath sees it: read its state, apply `ip -batch` lines. */
 export interface KernelPort {
@@ -30,7 +30,7 @@ interface Run {
   stderr: string;
 }
 
-/** iproute2 in batch mode: one process per read (three commands) and one per set of changes. */
+/** iproute2 in batch mode: three processes per read (links; each family's routes and rules) and one per set of changes. */
 export class IpRouteKernel implements KernelPort {
   constructor(private readonly options: IpRouteOptions = {}) {}
 
@@ -60,15 +60,17 @@ export class IpRouteKernel implements KernelPort {
   }
 
   async read(): Promise<KernelView> {
-    const [r, r6] = await Promise.all([
-      this.run(['-N', '-d', '-json', '-batch', '-'], READ_BATCH),
-      this.run(['-6', '-N', '-d', '-json', '-batch', '-'], READ_BATCH_6),
+    const [links, r4, r6] = await Promise.all([
+      this.run(['-N', '-d', '-json', '-batch', '-'], READ_LINKS),
+      this.run(['-4', '-N', '-d', '-json', '-batch', '-'], READ_TABLES),
+      this.run(['-6', '-N', '-d', '-json', '-batch', '-'], READ_TABLES),
     ]);
-    if (r.code !== 0) throw new Error(`cannot read the node's links, routes and rules: ${r.stderr.trim()}`);
+    for (const r of [links, r4])
+      if (r.code !== 0) throw new Error(`cannot read the node's links, routes and rules: ${r.stderr.trim()}`);
     // A kernel without IPv6 has no IPv6 routes or rules to read.
     const noIpv6 = r6.code !== 0 && /not supported|protocol not available/i.test(r6.stderr);
     if (r6.code !== 0 && !noIpv6) throw new Error(`cannot read the node's IPv6 routes and rules: ${r6.stderr.trim()}`);
-    return parseKernelView(r.stdout, noIpv6 ? '' : r6.stdout);
+    return parseKernelView(links.stdout, r4.stdout, noIpv6 ? '' : r6.stdout);
   }
 
   async apply(lines: string[]): Promise<Map<number, string>> {

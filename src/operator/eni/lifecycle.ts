@@ -88,7 +88,8 @@ export class EniLifecycle implements EniWork {
     const name = pool.metadata.name;
     const memory = this.deps.memory.of(name);
     const clientToken = randomUUID();
-    const op = this.ledger.beginCreate(name, clientToken, ips);
+    // What the ENI brings the pool: its IPv4 pod addresses, or IPv6 ones in an IPv6-only pool.
+    const op = this.ledger.beginCreate(name, clientToken, ips || ipv6);
     // Taken from the vSwitch now (its IPs and its own primary), so that other pools planned meanwhile do not count on them too.
     this.deps.cloud.took(vSwitchId, ips + 1);
     const tags = {
@@ -201,7 +202,12 @@ export class EniLifecycle implements EniWork {
     if (this.stopped) return;
     const name = pool.metadata.name;
     // What it brings to pods: its secondaries (its primary is the node's).
-    const op = this.ledger.beginAttach(name, eni.id, eni.secondaryIps.length + PREFIX_SIZE * eni.ipv4Prefixes.length);
+    // Pod addresses it brings: IPv4, or IPv6 in an IPv6-only pool (a dual-stack ENI's IPv6 follow its IPv4).
+    const op = this.ledger.beginAttach(
+      name,
+      eni.id,
+      Math.max(eni.secondaryIps.length + PREFIX_SIZE * eni.ipv4Prefixes.length, eni.ipv6.length),
+    );
     this.attachRecorded(pool, eni, this.deps.memory.of(name), op, o.alreadyAttaching ?? false);
   }
 

@@ -15,7 +15,7 @@ export interface DepartureDeps extends PoolSide {
 type Result = { requeueAfterMs?: number };
 
 /** What a release request of an ENI names: its primary, each secondary, each /28 prefix whole. */
-const keysOf = (e: NetworkInterface) => [e.primaryIp, ...e.secondaryIps, ...e.ipv4Prefixes];
+const keysOf = (e: NetworkInterface) => [e.primaryIp, ...e.secondaryIps, ...e.ipv4Prefixes, ...e.ipv6];
 
 /**
  * A node leaving the cluster, and its pool with it. Absence in a cache is no proof: a pool goes
@@ -180,7 +180,9 @@ export class NodeDeparture {
     const live = await this.deps.store.readPool(name);
     if (!live) return { enis: new Set(), verdict: () => 'wait' };
     const used = live.status?.used ?? {};
-    const shown = new Set((live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => e.ips ?? []));
+    const shown = new Set(
+      (live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => [...(e.ips ?? []), ...(e.ipv6s ?? [])]),
+    );
     // A prefix is asked for, and answered, whole (one ack covers its 16 addresses).
     const unseen = (key: string) => addressesOfKey(key).every((ip) => !shown.has(ip) && !(ip in used));
     const requests = { ...(live.status?.releaseRequests ?? {}) };

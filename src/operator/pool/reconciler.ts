@@ -1,3 +1,4 @@
+import { ipv6Only, needsIpv6 } from '../../ipam/families.js';
 import type { ENIPool } from '../../api/types.js';
 import { CloudError, type NetworkInterface } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
@@ -204,6 +205,9 @@ export class PoolReconciler {
     this.changed(pool, 'AssignIpv6Addresses');
     const eni = cloud.get(a.eniId);
     if (eni) cloud.upsert({ ...eni, ipv6: [...eni.ipv6, ...got] });
+    // In an IPv6-only pool these are the pool's pod addresses: a deficit met.
+    if (ipv6Only(pool.spec))
+      deficitMet(this.deps.memory.of(pool.metadata.name), this.deps.now(), this.deps.metrics.deficitToPublished);
     this.deps.events.record(pool, 'Normal', 'AssignedIPs', `assigned ${got.length} IPv6 addresses to ${a.eniId}`);
   }
 
@@ -252,10 +256,12 @@ export class PoolReconciler {
     const name = pool.metadata.name;
     const { eniIds, summary, ...rest } = plan.status;
     const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
-    const enis = publishedEnis(current, await cloud.vSwitches());
+    const enis = publishedEnis(current, await cloud.vSwitches(), needsIpv6(pool.spec));
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
     const inUse6 = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ipv6s?.length ?? 0) : 0), 0);
-    if (enis.length !== eniIds.length || inUse !== summary.available || inUse6 !== (summary.availableIPv6 ?? inUse6))
+    // The summary counts the pool's pod family (IPv6 in an IPv6-only pool).
+    const pods = ipv6Only(pool.spec) ? inUse6 : inUse;
+    if (enis.length !== eniIds.length || pods !== summary.available || inUse6 !== (summary.availableIPv6 ?? inUse6))
       return false;
     const m = this.deps.metrics.poolIps;
     for (const kind of ['available', 'used', 'needed', 'releasing', 'batch'] as const)

@@ -9,7 +9,7 @@ import { prefixAddresses } from '../../ipam/prefix.js';
  * prefixes, are usable by pods once it is InUse (its own primary address is the node's: an image
  * configures it on the device).
  */
-export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[]): PoolENI[] {
+export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[], routesIpv6 = false): PoolENI[] {
   return enis
     .map((e) => {
       const vsw = vSwitches.find((v) => v.id === e.vSwitchId);
@@ -25,11 +25,13 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[]): P
         deviceIndex: e.deviceIndex,
         ips: e.status === 'InUse' ? [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)] : [],
         ...(e.ipv4Prefixes.length ? { prefixes: [...e.ipv4Prefixes] } : {}),
-        // Dual-stack: the pods' IPv6 addresses, and how the node routes them (families.ts).
-        ...(e.ipv6.length || vsw?.ipv6Cidr
+        // The ENI's IPv6 addresses (the agent answers release requests for them), and, where the
+        // pool's pods use IPv6, the next hop the node routes them through (families.ts).
+        ...(e.ipv6.length || (routesIpv6 && vsw?.ipv6Cidr)
           ? {
               ipv6s: e.status === 'InUse' ? [...e.ipv6] : [],
-              ...(vsw?.ipv6Cidr ? { vSwitchIPv6CIDR: vsw.ipv6Cidr, gatewayIPv6: IPV6_GATEWAY } : {}),
+              ...(vsw?.ipv6Cidr ? { vSwitchIPv6CIDR: vsw.ipv6Cidr } : {}),
+              ...(routesIpv6 && vsw?.ipv6Cidr ? { gatewayIPv6: IPV6_GATEWAY } : {}),
             }
           : {}),
       };

@@ -7,6 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { ASSIGN_MAX_IPV6, UNASSIGN_IPV6_BATCH, planCompanions, type CompanionInput } from '../../src/ipam/families.js';
 import { planPool, type EniFact, type PoolObservation } from '../../src/ipam/pool-plan.js';
+import type { FailureRecord } from '../../src/ipam/failure-record.js';
 import type { Ack } from '../../src/ipam/release.js';
 
 const NOW = Date.parse('2026-01-01T01:00:00.000Z');
@@ -150,6 +151,37 @@ describe('dual-stack pools', () => {
     for (const k of requested) expect(second.status.releaseRequests[k]).toBeUndefined();
   });
 
+  it('do not delete an ENI whose IPv4 addresses are confirmed free while a pod holds one of its IPv6 addresses', () => {
+    const requests = { [v4(0)]: STAMP, [v4(1)]: STAMP };
+    const acks = Object.fromEntries(
+      Object.keys(requests).map((k) => [k, { answer: 'ready' as const, requestedAt: STAMP }]),
+    );
+    const o = observe({ enis: [eni('eni-a', 2, 2)], used: [v6(0)], requests, acks, preAllocate: 0 });
+    o.pool.spec.deleteEmptyENIs = true;
+    const plan = planPool(o, { failures: [] });
+    expect(plan.deleteEnis).toEqual([]);
+  });
+
+  it('say so, and wait, on an instance type without IPv6 addresses per ENI', () => {
+    const o = observe({});
+    o.limits = { eniQuantity: 4, ipv4PerEni: 15, ipv6PerEni: 0 };
+    const plan = planPool(o, { failures: [] });
+    expect(plan.create).toEqual([]);
+    expect(plan.status.conditions.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'NoIPv6OnInstanceType',
+    });
+    expect(plan.events.map((e) => e.reason)).toContain('NoIPv6OnInstanceType');
+  });
+
+  it('give back the IPv6 addresses of a pool that no longer uses IPv6, through the handshake', () => {
+    const o = observe({ enis: [eni('eni-a', 3, 3)], preAllocate: 3 });
+    o.pool.spec.ipFamilies = ['IPv4'];
+    const plan = planPool(o, { failures: [] });
+    expect(Object.keys(plan.status.releaseRequests).sort()).toEqual([v6(0), v6(1), v6(2)].sort());
+    expect(plan.assignIpv6).toEqual([]);
+  });
+
   it('keep IPv4 release requests apart from IPv6 ones (neither withdraws the other’s)', () => {
     const plan = planPool(
       observe({
@@ -227,10 +259,9 @@ describe('planCompanions (property)', () => {
       fc.property(inputArb, (i) => {
         const plan = planCompanions(i);
         const unassigned = plan.unassign.flatMap((u) => u.ips);
-        for (const ip of [...unassigned, ...plan.request]) {
-          expect(i.used.has(ip)).toBe(false);
-          expect(i.cooling.has(ip)).toBe(false);
-        }
+        for (const ip of [...unassigned, ...plan.request]) expect(i.used.has(ip)).toBe(false);
+        // Cooling: never asked for; released only on the agent's ready (which a correct agent withholds meanwhile).
+        for (const ip of plan.request) expect(i.cooling.has(ip)).toBe(false);
         for (const ip of unassigned) {
           expect(i.acks.get(ip)?.answer).toBe('ready');
           expect(i.acks.get(ip)?.requestedAt).toBe(i.requests.get(ip));
@@ -257,5 +288,75 @@ describe('planCompanions (property)', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+});
+
+describe('IPv6-only pools (ipFamilies [IPv6]), planned in IPv6 pod addresses', () => {
+  const only6 = (o: PoolObservation): PoolObservation => ({
+    ...o,
+    pool: { ...o.pool, spec: { ...o.pool.spec, ipFamilies: ['IPv6'] } },
+  });
+  const ipv6Eni = (id: string, ipv6: number): EniFact => eni(id, 0, ipv6);
+
+  it('create ENIs with IPv6 addresses only, 10 at most each, in vSwitches with an IPv6 CIDR', () => {
+    const plan = planPool(only6(observe({ vSwitches: [VSW4, VSW6], preAllocate: 6 })), { failures: [] });
+    expect(plan.create.length).toBeGreaterThan(0);
+    for (const c of plan.create) {
+      expect(c).toMatchObject({ vSwitchId: 'vsw-6', ips: 0 });
+      expect(c.ipv6).toBeGreaterThan(0);
+      expect(c.ipv6).toBeLessThanOrEqual(6);
+    }
+    expect(plan.assign).toEqual([]);
+  });
+
+  it('grow an ENI with AssignIpv6Addresses, never IPv4 assigns, within the type’s IPv6 addresses per ENI', () => {
+    const plan = planPool(only6(observe({ enis: [ipv6Eni('eni-a', 2)], used: [v6(0), v6(1)], preAllocate: 4 })), {
+      failures: [],
+    });
+    expect(plan.assign).toEqual([]);
+    expect(plan.assignIpv6).toEqual([{ eniId: 'eni-a', count: 4 }]);
+    expect(plan.status.summary).toMatchObject({ available: 6, used: 2, availableIPv6: 6, usedIPv6: 2 });
+  });
+
+  it('release excess IPv6 addresses through the handshake, with UnassignIpv6Addresses on the agent’s ready', () => {
+    const first = planPool(only6(observe({ enis: [ipv6Eni('eni-a', 6)], used: [v6(0)], preAllocate: 2 })), {
+      failures: [],
+    });
+    const requested = Object.keys(first.status.releaseRequests);
+    expect(requested).toHaveLength(3);
+    for (const k of requested) expect(k).toMatch(/:/);
+    expect(requested).not.toContain(v6(0));
+    const acks = Object.fromEntries(requested.map((k) => [k, { answer: 'ready' as const, requestedAt: STAMP }]));
+    const second = planPool(
+      only6(
+        observe({
+          enis: [ipv6Eni('eni-a', 6)],
+          used: [v6(0)],
+          requests: first.status.releaseRequests,
+          acks,
+          preAllocate: 2,
+        }),
+      ),
+      { failures: [] },
+    );
+    expect(second.unassign).toEqual([]);
+    expect(second.unassignIpv6).toEqual([{ eniId: 'eni-a', ips: requested }]);
+  });
+
+  it('hold AssignIpv6Addresses back after it failed, as an IPv4 pool holds its assigns', () => {
+    const failures: FailureRecord[] = [
+      {
+        action: 'AssignIpv6Addresses',
+        code: 'InternalError',
+        message: 'AssignIpv6Addresses: InternalError',
+        permanent: false,
+        count: 1,
+        until: NOW + 10_000,
+      },
+    ];
+    const plan = planPool(only6(observe({ enis: [ipv6Eni('eni-a', 2)], used: [v6(0), v6(1)], preAllocate: 4 })), {
+      failures,
+    });
+    expect(plan.assignIpv6).toEqual([]);
   });
 });

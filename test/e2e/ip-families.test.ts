@@ -22,7 +22,7 @@ const poolWhere = (cluster: TestCluster, node: string, test: (p: ENIPool) => boo
 const DUAL = { ...POD_CLASS, vSwitchIDs: ['vsw-j-pods'], ipFamilies: ['IPv4', 'IPv6'] as Array<'IPv4' | 'IPv6'> };
 const ipv6Of = (p: ENIPool) => (p.status?.enis ?? []).flatMap((e) => e.ipv6s ?? []);
 
-describe('dual-stack (ipFamilies [IPv4, IPv6]) on the emulators', () => {
+describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on the emulators', () => {
   it('fills a node with an IPv6 address beside each IPv4 one, in the create itself, and hands each pod one of each from one ENI', async () => {
     const cluster = (c = await testCluster());
     await cluster.addClass('dual', { ...DUAL, preAllocate: 6, releaseDelaySeconds: 0 });
@@ -77,7 +77,60 @@ describe('dual-stack (ipFamilies [IPv4, IPv6]) on the emulators', () => {
     expect(cluster.mutatingCalls().UnassignIpv6Addresses).toBeGreaterThan(0);
   }, 60_000);
 
-  it('refuses a dual-stack class whose vSwitches have no IPv6 CIDR, and the API server refuses IPv6-only', async () => {
+  it('an IPv4 pool in a vSwitch with IPv6 takes no IPv6 address and publishes no IPv6 route for its node', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('four', { ...POD_CLASS, vSwitchIDs: ['vsw-j-pods'], preAllocate: 4 });
+    const node = await cluster.addNode('i-demo-03');
+    await cluster.startOperator();
+    const pool = await poolWhere(cluster, node, ready);
+    for (const e of pool.status!.enis!) {
+      expect(e.gatewayIPv6).toBeUndefined();
+      expect(e.ipv6s).toBeUndefined();
+      expect(cluster.ecs.world.enis.get(e.id)!.ipv6).toEqual([]);
+    }
+    expect(pool.status!.summary!.availableIPv6).toBeUndefined();
+  }, 30_000);
+
+  it('IPv6-only: fills a node with IPv6 addresses and no IPv4 one, hands pods IPv6 addresses, grows and shrinks with the IPv6 calls', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('six', { ...DUAL, ipFamilies: ['IPv6'], preAllocate: 6, releaseDelaySeconds: 0 });
+    const node = await cluster.addNode('i-demo-03');
+    await cluster.startOperator();
+    const pool = await poolWhere(cluster, node, (p) => ready(p) && ipv6Of(p).length >= 6);
+    expect(cluster.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
+    const [eni] = pool.status!.enis!;
+    const cloud = cluster.ecs.world.enis.get(eni!.id)!;
+    expect(cloud.secondaryIps).toEqual([]);
+    expect(eni!.ips).toEqual([]);
+    expect(eni!.ipv6s).toEqual(cloud.ipv6);
+    expect(pool.status!.summary).toMatchObject({ available: 6, availableIPv6: 6, used: 0 });
+
+    agent = await startAgentFor(cluster, node, { cooldownMs: 100, statusIntervalMs: 200 });
+    const leases = Array.from({ length: 5 }, (_, i) =>
+      agent!.allocate({ containerId: `c${i}`, ifName: 'eth0', pod: `default/p${i}` }),
+    );
+    for (const l of leases) {
+      if (l === 'pool-empty') throw new Error('pool empty');
+      expect(l).toMatchObject({ prefixLength: 64, gateway: 'fe80::1', eniId: eni!.id });
+      expect(l.ip).toMatch(/^2408:4005:3c0:a100:/);
+      expect(l.ipv6).toBeUndefined();
+    }
+    await poolWhere(cluster, node, (p) => (p.status?.summary?.available ?? 0) >= 11 && ready(p));
+    const calls = cluster.mutatingCalls();
+    expect(calls.AssignIpv6Addresses).toBeGreaterThan(0);
+    expect(calls.AssignPrivateIpAddresses).toBeUndefined();
+    for (let i = 0; i < 5; i++) agent.release(`c${i}`, 'eth0');
+    await poolWhere(
+      cluster,
+      node,
+      (p) => p.status!.summary!.available === 6 && !Object.keys(p.status?.used ?? {}).length,
+      20_000,
+    );
+    expect(cluster.mutatingCalls().UnassignIpv6Addresses).toBeGreaterThan(0);
+    expect(cluster.mutatingCalls().UnassignPrivateIpAddresses).toBeUndefined();
+  }, 60_000);
+
+  it('refuses a dual-stack class whose vSwitches have no IPv6 CIDR, and the API server IPv6 with prefixes or the primary ENI', async () => {
     const cluster = (c = await testCluster());
     await cluster.addClass('dual', {
       vSwitchIDs: ['vsw-h-pods'],
@@ -98,7 +151,8 @@ describe('dual-stack (ipFamilies [IPv4, IPv6]) on the emulators', () => {
     expect(valid).toMatchObject({ reason: 'InvalidIPFamilies' });
     expect(valid.message).toContain('IPv6 CIDR');
     const refused: Array<Parameters<TestCluster['addClass']>[1]> = [
-      { ipFamilies: ['IPv6'] },
+      { ipFamilies: ['IPv6', 'IPv4'] },
+      { ipFamilies: ['IPv6'], ipv4Mode: 'Prefix' },
       { ipFamilies: ['IPv4', 'IPv6'], ipv4Mode: 'Prefix' },
       { ipFamilies: ['IPv4', 'IPv6'], usePrimaryENI: true },
     ];
@@ -108,7 +162,7 @@ describe('dual-stack (ipFamilies [IPv4, IPv6]) on the emulators', () => {
         body: string;
       };
       expect(err.code).toBe(422);
-      expect(JSON.parse(err.body).message).toContain('ipFamilies must be [IPv4] or [IPv4, IPv6]');
+      expect(JSON.parse(err.body).message).toContain('ipFamilies must be [IPv4], [IPv4, IPv6] or [IPv6]');
     }
   }, 30_000);
 });
