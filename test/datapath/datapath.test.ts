@@ -520,13 +520,12 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     const ping6 = (p: Pod, to: string) => inNs(p.netns, 'ping', '-6', '-c', '1', '-W', '2', to);
     await eventually(() => ping6(a, b.ip).then(() => true), 10_000, 300);
     await ping6(b, a.ip);
-    // The first contact may wait for neighbour discovery on the way (a few tries).
-    await eventually(() => ping6(a, host.ipv6!).then(() => true), 5000, 300);
+    await ping6(a, host.ipv6!);
     const answer = await inNs(b.netns, 'curl', '-s', '--max-time', '3', `http://[${host.ipv6}]/`);
     expect(JSON.parse(answer)).toMatchObject({ client: b.ip });
-    // And to a dual-stack pod of another node, by its IPv6 address.
-    const dual = pods.find((p) => p.ipv6 && p.node === nodes[5])!;
-    await ping6(a, dual.ipv6!);
+    // And to a dual-stack pod of another node, by its IPv6 address (the dual-stack test's pods are gone or cut off).
+    const dual = await startPod(nodes[6]!, 'dual-3');
+    await eventually(() => ping6(a, dual.ipv6!).then(() => true), 5000, 300);
     const eni = eniOf6(a.ip);
     const seen = await captured(vpc.portOf(eni.id)!, `icmp6 and src host ${a.ip}`, () =>
       inNs(a.netns, 'ping', '-6', '-c', '3', '-i', '0.2', '-W', '2', host.ipv6!),
