@@ -79,8 +79,7 @@ function walkPool(pool: ENIPool): Map<string, Where> {
       vSwitchCidr: cidr,
     });
     for (const ip of eni.ips ?? []) out.set(ip, at(eni.vSwitchCIDR, eni.gatewayIP));
-    if (eni.vSwitchIPv6CIDR)
-      for (const ip of eni.ipv6s ?? []) out.set(ip, at(eni.vSwitchIPv6CIDR, POD_IPV6_GATEWAY));
+    if (eni.vSwitchIPv6CIDR) for (const ip of eni.ipv6s ?? []) out.set(ip, at(eni.vSwitchIPv6CIDR, POD_IPV6_GATEWAY));
   }
   return out;
 }

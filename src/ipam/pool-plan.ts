@@ -638,9 +638,7 @@ function planReleaseStep(
   }
   // An ENI goes whole only with its IPv6 addresses free too (a dual-stack pod holds one of each).
   const busy6 = new Set([...Object.keys(pool.status?.used ?? {}), ...coolingIps(pool.status, now).map((c) => c.ip)]);
-  const deleted = inUse.filter(
-    (e) => release.deleteEnis.includes(e.id) && !(e.ipv6 ?? []).some((ip) => busy6.has(ip)),
-  );
+  const deleted = inUse.filter((e) => release.deleteEnis.includes(e.id) && !(e.ipv6 ?? []).some((ip) => busy6.has(ip)));
   for (const key of deleted.flatMap((e) => [
     e.primaryIp,
     ...e.secondaryIps,

@@ -94,7 +94,8 @@ export function parseRules(items: Array<Record<string, unknown>>, family?: 6): K
 
 const jsonLines = (stdout: string, commands: number, what: string): string[] => {
   const lines = stdout.split('\n').filter((l) => l.trim());
-  if (lines.length !== commands) throw new IpOutputError(`${what} printed ${lines.length} JSON lines for ${commands} commands`);
+  if (lines.length !== commands)
+    throw new IpOutputError(`${what} printed ${lines.length} JSON lines for ${commands} commands`);
   return lines;
 };
 

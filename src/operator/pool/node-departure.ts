@@ -181,7 +181,9 @@ export class NodeDeparture {
     if (!live) return { enis: new Set(), verdict: () => 'wait' };
     const used = live.status?.used ?? {};
     const shown = new Set(
-      (live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => [...(e.ips ?? []), ...(e.ipv6s ?? [])]),
+      (live.status?.enis ?? [])
+        .filter((e) => e.state === 'InUse')
+        .flatMap((e) => [...(e.ips ?? []), ...(e.ipv6s ?? [])]),
     );
     // A prefix is asked for, and answered, whole (one ack covers its 16 addresses).
     const unseen = (key: string) => addressesOfKey(key).every((ip) => !shown.has(ip) && !(ip in used));
