@@ -698,7 +698,11 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     expect(pods.some((p) => p.node === n1 && second!.ips!.includes(p.ip))).toBe(true);
     // All but one pod go (one stays on the first ENI): the excess is now more than the second ENI holds.
     const keep = pods.find((p) => p.node === n1 && first!.ips!.includes(p.ip))!;
-    for (const p of pods.filter((x) => x.node === n1 && x !== keep)) await stopPod(p);
+    // The second ENI's pods first: excess is released as pods go (no release delay), from the ENI
+    // with the fewest addresses in use, so the second one empties out whatever the timing.
+    const leaving = pods.filter((x) => x.node === n1 && x !== keep);
+    const onSecond = (x: Pod) => second!.ips!.includes(x.ip);
+    for (const p of [...leaving.filter(onSecond), ...leaving.filter((x) => !onSecond(x))]) await stopPod(p);
     // The operator requests the excess, the agent confirms it, the emptied ENI is detached and deleted.
     await eventually(() => !c.ecs.world.enis.has(second!.id), 60_000, 200);
     const links = async () =>

@@ -3,6 +3,7 @@ import type { Agent } from '../../src/agent/agent.js';
 import type { ENIPool } from '../../src/api/types.js';
 import { POD_CLASS, conditionOf, ready, startAgentFor, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
+import { kubectlFor } from '../helpers/kube.js';
 
 let c: TestCluster | undefined;
 let agent: Agent | undefined;
@@ -75,6 +76,21 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
     const cloud = cluster.ecs.world.enis.get(shrunk.status!.enis![0]!.id)!;
     expect(cloud.ipv6).toHaveLength(cloud.secondaryIps.length);
     expect(cluster.mutatingCalls().UnassignIpv6Addresses).toBeGreaterThan(0);
+
+    // Where users look: kubectl's wide columns and the operator's metrics count the IPv6 addresses.
+    const k = kubectlFor(cluster.kube);
+    const [header, row] = (await k(['get', 'enipools', '-o', 'wide'])).stdout.trim().split('\n');
+    // Cells by the header's column positions (an empty cell, PREFIXES here, is only spaces).
+    const cell = (name: string) => {
+      const start = header!.search(new RegExp(`(^|\\s)${name}(\\s|$)`)) + (header!.startsWith(name) ? 0 : 1);
+      const next = header!.slice(start + name.length).search(/\S/);
+      return row!.slice(start, next < 0 ? undefined : start + name.length + next).trim();
+    };
+    expect(cell('IPV6')).toBe('6');
+    expect(cell('FAMILIES')).toBe('["IPv4","IPv6"]');
+    const metrics = await cluster.operators[0]!.registry.metrics();
+    expect(metrics).toMatch(new RegExp(`^eni_ipam_pool_ipv6_addresses\\{node="${node}",kind="available"\\} 6$`, 'm'));
+    expect(metrics).toMatch(new RegExp(`^eni_ipam_pool_ipv6_addresses\\{node="${node}",kind="used"\\} 0$`, 'm'));
   }, 60_000);
 
   it('an IPv4 pool in a vSwitch with IPv6 takes no IPv6 address and publishes no IPv6 route for its node', async () => {

@@ -135,6 +135,18 @@ export class Ipv6Pool {
     return out;
   }
 
+  isUsed(ip: string): boolean {
+    return this.used.has(ipaddr.IPv6.parse(ip).toString());
+  }
+
+  /** Holds a named address (one an ENI asked for by name); false when it is held already. */
+  takeSpecific(ip: string): boolean {
+    const normal = ipaddr.IPv6.parse(ip).toString();
+    if (this.used.has(normal)) return false;
+    this.used.add(normal);
+    return true;
+  }
+
   release(ip: string): void {
     this.used.delete(ip);
   }

@@ -106,12 +106,21 @@ function takeIpv6(vsw: VSwitch, named: string[], count: number): string[] {
   if (!vsw.pool6 || !vsw.ipv6Cidr)
     throw apiError('InvalidVSwitch.Ipv6NotTurnOn', `IPv6 is not enabled on vSwitch ${vsw.id}.`);
   const range = ipaddr.IPv6.parseCIDR(vsw.ipv6Cidr);
+  const pool6 = vsw.pool6;
+  const seen = new Set<string>();
   for (const ip of named) {
     if (!ipaddr.IPv6.isValid(ip) || !ipaddr.IPv6.parse(ip).match(range)) {
       throw apiError('InvalidVSwitchId.IpInvalid', `The address ${ip} is not in the IPv6 range of vSwitch ${vsw.id}.`);
     }
+    const normal = ipaddr.IPv6.parse(ip).toString();
+    if (seen.has(normal)) throw apiError('InvalidIp.IpRepeated', `The address ${ip} is repeated.`);
+    // An address an ENI holds (or the vpc-host) is no one else's: as ECS, and as for IPv4.
+    if (pool6.isUsed(normal))
+      throw apiError('InvalidPrivateIpAddress.Duplicated', `The address ${ip} is already in use.`);
+    seen.add(normal);
   }
-  return [...named, ...vsw.pool6.take(count)];
+  for (const ip of seen) pool6.takeSpecific(ip);
+  return [...seen, ...pool6.take(count)];
 }
 
 /** The one-of-two form (`X.N` or `XCount`) the ECS API uses for addresses. */

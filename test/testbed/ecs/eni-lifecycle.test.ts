@@ -290,6 +290,18 @@ describe('ENI lifecycle', () => {
     });
     expect((await describeEni(v6eni.NetworkInterfaceId)).Ipv6Sets.Ipv6Set).toHaveLength(2);
     expect((await failure(create({ Ipv6AddressCount: 1 }))).code).toBe('InvalidVSwitch.Ipv6NotTurnOn');
+    // An address another ENI holds is not given again by name; a freed one is.
+    const held = v6eni.Ipv6Sets.Ipv6Set[0].Ipv6Address;
+    const named = (ip: string) =>
+      ecs.request('AssignIpv6Addresses', {
+        RegionId: REGION,
+        NetworkInterfaceId: v6eni.NetworkInterfaceId,
+        Ipv6Address: [ip],
+      });
+    expect((await failure(named(held))).code).toBe('InvalidPrivateIpAddress.Duplicated');
+    const freed = more.Ipv6Sets.Ipv6Address[0];
+    expect(((await named(freed)) as any).Ipv6Sets.Ipv6Address).toEqual([freed]);
+    expect((await failure(named(freed))).code).toBe('InvalidPrivateIpAddress.Duplicated');
 
     const pfx = await create({ Ipv4PrefixCount: 2 });
     const prefixes = pfx.Ipv4PrefixSets.Ipv4PrefixSet.map((p: any) => p.Ipv4Prefix);
