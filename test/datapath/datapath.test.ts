@@ -152,6 +152,26 @@ async function captured(port: string, filter: string, act: () => Promise<unknown
   return seen;
 }
 
+/**
+ * Negative control: once the ENI no longer holds an address of `pod` (taken off it through the
+ * ECS API: `action` with `params`), the VPC drops what the pod sends from it, as spoofed.
+ */
+async function droppedOnceUnassigned(
+  pod: Pod,
+  eniId: string,
+  action: 'UnassignPrivateIpAddresses' | 'UnassignIpv6Addresses',
+  params: Record<string, string>,
+  to: string,
+): Promise<void> {
+  await pop(c.ecs.url).request(action, { RegionId: REGION, NetworkInterfaceId: eniId, ...params }, { method: 'POST' });
+  const counter = action === 'UnassignIpv6Addresses' ? 'spoofed6' : 'spoofed';
+  const before = (await vpc.drops(eniId))[counter];
+  const family = to.includes(':') ? ['-6'] : [];
+  const lost = await sh('ip', ['netns', 'exec', pod.netns, 'ping', ...family, '-c', '3', '-i', '0.2', '-W', '1', to]);
+  expect(lost.stdout).toMatch(/100% packet loss/);
+  await eventually(async () => (await vpc.drops(eniId))[counter] >= before + 3, 5000, 100);
+}
+
 beforeAll(async () => {
   if (why) return;
   deleteNamespaces(P);
@@ -374,15 +394,7 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     );
     expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
     // Negative control: an address the primary ENI no longer holds is neither delivered nor let out.
-    await pop(c.ecs.url).request(
-      'UnassignPrivateIpAddresses',
-      { RegionId: REGION, NetworkInterfaceId: primary, 'PrivateIpAddress.1': p2.ip },
-      { method: 'POST' },
-    );
-    const before = await vpc.drops(primary);
-    const lost = await sh('ip', ['netns', 'exec', p2.netns, 'ping', '-c', '3', '-i', '0.2', '-W', '1', host.ip]);
-    expect(lost.stdout).toMatch(/100% packet loss/);
-    await eventually(async () => (await vpc.drops(primary)).spoofed >= before.spoofed + 3, 5000, 100);
+    await droppedOnceUnassigned(p2, primary, 'UnassignPrivateIpAddresses', { 'PrivateIpAddress.1': p2.ip }, host.ip);
     await inNs(p1.netns, 'ping', '-c', '1', '-W', '2', host.ip);
   }, 60_000);
 
@@ -405,15 +417,7 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     );
     expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
     // Negative control: once the ENI no longer holds the prefix, its addresses are neither delivered nor let out.
-    await pop(c.ecs.url).request(
-      'UnassignPrivateIpAddresses',
-      { RegionId: REGION, NetworkInterfaceId: eni.id, 'Ipv4Prefix.1': prefix },
-      { method: 'POST' },
-    );
-    const before = await vpc.drops(eni.id);
-    const lost = await sh('ip', ['netns', 'exec', x1.netns, 'ping', '-c', '3', '-i', '0.2', '-W', '1', host.ip]);
-    expect(lost.stdout).toMatch(/100% packet loss/);
-    await eventually(async () => (await vpc.drops(eni.id)).spoofed >= before.spoofed + 3, 5000, 100);
+    await droppedOnceUnassigned(x1, eni.id, 'UnassignPrivateIpAddresses', { 'Ipv4Prefix.1': prefix }, host.ip);
   }, 60_000);
 
   it('dual-stack: pods get an IPv4 and an IPv6 address of one ENI, reach each other across nodes and the VPC host in both families, through that ENI', async () => {
@@ -466,28 +470,7 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     await inNs(d1.netns, 'ip', '-6', 'rule', 'add', ...egress);
     await ping6(a, host.ipv6!);
     // And once the ENI no longer holds the pod's IPv6 address, the VPC drops what the pod sends from it.
-    await pop(c.ecs.url).request(
-      'UnassignIpv6Addresses',
-      { RegionId: REGION, NetworkInterfaceId: eni.id, 'Ipv6Address.1': a.ipv6 },
-      { method: 'POST' },
-    );
-    const before = await vpc.drops(eni.id);
-    const lost = await sh('ip', [
-      'netns',
-      'exec',
-      a.netns,
-      'ping',
-      '-6',
-      '-c',
-      '3',
-      '-i',
-      '0.2',
-      '-W',
-      '1',
-      host.ipv6!,
-    ]);
-    expect(lost.stdout).toMatch(/100% packet loss/);
-    await eventually(async () => (await vpc.drops(eni.id)).spoofed6 >= before.spoofed6 + 3, 5000, 100);
+    await droppedOnceUnassigned(a, eni.id, 'UnassignIpv6Addresses', { 'Ipv6Address.1': a.ipv6! }, host.ipv6!);
     // A DEL takes both addresses back and both families' rules off the node.
     await stopPod(b);
     expect(await inNs(d2.netns, 'ip', '-6', 'rule', 'show')).not.toContain(b.ipv6!);
@@ -532,28 +515,7 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     );
     expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
     // Negative control: an address the ENI no longer holds is neither delivered nor let out.
-    await pop(c.ecs.url).request(
-      'UnassignIpv6Addresses',
-      { RegionId: REGION, NetworkInterfaceId: eni.id, 'Ipv6Address.1': a.ip },
-      { method: 'POST' },
-    );
-    const before = await vpc.drops(eni.id);
-    const lost = await sh('ip', [
-      'netns',
-      'exec',
-      a.netns,
-      'ping',
-      '-6',
-      '-c',
-      '3',
-      '-i',
-      '0.2',
-      '-W',
-      '1',
-      host.ipv6!,
-    ]);
-    expect(lost.stdout).toMatch(/100% packet loss/);
-    await eventually(async () => (await vpc.drops(eni.id)).spoofed6 >= before.spoofed6 + 3, 5000, 100);
+    await droppedOnceUnassigned(a, eni.id, 'UnassignIpv6Addresses', { 'Ipv6Address.1': a.ip }, host.ipv6!);
     await stopPod(b);
     expect(await inNs(s2.netns, 'ip', '-6', 'rule', 'show')).not.toContain(b.ip);
   }, 90_000);

@@ -1,7 +1,15 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Agent } from '../../src/agent/agent.js';
 import type { ENIPool } from '../../src/api/types.js';
-import { POD_CLASS, conditionOf, ready, startAgentFor, testCluster, type TestCluster } from '../helpers/cluster.js';
+import {
+  POD_CLASS,
+  conditionOf,
+  poolWhere,
+  ready,
+  startAgentFor,
+  testCluster,
+  type TestCluster,
+} from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubectlFor } from '../helpers/kube.js';
 
@@ -13,12 +21,6 @@ afterEach(async () => {
   agent = undefined;
   c = undefined;
 });
-
-const poolWhere = (cluster: TestCluster, node: string, test: (p: ENIPool) => boolean, timeoutMs?: number) =>
-  eventually(async () => {
-    const p = await cluster.pool(node);
-    return test(p) ? p : undefined;
-  }, timeoutMs);
 
 const DUAL = { ...POD_CLASS, vSwitchIDs: ['vsw-j-pods'], ipFamilies: ['IPv4', 'IPv6'] as Array<'IPv4' | 'IPv6'> };
 const ipv6Of = (p: ENIPool) => (p.status?.enis ?? []).flatMap((e) => e.ipv6s ?? []);

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { Agent } from '../../src/agent/agent.js';
-import type { ENIPool } from '../../src/api/types.js';
 import { prefixAddresses } from '../../src/ipam/prefix.js';
 import {
   POD_CLASS,
   conditionOf,
+  poolWhere,
   ready,
   testCluster,
   deletePool,
@@ -24,12 +24,6 @@ afterEach(async () => {
   agent = undefined;
   c = undefined;
 });
-
-const poolWhere = (cluster: TestCluster, node: string, test: (p: ENIPool) => boolean, timeoutMs?: number) =>
-  eventually(async () => {
-    const p = await cluster.pool(node);
-    return test(p) ? p : undefined;
-  }, timeoutMs);
 
 /**
  * A node whose class takes /28s from vsw-h-pods-2, with one address taken in every /28 of it:

@@ -167,6 +167,18 @@ export const conditionOf = (o: { status?: { conditions?: any[] } } | undefined, 
 
 export const ready = (p: ENIPool): boolean => p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
 
+/** Waits until the node's pool passes `test`, and answers it. */
+export const poolWhere = (
+  c: Pick<TestCluster, 'pool'>,
+  node: string,
+  test: (p: ENIPool) => boolean,
+  timeoutMs?: number,
+): Promise<ENIPool> =>
+  eventually(async () => {
+    const p = await c.pool(node);
+    return test(p) ? p : undefined;
+  }, timeoutMs);
+
 /** Waits until every pool of the given nodes is Ready. */
 export async function allReady(c: TestCluster, nodes: string[], timeoutMs = 30_000): Promise<ENIPool[]> {
   return eventually(

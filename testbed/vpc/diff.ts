@@ -42,6 +42,11 @@ export const srcChain = (port: string) => `${port}-src`;
  * of a port's own chain survive address changes, which only rewrite its `-src` chain.
  */
 export function rulesFor(ports: Port[]): Map<string, string[]> {
+  return portChains(ports, (p) => p.sources);
+}
+
+/** Each port's chain (MTU, MAC, then its `-src` chain of the sources it may use, else drop), and PREROUTING to them. */
+function portChains(ports: Port[], sourcesOf: (p: Port) => string[]): Map<string, string[]> {
   const chains = new Map<string, string[]>([
     ['PREROUTING', ports.map((p) => `-A PREROUTING -i ${p.name} -j ${p.name}`)],
   ]);
@@ -54,7 +59,7 @@ export function rulesFor(ports: Port[]): Map<string, string[]> {
     ]);
     chains.set(
       srcChain(p.name),
-      p.sources.map((s) => `-A ${srcChain(p.name)} -s ${s} -j ACCEPT`),
+      sourcesOf(p).map((s) => `-A ${srcChain(p.name)} -s ${s} -j ACCEPT`),
     );
   }
   return chains;
@@ -70,23 +75,7 @@ const same = (a: string[] | undefined, b: string[]) =>
  * `::` (duplicate address detection).
  */
 export function rules6For(ports: Port[]): Map<string, string[]> {
-  const chains = new Map<string, string[]>([
-    ['PREROUTING', ports.map((p) => `-A PREROUTING -i ${p.name} -j ${p.name}`)],
-  ]);
-  for (const p of ports) {
-    chains.set(p.name, [
-      `-A ${p.name} -m length --length ${p.mtu + 1}:65535 -j DROP`,
-      `-A ${p.name} -m mac ! --mac-source ${p.peerMac} -j DROP`,
-      `-A ${p.name} -j ${srcChain(p.name)}`,
-      `-A ${p.name} -j DROP`,
-    ]);
-    const sources = [...p.addresses6.map((a) => `${a}/128`), 'fe80::/10', '::/128'];
-    chains.set(
-      srcChain(p.name),
-      sources.map((s) => `-A ${srcChain(p.name)} -s ${s} -j ACCEPT`),
-    );
-  }
-  return chains;
+  return portChains(ports, (p) => [...p.addresses6.map((a) => `${a}/128`), 'fe80::/10', '::/128']);
 }
 
 /** An IPv6 route's key as `ip -6 -json` prints it: an address is a /128. */
