@@ -135,9 +135,9 @@ export interface PoolPlan {
   assign: Array<{ eniId: string; vSwitchId: string; count: number; prefix?: true }>;
   /** New ENIs, each created with all its IPs (with `prefix`, as /28 prefixes; `ipv6`: as many IPv6), then attached. */
   create: Array<{ vSwitchId: string; ips: number; prefix?: true; ipv6?: number }>;
-  /** Dual-stack: IPv6 addresses to add to an ENI (at most 10 per call) up to its IPv4 pod addresses. */
+  /** IPv6 addresses to add to an ENI, at most 10 per call: dual-stack companions, or an IPv6-only pool's. */
   assignIpv6: Array<{ eniId: string; count: number }>;
-  /** Dual-stack: confirmed free IPv6 addresses beyond their ENI's IPv4 (at most 10 per call). */
+  /** Confirmed free IPv6 addresses to unassign, at most 10 per call (a surplus, or an IPv6-only pool's excess). */
   unassignIpv6: Array<{ eniId: string; ips: string[] }>;
   securityGroupIds: string[];
   /** Confirmed IPs (at most 50) or prefixes (at most 10) to unassign, one call each: never both. */
@@ -276,7 +276,7 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
   };
   const sizing = limits ? sizingOf(spec, limits) : undefined;
   const cooling = coolingIps(pool.status, now);
-  const coolingIpv4 = cooling.filter((c) => inPodFamily(spec)(c.ip)).length;
+  const coolingInFamily = cooling.filter((c) => inPodFamily(spec)(c.ip)).length;
   const finish = (plan: Omit<PoolPlan, 'status' | 'events' | 'memory'>, s: StatusInput): PoolPlan => {
     const retry = nextAttempt(m.failures, now);
     const requeueAfterMs = retry === undefined ? plan.requeueAfterMs : min(plan.requeueAfterMs, retry - now + 50);
@@ -285,7 +285,7 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
       requeueAfterMs,
       events,
       memory,
-      status: plannedStatus(o, m.failures, memory.shortfall, sizing, coolingIpv4, s, events),
+      status: plannedStatus(o, m.failures, memory.shortfall, sizing, coolingInFamily, s, events),
     };
   };
   const notReady = (reason: string, message: string, requeueAfterMs?: number, adopt: PoolPlan['adopt'] = []) =>
@@ -318,7 +318,7 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
   // The primary ENI first: its room is filled before any ENI is created.
   const inUse = [...(pooled ? [pooled] : []), ...o.instanceEnis.filter((e) => mine(e) && e.status === 'InUse')];
   const available = sum(inUse.map(ipsOf));
-  const busy = inUseNow + coolingIpv4;
+  const busy = inUseNow + coolingInFamily;
 
   const batch = batchOf(memory.demand, inUseNow, now, horizonMs, spec.maxBatch ?? DEFAULT_MAX_BATCH);
 
@@ -529,7 +529,7 @@ function planAllocationStep(
   return { assign, create, securityGroupIds: o.securityGroups ? sgs : [], events, capped, unusable: undefined };
 }
 
-/** Addresses pods hold in IPv4 (a dual-stack pod holds an IPv6 address too). */
+/** Addresses pods hold in the pool's pod family (a dual-stack pod's IPv6 address is not a second pod). */
 const usedInFamily = (status: ENIPoolStatus | undefined, spec: ENIPool['spec']) =>
   Object.keys(status?.used ?? {}).filter(inPodFamily(spec)).length;
 

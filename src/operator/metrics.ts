@@ -52,7 +52,7 @@ export class OperatorMetrics {
     });
     this.poolIpv6 = new Gauge({
       name: 'eni_ipam_pool_ipv6_addresses',
-      help: 'IPv6 addresses of a dual-stack node pool by kind: available (on attached ENIs), used (by pods); eni_ipam_pool_ips counts IPv4.',
+      help: 'IPv6 addresses of a node pool that uses IPv6, by kind: available (on attached ENIs), used (by pods); eni_ipam_pool_ips counts the pool\u2019s pod family (IPv4, or IPv6 in an IPv6-only pool).',
       labelNames: ['node', 'kind'],
       registers,
     });

@@ -168,6 +168,21 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
     });
     expect(valid).toMatchObject({ reason: 'InvalidIPFamilies' });
     expect(valid.message).toContain('IPv6 CIDR');
+    // IPv6-only as well.
+    await cluster.addClass('six', {
+      vSwitchIDs: ['vsw-h-pods'],
+      securityGroupIDs: ['sg-demo-pods'],
+      ipFamilies: ['IPv6'],
+    });
+    await eventually(async () => {
+      const k = (await cluster.custom.getClusterCustomObject({
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipoolclasses',
+        name: 'six',
+      })) as { status?: { conditions?: Array<{ type: string; status: string; reason?: string }> } };
+      return conditionOf(k, 'Valid')?.reason === 'InvalidIPFamilies';
+    });
     const refused: Array<Parameters<TestCluster['addClass']>[1]> = [
       { ipFamilies: ['IPv6', 'IPv4'] },
       { ipFamilies: ['IPv6'], ipv4Mode: 'Prefix' },

@@ -1,7 +1,7 @@
 import { API_VERSION, type ENIPoolClass } from '../../api/types.js';
 import { CloudError } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
-import { dualStack, familyProblem } from '../../ipam/families.js';
+import { familyProblem, needsIpv6 } from '../../ipam/families.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, securityGroupsFor } from '../../ipam/placement.js';
 import { TAGS } from '../eni/cloud-state.js';
 import type { OperatorConfig } from '../config.js';
@@ -104,7 +104,7 @@ export async function validateClass(
       zones: [],
     };
   }
-  if (dualStack(spec)) {
+  if (needsIpv6(spec)) {
     const problem = familyProblem(spec, chosen);
     if (problem) return { reason: 'InvalidIPFamilies', message: problem, zones: [] };
     chosen = chosen.filter((v) => v.ipv6Cidr);
