@@ -343,10 +343,11 @@ export function recoverAllocations(
   for (const p of pods ?? [])
     if (!p.hostNetwork)
       for (const [ip, ifName] of Object.entries(p.interfaces ?? {})) named.set(ip, { pod: p.pod, ifName });
-  // A dual-stack interface holds an IPv6 address beside its IPv4 one, under a key of its own.
-  const dual = pool !== undefined && dualStack(pool.spec);
+  // An interface's IPv6 address beside an IPv4 one (dual-stack, now or before the class changed)
+  // has a key of its own; in an IPv6-only pool the IPv6 address is the interface's own.
+  const six = pool !== undefined && ipv6Only(pool.spec);
   const keyOf = (ip: string, containerId: string, ifName: string) =>
-    dual && isIpv6(ip) ? ipv6Key(containerId, ifName) : allocationKey(containerId, ifName);
+    isIpv6(ip) && !six ? ipv6Key(containerId, ifName) : allocationKey(containerId, ifName);
   const take = (ip: string, pod: string, containerId: string, recorded?: string) => {
     if (held.has(ip)) return;
     held.add(ip);

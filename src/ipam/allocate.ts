@@ -168,6 +168,11 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
       cheapest({ ...input, ceiling: undefined }, input.want).planned >= input.want
     )
       return { ...plan, shortfall: 'ceiling' };
+    // A create that carries less than its ENI will hold (IPv6: 10 a create) is followed by assigns
+    // once it is attached: the want is served in steps, not short.
+    const callCap = perCreate(input, 1);
+    const staged = callCap < limits.ipv4PerEni && base.ops.some((op) => op.kind === 'create' && op.ips === callCap);
+    if (staged) return plan;
     const slots = slotsOf(input);
     // Not only the instance: a slot left, or room on an ENI, means the vSwitches fell short.
     const roomLeft =

@@ -415,8 +415,8 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
     if (extra > 0 && (step.assign.length || step.create.length))
       memory.demand = carry(memory.demand, extra, now, horizonMs);
   } else if (want === 0 && !beyondCeiling) memory.shortfall = undefined;
-  // Dual-stack, or IPv6 left on the ENIs of a pool that no longer uses it (given back).
-  if (dualStack(spec) || (!ipv6Only(spec) && inUse.some((e) => e.ipv6?.length))) {
+  // Dual-stack, or the other family left on the ENIs of a pool that no longer uses it (given back).
+  if (dualStack(spec) || inUse.some((e) => e.ipv6?.length)) {
     const companions = planIpv6Step(
       o,
       limits,
@@ -556,7 +556,9 @@ function planIpv6Step(
     pool.spec.releaseExcessIPs !== false &&
     !o.sharingInstance?.length &&
     !blocked('UnassignIpv6Addresses');
-  const requests = new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => isIpv6(key)));
+  const requests = new Map(
+    Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => !inPodFamily(pool.spec)(key)),
+  );
   const plan = planCompanions({
     enis: inUse
       .filter((e) => !e.primary && !deleted.has(e.id))
@@ -623,9 +625,17 @@ function planReleaseStep(
   });
   for (const ip of release.withdraw) delete releaseRequests[ip];
   for (const ip of release.request) releaseRequests[ip] = o.requestStamp;
+  // An ENI goes whole only with its other family's addresses free too (a dual-stack pod holds one
+  // of each); one that may not go has its confirmed addresses unassigned instead.
+  const busy = new Set([...Object.keys(pool.status?.used ?? {}), ...coolingIps(pool.status, now).map((c) => c.ip)]);
+  const emptied = inUse.filter((e) => release.deleteEnis.includes(e.id));
+  const deleted = emptied.filter((e) => !(e.ipv6 ?? []).some((ip) => busy.has(ip)));
+  const kept = emptied
+    .filter((e) => !deleted.includes(e))
+    .map((e) => ({ eniId: e.id, ips: e.secondaryIps, prefixes: e.ipv4Prefixes ?? [] }));
   const unassign: PoolPlan['unassign'] = [];
   if (!blocked('UnassignPrivateIpAddresses')) {
-    for (const u of release.unassign) {
+    for (const u of [...release.unassign, ...kept]) {
       for (let i = 0; i < u.ips.length; i += UNASSIGN_BATCH) {
         unassign.push({ eniId: u.eniId, ips: u.ips.slice(i, i + UNASSIGN_BATCH) });
       }
@@ -636,9 +646,6 @@ function planReleaseStep(
       for (const key of [...u.ips, ...prefixes]) delete releaseRequests[key];
     }
   }
-  // An ENI goes whole only with its IPv6 addresses free too (a dual-stack pod holds one of each).
-  const busy6 = new Set([...Object.keys(pool.status?.used ?? {}), ...coolingIps(pool.status, now).map((c) => c.ip)]);
-  const deleted = inUse.filter((e) => release.deleteEnis.includes(e.id) && !(e.ipv6 ?? []).some((ip) => busy6.has(ip)));
   for (const key of deleted.flatMap((e) => [
     e.primaryIp,
     ...e.secondaryIps,

@@ -103,6 +103,21 @@ describe('agent allocation with IPv6', () => {
     );
   });
 
+  it('a pool that stopped being dual-stack recovers an interface’s pair as a pair, and a DEL frees both', () => {
+    const dual = pool(['IPv4', 'IPv6'], [{ ips: [v4(5)], ipv6s: [v6(5)] }]);
+    const r = add(emptyState(), dual, 'c1');
+    if ('error' in r) throw new Error('pool empty');
+    const used = Object.fromEntries(
+      Object.entries(agentStatus(r.state, dual, 0).used).sort(([a], [b]) => (a < b ? -1 : 1)),
+    );
+    const now4 = pool(['IPv4'], [{ ips: [v4(5)], ipv6s: [v6(5)] }]);
+    const back = recoverAllocations(emptyState(), { ...now4, status: { ...now4.status, used } }, [], 0).state;
+    const again = add(back, now4, 'c1');
+    if ('error' in again) throw new Error('pool empty');
+    expect(again.lease.ip).toBe(v4(5));
+    expect(release(back, 'c1', 'eth0', 0, 1000).released.sort()).toEqual([v4(5), v6(5)].sort());
+  });
+
   it('IPv6-only: gives an interface one IPv6 address and never an IPv4 one', () => {
     const p = pool(['IPv6'], [{ ips: [], ipv6s: [v6(1), v6(2)] }]);
     const r = add(emptyState(), p, 'c1');

@@ -360,3 +360,58 @@ describe('IPv6-only pools (ipFamilies [IPv6]), planned in IPv6 pod addresses', (
     expect(plan.assignIpv6).toEqual([]);
   });
 });
+
+describe('changing a pool’s families under running pods, and IPv6-only corners (found by review)', () => {
+  const only6 = (o: PoolObservation): PoolObservation => ({
+    ...o,
+    pool: { ...o.pool, spec: { ...o.pool.spec, ipFamilies: ['IPv6'] } },
+  });
+
+  it('IPv6-only: keeps an ENI whose IPv4 address (left from before) a pod holds, and gives back only the free IPv4', () => {
+    const a = eni('eni-a', 2, 2);
+    const requests = { [v6(0)]: STAMP, [v6(1)]: STAMP };
+    const acks = Object.fromEntries(
+      Object.keys(requests).map((k) => [k, { answer: 'ready' as const, requestedAt: STAMP }]),
+    );
+    const o = only6(observe({ enis: [a, eni('eni-b', 0, 6, 40)], used: [v4(0)], requests, acks, preAllocate: 2 }));
+    o.pool.spec.deleteEmptyENIs = true;
+    const plan = planPool(o, { failures: [] });
+    expect(plan.deleteEnis).toEqual([]);
+    expect(plan.unassignIpv6).toEqual([{ eniId: 'eni-a', ips: [v6(0), v6(1)] }]);
+    // The IPv4 left on eni-a: the free one is requested, through the handshake; the used one stays.
+    expect(plan.status.releaseRequests[v4(1)]).toBe(STAMP);
+    expect(plan.status.releaseRequests[v4(0)]).toBeUndefined();
+    const acked = planPool(
+      only6(
+        observe({
+          enis: [eni('eni-a', 2, 0), eni('eni-b', 0, 6, 40)],
+          used: [v4(0)],
+          requests: { [v4(1)]: STAMP },
+          acks: { [v4(1)]: { answer: 'ready', requestedAt: STAMP } },
+          preAllocate: 2,
+        }),
+      ),
+      { failures: [] },
+    );
+    expect(acked.unassign).toEqual([{ eniId: 'eni-a', ips: [v4(1)] }]);
+    expect(acked.assign).toEqual([]);
+  });
+
+  it('IPv6-only: grows an ENI by assign when the vSwitch has no IPv4 address left (a /64 never runs short)', () => {
+    const plan = planPool(
+      only6(
+        observe({ enis: [eni('eni-a', 0, 2)], used: [v6(0), v6(1)], vSwitches: [{ ...VSW6, free: 0, blocked: true }] }),
+      ),
+      { failures: [] },
+    );
+    expect(plan.assignIpv6).toEqual([{ eniId: 'eni-a', count: 4 }]);
+  });
+
+  it('IPv6-only: a create of 10 where the ENI holds more is a step, not a shortfall', () => {
+    const o = only6(observe({ preAllocate: 15 }));
+    o.limits = { eniQuantity: 2, ipv4PerEni: 21, ipv6PerEni: 20 };
+    const plan = planPool(o, { failures: [] });
+    expect(plan.create).toEqual([{ vSwitchId: 'vsw-6', ips: 0, ipv6: 10 }]);
+    expect(plan.status.conditions.find((c) => c.type === 'Exhausted')).toMatchObject({ status: 'False' });
+  });
+});

@@ -31,7 +31,8 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[], ro
           ? {
               ipv6s: e.status === 'InUse' ? [...e.ipv6] : [],
               ...(vsw?.ipv6Cidr ? { vSwitchIPv6CIDR: vsw.ipv6Cidr } : {}),
-              ...(routesIpv6 && vsw?.ipv6Cidr ? { gatewayIPv6: IPV6_GATEWAY } : {}),
+              // Also while pods still hold IPv6 of a pool that stopped using it: they keep their route.
+              ...((routesIpv6 || e.ipv6.length) && vsw?.ipv6Cidr ? { gatewayIPv6: IPV6_GATEWAY } : {}),
             }
           : {}),
       };
