@@ -559,13 +559,19 @@ function planIpv6Step(
   const requests = new Map(
     Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => !inPodFamily(pool.spec)(key)),
   );
+  // Other-family addresses a pod holds without a pod-family one (its class changed under it):
+  // they count toward their ENI's target, so that the free companions of new addresses stay.
+  const used = pool.status?.used ?? {};
+  const interfaceOf = (ip: string) => `${used[ip]!.containerID}/${used[ip]!.ifName ?? ''}`;
+  const paired = new Set(Object.keys(used).filter(inPodFamily(pool.spec)).map(interfaceOf));
+  const lone = (e: EniFact) => (e.ipv6 ?? []).filter((ip) => ip in used && !paired.has(interfaceOf(ip))).length;
   const plan = planCompanions({
     enis: inUse
       .filter((e) => !e.primary && !deleted.has(e.id))
       .map((e) => ({
         id: e.id,
         attached: e.status === 'InUse',
-        podIpv4: dualStack(pool.spec) ? ipsOf(afterRelease(e)) + assigned(e.id) : 0,
+        podIpv4: (dualStack(pool.spec) ? ipsOf(afterRelease(e)) + assigned(e.id) : 0) + lone(e),
         ipv6: e.ipv6 ?? [],
       })),
     perEni: limits.ipv6PerEni ?? 0,

@@ -397,6 +397,17 @@ describe('changing a pool’s families under running pods, and IPv6-only corners
     expect(acked.assign).toEqual([]);
   });
 
+  it('[IPv6] to dual-stack: keeps the free IPv6 addresses the new IPv4 ones need, beside those IPv6-only pods hold', () => {
+    // Four IPv6-only pods hold four of eni-a's six IPv6 addresses; the class is now dual-stack.
+    const o = observe({ enis: [eni('eni-a', 0, 6)], used: [0, 1, 2, 3].map(v6), preAllocate: 2 });
+    o.pool.status!.used = Object.fromEntries(
+      [0, 1, 2, 3].map((k) => [v6(k), { pod: `default/p${k}`, containerID: `c${k}`, ifName: 'eth0' }]),
+    );
+    const plan = planPool(o, { failures: [] });
+    expect(plan.assign.reduce((n, a) => n + a.count, 0)).toBeGreaterThan(0);
+    expect(Object.keys(plan.status.releaseRequests).filter((k) => k.includes(':'))).toEqual([]);
+  });
+
   it('IPv6-only: grows an ENI by assign when the vSwitch has no IPv4 address left (a /64 never runs short)', () => {
     const plan = planPool(
       only6(
