@@ -7,7 +7,9 @@ import { planRelease, type Ack } from './release.js';
  * has an IPv6 companion on the same ENI, so a pod takes one of each from one ENI and leaves by
  * that ENI for both families. The IPv4 plan is the pool's (sizing, batches, releases); IPv6
  * follows it per ENI: topped up to the ENI's IPv4 pod addresses, and given back, through the
- * same release handshake, where it has more.
+ * same release handshake, where it has more. The same step gives back the other family's
+ * addresses of a pool that no longer uses it (target 0; IPv6-only pools see IPv4 as theirs:
+ * ipv6-only.ts).
  */
 
 type Families = Pick<ENIPool['spec'], 'ipFamilies'>;
@@ -55,7 +57,7 @@ export function familyLimits(limits: InstanceLimits, spec: Pick<ENIPool['spec'],
   return { ...limits, ipv4PerEni: Math.min(limits.ipv4PerEni, (limits.ipv6PerEni ?? 0) + 1) };
 }
 
-/** Why a dual-stack class cannot be served by the vSwitches it selects, or undefined. */
+/** Why a class with IPv6 (dual-stack or IPv6-only) cannot be served by the vSwitches it selects, or undefined. */
 export function familyProblem(
   spec: Pick<ENIPool['spec'], 'ipFamilies' | 'ipv4Mode' | 'usePrimaryENI'>,
   vSwitches: ReadonlyArray<{ id: string; ipv6Cidr?: string }>,
