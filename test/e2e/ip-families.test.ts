@@ -31,11 +31,7 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
     await cluster.addClass('dual', { ...DUAL, preAllocate: 6, releaseDelaySeconds: 0 });
     // i-demo-03: ecs.c7.2xlarge in zone j (14 pod IPv4 and 15 IPv6 per ENI).
     const node = await cluster.addNode('i-demo-03');
-    await cluster.startOperator(
-      process.env.DEBUG_OP
-        ? { logger: (await import('../../src/observability/logger.js')).createLogger({ level: 'debug' }) }
-        : {},
-    );
+    await cluster.startOperator();
     const pool = await poolWhere(cluster, node, (p) => ready(p) && ipv6Of(p).length >= 6);
     // One create carries both families: no AssignIpv6Addresses.
     expect(cluster.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
