@@ -136,6 +136,14 @@ export class CloudError extends Error {
 }
 
 /** Removes anything that could carry a credential from a text we did not write. */
+/**
+ * For an unassign's catch: an address the ENI no longer holds (a retry after a lost answer) is
+ * what was asked for; anything else is thrown on.
+ */
+export function unlessAlreadyUnassigned(e: unknown): void {
+  if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
+}
+
 export function scrub(text: string): string {
   return text
     .replace(/server string to sign is:.*$/s, 'server string to sign is:<redacted>')

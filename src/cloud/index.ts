@@ -7,7 +7,14 @@ import { OpenApiMetrics } from './metrics.js';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js';
 import { RpcCaller } from './rpc.js';
 
-export { BAD_ANSWER, CLIENT_CODES, CloudError, TRANSPORT_CODES, type CloudErrorKind } from './errors.js';
+export {
+  BAD_ANSWER,
+  CLIENT_CODES,
+  CloudError,
+  TRANSPORT_CODES,
+  unlessAlreadyUnassigned,
+  type CloudErrorKind,
+} from './errors.js';
 export { EcsApi } from './ecs.js';
 export { DEFAULT_API_LIMITS, MUTATING_ACTIONS, type ActionLimit } from './limits.js';
 export { DEFAULT_RETRY, type RetryPolicy } from './retry.js';

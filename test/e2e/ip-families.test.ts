@@ -91,6 +91,58 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
     expect(metrics).toMatch(new RegExp(`^eni_ipam_pool_ipv6_addresses\\{node="${node}",kind="used"\\} 0$`, 'm'));
   }, 60_000);
 
+  it('dual-stack under lost answers and errors of the IPv6 calls: no IPv6 address leaked, doubled or released in use', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('dual', { ...DUAL, preAllocate: 4, releaseDelaySeconds: 0 });
+    const node = await cluster.addNode('i-demo-03');
+    await cluster.startOperator();
+    const first = await poolWhere(cluster, node, (p) => ready(p) && ipv6Of(p).length === p.status!.summary!.available);
+    const start = first.status?.summary?.available ?? 0;
+    // Every IPv6 call from now on: the first two carried out with their answers lost, then one refused.
+    cluster.ecs.setFaults({
+      rules: [
+        { action: 'AssignIpv6Addresses', kind: 'drop-answer', rate: 1, times: 2 },
+        { action: 'UnassignIpv6Addresses', kind: 'drop-answer', rate: 1, times: 2 },
+        { action: 'AssignIpv6Addresses', kind: 'error', code: 'InternalError', rate: 1, times: 1 },
+      ],
+    });
+    agent = await startAgentFor(cluster, node, { cooldownMs: 100, statusIntervalMs: 200 });
+    const take = (k: number) => agent!.allocate({ containerId: `c${k}`, ifName: 'eth0', pod: `default/p${k}` });
+    const held = [0, 1, 2, 3].map(take);
+    // The cloud and the pool agree, ENI by ENI: one IPv6 address per IPv4 one, none twice.
+    const agrees = (p: ENIPool) =>
+      ready(p) &&
+      (p.status?.enis ?? []).every((e) => {
+        const cloud = cluster.ecs.world.enis.get(e.id)!;
+        return (
+          cloud.ipv6.length === cloud.secondaryIps.length && JSON.stringify(e.ipv6s) === JSON.stringify(cloud.ipv6)
+        );
+      });
+    const grown = await poolWhere(
+      cluster,
+      node,
+      (p) => agrees(p) && (p.status?.summary?.available ?? 0) >= start + 4,
+      30_000,
+    );
+    const all = grown.status!.enis!.flatMap((e) => e.ipv6s ?? []);
+    expect(new Set(all).size).toBe(all.length);
+    // Pods keep theirs while the surplus goes back through lost answers too.
+    for (const k of [2, 3]) agent.release(`c${k}`, 'eth0');
+    const shrunk = await poolWhere(
+      cluster,
+      node,
+      (p) =>
+        agrees(p) && ipv6Of(p).length < ipv6Of(grown).length && !Object.keys(p.status!.releaseRequests ?? {}).length,
+      30_000,
+    );
+    for (const l of held.slice(0, 2)) {
+      if (l === 'pool-empty') throw new Error('pool empty');
+      expect(shrunk.status!.enis!.some((e) => e.ipv6s?.includes(l.ipv6!.ip))).toBe(true);
+    }
+    // (Lost answers do not count as calls made: the cloud says what went.)
+    expect(ipv6Of(shrunk).length).toBeLessThan(ipv6Of(grown).length);
+  }, 60_000);
+
   it('an IPv4 pool in a vSwitch with IPv6 takes no IPv6 address and publishes no IPv6 route for its node', async () => {
     const cluster = (c = await testCluster());
     await cluster.addClass('four', { ...POD_CLASS, vSwitchIDs: ['vsw-j-pods'], preAllocate: 4 });

@@ -6,39 +6,19 @@
 import { describe, expect, it } from '@jest/globals';
 import { planPool, type PoolObservation } from '../../src/ipam/pool-plan.js';
 import { planRelease, type Ack } from '../../src/ipam/release.js';
+import { observation } from './observation.js';
 
 const NOW = Date.parse('2026-01-01T01:00:00.000Z');
 const VSW = { id: 'vsw-a', zoneId: 'zone-a', vpcId: 'vpc-a', free: 100, tags: {}, blocked: false };
 
 /** One pool on i-node (3 ENIs x 11 IPs: 2 secondary ENIs of 10 pod IPs), no ENI yet, the default sizing (8 free). */
 function observe(vSwitches: PoolObservation['vSwitches']): PoolObservation {
-  return {
+  return observation({
     now: NOW,
-    mode: 'normal',
-    vpcId: 'vpc-a',
-    pool: {
-      apiVersion: 'eniipam.io/v1alpha1',
-      kind: 'ENIPool',
-      metadata: { name: 'node-a', generation: 1 },
-      spec: {
-        nodeName: 'node-a',
-        instanceID: 'i-node',
-        instanceType: 'ecs.test',
-        zoneID: 'zone-a',
-        vSwitchIDs: vSwitches.map((v) => v.id),
-        securityGroupIDs: ['sg-named'],
-      },
-    },
+    spec: { securityGroupIDs: ['sg-named'] },
     limits: { eniQuantity: 3, ipv4PerEni: 11 },
-    instanceEnis: [],
-    ownedEnis: [],
-    inFlight: { enis: 0, ips: 0 },
-    pendingPods: 0,
     vSwitches,
-    securityGroups: [],
-    removedByUs: new Set(),
-    requestStamp: new Date(NOW).toISOString(),
-  };
+  });
 }
 
 /** Addresses a vSwitch gives for the plan: an assign its count, a create its secondaries and its own primary. */

@@ -9,6 +9,7 @@ import { ASSIGN_MAX_IPV6, UNASSIGN_IPV6_BATCH, planCompanions, type CompanionInp
 import { planPool, type EniFact, type PoolObservation } from '../../src/ipam/pool-plan.js';
 import type { FailureRecord } from '../../src/ipam/failure-record.js';
 import type { Ack } from '../../src/ipam/release.js';
+import { observation } from './observation.js';
 
 const NOW = Date.parse('2026-01-01T01:00:00.000Z');
 const STAMP = new Date(NOW).toISOString();
@@ -51,42 +52,25 @@ function observe(o: {
   preAllocate?: number;
 }): PoolObservation {
   const enis = o.enis ?? [];
-  return {
+  return observation({
     now: NOW,
-    mode: 'normal',
-    vpcId: 'vpc-a',
-    pool: {
-      apiVersion: 'eniipam.io/v1alpha1',
-      kind: 'ENIPool',
-      metadata: { name: 'node-a', generation: 1 },
-      spec: {
-        nodeName: 'node-a',
-        instanceID: 'i-node',
-        instanceType: 'ecs.test',
-        zoneID: 'zone-a',
-        vSwitchIDs: (o.vSwitches ?? [VSW6]).map((v) => v.id),
-        securityGroupIDs: ['sg-a'],
-        ipFamilies: ['IPv4', 'IPv6'],
-        preAllocate: o.preAllocate ?? 4,
-        releaseDelaySeconds: 0,
-      },
-      status: {
-        used: Object.fromEntries((o.used ?? []).map((ip) => [ip, { pod: 'default/p', containerID: 'c' }])),
-        releaseRequests: o.requests ?? {},
-        releaseAcks: o.acks ?? {},
-      },
+    spec: {
+      securityGroupIDs: ['sg-a'],
+      ipFamilies: ['IPv4', 'IPv6'],
+      preAllocate: o.preAllocate ?? 4,
+      releaseDelaySeconds: 0,
+    },
+    status: {
+      used: Object.fromEntries((o.used ?? []).map((ip) => [ip, { pod: 'default/p', containerID: 'c' }])),
+      releaseRequests: o.requests ?? {},
+      releaseAcks: o.acks ?? {},
     },
     // 15 IPv4 per ENI (14 for pods) but only 6 IPv6: an ENI serves 6 dual-stack pods.
     limits: { eniQuantity: 4, ipv4PerEni: 15, ipv6PerEni: 6 },
     instanceEnis: enis,
     ownedEnis: enis,
-    inFlight: { enis: 0, ips: 0 },
-    pendingPods: 0,
     vSwitches: o.vSwitches ?? [VSW6],
-    securityGroups: [],
-    removedByUs: new Set(),
-    requestStamp: STAMP,
-  };
+  });
 }
 
 describe('dual-stack pools', () => {

@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { isIpv6 } from '../../ipam/families.js';
 import {
   EGRESS_PRIORITY,
   INGRESS_PRIORITY,
@@ -73,7 +74,7 @@ export function ruleAddress(r: KernelRule): string | undefined {
 
 /** The two rules of a pod address (either family): ingress to `main`, egress to its ENI's table. */
 export function podRules(ip: string, table: number): KernelRule[] {
-  const six = ip.includes(':');
+  const six = isIpv6(ip);
   const family = six ? { family: 6 as const } : {};
   const host = `${ip}/${six ? 128 : 32}`;
   return [

@@ -1,5 +1,5 @@
 import type { ENIPool } from '../../api/types.js';
-import { CloudError, type NetworkInterface } from '../../cloud/index.js';
+import { unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
 import { UNASSIGN_BATCH } from '../../ipam/pool-plan.js';
 import { addressesOfKey } from '../../ipam/prefix.js';
 import { acksOf, answerTo } from '../../ipam/release.js';
@@ -236,9 +236,7 @@ export class NodeDeparture {
     const { cloud, ecs, events } = this.deps;
     for (let i = 0; i < primary.secondaryIps.length; i += UNASSIGN_BATCH) {
       const ips = primary.secondaryIps.slice(i, i + UNASSIGN_BATCH);
-      await ecs.unassignPrivateIpAddresses(primary.id, ips).catch((e: unknown) => {
-        if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
-      });
+      await ecs.unassignPrivateIpAddresses(primary.id, ips).catch(unlessAlreadyUnassigned);
       const now = cloud.get(primary.id);
       if (now) cloud.upsert({ ...now, secondaryIps: now.secondaryIps.filter((ip) => !ips.includes(ip)) });
     }

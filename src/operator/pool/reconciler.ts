@@ -1,6 +1,6 @@
 import { ipv6Only, needsIpv6 } from '../../ipam/families.js';
 import type { ENIPool } from '../../api/types.js';
-import { CloudError, type NetworkInterface } from '../../cloud/index.js';
+import { CloudError, unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
 import { degradedCondition } from '../../ipam/failure-record.js';
 import { planPool, type PoolObservation, type PoolPlan } from '../../ipam/pool-plan.js';
@@ -177,12 +177,8 @@ export class PoolReconciler {
   private async unassign(pool: ENIPool, u: PoolPlan['unassign'][number]): Promise<void> {
     const { cloud, ecs } = this.deps;
     const prefixes = u.prefixes ?? [];
-    // Gone already (a retry after a lost answer) is what was asked for.
-    const gone = (e: unknown) => {
-      if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
-    };
-    if (u.ips.length) await ecs.unassignPrivateIpAddresses(u.eniId, u.ips).catch(gone);
-    if (prefixes.length) await ecs.unassignIpv4Prefixes(u.eniId, prefixes).catch(gone);
+    if (u.ips.length) await ecs.unassignPrivateIpAddresses(u.eniId, u.ips).catch(unlessAlreadyUnassigned);
+    if (prefixes.length) await ecs.unassignIpv4Prefixes(u.eniId, prefixes).catch(unlessAlreadyUnassigned);
     this.changed(pool, 'UnassignPrivateIpAddresses');
     const eni = cloud.get(u.eniId);
     if (eni)
@@ -213,10 +209,7 @@ export class PoolReconciler {
 
   private async unassignIpv6(pool: ENIPool, u: PoolPlan['unassignIpv6'][number]): Promise<void> {
     const { cloud, ecs } = this.deps;
-    await ecs.unassignIpv6Addresses(u.eniId, u.ips).catch((e: unknown) => {
-      // Gone already (a retry after a lost answer) is what was asked for.
-      if (!(e instanceof CloudError && e.code === 'InvalidIp.IpUnassigned')) throw e;
-    });
+    await ecs.unassignIpv6Addresses(u.eniId, u.ips).catch(unlessAlreadyUnassigned);
     this.changed(pool, 'UnassignIpv6Addresses');
     const eni = cloud.get(u.eniId);
     if (eni) cloud.upsert({ ...eni, ipv6: eni.ipv6.filter((ip) => !u.ips.includes(ip)) });
