@@ -90,19 +90,26 @@ async function leaseRewritten(ctx: ScenarioContext): Promise<Record<string, Verd
   await sleep(Math.max(0, ctx.faultMs - (Date.now() - writtenAt)));
   const s = old.steppedDown;
   const learnedMs = s ? s.at - writtenAt : undefined;
-  // It reads the Lease every retry period; the read and the log line take a moment more.
+  // It reads the Lease every retry period; the read and the log line take a moment more. A
+  // renewal whose read came just before the write loses the conflict on it: as immediate.
+  const learned =
+    s?.reason === 'other-holder' && s.holder === follower.identity
+      ? 'on reading it'
+      : s?.reason === 'conflict'
+        ? 'on losing its renewal to it'
+        : undefined;
   const deposed: Verdict =
-    s?.reason === 'other-holder' && s.holder === follower.identity && learnedMs! <= RETRY_PERIOD_MS + 1000
-      ? { ok: true, detail: `stopped leading ${(learnedMs! / 1000).toFixed(1)} s after the write, on reading it` }
+    learned && learnedMs! <= RETRY_PERIOD_MS + 1000
+      ? { ok: true, detail: `stopped leading ${(learnedMs! / 1000).toFixed(1)} s after the write, ${learned}` }
       : {
           ok: false,
           detail: s
             ? `stopped leading ${(learnedMs! / 1000).toFixed(1)} s after the write (${s.reason})`
             : 'never said it stopped leading',
         };
-  // When it read the other holder: its log line says so; without one (it stopped for another
-  // reason, or not at all), the latest moment it can have: the write plus one retry period.
-  const said = s?.reason === 'other-holder';
+  // When it learned of the other holder: its log line says so; without one (it stopped for
+  // another reason, or not at all), the latest moment it can have: the write plus one retry period.
+  const said = s && learned;
   const readBy = said ? s.at : writtenAt + RETRY_PERIOD_MS;
   const calls = mutatingCallsOf(c, old, writtenAt - 30_000);
   const late = calls.filter((r) => r.at > readBy + RETRY_PERIOD_MS);
