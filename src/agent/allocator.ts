@@ -1,6 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import type { ENIPool, ReleaseAck } from '../api/types.js';
 import { dualStack, ipv6Only, isIpv6 } from '../ipam/families.js';
+import { firstFreeInIpv6Prefix, inIpv6Prefix, isIpv6PrefixKey } from '../ipam/ipv6-prefix.js';
 import { addressesOfKey, isPrefixKey, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
@@ -67,6 +68,40 @@ export function poolAddresses(pool: ENIPool | undefined): ReadonlyMap<string, Wh
   return known;
 }
 
+const prefixes6Of = new WeakMap<ENIPool, ReadonlyArray<{ prefix: string; where: Where }>>();
+
+/**
+ * The IPv6 /80 prefixes of the pool's InUse ENIs (ipv6Mode Prefix), with where they live: their
+ * addresses are never listed, only tested (ipv6-prefix.ts).
+ */
+function poolIpv6Prefixes(pool: ENIPool | undefined): ReadonlyArray<{ prefix: string; where: Where }> {
+  if (!pool) return [];
+  let known = prefixes6Of.get(pool);
+  if (!known) {
+    known = (pool.status?.enis ?? []).flatMap((eni) =>
+      eni.state === 'InUse' && eni.vSwitchIPv6CIDR
+        ? (eni.ipv6Prefixes ?? []).map((prefix) => ({
+            prefix,
+            where: {
+              prefixLength: Number(eni.vSwitchIPv6CIDR!.split('/')[1]),
+              gateway: POD_IPV6_GATEWAY,
+              eniId: eni.id,
+              mac: eni.mac ?? '',
+              vSwitchCidr: eni.vSwitchIPv6CIDR!,
+            },
+          }))
+        : [],
+    );
+    prefixes6Of.set(pool, known);
+  }
+  return known;
+}
+
+/** Where an address of the pool lives: a listed one, or one of an ENI's IPv6 /80 prefixes. */
+export function locate(pool: ENIPool | undefined, ip: string): Where | undefined {
+  return poolAddresses(pool).get(ip) ?? poolIpv6Prefixes(pool).find((p) => inIpv6Prefix(ip, p.prefix))?.where;
+}
+
 function walkPool(pool: ENIPool): Map<string, Where> {
   const out = new Map<string, Where>();
   for (const eni of pool?.status?.enis ?? []) {
@@ -125,6 +160,13 @@ export function freeAddresses(
       !((state.cooling[ip] ?? 0) > now) &&
       !exclude?.has(ip),
   );
+  // A /80 offers its first address that no one holds (dual-stack, ipv6Mode Prefix): one per
+  // prefix is enough, as each allocation looks again.
+  if (family === 6 && pool && dualStack(pool.spec)) {
+    const holds = new Set([...inUse, ...Object.keys(state.cooling), ...(exclude ?? [])]);
+    for (const { prefix } of poolIpv6Prefixes(pool))
+      if (!requested.has(prefix)) free.push(firstFreeInIpv6Prefix(prefix, (ip) => holds.has(ip)));
+  }
   if (!prefixOf.size) return free;
   const taken = new Map<string, number>();
   for (const ip of [...inUse, ...Object.keys(state.cooling)]) {
@@ -155,32 +197,30 @@ export function allocate(
   readyEnis?: ReadonlySet<string>,
 ): AllocateResult {
   const key = allocationKey(req.containerId, req.ifName);
-  const addresses = poolAddresses(pool);
+  const at = (ip: string) => locate(pool, ip);
   const existing = state.allocations[key];
   if (existing) {
-    const where = addresses.get(existing.ip);
+    const where = at(existing.ip);
     const lease: Lease = where
       ? { ip: existing.ip, ...where }
       : { ip: existing.ip, prefixLength: 32, gateway: '', eniId: existing.eniId, mac: '', vSwitchCidr: '' };
     const six = state.allocations[ipv6Key(req.containerId, req.ifName)];
-    const at6 = six && addresses.get(six.ip);
+    const at6 = six && at(six.ip);
     if (six) lease.ipv6 = { ip: six.ip, prefixLength: at6?.prefixLength ?? 128, gateway: at6?.gateway ?? '' };
     return { state, lease, fresh: false };
   }
   // Dual-stack: an IPv4 address only on an ENI that has a free IPv6 address for the same pod.
   const free6 = pool && dualStack(pool.spec) ? freeAddresses(state, pool, now, exclude, 6) : undefined;
   const sixOn = new Map<string, string>();
-  for (const ip of free6 ?? []) if (!sixOn.has(addresses.get(ip)!.eniId)) sixOn.set(addresses.get(ip)!.eniId, ip);
+  for (const ip of free6 ?? []) if (!sixOn.has(at(ip)!.eniId)) sixOn.set(at(ip)!.eniId, ip);
   // An IPv6-only pool's pods take an IPv6 address, as others take an IPv4 one.
   const family = pool && ipv6Only(pool.spec) ? 6 : 4;
-  const free = freeAddresses(state, pool, now, exclude, family).filter(
-    (ip) => !free6 || sixOn.has(addresses.get(ip)!.eniId),
-  );
+  const free = freeAddresses(state, pool, now, exclude, family).filter((ip) => !free6 || sixOn.has(at(ip)!.eniId));
   // An address on an ENI whose datapath is set answers at once; one on an ENI just attached waits
   // for its device (seconds, on a real node): taken only when no ready ENI has a free address.
-  const ip = (readyEnis && free.find((x) => readyEnis.has(addresses.get(x)!.eniId))) ?? free[0];
+  const ip = (readyEnis && free.find((x) => readyEnis.has(at(x)!.eniId))) ?? free[0];
   if (!ip) return { state, error: 'pool-empty' };
-  const where = addresses.get(ip)!;
+  const where = at(ip)!;
   const allocationOf = (address: string): Allocation => ({
     ip: address,
     pod: req.pod,
@@ -195,7 +235,7 @@ export function allocate(
   const six = sixOn.get(where.eniId);
   if (six) {
     allocations[ipv6Key(req.containerId, req.ifName)] = allocationOf(six);
-    const at6 = addresses.get(six)!;
+    const at6 = at(six)!;
     lease.ipv6 = { ip: six, prefixLength: at6.prefixLength, gateway: at6.gateway };
   }
   return { state: { ...state, allocations }, lease, fresh: true };
@@ -253,15 +293,30 @@ export function agentStatus(
   // about whose it is (two pools naming one instance), and a pod elsewhere may hold it. One the
   // node itself uses (an address on eth0, with usePrimaryENI) is the node's: not released either.
   // A prefix is answered for all its addresses at once: ready only when none is used or cooling.
-  const own = poolAddresses(pool);
+  const own = (ip: string) => locate(pool, ip) !== undefined;
   const prefixOf = poolPrefixes(pool);
-  // A prefix the pool's ENIs do not hold has no members here: it is not this agent's to give.
+  const prefixes6 = new Set(poolIpv6Prefixes(pool).map((p) => p.prefix));
+  // A prefix the pool's ENIs do not hold has no members here: it is not this agent's to give. An
+  // IPv6 /80 stands for the addresses of it that pods hold or that cool down (its only stand-in
+  // when none does: the prefix itself, free).
   const membersOf = (key: string) =>
-    isPrefixKey(key) ? addressesOfKey(key).filter((ip) => prefixOf.get(ip) === key) : [key];
+    isIpv6PrefixKey(key)
+      ? prefixes6.has(key)
+        ? [
+            key,
+            ...[...Object.keys(used), ...Object.keys(cooling), ...(heldByNode ?? [])].filter((ip) =>
+              inIpv6Prefix(ip, key),
+            ),
+          ]
+        : []
+      : isPrefixKey(key)
+        ? addressesOfKey(key).filter((ip) => prefixOf.get(ip) === key)
+        : [key];
+  const ownKey = (ip: string) => own(ip) || prefixes6.has(ip);
   const releaseAcks: Record<string, ReleaseAck> = {};
   for (const [key, requestedAt] of Object.entries(pool?.status?.releaseRequests ?? {})) {
     const members = membersOf(key);
-    const refused = !members.length || members.some((ip) => used[ip] || !own.has(ip) || heldByNode?.has(ip));
+    const refused = !members.length || members.some((ip) => used[ip] || !ownKey(ip) || heldByNode?.has(ip));
     if (refused) releaseAcks[key] = { answer: 'do-not-release', requestedAt };
     else if (!members.some((ip) => cooling[ip])) releaseAcks[key] = { answer: 'ready', requestedAt };
   }
@@ -270,8 +325,7 @@ export function agentStatus(
 
 /** Allocations whose address the pool no longer has (after a restart, or an ENI taken away). */
 export function strayAllocations(state: AgentState, pool: ENIPool | undefined): Allocation[] {
-  const addresses = poolAddresses(pool);
-  return Object.values(state.allocations).filter((a) => !addresses.has(a.ip));
+  return Object.values(state.allocations).filter((a) => !locate(pool, a.ip));
 }
 
 /** Who holds an address, as status.used records it. */
@@ -333,7 +387,6 @@ export function recoverAllocations(
   pods: NodePod[] | undefined,
   now: number,
 ): { state: AgentState; recovered: Allocation[] } {
-  const addresses = poolAddresses(pool);
   const held = new Set(Object.values(state.allocations).map((a) => a.ip));
   const allocations = { ...state.allocations };
   const cooling = { ...state.cooling };
@@ -361,7 +414,7 @@ export function recoverAllocations(
       pod,
       containerId,
       ifName: ifName ?? '*',
-      eniId: addresses.get(ip)?.eniId ?? '',
+      eniId: locate(pool, ip)?.eniId ?? '',
       allocatedAt: now,
       recovered: true,
     };
@@ -373,7 +426,7 @@ export function recoverAllocations(
   // Any address a pod of the node holds in one of the pool's vSwitches, whatever its ENI's state now.
   const cidrs = (pool?.status?.enis ?? []).flatMap((e) => (e.vSwitchCIDR ? [ipaddr.parseCIDR(e.vSwitchCIDR)] : []));
   const ours = (ip: string) =>
-    addresses.has(ip) ||
+    locate(pool, ip) !== undefined ||
     (ipaddr.isValid(ip) && cidrs.some((c) => ipaddr.parse(ip).kind() === c[0].kind() && ipaddr.parse(ip).match(c)));
   for (const p of pods ?? []) {
     if (p.hostNetwork) continue;

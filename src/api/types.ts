@@ -97,6 +97,11 @@ const placementAndSizing = {
     description:
       'The address families of each pod: [IPv4] (the default), [IPv4, IPv6] (dual-stack: one IPv6 address per IPv4 address on the same ENI), or [IPv6] (IPv6 pod addresses only); with IPv6, only vSwitches with an IPv6 CIDR, within the instance type\u2019s IPv6 addresses per ENI.',
   }),
+  ipv6Mode: s.enum(['SecondaryIP', 'Prefix'] as const, {
+    default: 'SecondaryIP',
+    description:
+      'Dual-stack: an ENI’s IPv6 addresses one by one (one per IPv4 pod address, assigned beside it), or one /80 prefix per ENI, given at its creation, from which every pod of the ENI takes its IPv6 address (no IPv6 call as the pool grows). An ENI keeps the mode it was given: a change affects new ENIs only.',
+  }),
   usePrimaryENI: s.bool({
     default: false,
     description:
@@ -108,6 +113,15 @@ const placementAndSizing = {
  * The families eni-ipam serves: [IPv4], [IPv4, IPv6] or [IPv6]. IPv6 with /28 prefixes or the
  * primary ENI is refused by the API server with this rule's message.
  */
+/** IPv6 /80 prefixes serve dual-stack pools only (refused with this rule's message otherwise). */
+const IPV6_MODE_RULE = {
+  rule:
+    "!has(self.ipv6Mode) || self.ipv6Mode == 'SecondaryIP' || " +
+    "(has(self.ipFamilies) && size(self.ipFamilies) == 2 && self.ipFamilies[1] == 'IPv6')",
+  message:
+    'ipv6Mode Prefix needs ipFamilies [IPv4, IPv6] (IPv6 /80 prefixes in an IPv6-only pool are not supported yet)',
+};
+
 const FAMILY_RULE = {
   rule:
     "!has(self.ipFamilies) || (size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv4') || " +
@@ -139,7 +153,10 @@ export const eniPoolClassSpec = s.object(
     }),
     ...placementAndSizing,
   },
-  { description: 'Pool policy for the nodes its selector matches.', validations: [SIZING_RULE, FAMILY_RULE] },
+  {
+    description: 'Pool policy for the nodes its selector matches.',
+    validations: [SIZING_RULE, FAMILY_RULE, IPV6_MODE_RULE],
+  },
 );
 
 export const eniPoolClassStatus = s.object({
@@ -161,7 +178,7 @@ export const eniPoolSpec = s.object(
   {
     required: ['nodeName'],
     description: 'One node\u2019s pool: its instance and the resolved policy of its class.',
-    validations: [SIZING_RULE, FAMILY_RULE],
+    validations: [SIZING_RULE, FAMILY_RULE, IPV6_MODE_RULE],
   },
 );
 
@@ -185,6 +202,10 @@ const eni = s.object(
     }),
     ipv6s: s.array(s.string(), {
       description: "The ENI's IPv6 addresses (dual-stack): each pod takes one beside its IPv4 address on this ENI.",
+    }),
+    ipv6Prefixes: s.array(s.string(), {
+      description:
+        "The ENI's IPv6 /80 prefixes (ipv6Mode Prefix): each pod of the ENI takes an IPv6 address of one; released only whole.",
     }),
     vSwitchIPv6CIDR: s.string({ description: "The IPv6 /64 of the ENI's vSwitch (dual-stack)." }),
     gatewayIPv6: s.string({
@@ -219,12 +240,17 @@ export const eniPoolStatus = s.object({
       description: 'IPs a growth step carries beyond the need now, learned from the node\u2019s demand (maxBatch).',
     }),
     prefixes: s.int({ minimum: 0, description: 'IPv4 /28 prefixes on attached ENIs (16 of the available IPs each).' }),
-    availableIPv6: s.int({ minimum: 0, description: 'IPv6 addresses on attached ENIs (dual-stack).' }),
+    availableIPv6: s.int({
+      minimum: 0,
+      description:
+        'IPv6 addresses pods may take on attached ENIs (dual-stack); an ENI with a /80 prefix counts one per IPv4 pod address.',
+    }),
     usedIPv6: s.int({ minimum: 0, description: 'IPv6 addresses pods hold (dual-stack).' }),
+    ipv6Prefixes: s.int({ minimum: 0, description: 'IPv6 /80 prefixes on attached ENIs (ipv6Mode Prefix).' }),
   }),
   releaseRequests: s.map(s.string({ format: 'date-time' }), {
     description:
-      'IP, or /28 prefix (all its addresses at once), -> when its release was requested (operator); ' +
+      'IP, or /28 or /80 prefix (all its addresses at once), -> when its release was requested (operator); ' +
       'the time names the request, and an ack answers only the request it names.',
   }),
   conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),

@@ -44,6 +44,11 @@ const eniProperties = {
     properties: { Ipv4Prefix: id },
   }),
   Ipv6Sets: wrappedIfThere('Ipv6Set', { type: 'object', required: ['Ipv6Address'], properties: { Ipv6Address: id } }),
+  Ipv6PrefixSets: wrappedIfThere('Ipv6PrefixSet', {
+    type: 'object',
+    required: ['Ipv6Prefix'],
+    properties: { Ipv6Prefix: id },
+  }),
   SecurityGroupIds: wrappedIfThere('SecurityGroupId', id),
   Tags: wrappedIfThere('Tag', { type: 'object', required: ['TagKey'], properties: { TagKey: text, TagValue: text } }),
 } as const;
@@ -131,8 +136,16 @@ const ANSWER_RULES: Readonly<Record<string, AnswerRule>> = {
   },
   UnassignPrivateIpAddresses: { schema: answer() },
   AssignIpv6Addresses: {
-    schema: answer(['Ipv6Sets'], { NetworkInterfaceId: text, Ipv6Sets: wrapped('Ipv6Address', id) }),
-    promise: assignedAll('Ipv6Address', 'Ipv6AddressCount', (a) => a.Ipv6Sets.Ipv6Address),
+    // As for IPv4: one call asks for addresses or for /80 prefixes, and the answer lists what was asked.
+    schema: answer([], {
+      NetworkInterfaceId: text,
+      Ipv6Sets: wrapped('Ipv6Address', id),
+      Ipv6PrefixSets: wrapped('Ipv6Prefix', id),
+    }),
+    promise: (a, params) =>
+      asked(params, 'Ipv6Prefix', 'Ipv6PrefixCount') !== undefined
+        ? assignedAll('Ipv6Prefix', 'Ipv6PrefixCount', (x) => x.Ipv6PrefixSets?.Ipv6Prefix ?? [])(a, params)
+        : assignedAll('Ipv6Address', 'Ipv6AddressCount', (x) => x.Ipv6Sets?.Ipv6Address ?? [])(a, params),
   },
   UnassignIpv6Addresses: { schema: answer() },
   DescribeNetworkInterfaces: {

@@ -48,6 +48,7 @@ export function toNetworkInterface(e: any): NetworkInterface {
       .map((s) => s.PrivateIpAddress),
     ipv4Prefixes: list(e.Ipv4PrefixSets, 'Ipv4PrefixSet').map((s) => s.Ipv4Prefix),
     ipv6: list(e.Ipv6Sets, 'Ipv6Set').map((s) => s.Ipv6Address),
+    ipv6Prefixes: list(e.Ipv6PrefixSets, 'Ipv6PrefixSet').map((s) => s.Ipv6Prefix),
     securityGroupIds: list(e.SecurityGroupIds, 'SecurityGroupId').map(String),
     tags: tagMap(e.Tags, 'TagKey', 'TagValue'),
     creationTime: e.CreationTime ?? '',
@@ -97,6 +98,7 @@ export class EcsApi {
         SecondaryPrivateIpAddressCount: r.secondaryIpCount || undefined,
         Ipv6AddressCount: r.ipv6Count || undefined,
         Ipv4PrefixCount: r.ipv4PrefixCount || undefined,
+        Ipv6PrefixCount: r.ipv6PrefixCount || undefined,
         Tag: r.tags && Object.keys(r.tags).length ? tagParams(r.tags) : undefined,
         NetworkInterfaceName: r.name,
         Description: r.description,
@@ -172,6 +174,21 @@ export class EcsApi {
 
   async unassignIpv6Addresses(eniId: string, ips: string[]): Promise<void> {
     await this.call('UnassignIpv6Addresses', { NetworkInterfaceId: eniId, Ipv6Address: ips });
+  }
+
+  /** Adds `count` IPv6 /80 prefixes (at most 10 a call) and returns those assigned. */
+  async assignIpv6Prefixes(eniId: string, req: { count: number; clientToken?: string }): Promise<string[]> {
+    const res = await this.call(
+      'AssignIpv6Addresses',
+      { NetworkInterfaceId: eniId, Ipv6PrefixCount: req.count },
+      { idempotent: true, clientToken: req.clientToken },
+    );
+    return list(res.Ipv6PrefixSets, 'Ipv6Prefix').map(String);
+  }
+
+  /** Takes IPv6 prefixes off an ENI (UnassignIpv6Addresses with Ipv6Prefix.N, at most 10). */
+  async unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void> {
+    await this.call('UnassignIpv6Addresses', { NetworkInterfaceId: eniId, Ipv6Prefix: prefixes });
   }
 
   /**

@@ -17,6 +17,8 @@ export interface NetworkInterface {
   secondaryIps: string[];
   ipv4Prefixes: string[];
   ipv6: string[];
+  /** IPv6 /80 prefixes (ipv6Mode Prefix): every address of each is the ENI's. */
+  ipv6Prefixes: string[];
   securityGroupIds: string[];
   tags: Record<string, string>;
   creationTime: string;
@@ -84,6 +86,7 @@ export interface CreateEniRequest {
   secondaryIpCount?: number;
   ipv6Count?: number;
   ipv4PrefixCount?: number;
+  ipv6PrefixCount?: number;
   tags?: Record<string, string>;
   name?: string;
   description?: string;

@@ -1,5 +1,6 @@
 import type { ENIPool } from '../api/types.js';
 import type { InstanceLimits } from './capacity.js';
+import { ipv6PrefixMode, isIpv6PrefixKey } from './ipv6-prefix.js';
 import { planRelease, type Ack } from './release.js';
 
 /**
@@ -12,7 +13,7 @@ import { planRelease, type Ack } from './release.js';
  * ipv6-only.ts).
  */
 
-type Families = Pick<ENIPool['spec'], 'ipFamilies'>;
+type Families = Pick<ENIPool['spec'], 'ipFamilies' | 'ipv6Mode'>;
 
 /** The pool's pods get an IPv6 address beside their IPv4 one. */
 export const dualStack = (spec: Families): boolean =>
@@ -26,12 +27,19 @@ export const needsIpv6 = (spec: Families): boolean => dualStack(spec) || ipv6Onl
 
 /**
  * Whether an address or release key is of the family the pool is sized in (its pods' own, or
- * in dual-stack the IPv4 one, which the IPv6 one follows).
+ * in dual-stack the IPv4 one, which the IPv6 one follows). An IPv6 /80 prefix is of neither:
+ * the prefix step owns it (pool-plan.ts).
  */
 export const inPodFamily =
   (spec: Families) =>
   (key: string): boolean =>
-    isIpv6(key) === ipv6Only(spec);
+    !isIpv6PrefixKey(key) && isIpv6(key) === ipv6Only(spec);
+
+/** A release key of the other family's single addresses (dual-stack companions, or what a family change left). */
+export const inOtherFamily =
+  (spec: Families) =>
+  (key: string): boolean =>
+    !isIpv6PrefixKey(key) && !inPodFamily(spec)(key);
 
 /** IPv6 addresses per CreateNetworkInterface (Ipv6AddressCount), AssignIpv6Addresses and UnassignIpv6Addresses call (ECS). */
 export const CREATE_MAX_IPV6 = 10;
@@ -50,10 +58,11 @@ export const isIpv6 = (key: string): boolean => key.includes(':');
 
 /**
  * In dual-stack an ENI serves as many pods as it has room in both families: its IPv4 slots are
- * capped by its IPv6 addresses (the ENI's own primary IPv4 address is the node's).
+ * capped by its IPv6 addresses (the ENI's own primary IPv4 address is the node's). A /80 prefix
+ * has room for every IPv4 address (ipv6Mode Prefix).
  */
-export function familyLimits(limits: InstanceLimits, spec: Pick<ENIPool['spec'], 'ipFamilies'>): InstanceLimits {
-  if (!dualStack(spec)) return limits;
+export function familyLimits(limits: InstanceLimits, spec: Families): InstanceLimits {
+  if (!dualStack(spec) || ipv6PrefixMode(spec)) return limits;
   return { ...limits, ipv4PerEni: Math.min(limits.ipv4PerEni, (limits.ipv6PerEni ?? 0) + 1) };
 }
 

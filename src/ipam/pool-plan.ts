@@ -16,6 +16,7 @@ import {
   CREATE_MAX_IPV6,
   dualStack,
   familyLimits,
+  inOtherFamily,
   inPodFamily,
   ipv6Only,
   isIpv6,
@@ -23,6 +24,14 @@ import {
   planCompanions,
 } from './families.js';
 import { ipv6OnlyMemory, ipv6OnlyPlan, ipv6OnlyView } from './ipv6-only.js';
+import {
+  IPV6_PREFIXES_PER_ENI,
+  UNASSIGN_IPV6_PREFIX_BATCH,
+  inIpv6Prefix,
+  ipv6PrefixMode,
+  ipv6Room,
+  isIpv6PrefixKey,
+} from './ipv6-prefix.js';
 import { PREFIX_SIZE, prefixAddresses } from './prefix.js';
 import { acksOf, planRelease } from './release.js';
 import { excess, needed, resolveMaxAllocate, toAllocate, type Sizing, type Usage } from './sizing.js';
@@ -39,6 +48,8 @@ export interface EniFact {
   ipv4Prefixes?: string[];
   /** Its IPv6 addresses (dual-stack). */
   ipv6?: string[];
+  /** Its IPv6 /80 prefixes (dual-stack, ipv6Mode Prefix). */
+  ipv6Prefixes?: string[];
   /** Created by this cluster. */
   ours: boolean;
   /** Being detached and deleted by the operator: no longer part of the pool, though it holds a slot. */
@@ -133,12 +144,19 @@ export interface PoolPlan {
   adopt: Array<{ eniId: string; alreadyAttaching: boolean }>;
   /** `count` in addresses; with `prefix`, a multiple of 16 assigned as /28 prefixes (at most 10). */
   assign: Array<{ eniId: string; vSwitchId: string; count: number; prefix?: true }>;
-  /** New ENIs, each created with all its IPs (with `prefix`, as /28 prefixes; `ipv6`: as many IPv6), then attached. */
-  create: Array<{ vSwitchId: string; ips: number; prefix?: true; ipv6?: number }>;
+  /**
+   * New ENIs, each created with all its IPs (with `prefix`, as /28 prefixes; `ipv6`: as many IPv6;
+   * `ipv6Prefixes`: as many /80s), then attached.
+   */
+  create: Array<{ vSwitchId: string; ips: number; prefix?: true; ipv6?: number; ipv6Prefixes?: number }>;
   /** IPv6 addresses to add to an ENI, at most 10 per call: dual-stack companions, or an IPv6-only pool's. */
   assignIpv6: Array<{ eniId: string; count: number }>;
   /** Confirmed free IPv6 addresses to unassign, at most 10 per call (a surplus, or an IPv6-only pool's excess). */
   unassignIpv6: Array<{ eniId: string; ips: string[] }>;
+  /** IPv6 /80 prefixes to add to an ENI that has none (ipv6Mode Prefix): `count` prefixes. */
+  assignIpv6Prefixes: Array<{ eniId: string; count: number }>;
+  /** Confirmed free IPv6 prefixes to unassign (a pool that stopped using them), at most 10 per call. */
+  unassignIpv6Prefixes: Array<{ eniId: string; prefixes: string[] }>;
   securityGroupIds: string[];
   /** Confirmed IPs (at most 50) or prefixes (at most 10) to unassign, one call each: never both. */
   unassign: Array<{ eniId: string; ips: string[]; prefixes?: string[] }>;
@@ -235,7 +253,16 @@ export function coolingIps(status: ENIPoolStatus | undefined, now: number): Arra
 
 type Changes = Pick<
   PoolPlan,
-  'adopt' | 'assign' | 'create' | 'securityGroupIds' | 'unassign' | 'deleteEnis' | 'assignIpv6' | 'unassignIpv6'
+  | 'adopt'
+  | 'assign'
+  | 'create'
+  | 'securityGroupIds'
+  | 'unassign'
+  | 'deleteEnis'
+  | 'assignIpv6'
+  | 'unassignIpv6'
+  | 'assignIpv6Prefixes'
+  | 'unassignIpv6Prefixes'
 >;
 const noChanges = (): Changes => ({
   adopt: [],
@@ -243,6 +270,8 @@ const noChanges = (): Changes => ({
   create: [],
   assignIpv6: [],
   unassignIpv6: [],
+  assignIpv6Prefixes: [],
+  unassignIpv6Prefixes: [],
   securityGroupIds: [],
   unassign: [],
   deleteEnis: [],
@@ -429,6 +458,11 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
     );
     Object.assign(changes, companions);
   }
+  if (dualStack(spec) || inUse.some((e) => e.ipv6Prefixes?.length))
+    Object.assign(
+      changes,
+      planIpv6PrefixStep(o, limits, inUse, changes, release.releaseRequests, mayAllocate, blocked),
+    );
 
   let requeueAfterMs = release.requeueAfterMs;
   // When the last cool-down ends the need drops: look again then, whatever the agent writes.
@@ -504,7 +538,11 @@ function planAllocationStep(
   const assign = alloc.ops.flatMap((op) => (op.kind === 'assign' ? [op] : []));
   // Dual-stack: a new ENI carries its IPv6 companions (up to 10 at creation; the rest are assigned once it is InUse).
   const ipv6For = (ips: number) =>
-    dualStack(spec) ? { ipv6: Math.min(ips, CREATE_MAX_IPV6, limits.ipv6PerEni ?? 0) } : {};
+    !dualStack(spec)
+      ? {}
+      : ipv6PrefixMode(spec)
+        ? { ipv6Prefixes: IPV6_PREFIXES_PER_ENI }
+        : { ipv6: Math.min(ips, CREATE_MAX_IPV6, limits.ipv6PerEni ?? 0) };
   const creates = alloc.ops.flatMap(({ kind, ...op }) =>
     kind === 'create' ? [{ ...(op as PoolPlan['create'][number]), ...ipv6For((op as { ips: number }).ips) }] : [],
   );
@@ -557,7 +595,7 @@ function planIpv6Step(
     !o.sharingInstance?.length &&
     !blocked('UnassignIpv6Addresses');
   const requests = new Map(
-    Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => !inPodFamily(pool.spec)(key)),
+    Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => inOtherFamily(pool.spec)(key)),
   );
   // Other-family addresses a pod holds without a pod-family one (its class changed under it):
   // they count toward their ENI's target, so that the free companions of new addresses stay.
@@ -565,13 +603,18 @@ function planIpv6Step(
   const interfaceOf = (ip: string) => `${used[ip]!.containerID}/${used[ip]!.ifName ?? ''}`;
   const paired = new Set(Object.keys(used).filter(inPodFamily(pool.spec)).map(interfaceOf));
   const lone = (e: EniFact) => (e.ipv6 ?? []).filter((ip) => ip in used && !paired.has(interfaceOf(ip))).length;
+  // An ENI of a /80 (or that gets one now) keeps only the single IPv6 addresses pods hold.
+  const ofPrefix = (e: EniFact) => holdsIpv6Prefix(e, pool.spec);
+  const inUseSingles = (e: EniFact) => (e.ipv6 ?? []).filter((ip) => ip in used).length;
   const plan = planCompanions({
     enis: inUse
       .filter((e) => !e.primary && !deleted.has(e.id))
       .map((e) => ({
         id: e.id,
         attached: e.status === 'InUse',
-        podIpv4: (dualStack(pool.spec) ? ipsOf(afterRelease(e)) + assigned(e.id) : 0) + lone(e),
+        podIpv4: ofPrefix(e)
+          ? inUseSingles(e)
+          : (dualStack(pool.spec) ? ipsOf(afterRelease(e)) + assigned(e.id) : 0) + lone(e),
         ipv6: e.ipv6 ?? [],
       })),
     perEni: limits.ipv6PerEni ?? 0,
@@ -586,6 +629,86 @@ function planIpv6Step(
   for (const key of plan.request) releaseRequests[key] = o.requestStamp;
   for (const key of plan.unassign.flatMap((u) => u.ips)) delete releaseRequests[key];
   return { assignIpv6: plan.assign, unassignIpv6: plan.unassign };
+}
+
+/**
+ * Whether an ENI's pods take their IPv6 addresses from a /80 (ipv6Mode Prefix): it holds one, or
+ * it is a dual-stack pool's in Prefix mode (it gets one). Its single IPv6 addresses are only kept
+ * while pods hold them.
+ */
+const holdsIpv6Prefix = (e: EniFact, spec: ENIPool['spec']): boolean =>
+  (e.ipv6Prefixes?.length ?? 0) > 0 || (dualStack(spec) && ipv6PrefixMode(spec));
+
+/**
+ * IPv6 /80 prefixes (ipv6Mode Prefix): each attached ENI of a dual-stack pool in Prefix mode holds
+ * one (new ENIs get it at their creation; others once they are InUse, within the type's IPv6
+ * entries). A prefix stays while the pool is dual-stack, whatever its mode now (an ENI keeps the
+ * mode it was given), and goes once the pool stops using IPv6: requested through the release
+ * handshake (one ack covers every address of it) and unassigned when the agent says `ready`.
+ */
+function planIpv6PrefixStep(
+  o: PoolObservation,
+  limits: InstanceLimits,
+  inUse: EniFact[],
+  changes: Changes,
+  releaseRequests: Record<string, string>,
+  mayAllocate: boolean,
+  blocked: (action: string) => boolean,
+): Pick<PoolPlan, 'assignIpv6Prefixes' | 'unassignIpv6Prefixes'> {
+  const { pool, now } = o;
+  const spec = pool.spec;
+  const deleted = new Set(changes.deleteEnis);
+  const enis = inUse.filter((e) => !e.primary && !deleted.has(e.id));
+  const assignIpv6Prefixes: PoolPlan['assignIpv6Prefixes'] = [];
+  const unassignIpv6Prefixes: PoolPlan['unassignIpv6Prefixes'] = [];
+  const requests = new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => isIpv6PrefixKey(key)));
+  const held = new Set(enis.flatMap((e) => e.ipv6Prefixes ?? []));
+  const mayRelease =
+    o.mode === 'normal' &&
+    spec.releaseExcessIPs !== false &&
+    !o.sharingInstance?.length &&
+    !blocked('UnassignIpv6Addresses');
+  if (mayRelease) for (const key of requests.keys()) if (!held.has(key)) delete releaseRequests[key];
+  const used = Object.keys(pool.status?.used ?? {}).filter(isIpv6);
+  const cooling = coolingIps(pool.status, now)
+    .map((c) => c.ip)
+    .filter(isIpv6);
+  // A prefix counts as used, or cooling, while any address of it is.
+  const touched = (addresses: string[], prefixes: string[]) =>
+    new Set(prefixes.filter((p) => addresses.some((ip) => inIpv6Prefix(ip, p))));
+  for (const e of enis) {
+    const prefixes = e.ipv6Prefixes ?? [];
+    if (dualStack(spec)) {
+      const entries =
+        (e.ipv6?.length ?? 0) - sum(changes.unassignIpv6.filter((u) => u.eniId === e.id).map((u) => u.ips.length));
+      const wanted = ipv6PrefixMode(spec) && prefixes.length === 0 && e.status === 'InUse';
+      if (wanted && mayAllocate && !blocked('AssignIpv6Addresses') && entries < (limits.ipv6PerEni ?? 0))
+        assignIpv6Prefixes.push({ eniId: e.id, count: IPV6_PREFIXES_PER_ENI });
+      continue;
+    }
+    if (!mayRelease || !prefixes.length) continue;
+    const release = planRelease({
+      enis: [{ id: e.id, primaryIp: '', secondaryIps: prefixes, keep: true }],
+      // A cooling address keeps its /80 as a used one does, whatever an ack says.
+      used: touched([...used, ...cooling], prefixes),
+      excess: prefixes.length,
+      excessSince: now,
+      now,
+      delayMs: 0,
+      requests: new Map([...requests].filter(([key]) => prefixes.includes(key))),
+      acks: acksOf(pool.status),
+      deleteEmptyEnis: false,
+    });
+    for (const key of release.withdraw) delete releaseRequests[key];
+    for (const key of release.request) releaseRequests[key] = o.requestStamp;
+    for (const u of release.unassign)
+      for (let i = 0; i < u.ips.length; i += UNASSIGN_IPV6_PREFIX_BATCH) {
+        const batch = u.ips.slice(i, i + UNASSIGN_IPV6_PREFIX_BATCH);
+        unassignIpv6Prefixes.push({ eniId: e.id, prefixes: batch });
+        for (const key of batch) delete releaseRequests[key];
+      }
+  }
+  return { assignIpv6Prefixes, unassignIpv6Prefixes };
 }
 
 /**
@@ -635,7 +758,11 @@ function planReleaseStep(
   // of each); one that may not go has its confirmed addresses unassigned instead.
   const busy = new Set([...Object.keys(pool.status?.used ?? {}), ...coolingIps(pool.status, now).map((c) => c.ip)]);
   const emptied = inUse.filter((e) => release.deleteEnis.includes(e.id));
-  const deleted = emptied.filter((e) => !(e.ipv6 ?? []).some((ip) => busy.has(ip)));
+  const deleted = emptied.filter(
+    (e) =>
+      !(e.ipv6 ?? []).some((ip) => busy.has(ip)) &&
+      !(e.ipv6Prefixes ?? []).some((p) => [...busy].some((ip) => inIpv6Prefix(ip, p))),
+  );
   const kept = emptied
     .filter((e) => !deleted.includes(e))
     .map((e) => ({ eniId: e.id, ips: e.secondaryIps, prefixes: e.ipv4Prefixes ?? [] }));
@@ -657,6 +784,7 @@ function planReleaseStep(
     ...e.secondaryIps,
     ...(e.ipv4Prefixes ?? []),
     ...(e.ipv6 ?? []),
+    ...(e.ipv6Prefixes ?? []),
   ]))
     delete releaseRequests[key];
   const leaving = sum(unassign.map(unassignedIps)) + sum(deleted.map(ipsOf));
@@ -675,7 +803,10 @@ interface StatusInput {
   notReady?: { reason: string; message: string };
   /** Absent: the requests stay as they are. */
   releaseRequests?: Record<string, string>;
-  changes?: Pick<PoolPlan, 'assign' | 'unassign' | 'deleteEnis' | 'assignIpv6' | 'unassignIpv6'>;
+  changes?: Pick<
+    PoolPlan,
+    'assign' | 'unassign' | 'deleteEnis' | 'assignIpv6' | 'unassignIpv6' | 'assignIpv6Prefixes' | 'unassignIpv6Prefixes'
+  >;
   /** The growth batch learned from the node's demand. */
   batch?: number;
   /** No whole /28 fits under maxAllocate: the pool is at its ceiling though short of it. */
@@ -713,11 +844,30 @@ function plannedStatus(
     sum((s.changes?.unassign ?? []).map((u) => u.prefixes?.length ?? 0));
   const used = usedInFamily(pool.status, pool.spec);
   const busy = used + cooling;
-  const ipv6 = dualStack(pool.spec) || published.some((e) => e.ipv6?.length);
-  const availableIPv6 =
-    sum(published.filter((e) => e.status === 'InUse').map((e) => e.ipv6?.length ?? 0)) +
-    sum((s.changes?.assignIpv6 ?? []).map((a) => a.count)) -
-    sum((s.changes?.unassignIpv6 ?? []).map((u) => u.ips.length));
+  const ipv6 = dualStack(pool.spec) || published.some((e) => e.ipv6?.length || e.ipv6Prefixes?.length);
+  // Per ENI once the changes are made: its single IPv6 addresses, and, where it holds a /80, one
+  // for each of its IPv4 pod addresses (ipv6Room, the count the publish check makes too).
+  const onEni = <T>(list: T[] | undefined, id: string, n: (x: T) => number) =>
+    sum((list ?? []).filter((x) => (x as { eniId: string }).eniId === id).map(n));
+  let ipv6Prefixes = 0;
+  const availableIPv6 = sum(
+    published
+      .filter((e) => e.status === 'InUse')
+      .map((e) => {
+        const c = s.changes;
+        const singles =
+          (e.ipv6?.length ?? 0) +
+          onEni(c?.assignIpv6, e.id, (a) => a.count) -
+          onEni(c?.unassignIpv6, e.id, (u) => u.ips.length);
+        const prefixes =
+          (e.ipv6Prefixes?.length ?? 0) +
+          onEni(c?.assignIpv6Prefixes, e.id, (a) => a.count) -
+          onEni(c?.unassignIpv6Prefixes, e.id, (u) => u.prefixes.length);
+        const ipv4 = ipsOf(e) + onEni(c?.assign, e.id, (a) => a.count) - onEni(c?.unassign, e.id, unassignedIps);
+        ipv6Prefixes += prefixes;
+        return ipv6Room(ipv4, singles, prefixes);
+      }),
+  );
   const releaseRequests = s.releaseRequests ?? pool.status?.releaseRequests ?? {};
   const need = sizing && !s.capped ? needed(sizing, { available, used: busy, pending: o.pendingPods }) : 0;
   const maxAllocate = sizing?.maxAllocate ?? 0;
@@ -778,6 +928,7 @@ function plannedStatus(
         ? {
             availableIPv6,
             usedIPv6: Object.keys(pool.status?.used ?? {}).filter(isIpv6).length,
+            ...(ipv6Prefixes > 0 || ipv6PrefixMode(pool.spec) ? { ipv6Prefixes } : {}),
           }
         : {}),
     },

@@ -19,6 +19,7 @@ export class OperatorMetrics {
   readonly poolIps: Gauge<'node' | 'kind'>;
   readonly poolPrefixes: Gauge<'node'>;
   readonly poolIpv6: Gauge<'node' | 'kind'>;
+  readonly poolIpv6Prefixes: Gauge<'node'>;
   readonly nodes: Gauge<'state'>;
   readonly enis: Gauge<'state'>;
   readonly vSwitchFree: Gauge<'vswitch' | 'zone'>;
@@ -54,6 +55,12 @@ export class OperatorMetrics {
       name: 'eni_ipam_pool_ipv6_addresses',
       help: 'IPv6 addresses of a node pool that uses IPv6, by kind: available (on attached ENIs), used (by pods); eni_ipam_pool_ips counts the pool\u2019s pod family (IPv4, or IPv6 in an IPv6-only pool).',
       labelNames: ['node', 'kind'],
+      registers,
+    });
+    this.poolIpv6Prefixes = new Gauge({
+      name: 'eni_ipam_pool_ipv6_prefixes',
+      help: 'IPv6 /80 prefixes on the attached ENIs of a dual-stack node pool (ipv6Mode Prefix); its pods take their IPv6 addresses from them.',
+      labelNames: ['node'],
       registers,
     });
     const fleet = () => this.fleet?.();

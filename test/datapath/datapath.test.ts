@@ -9,6 +9,7 @@ import { Registry } from 'prom-client';
 import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
 import { IpRouteKernel } from '../../src/agent/datapath/kernel.js';
+import { inIpv6Prefix } from '../../src/ipam/ipv6-prefix.js';
 import { prefixAddresses } from '../../src/ipam/prefix.js';
 import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { destination as pinoDestination } from 'pino';
@@ -198,12 +199,20 @@ beforeAll(async () => {
     ipv4Mode: 'Prefix',
     nodeSelector: { matchLabels: { datapath: 'x' } },
   });
-  // Nodes 6 and 7 (zone j) are dual-stack: vsw-j-pods has an IPv6 CIDR.
+  // Nodes 6 and 7 (zone j) are dual-stack: vsw-j-pods has an IPv6 CIDR. Node 6's ENIs hold single
+  // IPv6 addresses, node 7's one /80 each (ipv6Mode Prefix).
   await c.addClass('d', {
     ...common,
     vSwitchIDs: ['vsw-j-pods'],
     ipFamilies: ['IPv4', 'IPv6'],
     nodeSelector: { matchLabels: { datapath: 'd' } },
+  });
+  await c.addClass('dp', {
+    ...common,
+    vSwitchIDs: ['vsw-j-pods'],
+    ipFamilies: ['IPv4', 'IPv6'],
+    ipv6Mode: 'Prefix',
+    nodeSelector: { matchLabels: { datapath: 'dp' } },
   });
   // Nodes 8 and 9 (zone j) are IPv6-only: their pods have an IPv6 address and no IPv4 one.
   await c.addClass('six', {
@@ -221,7 +230,7 @@ beforeAll(async () => {
     { instance: 'i-demo-10', label: 'p', routing: true },
     { instance: 'i-demo-13', label: 'x', routing: true },
     { instance: 'i-demo-03', label: 'd', routing: true },
-    { instance: 'i-demo-06', label: 'd', routing: true },
+    { instance: 'i-demo-06', label: 'dp', routing: true },
     { instance: 'i-demo-09', label: 'six', routing: true },
     { instance: 'i-demo-12', label: 'six', routing: true },
   ];
@@ -420,7 +429,7 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     await droppedOnceUnassigned(x1, eni.id, 'UnassignPrivateIpAddresses', { 'Ipv4Prefix.1': prefix }, host.ip);
   }, 60_000);
 
-  it('dual-stack: pods get an IPv4 and an IPv6 address of one ENI, reach each other across nodes and the VPC host in both families, through that ENI', async () => {
+  it('dual-stack: pods get an IPv4 and an IPv6 address of one ENI (a single one, or one of its /80), reach each other across nodes and the VPC host in both families, through that ENI', async () => {
     const [d1, d2] = [nodes[5]!, nodes[6]!];
     const [a, b] = [await startPod(d1, 'dual-1'), await startPod(d2, 'dual-2')];
     const host = vpc.vpcHost!;
@@ -429,9 +438,13 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
       // Both addresses on one ENI of the pod's own node, both reported in use.
       const eni = eniOf(p.ip);
       expect(eni.instanceId).toBe(p.node.instance);
-      expect(eni.ipv6).toContain(p.ipv6);
       await eventually(async () => Boolean((await c.pool(p.node.name)).status?.used?.[p.ipv6!]), 10_000, 50);
     }
+    // Node 6's pod has a single IPv6 address of its ENI; node 7's an address of its ENI's /80.
+    expect(eniOf(a.ip).ipv6).toContain(a.ipv6);
+    const prefixB = eniOf(b.ip).ipv6Prefixes.find((p) => inIpv6Prefix(b.ipv6!, p));
+    expect(prefixB).toBeDefined();
+    expect(eniOf(b.ip).ipv6).toEqual([]);
     const pool = await c.pool(d1.name);
     const published = pool.status!.enis!.find((e) => e.ipv6s?.includes(a.ipv6!))!;
     expect(published).toMatchObject({
@@ -471,6 +484,9 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     await ping6(a, host.ipv6!);
     // And once the ENI no longer holds the pod's IPv6 address, the VPC drops what the pod sends from it.
     await droppedOnceUnassigned(a, eni.id, 'UnassignIpv6Addresses', { 'Ipv6Address.1': a.ipv6! }, host.ipv6!);
+    // The same for the /80: delivered whole to its ENI while it holds it, dropped once it does not.
+    await ping6(b, host.ipv6!);
+    await droppedOnceUnassigned(b, eniOf(b.ip).id, 'UnassignIpv6Addresses', { 'Ipv6Prefix.1': prefixB! }, host.ipv6!);
     // A DEL takes both addresses back and both families' rules off the node.
     await stopPod(b);
     expect(await inNs(d2.netns, 'ip', '-6', 'rule', 'show')).not.toContain(b.ipv6!);
@@ -507,7 +523,7 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     const answer = await inNs(b.netns, 'curl', '-s', '--max-time', '3', `http://[${host.ipv6}]/`);
     expect(JSON.parse(answer)).toMatchObject({ client: b.ip });
     // And to a dual-stack pod of another node, by its IPv6 address (the dual-stack test's pods are gone or cut off).
-    const dual = await startPod(nodes[6]!, 'dual-3');
+    const dual = await startPod(nodes[5]!, 'dual-3');
     await eventually(() => ping6(a, dual.ipv6!).then(() => true), 5000, 300);
     const eni = eniOf6(a.ip);
     const seen = await captured(vpc.portOf(eni.id)!, `icmp6 and src host ${a.ip}`, () =>

@@ -231,19 +231,23 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
       })) as { status?: { conditions?: Array<{ type: string; status: string; reason?: string }> } };
       return conditionOf(k, 'Valid')?.reason === 'InvalidIPFamilies';
     });
-    const refused: Array<Parameters<TestCluster['addClass']>[1]> = [
-      { ipFamilies: ['IPv6', 'IPv4'] },
-      { ipFamilies: ['IPv6'], ipv4Mode: 'Prefix' },
-      { ipFamilies: ['IPv4', 'IPv6'], ipv4Mode: 'Prefix' },
-      { ipFamilies: ['IPv4', 'IPv6'], usePrimaryENI: true },
+    const families = 'ipFamilies must be [IPv4], [IPv4, IPv6] or [IPv6]';
+    const prefixes = 'ipv6Mode Prefix needs ipFamilies [IPv4, IPv6]';
+    const refused: Array<[Parameters<TestCluster['addClass']>[1], string]> = [
+      [{ ipFamilies: ['IPv6', 'IPv4'] }, families],
+      [{ ipFamilies: ['IPv6'], ipv4Mode: 'Prefix' }, families],
+      [{ ipFamilies: ['IPv4', 'IPv6'], ipv4Mode: 'Prefix' }, families],
+      [{ ipFamilies: ['IPv4', 'IPv6'], usePrimaryENI: true }, families],
+      [{ ipFamilies: ['IPv6'], ipv6Mode: 'Prefix' }, prefixes],
+      [{ ipv6Mode: 'Prefix' }, prefixes],
     ];
-    for (const spec of refused) {
+    for (const [spec, message] of refused) {
       const err = (await cluster.addClass('refused', { ...POD_CLASS, ...spec }).catch((e: unknown) => e)) as {
         code: number;
         body: string;
       };
       expect(err.code).toBe(422);
-      expect(JSON.parse(err.body).message).toContain('ipFamilies must be [IPv4], [IPv4, IPv6] or [IPv6]');
+      expect(JSON.parse(err.body).message).toContain(message);
     }
   }, 30_000);
 });

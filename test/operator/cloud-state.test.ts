@@ -16,6 +16,7 @@ const eni = (id: string, secondaryIps: string[] = []): NetworkInterface => ({
   secondaryIps,
   ipv4Prefixes: [],
   ipv6: [],
+  ipv6Prefixes: [],
   securityGroupIds: [],
   tags: { [TAGS.cluster]: 'c1', [TAGS.node]: 'n1' },
   creationTime: '2026-01-01T00:00:00Z',

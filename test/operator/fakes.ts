@@ -92,6 +92,7 @@ export function eni(
     secondaryIps: Array.from({ length: ips }, (_, k) => `10.0.${n}.${k + 2}`),
     ipv4Prefixes: [],
     ipv6: [],
+    ipv6Prefixes: [],
     securityGroupIds: ['sg-1'],
     tags: ours ? { [TAGS.cluster]: CLUSTER, [TAGS.node]: node, [TAGS.creator]: 'eni-ipam-operator' } : {},
     creationTime: '2026-03-01T11:00:00Z',
@@ -336,6 +337,17 @@ export class FakeIpCalls implements IpCalls {
 
   async unassignIpv6Addresses(eniId: string, ips: string[]): Promise<void> {
     this.answer('UnassignIpv6Addresses', [eniId, ips]);
+  }
+
+  /** IPv6 prefixes come from fd00:8:<k>:0:<j+1>::/80, never seen before. */
+  async assignIpv6Prefixes(eniId: string, o: { count: number }): Promise<string[]> {
+    this.answer('AssignIpv6Addresses', [eniId, { prefixes: o.count }]);
+    const k = ++this.assigned;
+    return Array.from({ length: o.count }, (_, j) => `fd00:8:${k}:0:${j + 1}::/80`);
+  }
+
+  async unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void> {
+    this.answer('UnassignIpv6Addresses', [eniId, { prefixes }]);
   }
 
   /** Prefixes come from 10.8.<k>.<16j>/28, never seen before. */

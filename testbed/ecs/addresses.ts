@@ -110,24 +110,39 @@ export class Ipv4Pool {
   }
 }
 
-/** IPv6 addresses of a vSwitch's /64, handed out in order. */
+const toBig6 = (ip: string): bigint => BigInt(`0x${Buffer.from(ipaddr.IPv6.parse(ip).toByteArray()).toString('hex')}`);
+const toIp6 = (n: bigint): string =>
+  ipaddr.IPv6.parse(n.toString(16).padStart(32, '0').match(/.{4}/g)!.join(':')).toString();
+
+/** The /80s of a /64: 2^16, numbered by bits 64-79 of their addresses. */
+const SLOTS_80 = 0x10000;
+const slot80 = (n: bigint): number => Number((n >> 48n) & 0xffffn);
+
+/**
+ * IPv6 addresses of a vSwitch's /64, handed out in order, and its /80 prefixes. A prefix is an
+ * aligned /80 that holds no address taken one by one; the first /80 of the /64 is never one (the
+ * subnet's own addresses are there, and the single addresses handed out in order).
+ */
 export class Ipv6Pool {
   private next = 0x100n;
   private readonly prefix: bigint;
   private readonly used = new Set<string>();
+  /** The /80s held as prefixes, by slot (1 to 0xffff). */
+  private readonly prefixes = new Set<number>();
+  private prefixCursor = 1;
 
   constructor(cidr: string) {
     const [addr] = ipaddr.IPv6.parseCIDR(cidr);
-    this.prefix = BigInt(`0x${Buffer.from(addr.toByteArray()).toString('hex')}`) & ~((1n << 64n) - 1n);
+    this.prefix = toBig6(addr.toString()) & ~((1n << 64n) - 1n);
   }
 
+  /** Takes `count` free addresses, none inside a prefix. */
   take(count: number): string[] {
     const out: string[] = [];
     while (out.length < count) {
       const n = this.prefix | this.next++;
-      const hex = n.toString(16).padStart(32, '0');
-      const ip = ipaddr.IPv6.parse(hex.match(/.{4}/g)!.join(':')).toString();
-      if (!this.used.has(ip)) {
+      const ip = toIp6(n);
+      if (!this.used.has(ip) && !this.prefixes.has(slot80(n))) {
         this.used.add(ip);
         out.push(ip);
       }
@@ -137,6 +152,12 @@ export class Ipv6Pool {
 
   isUsed(ip: string): boolean {
     return this.used.has(ipaddr.IPv6.parse(ip).toString());
+  }
+
+  /** The held prefix an address is inside, if any. */
+  prefixOf(ip: string): string | undefined {
+    const n = toBig6(ip);
+    return this.prefixes.has(slot80(n)) ? `${toIp6(n & ~((1n << 48n) - 1n))}/80` : undefined;
   }
 
   /** Holds a named address (one an ENI asked for by name); false when it is held already. */
@@ -149,5 +170,23 @@ export class Ipv6Pool {
 
   release(ip: string): void {
     this.used.delete(ip);
+  }
+
+  /** An aligned /80 that overlaps no held prefix and holds no held address, or null when none is left. */
+  takePrefix80(): string | null {
+    const occupied = new Set([...this.used].map((ip) => slot80(toBig6(ip))));
+    for (let scanned = 0; scanned < SLOTS_80 - 1; scanned++) {
+      const s = this.prefixCursor;
+      this.prefixCursor = s >= SLOTS_80 - 1 ? 1 : s + 1;
+      if (this.prefixes.has(s) || occupied.has(s)) continue;
+      this.prefixes.add(s);
+      return `${toIp6(this.prefix | (BigInt(s) << 48n))}/80`;
+    }
+    return null;
+  }
+
+  releasePrefix(prefix: string): void {
+    const [addr] = ipaddr.IPv6.parseCIDR(prefix);
+    this.prefixes.delete(slot80(toBig6(addr.toString())));
   }
 }

@@ -102,7 +102,8 @@ function allocate(
   return { ips: got, prefixes: pfx };
 }
 
-function takeIpv6(vsw: VSwitch, named: string[], count: number): string[] {
+/** Takes named IPv6 addresses, then `count` more, then `prefixes` /80s; all or nothing. */
+function takeIpv6(vsw: VSwitch, named: string[], count: number, prefixes = 0): { ips: string[]; prefixes: string[] } {
   if (!vsw.pool6 || !vsw.ipv6Cidr)
     throw apiError('InvalidVSwitch.Ipv6NotTurnOn', `IPv6 is not enabled on vSwitch ${vsw.id}.`);
   const range = ipaddr.IPv6.parseCIDR(vsw.ipv6Cidr);
@@ -114,14 +115,36 @@ function takeIpv6(vsw: VSwitch, named: string[], count: number): string[] {
     }
     const normal = ipaddr.IPv6.parse(ip).toString();
     if (seen.has(normal)) throw apiError('InvalidIp.IpRepeated', `The address ${ip} is repeated.`);
-    // An address an ENI holds (or the vpc-host) is no one else's: as ECS, and as for IPv4.
+    // An address an ENI holds (or the vpc-host) is no one else's: as ECS, and as for IPv4. So is
+    // every address of an ENI's /80 prefix.
     if (pool6.isUsed(normal))
       throw apiError('InvalidPrivateIpAddress.Duplicated', `The address ${ip} is already in use.`);
+    const inPrefix = pool6.prefixOf(normal);
+    if (inPrefix)
+      throw apiError('InvalidPrivateIpAddress.Duplicated', `The address ${ip} is in use: it is in prefix ${inPrefix}.`);
     seen.add(normal);
   }
   for (const ip of seen) pool6.takeSpecific(ip);
-  return [...seen, ...pool6.take(count)];
+  const ips = [...seen, ...pool6.take(count)];
+  const got: string[] = [];
+  for (let i = 0; i < prefixes; i++) {
+    const p = pool6.takePrefix80();
+    if (!p) {
+      ips.forEach((ip) => pool6.release(ip));
+      got.forEach((q) => pool6.releasePrefix(q));
+      throw apiError('InvalidVSwitchId.IpNotEnough', `The vSwitch ${vsw.id} has no free aligned /80 prefix left.`);
+    }
+    got.push(p);
+  }
+  return { ips, prefixes: got };
 }
+
+/** A prefix as the emulator keeps it (`2408:4005:3c0:a100:1::/80`), or the text as given when it is none. */
+const normalPrefix6 = (p: string): string => {
+  if (!ipaddr.IPv6.isValidCIDR(p)) return p;
+  const [addr, bits] = ipaddr.IPv6.parseCIDR(p);
+  return `${addr.toString()}/${bits}`;
+};
 
 /** The one-of-two form (`X.N` or `XCount`) the ECS API uses for addresses. */
 function addressRequest(p: Params, listName: string, countName: string, listMax: number, countMax: number) {
@@ -134,6 +157,18 @@ function addressRequest(p: Params, listName: string, countName: string, listMax:
 }
 
 const ipv4Count = (e: Eni): number => 1 + e.secondaryIps.length + e.ipv4Prefixes.length;
+/** An ENI's IPv6 entries: its addresses and its /80 prefixes, each one of EniIpv6AddressQuantity. */
+const ipv6Count = (e: Eni): number => e.ipv6.length + e.ipv6Prefixes.length;
+
+/** How many IPv6 entries (addresses and /80 prefixes) an ENI that is not attached takes in one call. */
+const IPV6_PER_CALL_WHEN_AVAILABLE = 10;
+
+/** `Ipv6Prefix.N` / `Ipv6PrefixCount`: counted prefixes only (naming them is not emulated). */
+function ipv6PrefixRequest(p: Params) {
+  const pfx = addressRequest(p, 'Ipv6Prefix', 'Ipv6PrefixCount', 10, 10);
+  if (pfx.named.length) throw invalid('Ipv6Prefix.N', 'naming prefixes is not emulated; use Ipv6PrefixCount');
+  return pfx;
+}
 
 export function createNetworkInterface(ctx: ActionContext) {
   const { world: w, params: p } = ctx;
@@ -164,16 +199,31 @@ export function createNetworkInterface(ctx: ActionContext) {
   const pfx = addressRequest(p, 'Ipv4Prefix', 'Ipv4PrefixCount', 10, 10);
   if (pfx.named.length) throw invalid('Ipv4Prefix.N', 'naming prefixes is not emulated; use Ipv4PrefixCount');
   const v6 = addressRequest(p, 'Ipv6Address', 'Ipv6AddressCount', 10, 10);
+  const pfx6 = ipv6PrefixRequest(p);
+  if (v6.total + pfx6.total > IPV6_PER_CALL_WHEN_AVAILABLE)
+    throw invalid(
+      'Ipv6AddressCount',
+      `at most ${IPV6_PER_CALL_WHEN_AVAILABLE} IPv6 addresses and prefixes per call on an ENI that is not attached`,
+    );
   if (w.secondaryEniCount() >= ctx.limits.enisPerRegion) {
     throw apiError(
       'MaxEniCountExceeded',
       `The account already has ${ctx.limits.enisPerRegion} secondary ENIs in ${w.region}, its quota.`,
     );
   }
-  if (v6.total && !vsw.pool6)
+  if ((v6.total || pfx6.total) && !vsw.pool6)
     throw apiError('InvalidVSwitch.Ipv6NotTurnOn', `IPv6 is not enabled on vSwitch ${vsw.id}.`);
   const primary = p.str('PrimaryIpAddress');
   const got = allocate(vsw, primary ? [primary, ...v4.named] : v4.named, v4.count + (primary ? 0 : 1), pfx.count);
+  let got6: { ips: string[]; prefixes: string[] } = { ips: [], prefixes: [] };
+  try {
+    if (v6.total || pfx6.total) got6 = takeIpv6(vsw, v6.named, v6.count, pfx6.count);
+  } catch (e) {
+    // A refused create takes nothing: the IPv4 side goes back too.
+    got.ips.forEach((ip) => vsw.pool.release(ip));
+    got.prefixes.forEach((q) => vsw.pool.releasePrefix(q));
+    throw e;
+  }
   // The ENI's own primary address is the named one, else the first counted one.
   const primaryAt = primary ? 0 : v4.named.length;
   const eni = w.newEni({
@@ -187,7 +237,8 @@ export function createNetworkInterface(ctx: ActionContext) {
   });
   eni.secondaryIps = got.ips.filter((_, i) => i !== primaryAt);
   eni.ipv4Prefixes = got.prefixes;
-  eni.ipv6 = v6.total ? takeIpv6(vsw, v6.named, v6.count) : [];
+  eni.ipv6 = got6.ips;
+  eni.ipv6Prefixes = got6.prefixes;
   const s = eniShape(eni, ctx.ownerId);
   return {
     NetworkInterfaceId: eni.id,
@@ -254,10 +305,11 @@ export function attachNetworkInterface(ctx: ActionContext) {
         `${type.id} allows ${type.eniPrivateIpAddressQuantity} per ENI.`,
     );
   }
-  if (eni.ipv6.length > type.eniIpv6AddressQuantity) {
+  if (ipv6Count(eni) > type.eniIpv6AddressQuantity) {
     throw apiError(
       'InvalidOperation.Ipv6CountExceeded',
-      `ENI ${eni.id} has ${eni.ipv6.length} IPv6 addresses; ${type.id} allows ${type.eniIpv6AddressQuantity}.`,
+      `ENI ${eni.id} has ${ipv6Count(eni)} IPv6 addresses and prefixes; ` +
+        `${type.id} allows ${type.eniIpv6AddressQuantity}.`,
     );
   }
   const used = new Set(attached.map((e) => e.deviceIndex));
@@ -381,34 +433,50 @@ export function assignIpv6Addresses(ctx: ActionContext) {
   const { world: w, params: p } = ctx;
   const eni = assignable(ctx, 'AssignIpv6Addresses');
   const v6 = addressRequest(p, 'Ipv6Address', 'Ipv6AddressCount', 10, 10);
-  if (!v6.total) throw missing('Ipv6AddressCount');
+  const pfx = ipv6PrefixRequest(p);
+  if (!v6.total && !pfx.total) throw missing('Ipv6AddressCount');
+  if (v6.total && pfx.total)
+    throw apiError('InvalidParameter.Conflict', 'Addresses and prefixes cannot be assigned in one call.');
   if (eni.status === 'InUse') {
     const type = w.instanceType(w.instance(eni.instanceId!).instanceType);
-    if (eni.ipv6.length + v6.total > type.eniIpv6AddressQuantity) {
+    const after = ipv6Count(eni) + v6.total + pfx.total;
+    if (after > type.eniIpv6AddressQuantity) {
       throw apiError(
         'InvalidOperation.Ipv6CountExceeded',
-        `ENI ${eni.id} would have ${eni.ipv6.length + v6.total} IPv6 addresses; ` +
+        `ENI ${eni.id} would have ${after} IPv6 addresses and prefixes; ` +
           `${type.id} allows ${type.eniIpv6AddressQuantity}.`,
       );
     }
   }
-  const got = takeIpv6(w.vSwitch(eni.vSwitchId), v6.named, v6.count);
-  eni.ipv6.push(...got);
-  return { NetworkInterfaceId: eni.id, Ipv6Sets: { Ipv6Address: got }, Ipv6PrefixSets: { Ipv6Prefix: [] } };
+  const got = takeIpv6(w.vSwitch(eni.vSwitchId), v6.named, v6.count, pfx.count);
+  eni.ipv6.push(...got.ips);
+  eni.ipv6Prefixes.push(...got.prefixes);
+  return {
+    NetworkInterfaceId: eni.id,
+    Ipv6Sets: { Ipv6Address: got.ips },
+    Ipv6PrefixSets: { Ipv6Prefix: got.prefixes },
+  };
 }
 
 export function unassignIpv6Addresses(ctx: ActionContext) {
   const { world: w, params: p } = ctx;
   const eni = assignable(ctx, 'UnassignIpv6Addresses');
   const ips = p.list('Ipv6Address', 10);
-  if (!ips.length) throw missing('Ipv6Address.1');
+  const prefixes = p.list('Ipv6Prefix', 10).map(normalPrefix6);
+  if (!ips.length && !prefixes.length) throw missing('Ipv6Address.1');
   const norm = (ip: string) => (ipaddr.IPv6.isValid(ip) ? ipaddr.IPv6.parse(ip).toString() : ip);
   for (const ip of ips) {
     if (!eni.ipv6.includes(norm(ip)))
       throw apiError('InvalidIp.IpUnassigned', `The address ${ip} is not assigned to ENI ${eni.id}.`);
   }
+  for (const pf of prefixes) {
+    if (!eni.ipv6Prefixes.includes(pf))
+      throw apiError('InvalidIp.IpUnassigned', `The prefix ${pf} is not assigned to ENI ${eni.id}.`);
+  }
   const vsw = w.vSwitch(eni.vSwitchId);
   ips.forEach((ip) => vsw.pool6?.release(norm(ip)));
+  prefixes.forEach((pf) => vsw.pool6?.releasePrefix(pf));
   eni.ipv6 = eni.ipv6.filter((ip) => !ips.map(norm).includes(ip));
+  eni.ipv6Prefixes = eni.ipv6Prefixes.filter((pf) => !prefixes.includes(pf));
   return {};
 }

@@ -37,7 +37,8 @@ export interface Touched {
 
 export type CallRecordQuery = { since?: number; action?: string; accessKeyId?: string };
 
-const addresses = (e: Eni | undefined): string[] => (e ? [e.primaryIp, ...e.secondaryIps, ...e.ipv4Prefixes] : []);
+const addresses = (e: Eni | undefined): string[] =>
+  e ? [e.primaryIp, ...e.secondaryIps, ...e.ipv4Prefixes, ...e.ipv6Prefixes] : [];
 
 /**
  * The emulator's record of every call, for fault suites that check what was done and when:

@@ -232,7 +232,7 @@ export function rpcHandler(deps: RpcDeps) {
       if (def.mutating) {
         const requested = action.startsWith('Unassign')
           ? Object.entries(raw)
-              .filter(([k]) => /^(PrivateIpAddress|Ipv6Address)\.\d+$/.test(k))
+              .filter(([k]) => /^(PrivateIpAddress|Ipv6Address|Ipv6Prefix)\.\d+$/.test(k))
               .map(([, v]) => v)
           : [];
         const before = deps.journal.before(world, params.str('NetworkInterfaceId'), params.str('InstanceId'));

@@ -55,7 +55,7 @@ export function eniShape(e: Eni, ownerId: string) {
     },
     Ipv6Sets: { Ipv6Set: e.ipv6.map((Ipv6Address) => ({ Ipv6Address })) },
     Ipv4PrefixSets: { Ipv4PrefixSet: e.ipv4Prefixes.map((Ipv4Prefix) => ({ Ipv4Prefix })) },
-    Ipv6PrefixSets: { Ipv6PrefixSet: [] },
+    Ipv6PrefixSets: { Ipv6PrefixSet: e.ipv6Prefixes.map((Ipv6Prefix) => ({ Ipv6Prefix })) },
     Tags: tagsShape(e.tags),
   };
 }
@@ -132,7 +132,7 @@ export function instanceShape(i: Instance, w: World) {
         },
         Ipv6Sets: { Ipv6Set: e.ipv6.map((Ipv6Address) => ({ Ipv6Address })) },
         Ipv4PrefixSets: { Ipv4PrefixSet: e.ipv4Prefixes.map((Ipv4Prefix) => ({ Ipv4Prefix })) },
-        Ipv6PrefixSets: { Ipv6PrefixSet: [] },
+        Ipv6PrefixSets: { Ipv6PrefixSet: e.ipv6Prefixes.map((Ipv6Prefix) => ({ Ipv6Prefix })) },
       })),
     },
   };

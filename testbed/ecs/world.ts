@@ -24,6 +24,8 @@ export interface Eni {
   secondaryIps: string[];
   ipv4Prefixes: string[];
   ipv6: string[];
+  /** IPv6 /80 prefixes, in canonical form (`2408:4005:3c0:a100:1::/80`). */
+  ipv6Prefixes: string[];
   tags: Tag[];
   name?: string;
   description?: string;
@@ -147,6 +149,7 @@ export class World {
       secondaryIps: [],
       ipv4Prefixes: [],
       ipv6: [],
+      ipv6Prefixes: [],
       tags: o.tags,
       name: o.name,
       description: o.description,
@@ -210,6 +213,7 @@ export class World {
     eni.secondaryIps.forEach((ip) => vsw.pool.release(ip));
     eni.ipv4Prefixes.forEach((p) => vsw.pool.releasePrefix(p));
     eni.ipv6.forEach((ip) => vsw.pool6?.release(ip));
+    eni.ipv6Prefixes.forEach((p) => vsw.pool6?.releasePrefix(p));
   }
 
   get faultInjector(): Faults {

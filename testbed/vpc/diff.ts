@@ -1,4 +1,4 @@
-import { GATEWAY_IPV6, GATEWAY_MAC, type Port } from './plan.js';
+import { GATEWAY_IPV6, GATEWAY_MAC, linkLocalOf, type Port } from './plan.js';
 
 /** What the VPC's namespace holds, as `ip -json` and `iptables-save` report it. */
 export interface KernelState {
@@ -12,7 +12,7 @@ export interface KernelState {
   /** The raw table: chain -> its rules as iptables-save prints them (`-A CHAIN ...`). */
   iptables: Map<string, string[]>;
   /** IPv6: the main table's routes not the kernel's own (`dst` an address/128, a CIDR or `default`). */
-  routes6: Array<{ dst: string; dev?: string; type?: string }>;
+  routes6: Array<{ dst: string; dev?: string; via?: string; type?: string }>;
   neighbours6: Array<{ dst: string; dev: string; mac: string }>;
   ip6tables: Map<string, string[]>;
 }
@@ -71,36 +71,48 @@ const same = (a: string[] | undefined, b: string[]) =>
 
 /**
  * IPv6's raw table: the same checks per port (MTU, MAC, source), the sources being the ENI's
- * IPv6 addresses and link-local ones (neighbour discovery; the router never forwards those), and
- * `::` (duplicate address detection).
+ * IPv6 addresses, every address of its /80 prefixes, and link-local ones (neighbour discovery;
+ * the router never forwards those), and `::` (duplicate address detection).
  */
 export function rules6For(ports: Port[]): Map<string, string[]> {
-  return portChains(ports, (p) => [...p.addresses6.map((a) => `${a}/128`), 'fe80::/10', '::/128']);
+  return portChains(ports, (p) => [...p.addresses6.map((a) => `${a}/128`), ...p.prefixes6, 'fe80::/10', '::/128']);
 }
 
 /** An IPv6 route's key as `ip -6 -json` prints it: an address is a /128. */
 const cidr128 = (a: string) => (a === 'default' || a.includes('/') ? a : `${a}/128`);
 
-/** The IPv6 part of the plan: a /128 route and a permanent neighbour entry per address, `blackhole default`. */
+/**
+ * The IPv6 part of the plan: a /128 route and a permanent neighbour entry per address, a route
+ * per /80 prefix via the ENI's link-local address (with a permanent neighbour entry for it: the
+ * whole prefix goes to the ENI's MAC), `blackhole default`.
+ */
 function diff6(
   ports: Port[],
   kernel: KernelState,
   observed: <T extends { dev?: string }>(items: T[]) => T[],
 ): string[] {
   const lines: string[] = [];
-  const want = new Map<string, { dev?: string; type?: string }>([['default', { type: 'blackhole' }]]);
-  for (const p of ports) for (const a of p.addresses6) want.set(cidr128(a), { dev: p.name });
+  const want = new Map<string, { dev?: string; via?: string; type?: string }>([['default', { type: 'blackhole' }]]);
+  for (const p of ports) {
+    for (const a of p.addresses6) want.set(cidr128(a), { dev: p.name });
+    for (const pf of p.prefixes6) want.set(pf, { dev: p.name, via: linkLocalOf(p.peerMac) });
+  }
   const have = new Map(observed(kernel.routes6).map((r) => [cidr128(r.dst), r]));
   const spec = (dst: string) => (dst === 'default' ? '::/0' : dst);
   for (const [dst, r] of have)
     if (!want.has(dst)) lines.push(`route del ${spec(dst)}${r.type === 'blackhole' ? ' type blackhole' : ''}`);
   for (const [dst, w] of want) {
     const h = have.get(dst);
-    if (h && (h.type ?? 'unicast') === (w.type ?? 'unicast') && h.dev === w.dev) continue;
-    lines.push(w.type === 'blackhole' ? `route replace blackhole ${spec(dst)}` : `route replace ${dst} dev ${w.dev}`);
+    if (h && (h.type ?? 'unicast') === (w.type ?? 'unicast') && h.dev === w.dev && h.via === w.via) continue;
+    if (w.type === 'blackhole') lines.push(`route replace blackhole ${spec(dst)}`);
+    else if (w.via) lines.push(`route replace ${dst} via ${w.via} dev ${w.dev}`);
+    else lines.push(`route replace ${dst} dev ${w.dev}`);
   }
   const wantNeigh = new Map<string, string>();
-  for (const p of ports) for (const a of p.addresses6) wantNeigh.set(`${a} ${p.name}`, p.peerMac);
+  for (const p of ports) {
+    for (const a of p.addresses6) wantNeigh.set(`${a} ${p.name}`, p.peerMac);
+    if (p.prefixes6.length) wantNeigh.set(`${linkLocalOf(p.peerMac)} ${p.name}`, p.peerMac);
+  }
   const haveNeigh = new Map(observed(kernel.neighbours6).map((n) => [`${n.dst} ${n.dev}`, n.mac.toLowerCase()]));
   for (const k of haveNeigh.keys()) if (!wantNeigh.has(k)) lines.push(`neigh del ${k.replace(' ', ' dev ')}`);
   for (const [k, mac] of wantNeigh) {

@@ -40,9 +40,10 @@
  * would; `primaryDevice: null` leaves the node's own primary interface alone (the emulated cluster
  * keeps its nodes' eth0 on its bridge).
  * IPv6, in vSwitches with an IPv6 CIDR: each IPv6 address of an ENI is delivered to its port only
- * (a /128 route and a permanent neighbour entry); the router is every port's link-local address
+ * (a /128 route and a permanent neighbour entry), and so is every address of its /80 prefixes (a
+ * route via the ENI's EUI-64 link-local address, itself a permanent neighbour entry); the router is every port's link-local address
  * `fe80::ecff:ffff:feff:ffff` (EUI-64 of the gateway MAC; no router advertisements: a guest is
- * told its next hop); what a port sends from an IPv6 address not its ENI's is dropped
+ * told its next hop); what a port sends from an IPv6 address not its ENI's (nor in its prefixes) is dropped
  * (ip6tables; link-local sources pass for neighbour discovery, and are never forwarded). The
  * vpc-host gets an IPv6 address of its vSwitch when that has an IPv6 CIDR.
  */
@@ -133,6 +134,7 @@ function viewOf(world: World): WorldView {
       secondaryIps: [...e.secondaryIps],
       ipv4Prefixes: [...e.ipv4Prefixes],
       ipv6: [...e.ipv6],
+      ipv6Prefixes: [...e.ipv6Prefixes],
       instanceId: e.instanceId,
       deviceIndex: e.deviceIndex,
     })),

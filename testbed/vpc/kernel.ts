@@ -79,7 +79,9 @@ export async function readKernel(netns: string): Promise<KernelState> {
   const permanent = (n: IpNeigh) => Boolean(n.lladdr && n.state?.includes('PERMANENT'));
   return {
     // The kernel's own IPv6 routes (each port's fe80::/64) are not the VPC's to plan.
-    routes6: routes6.filter((r) => r.protocol !== 'kernel').map((r) => ({ dst: r.dst, dev: r.dev, type: r.type })),
+    routes6: routes6
+      .filter((r) => r.protocol !== 'kernel')
+      .map((r) => ({ dst: r.dst, dev: r.dev, via: r.gateway, type: r.type })),
     neighbours6: neigh6.filter(permanent).map((n) => ({ dst: n.dst, dev: n.dev, mac: n.lladdr! })),
     ip6tables: parseIptablesSave(saved6).chains,
     links: links.map((l) => ({

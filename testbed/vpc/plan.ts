@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
 import { parseCidr4 } from '../ecs/addresses.js';
 
 /**
@@ -16,6 +17,13 @@ export const FRESH_DEVICE_MTU = 1500;
  * next hop (eni-ipam publishes it as each ENI's gatewayIPv6).
  */
 export const GATEWAY_IPV6 = 'fe80::ecff:ffff:feff:ffff';
+/** The EUI-64 link-local address of a MAC (`00:16:3e:00:00:05` -> `fe80::216:3eff:fe00:5`). */
+export function linkLocalOf(mac: string): string {
+  const b = mac.split(':').map((x) => parseInt(x, 16));
+  const eui = [b[0]! ^ 2, b[1]!, b[2]!, 0xff, 0xfe, b[3]!, b[4]!, b[5]!];
+  return ipaddr.fromByteArray([0xfe, 0x80, 0, 0, 0, 0, 0, 0, ...eui]).toString();
+}
+
 /** The port key (and name) of the host outside the cluster. */
 export const HOST_KEY = 'vpc-host';
 
@@ -32,6 +40,7 @@ export interface WorldView {
     secondaryIps: string[];
     ipv4Prefixes: string[];
     ipv6: string[];
+    ipv6Prefixes: string[];
     instanceId?: string;
     deviceIndex?: number;
   }>;
@@ -92,6 +101,11 @@ export interface Port {
   sources: string[];
   /** IPv6 addresses delivered here (neighbour entries for the ENI's MAC); the only IPv6 sources it accepts beside link-local ones. */
   addresses6: string[];
+  /**
+   * IPv6 /80 prefixes delivered here: routed via the ENI's EUI-64 link-local address (`linkLocalOf`
+   * its MAC), itself a permanent neighbour entry for the MAC; every address of them is a source it accepts.
+   */
+  prefixes6: string[];
   /** The device configured at creation as the image's DHCP would (primary ENIs, the vpc-host). */
   configure?: { address: string; gateway: string; address6?: string };
 }
@@ -177,6 +191,7 @@ export function planPorts(input: PlanInput): { ports: Port[]; inUseSince: Map<st
         sources: [...addresses.map((a) => `${a}/32`), ...eni.ipv4Prefixes],
         // An ENI's IPv6 addresses exist only where its vSwitch has an IPv6 CIDR (ECS refuses them elsewhere).
         addresses6: vsw.ipv6Cidr ? [...eni.ipv6] : [],
+        prefixes6: vsw.ipv6Cidr ? [...eni.ipv6Prefixes] : [],
         configure:
           eni.type === 'Primary' ? { address: `${eni.primaryIp}/${parseCidr4(vsw.cidr).bits}`, gateway } : undefined,
       });
@@ -201,6 +216,7 @@ export function planPorts(input: PlanInput): { ports: Port[]; inUseSince: Map<st
       primaryIp: host.ip,
       sources: [`${host.ip}/32`],
       addresses6: host.ipv6 ? [host.ipv6] : [],
+      prefixes6: [],
       configure: {
         address: `${host.ip}/${parseCidr4(hostVsw.cidr).bits}`,
         gateway,

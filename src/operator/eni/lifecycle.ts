@@ -81,9 +81,17 @@ export class EniLifecycle implements EniWork {
 
   /**
    * Create an ENI carrying all its IPs (with `prefix`, as /28s; with `ipv6`, that many IPv6
-   * addresses too), attach it, and publish it the moment it is InUse.
+   * addresses too; with `ipv6Prefixes`, that many /80s), attach it, and publish it the moment it
+   * is InUse.
    */
-  create(pool: ENIPool, vSwitchId: string, ips: number, securityGroupIds: string[], prefix = false, ipv6 = 0): void {
+  create(
+    pool: ENIPool,
+    vSwitchId: string,
+    ips: number,
+    securityGroupIds: string[],
+    o: { prefix?: boolean; ipv6?: number; ipv6Prefixes?: number } = {},
+  ): void {
+    const { prefix = false, ipv6 = 0, ipv6Prefixes = 0 } = o;
     if (this.stopped) return;
     const name = pool.metadata.name;
     const memory = this.deps.memory.of(name);
@@ -107,6 +115,7 @@ export class EniLifecycle implements EniWork {
           securityGroupIds,
           ...(prefix ? { ipv4PrefixCount: ips / PREFIX_SIZE } : { secondaryIpCount: ips }),
           ...(ipv6 ? { ipv6Count: ipv6 } : {}),
+          ...(ipv6Prefixes ? { ipv6PrefixCount: ipv6Prefixes } : {}),
           tags,
           clientToken,
           description: `eni-ipam pool ENI of node ${name}`,
@@ -117,7 +126,8 @@ export class EniLifecycle implements EniWork {
         if (prefix) this.deps.cloud.unfragment(vSwitchId);
         const what =
           (prefix ? `${ips / PREFIX_SIZE} /28 prefixes (${ips} IPs)` : `${ips} IPs`) +
-          (eni.ipv6.length ? ` and ${eni.ipv6.length} IPv6 addresses` : '');
+          (eni.ipv6.length ? ` and ${eni.ipv6.length} IPv6 addresses` : '') +
+          (eni.ipv6Prefixes.length ? ` and the IPv6 prefix ${eni.ipv6Prefixes.join(', ')}` : '');
         this.event(pool, 'Normal', 'CreatedENI', `created ${eni.id} with ${what} in ${vSwitchId}`);
       } catch (e) {
         this.ledger.end(op);

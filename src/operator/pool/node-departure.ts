@@ -15,7 +15,13 @@ export interface DepartureDeps extends PoolSide {
 type Result = { requeueAfterMs?: number };
 
 /** What a release request of an ENI names: its primary, each secondary, each /28 prefix whole. */
-const keysOf = (e: NetworkInterface) => [e.primaryIp, ...e.secondaryIps, ...e.ipv4Prefixes, ...e.ipv6];
+const keysOf = (e: NetworkInterface) => [
+  e.primaryIp,
+  ...e.secondaryIps,
+  ...e.ipv4Prefixes,
+  ...e.ipv6,
+  ...e.ipv6Prefixes,
+];
 
 /**
  * A node leaving the cluster, and its pool with it. Absence in a cache is no proof: a pool goes

@@ -74,6 +74,8 @@ export type IpCalls = Pick<
   | 'unassignIpv4Prefixes'
   | 'assignIpv6Addresses'
   | 'unassignIpv6Addresses'
+  | 'assignIpv6Prefixes'
+  | 'unassignIpv6Prefixes'
   | 'describeInstances'
 >;
 
@@ -92,14 +94,16 @@ export interface EniWorkInFlight {
 
 /** The background life of ENIs: create and attach, attach, detach and delete, and what of it is in flight. */
 export interface EniWork {
-  /** `ips` pod addresses; with `prefix`, as ips/16 /28 prefixes. */
+  /**
+   * `ips` pod addresses; with `prefix`, as ips/16 /28 prefixes; `ipv6` IPv6 addresses and
+   * `ipv6Prefixes` /80s beside them.
+   */
   create(
     pool: ENIPool,
     vSwitchId: string,
     ips: number,
     securityGroupIds: string[],
-    prefix?: boolean,
-    ipv6?: number,
+    o?: { prefix?: boolean; ipv6?: number; ipv6Prefixes?: number },
   ): void;
   attach(pool: ENIPool, eni: NetworkInterface, o?: { alreadyAttaching?: boolean }): void;
   /** Deletes an emptied ENI in the background. */

@@ -3,6 +3,7 @@ import type { ENIPool } from '../../api/types.js';
 import { CloudError, unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
 import { degradedCondition } from '../../ipam/failure-record.js';
+import { ipv6Room } from '../../ipam/ipv6-prefix.js';
 import { planPool, type PoolObservation, type PoolPlan } from '../../ipam/pool-plan.js';
 import { PREFIX_SIZE } from '../../ipam/prefix.js';
 import { isConflict } from '../../kube/errors.js';
@@ -17,7 +18,10 @@ import { deficitMet } from './node-memory.js';
 
 export interface PoolReconcilerDeps extends PoolSide {
   failures: CloudFailures;
-  metrics: Pick<OperatorMetrics, 'poolIps' | 'poolPrefixes' | 'poolIpv6' | 'cloudChanges' | 'deficitToPublished'>;
+  metrics: Pick<
+    OperatorMetrics,
+    'poolIps' | 'poolPrefixes' | 'poolIpv6' | 'poolIpv6Prefixes' | 'cloudChanges' | 'deficitToPublished'
+  >;
   config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode' | 'nodeGoneGraceMs'>;
   enqueue: (name: string, afterMs?: number) => void;
 }
@@ -133,6 +137,7 @@ export class PoolReconciler {
       // Released first: the plan may assign into the room an unassign makes on the same ENI.
       for (const u of plan.unassign) await this.unassign(pool, u);
       for (const u of plan.unassignIpv6) await this.unassignIpv6(pool, u);
+      for (const u of plan.unassignIpv6Prefixes) await this.unassignIpv6Prefixes(pool, u);
       for (const a of plan.assign) {
         vSwitchId = a.vSwitchId;
         prefix = a.prefix === true;
@@ -140,7 +145,13 @@ export class PoolReconciler {
       }
       vSwitchId = undefined;
       for (const a of plan.assignIpv6) await this.assignIpv6(pool, a);
-      for (const c of plan.create) enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds, c.prefix, c.ipv6);
+      for (const a of plan.assignIpv6Prefixes) await this.assignIpv6Prefixes(pool, a);
+      for (const c of plan.create)
+        enis.create(pool, c.vSwitchId, c.ips, plan.securityGroupIds, {
+          prefix: c.prefix,
+          ipv6: c.ipv6,
+          ipv6Prefixes: c.ipv6Prefixes,
+        });
       for (const id of plan.deleteEnis) {
         const eni = cloud.get(id);
         if (eni) enis.remove(pool, eni);
@@ -221,6 +232,35 @@ export class PoolReconciler {
     );
   }
 
+  /** ipv6Mode Prefix: a /80 for an ENI that has none; its pods take their IPv6 addresses from it. */
+  private async assignIpv6Prefixes(pool: ENIPool, a: PoolPlan['assignIpv6Prefixes'][number]): Promise<void> {
+    const { cloud, ecs } = this.deps;
+    const got = await ecs.assignIpv6Prefixes(a.eniId, { count: a.count });
+    this.changed(pool, 'AssignIpv6Addresses');
+    const eni = cloud.get(a.eniId);
+    if (eni) cloud.upsert({ ...eni, ipv6Prefixes: [...eni.ipv6Prefixes, ...got] });
+    this.deps.events.record(
+      pool,
+      'Normal',
+      'AssignedIPs',
+      `assigned the IPv6 prefix ${got.join(', ')} to ${a.eniId}: its pods take their IPv6 addresses from it`,
+    );
+  }
+
+  private async unassignIpv6Prefixes(pool: ENIPool, u: PoolPlan['unassignIpv6Prefixes'][number]): Promise<void> {
+    const { cloud, ecs } = this.deps;
+    await ecs.unassignIpv6Prefixes(u.eniId, u.prefixes).catch(unlessAlreadyUnassigned);
+    this.changed(pool, 'UnassignIpv6Addresses');
+    const eni = cloud.get(u.eniId);
+    if (eni) cloud.upsert({ ...eni, ipv6Prefixes: eni.ipv6Prefixes.filter((p) => !u.prefixes.includes(p)) });
+    this.deps.events.record(
+      pool,
+      'Normal',
+      'ReleasedIPs',
+      `unassigned ${u.prefixes.length} free IPv6 prefixes from ${u.eniId} (${u.prefixes.join(', ')})`,
+    );
+  }
+
   private changed(pool: ENIPool, action: string): void {
     this.deps.memory.of(pool.metadata.name).failures.delete(action);
     this.deps.metrics.cloudChanges.inc({ action });
@@ -251,7 +291,11 @@ export class PoolReconciler {
     const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
     const enis = publishedEnis(current, await cloud.vSwitches(), needsIpv6(pool.spec));
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
-    const inUse6 = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ipv6s?.length ?? 0) : 0), 0);
+    const inUse6 = enis.reduce(
+      (n, e) =>
+        n + (e.state === 'InUse' ? ipv6Room(e.ips?.length ?? 0, e.ipv6s?.length ?? 0, e.ipv6Prefixes?.length ?? 0) : 0),
+      0,
+    );
     // The summary counts the pool's pod family (IPv6 in an IPv6-only pool).
     const pods = ipv6Only(pool.spec) ? inUse6 : inUse;
     if (enis.length !== eniIds.length || pods !== summary.available || inUse6 !== (summary.availableIPv6 ?? inUse6))
@@ -264,6 +308,8 @@ export class PoolReconciler {
       this.deps.metrics.poolIpv6.set({ node: name, kind: 'available' }, summary.availableIPv6);
       this.deps.metrics.poolIpv6.set({ node: name, kind: 'used' }, summary.usedIPv6 ?? 0);
     }
+    if (summary.ipv6Prefixes !== undefined)
+      this.deps.metrics.poolIpv6Prefixes.set({ node: name }, summary.ipv6Prefixes);
     const patch = statusPatch(pool.status, { enis, summary, ...rest });
     // A deposed leader's picture of the cloud may already be wrong: it publishes nothing.
     if (!this.deps.mayWrite()) return true;
@@ -313,6 +359,8 @@ const counts = (p: PoolPlan) => ({
   unassign: p.unassign.length,
   assignIpv6: p.assignIpv6.length,
   unassignIpv6: p.unassignIpv6.length,
+  assignIpv6Prefixes: p.assignIpv6Prefixes.length,
+  unassignIpv6Prefixes: p.unassignIpv6Prefixes.length,
   deleteEnis: p.deleteEnis.length,
   requeueAfterMs: p.requeueAfterMs,
 });

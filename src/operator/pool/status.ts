@@ -27,12 +27,15 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[], ro
         ...(e.ipv4Prefixes.length ? { prefixes: [...e.ipv4Prefixes] } : {}),
         // The ENI's IPv6 addresses (the agent answers release requests for them), and, where the
         // pool's pods use IPv6, the next hop the node routes them through (families.ts).
-        ...(e.ipv6.length || (routesIpv6 && vsw?.ipv6Cidr)
+        ...(e.ipv6.length || e.ipv6Prefixes.length || (routesIpv6 && vsw?.ipv6Cidr)
           ? {
               ipv6s: e.status === 'InUse' ? [...e.ipv6] : [],
+              ...(e.ipv6Prefixes.length ? { ipv6Prefixes: e.status === 'InUse' ? [...e.ipv6Prefixes] : [] } : {}),
               ...(vsw?.ipv6Cidr ? { vSwitchIPv6CIDR: vsw.ipv6Cidr } : {}),
               // Also while pods still hold IPv6 of a pool that stopped using it: they keep their route.
-              ...((routesIpv6 || e.ipv6.length) && vsw?.ipv6Cidr ? { gatewayIPv6: IPV6_GATEWAY } : {}),
+              ...((routesIpv6 || e.ipv6.length || e.ipv6Prefixes.length) && vsw?.ipv6Cidr
+                ? { gatewayIPv6: IPV6_GATEWAY }
+                : {}),
             }
           : {}),
       };

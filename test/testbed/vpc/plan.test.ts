@@ -5,6 +5,7 @@ import { choosePlace } from '../../../testbed/vpc/host.js';
 import {
   GATEWAY_MAC,
   gatewayOf,
+  linkLocalOf,
   planPorts,
   portName,
   type PlanInput,
@@ -23,6 +24,7 @@ const eni = (id: string, over: Partial<WorldView['enis'][number]> = {}): WorldVi
   secondaryIps: [],
   ipv4Prefixes: [],
   ipv6: [],
+  ipv6Prefixes: [],
   instanceId: 'i-1',
   deviceIndex: 1,
   ...over,
@@ -75,9 +77,15 @@ const applied = (ports: Port[]): KernelState => ({
   iptables: rulesFor(ports),
   routes6: [
     { dst: 'default', type: 'blackhole' },
-    ...ports.flatMap((p) => p.addresses6.map((a) => ({ dst: a, dev: p.name }))),
+    ...ports.flatMap((p) => [
+      ...p.addresses6.map((a) => ({ dst: a, dev: p.name })),
+      ...p.prefixes6.map((pf) => ({ dst: pf, dev: p.name, via: linkLocalOf(p.peerMac) })),
+    ]),
   ],
-  neighbours6: ports.flatMap((p) => p.addresses6.map((a) => ({ dst: a, dev: p.name, mac: p.peerMac }))),
+  neighbours6: ports.flatMap((p) => [
+    ...p.addresses6.map((a) => ({ dst: a, dev: p.name, mac: p.peerMac })),
+    ...(p.prefixes6.length ? [{ dst: linkLocalOf(p.peerMac), dev: p.name, mac: p.peerMac }] : []),
+  ]),
   ip6tables: rules6For(ports),
 });
 
@@ -206,6 +214,43 @@ describe('the VPC emulation’s plan (pure)', () => {
     ]);
     const chains = changes.iptables!.split('\n').filter((l) => l.startsWith(':'));
     expect(chains.sort()).toEqual([`:${a}-src - [0:0]`, `:${b}-src - [0:0]`].sort());
+  });
+
+  it('delivers an ENI’s IPv6 /80 prefixes via its EUI-64 link-local address, to its MAC, and accepts them as sources', () => {
+    expect(linkLocalOf('00:16:3e:00:00:a1')).toBe('fe80::216:3eff:fe00:a1');
+    const world6 = (enis: WorldView['enis']): WorldView => {
+      const w = world(enis);
+      w.vSwitches.push({ id: 'vsw-v6', vpcId: 'vpc-1', cidr: '10.1.64.0/22', ipv6Cidr: '2408:4005:3c0:a100::/64' });
+      return w;
+    };
+    const v6 = { vSwitchId: 'vsw-v6', primaryIp: '10.1.64.5', ipv6: ['2408:4005:3c0:a100::100'] };
+    const with1 = plan(world6([eni('eni-a1', { ...v6, ipv6Prefixes: ['2408:4005:3c0:a100:1::/80'] })]));
+    const port = with1.ports[0]!;
+    expect(port.prefixes6).toEqual(['2408:4005:3c0:a100:1::/80']);
+    const name = portName('eni-a1');
+    const ll = 'fe80::216:3eff:fe00:a1';
+    const fromNoPrefix = diffVpc(with1.ports, applied(plan(world6([eni('eni-a1', v6)])).ports));
+    expect(fromNoPrefix.vpc).toEqual([
+      `route replace 2408:4005:3c0:a100:1::/80 via ${ll} dev ${name}`,
+      `neigh replace ${ll} lladdr 00:16:3e:00:00:a1 dev ${name} nud permanent`,
+    ]);
+    expect(fromNoPrefix.ip6tables).toContain(`-A ${name}-src -s 2408:4005:3c0:a100:1::/80 -j ACCEPT`);
+    expect(rules6For(with1.ports).get(`${name}-src`)).toEqual([
+      `-A ${name}-src -s 2408:4005:3c0:a100::100/128 -j ACCEPT`,
+      `-A ${name}-src -s 2408:4005:3c0:a100:1::/80 -j ACCEPT`,
+      `-A ${name}-src -s fe80::/10 -j ACCEPT`,
+      `-A ${name}-src -s ::/128 -j ACCEPT`,
+    ]);
+    expect(diffVpc(with1.ports, applied(with1.ports)).vpc).toEqual([]);
+    // Unassigned: the route, the link-local neighbour and the source go; the address stays.
+    const gone = diffVpc(plan(world6([eni('eni-a1', v6)])).ports, applied(with1.ports));
+    expect(gone.vpc).toEqual([`route del 2408:4005:3c0:a100:1::/80`, `neigh del ${ll} dev ${name}`]);
+    expect(gone.ip6tables).toContain(`:${name}-src`);
+    expect(gone.ip6tables).not.toContain('a100:1::/80');
+    // A vSwitch without IPv6 carries none (ECS refuses them there).
+    expect(plan(world6([eni('eni-a1', { ipv6Prefixes: ['2408:4005:3c0:a100:1::/80'] })])).ports[0]!.prefixes6).toEqual(
+      [],
+    );
   });
 
   it('remakes a port that is not what the plan says, and removes what is not the VPC’s', () => {

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type RPCClient from '@alicloud/pop-core';
 import { once } from 'node:events';
+import ipaddr from 'ipaddr.js';
 import { namespacesUnavailable } from '../../../testbed/cluster/runtime/network.js';
 import type { EcsEmulator } from '../../../testbed/ecs/index.js';
 import { gatewayOf, startVpc, type Vpc } from '../../../testbed/vpc/index.js';
@@ -401,6 +402,11 @@ maybe('the emulated VPC (root)', () => {
 });
 
 const ROUTER6 = 'fe80::ecff:ffff:feff:ffff';
+/** An address of an IPv6 prefix: its base plus `offset`. */
+const addressIn = (prefix: string, offset: bigint): string => {
+  const base = BigInt(`0x${Buffer.from(ipaddr.IPv6.parseCIDR(prefix)[0].toByteArray()).toString('hex')}`);
+  return ipaddr.IPv6.parse((base + offset).toString(16).padStart(32, '0').match(/.{4}/g)!.join(':')).toString();
+};
 const ping6 = (netns: string, to: string, from?: string) =>
   sh('ip', ['netns', 'exec', netns, 'ping', '-6', '-c', '1', '-W', '1', ...(from ? ['-I', from] : []), to]);
 
@@ -479,6 +485,83 @@ maybe('the emulated VPC carries IPv6 where the vSwitch has it (root)', () => {
     expect((await ping6(pod, host().ipv6!, eni.ipv6[1])).code).not.toBe(0);
     expect((await vpc.drops(eni.id)).spoofed6).toBeGreaterThan(spoofed);
     expect((await ping6(host().netns, eni.ipv6[1]!)).code).not.toBe(0);
+  }, 30_000);
+
+  let withPrefix: { id: string; mac: string; prefix: string };
+  let podP: string;
+  it('delivers every address of an ENI’s /80 prefix to that ENI’s device only, to its MAC, and takes them as its sources', async () => {
+    const r: any = await ecs.request(
+      'CreateNetworkInterface',
+      { RegionId: REGION, VSwitchId: 'vsw-j-pods', SecurityGroupIds: ['sg-demo-pods'], Ipv6PrefixCount: 1 },
+      { method: 'POST' },
+    );
+    withPrefix = { id: r.NetworkInterfaceId, mac: r.MacAddress, prefix: r.Ipv6PrefixSets.Ipv6PrefixSet[0].Ipv6Prefix };
+    expect(withPrefix.prefix).toMatch(/^2408:4005:3c0:a100:[0-9a-f]{1,4}::\/80$/);
+    await attach({ ...withPrefix, ips: [], vSwitchId: 'vsw-j-pods', gateway: '' }, 'i-demo-03');
+    const devP = (await eventually(() => deviceOf(N4, withPrefix.mac), 3000)).ifname;
+    // Two addresses far apart in the prefix, neither ever assigned one by one.
+    const [near, far] = [addressIn(withPrefix.prefix, 5n), addressIn(withPrefix.prefix, 0xabcd_ef01_2345n)];
+    podP = await pod6Behind(N4, devP, [near, far], 105);
+    await eventually(async () => (await ping6(podP, host().ipv6!, near)).code === 0, 10_000, 300);
+    const seen = JSON.parse(
+      await inNs(
+        podP,
+        'curl',
+        '-sS',
+        '--max-time',
+        '3',
+        '--interface',
+        far,
+        `http://[${host().ipv6}]:${host().ports.http}/`,
+      ),
+    );
+    expect(seen.client).toBe(far);
+    expect((await vpc.drops(withPrefix.id)).spoofed6).toBe(0);
+
+    // From the host: on this ENI's device, to its MAC; nothing on the other ENI's device of the node.
+    const capture = startInNs(N4, ['tcpdump', '-i', devP, '-e', '-n', '-l', '-c', '1', `icmp6 and dst host ${far}`]);
+    let captured = '';
+    capture.stdout!.on('data', (d) => (captured += d));
+    await sleep(800);
+    const count = async () => [await rxPackets(N4, devP), await rxPackets(N4, dev)];
+    const before = await count();
+    for (let i = 0; i < 5; i++) expect((await ping6(host().netns, far)).code).toBe(0);
+    const after = await count();
+    expect(after[0]! - before[0]!).toBeGreaterThanOrEqual(5);
+    expect(after[1]! - before[1]!).toBe(0);
+    await Promise.race([once(capture, 'exit'), sleep(3000)]);
+    capture.kill();
+    expect(captured).toContain(`> ${withPrefix.mac}`);
+    // An address of a /80 no ENI holds goes nowhere.
+    const unheld = addressIn(withPrefix.prefix, (1n << 48n) + 5n);
+    expect(emu.world.vSwitches.get('vsw-j-pods')!.pool6!.prefixOf(unheld)).toBeUndefined();
+    const quiet = await count();
+    expect((await ping6(host().netns, unheld)).code).not.toBe(0);
+    expect(await count()).toEqual(quiet);
+  }, 30_000);
+
+  it('drops what another ENI sends from an address of the prefix, and stops delivering the prefix unassigned', async () => {
+    // The first pod (behind the other ENI's device) sends from an address of the prefix: dropped at that port.
+    const stolen = addressIn(withPrefix.prefix, 9n);
+    await ip('-n', pod, 'addr', 'add', `${stolen}/128`, 'dev', 'eth0', 'nodad');
+    await ip('-n', N4, '-6', 'route', 'add', `${stolen}/128`, 'dev', `pv${pod.slice(`${P}pod`.length)}`);
+    await ip('-n', N4, '-6', 'rule', 'add', 'from', `${stolen}/128`, 'lookup', '104', 'prio', '111');
+    const before = (await vpc.drops(eni.id)).spoofed6;
+    expect((await ping6(pod, host().ipv6!, stolen)).code).not.toBe(0);
+    expect((await vpc.drops(eni.id)).spoofed6).toBeGreaterThan(before);
+
+    const [near, far] = [addressIn(withPrefix.prefix, 5n), addressIn(withPrefix.prefix, 0xabcd_ef01_2345n)];
+    expect((await ping6(host().netns, far)).code).toBe(0);
+    await ecs.request('UnassignIpv6Addresses', {
+      RegionId: REGION,
+      NetworkInterfaceId: withPrefix.id,
+      Ipv6Prefix: [withPrefix.prefix],
+    });
+    // In effect when the call answers: not delivered, and the same pod's packets now spoofed.
+    expect((await ping6(host().netns, far)).code).not.toBe(0);
+    const spoofed = (await vpc.drops(withPrefix.id)).spoofed6;
+    expect((await ping6(podP, host().ipv6!, near)).code).not.toBe(0);
+    expect((await vpc.drops(withPrefix.id)).spoofed6).toBeGreaterThan(spoofed);
   }, 30_000);
 });
 
