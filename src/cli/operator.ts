@@ -1,3 +1,4 @@
+import { formatTaint, parseTaint } from '../kube/taint.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import {
@@ -237,6 +238,24 @@ export const operatorCommand: CommandSpec = {
       check: timerSeconds({ zero: true }),
     },
     {
+      name: 'startup-taint',
+      type: 'string',
+      value: 'KEY[=VALUE]:EFFECT',
+      default: formatTaint(DEFAULT_OPERATOR_CONFIG.startupTaint!),
+      help:
+        'the taint nodes register with (kubelet --register-with-taints) until their pool can serve pods: ' +
+        'removed once the pool is first Ready, never added; "" looks for none',
+      check: (v) => {
+        if (v === '') return undefined;
+        try {
+          parseTaint(String(v));
+          return undefined;
+        } catch (e) {
+          return (e as Error).message;
+        }
+      },
+    },
+    {
       name: 'event-namespace',
       type: 'string',
       value: 'NS',
@@ -337,6 +356,7 @@ export const operatorCommand: CommandSpec = {
         gcMinAgeMs: (f['gc-min-age'] as number) * 1000,
         nodeGoneGraceMs: (f['node-gone-grace'] as number) * 1000,
         eventNamespace: String(f['event-namespace']),
+        startupTaint: f['startup-taint'] ? parseTaint(String(f['startup-taint'])) : undefined,
       },
       leaderElection: f['leader-elect']
         ? {

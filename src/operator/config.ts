@@ -1,3 +1,5 @@
+import type { TaintSpec } from '../kube/taint.js';
+
 export type OperatorMode = 'normal' | 'no-release' | 'read-only';
 
 /** The operator's settings, from flags (see cli/operator.ts) with these defaults. */
@@ -17,6 +19,11 @@ export interface OperatorConfig {
   pollMaxIntervalMs: number;
   /** A Node gone while its instance still exists keeps its ENIs this long. */
   nodeGoneGraceMs: number;
+  /**
+   * The taint nodes register with until their pool can serve pods: removed once the pool is
+   * first Ready, never added. Undefined: none is looked for.
+   */
+  startupTaint?: TaintSpec;
 }
 
 export const DEFAULT_OPERATOR_CONFIG: Omit<OperatorConfig, 'clusterId' | 'vpcId'> = {
@@ -29,6 +36,7 @@ export const DEFAULT_OPERATOR_CONFIG: Omit<OperatorConfig, 'clusterId' | 'vpcId'
   pollMinIntervalMs: 250,
   pollMaxIntervalMs: 4000,
   nodeGoneGraceMs: 10 * 60_000,
+  startupTaint: { key: 'eniipam.io/pool-not-ready', effect: 'NoSchedule' },
 };
 
 export const FINALIZER = 'eniipam.io/release-enis';

@@ -41,7 +41,12 @@ export interface TestCluster {
     credentials?: CredentialsProvider;
     ecsEndpoint?: string;
   }): Promise<Operator>;
-  addNode(instanceId: string, labels?: Record<string, string>): Promise<string>;
+  /** Registers the instance's Node, with `taints` as kubelet's --register-with-taints would. */
+  addNode(
+    instanceId: string,
+    labels?: Record<string, string>,
+    o?: { taints?: Array<{ key: string; value?: string; effect: string }> },
+  ): Promise<string>;
   addClass(name: string, spec: ENIPoolClass['spec']): Promise<void>;
   pool(name: string): Promise<ENIPool>;
   pools(): Promise<ENIPool[]>;
@@ -100,9 +105,10 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
       await op.start();
       return op;
     },
-    async addNode(instanceId, labels = {}) {
+    async addNode(instanceId, labels = {}, o = {}) {
       const node = nodeObject(ecs.world, instanceId, labels);
-      const r = await http(kubeEmu, 'POST', '/api/v1/nodes', node);
+      const body = o.taints ? { ...node, spec: { ...node.spec, taints: o.taints } } : node;
+      const r = await http(kubeEmu, 'POST', '/api/v1/nodes', body);
       if (r.status !== 201) throw new Error(`node not created: ${JSON.stringify(r.body)}`);
       return node.metadata.name;
     },

@@ -8,6 +8,8 @@
  * answers its describe calls (vSwitches, security groups, instance types, and the ENIs a resync
  * reads) and records them.
  */
+import type { V1Taint } from '@kubernetes/client-node';
+import type { TaintSpec } from '../../src/kube/taint.js';
 import { ApiException, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import {
@@ -205,9 +207,10 @@ export class FakeClusterCache implements ClusterCache {
 export type StoreWrite =
   | { action: 'setFinalizers'; name: string; finalizers: string[] }
   | { action: 'patchStatus'; name: string; resourceVersion: string | undefined; patch: Record<string, unknown> }
-  | { action: 'deletePool'; name: string };
+  | { action: 'deletePool'; name: string }
+  | { action: 'removeTaint'; name: string; resourceVersion: string; index: number };
 
-type StoreMethod = 'readPool' | 'setFinalizers' | 'patchStatus' | 'deletePool' | 'nodeExists';
+type StoreMethod = 'readPool' | 'setFinalizers' | 'patchStatus' | 'deletePool' | 'nodeExists' | 'removeTaint';
 
 /** An error as client-node throws it for an HTTP status: the API server's Status as its body. */
 export const apiError = (status: number, reason = 'Failed', message = `injected ${status}`): ApiException<string> =>
@@ -281,6 +284,11 @@ export class FakePoolStore implements PoolStore {
     this.reads.push(`nodeExists ${name}`);
     this.maybeFail('nodeExists');
     return this.liveNodes.has(name);
+  }
+
+  async removeTaint(name: string, resourceVersion: string, index: number): Promise<void> {
+    this.writes.push({ action: 'removeTaint', name, resourceVersion, index });
+    this.maybeFail('removeTaint');
   }
 
   private bump(p: ENIPool): string {
@@ -526,6 +534,10 @@ export interface FixtureOptions {
   inFlight?: (ledger: EniLedger) => void;
   mayWrite?: boolean;
   nodeGoneGraceMs?: number;
+  /** The operator's startup taint (default: none looked for). */
+  startupTaint?: TaintSpec;
+  /** node-a's taints in the cache, and its resourceVersion (default '3'). */
+  nodeTaints?: V1Taint[];
 }
 
 /** 3 ENIs of 11 addresses: 10 pod addresses on each secondary ENI (its own primary is the node's). */
@@ -566,7 +578,13 @@ export function fixture(o: FixtureOptions = {}): Fixture {
   if (o.status) main.status = clone(o.status);
   const pools = [...(o.cached === false ? [] : [main]), ...(o.otherPools ?? [])];
   const nodeNames = o.nodes ?? [NODE];
-  const cache = new FakeClusterCache(clone(pools), nodeNames.map(node), clone(o.pods ?? []));
+  const nodes = nodeNames.map(node);
+  const tainted = nodes.find((n) => n.metadata?.name === NODE);
+  if (tainted && o.nodeTaints) {
+    tainted.metadata!.resourceVersion = '3';
+    tainted.spec!.taints = clone(o.nodeTaints);
+  }
+  const cache = new FakeClusterCache(clone(pools), nodes, clone(o.pods ?? []));
 
   const store = new FakePoolStore();
   const live = o.live ? o.live(clone(main)) : clone(main);
@@ -626,6 +644,7 @@ export function fixture(o: FixtureOptions = {}): Fixture {
       vpcId: VPC,
       mode: o.mode ?? 'normal',
       nodeGoneGraceMs: o.nodeGoneGraceMs ?? 10 * 60_000,
+      startupTaint: o.startupTaint,
     },
     logger,
     now,

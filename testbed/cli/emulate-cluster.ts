@@ -1,3 +1,4 @@
+import { formatTaint, parseTaint, type TaintSpec } from '../../src/kube/taint.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -5,6 +6,7 @@ import YAML from 'yaml';
 import { delimiter } from 'node:path';
 import {
   CHECKOUT,
+  STARTUP_TAINT,
   ClusterOptionError,
   WorkDirInUse,
   chartValues,
@@ -37,6 +39,9 @@ function helmCommand(): string {
   const local = join(CHECKOUT, '.tools', 'helm');
   return onPath || !existsSync(local) ? 'helm' : local;
 }
+
+/** A comma-separated list of taints, as kubelet's --register-with-taints takes it. */
+const taintsOf = (text: string): TaintSpec[] => (text ? text.split(',').map((t) => parseTaint(t.trim())) : []);
 
 /** Where the host outside the cluster is, and what it serves. */
 function vpcHostLine(cluster: EmulatedCluster): string {
@@ -84,6 +89,23 @@ export const emulateCluster: CommandSpec = {
       help: 'authenticate and authorize with RBAC (--no-auth: every request is the admin)',
     },
     {
+      name: 'register-with-taints',
+      type: 'string',
+      value: 'KEY[=VALUE]:EFFECT,...',
+      default: formatTaint(STARTUP_TAINT),
+      help:
+        'the taints each node registers with, as kubelet’s flag (the chart’s operator removes eni-ipam’s ' +
+        'once the node’s pool is Ready); "" for none',
+      check: (v) => {
+        try {
+          taintsOf(String(v));
+          return undefined;
+        } catch (e) {
+          return (e as Error).message;
+        }
+      },
+    },
+    {
       name: 'log-level',
       type: 'string',
       value: 'LEVEL',
@@ -106,6 +128,7 @@ export const emulateCluster: CommandSpec = {
         workDir,
         fixture: f.fixture ? loadFixtureFile(String(f.fixture)) : undefined,
         auth: Boolean(f.auth),
+        registerWithTaints: taintsOf(String(f['register-with-taints'])),
         logger: createLogger({ level: String(f['log-level']), name: 'eni-ipam-cluster' }),
       });
     } catch (e) {

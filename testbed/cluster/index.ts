@@ -1,3 +1,4 @@
+import type { TaintSpec } from '../../src/kube/taint.js';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../src/observability/logger.js';
@@ -42,7 +43,15 @@ export interface ClusterOptions {
   auth?: boolean;
   /** The emulated VPC's knobs: what ENI devices are called, how late they appear after InUse. */
   vpc?: Pick<VpcOptions, 'deviceName' | 'deviceDelayMs'>;
+  /**
+   * The taints each node registers with, as kubelet's --register-with-taints (default: eni-ipam's
+   * startup taint, as the README tells node pools to; [] for none).
+   */
+  registerWithTaints?: TaintSpec[];
 }
+
+/** The taint the README has node pools register with; the chart's operator removes it once the pool is Ready. */
+export const STARTUP_TAINT: TaintSpec = { key: 'eniipam.io/pool-not-ready', effect: 'NoSchedule' };
 
 export interface EmulatedCluster {
   ecs: EcsEmulator;
@@ -150,7 +159,11 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
       });
       const dir = join(o.workDir, 'nodes', inst.hostName);
       rmSync(dir, { recursive: true, force: true });
-      objects.create('nodes', { ...n, spec: { ...n.spec, podCIDR: net.podCIDR, podCIDRs: [net.podCIDR] } } as never);
+      const taints = o.registerWithTaints ?? [STARTUP_TAINT];
+      objects.create('nodes', {
+        ...n,
+        spec: { ...n.spec, podCIDR: net.podCIDR, podCIDRs: [net.podCIDR], ...(taints.length ? { taints } : {}) },
+      } as never);
       const created = objects.get('nodes', undefined, inst.hostName)!;
       objects.updateStatus('nodes', undefined, inst.hostName, {
         ...n.status,

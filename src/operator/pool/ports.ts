@@ -38,6 +38,11 @@ export interface PoolStore {
   deletePool(name: string): Promise<void>;
   /** Whether the Node exists on the API server (a live read; any error but 404 is thrown). */
   nodeExists(name: string): Promise<boolean>;
+  /**
+   * Removes the Node's taint at `index`, refused (422) unless the Node is still at
+   * `resourceVersion`: a taint another writer added or took meanwhile is never lost.
+   */
+  removeTaint(name: string, resourceVersion: string, index: number): Promise<void>;
 }
 
 /** Events about a pool. */

@@ -6,7 +6,8 @@ import { degradedCondition } from '../../ipam/failure-record.js';
 import { ipv6Room } from '../../ipam/ipv6-prefix.js';
 import { planPool, type PoolObservation, type PoolPlan } from '../../ipam/pool-plan.js';
 import { PREFIX_SIZE } from '../../ipam/prefix.js';
-import { isConflict } from '../../kube/errors.js';
+import { apiErrorMessage, isConflict } from '../../kube/errors.js';
+import { formatTaint, isTaint } from '../../kube/taint.js';
 import { isShutdown, type CloudFailures, type FailureResponse } from '../failures.js';
 import { FINALIZER, type OperatorConfig } from '../config.js';
 import type { OperatorMetrics } from '../metrics.js';
@@ -22,13 +23,15 @@ export interface PoolReconcilerDeps extends PoolSide {
     OperatorMetrics,
     'poolIps' | 'poolPrefixes' | 'poolIpv6' | 'poolIpv6Prefixes' | 'cloudChanges' | 'deficitToPublished'
   >;
-  config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode' | 'nodeGoneGraceMs'>;
+  config: Pick<OperatorConfig, 'clusterId' | 'vpcId' | 'mode' | 'nodeGoneGraceMs' | 'startupTaint'>;
   enqueue: (name: string, afterMs?: number) => void;
 }
 
 export type ReconcileResult = { requeueAfterMs?: number; backoff?: boolean };
 /** Soon: after a cloud failure (planned again on what it taught) or a write refused as stale. */
 const AGAIN_MS = 100;
+/** After a startup taint's removal failed (the Node changed meanwhile, or the API server refused). */
+const TAINT_RETRY_MS = 1000;
 
 /**
  * Keeps one node's pool full, level-triggered: observe (caches, one plain observation), plan
@@ -102,6 +105,7 @@ export class PoolReconciler {
     }
     // The cloud changed under the plan (an ENI landed or went meanwhile): plan again on it.
     if (!(await this.publish(observation.pool, plan))) return { requeueAfterMs: AGAIN_MS };
+    if (!(await this.liftStartupTaint(observation.pool, plan))) return { requeueAfterMs: TAINT_RETRY_MS };
     return { requeueAfterMs: plan.requeueAfterMs };
   }
 
@@ -259,6 +263,38 @@ export class PoolReconciler {
       'ReleasedIPs',
       `unassigned ${u.prefixes.length} free IPv6 prefixes from ${u.eniId} (${u.prefixes.join(', ')})`,
     );
+  }
+
+  /**
+   * Once the pool is Ready, its Node's startup taint goes: the scheduler may place pods there now
+   * that their addresses wait for them. Never added back. False when the removal failed or lost a
+   * race with another writer of the Node (it is tried again soon, on the Node as it is then).
+   */
+  private async liftStartupTaint(pool: ENIPool, plan: PoolPlan): Promise<boolean> {
+    const taint = this.deps.config.startupTaint;
+    const ready = plan.status.conditions.find((c) => c.type === 'Ready')?.status === 'True';
+    if (!taint || !ready || !this.deps.mayWrite()) return true;
+    const node = this.deps.cache.node(pool.spec.nodeName);
+    const index = node?.spec?.taints?.findIndex(isTaint(taint)) ?? -1;
+    if (!node || index < 0) return true;
+    const name = node.metadata!.name!;
+    try {
+      await this.deps.store.removeTaint(name, node.metadata!.resourceVersion!, index);
+    } catch (e) {
+      this.deps.logger.warn(
+        { node: name, taint: formatTaint(taint), err: apiErrorMessage(e) },
+        'could not remove the startup taint; trying again',
+      );
+      return false;
+    }
+    const free = (plan.status.summary.available ?? 0) - (plan.status.summary.used ?? 0);
+    this.deps.events.record(
+      pool,
+      'Normal',
+      'StartupTaintRemoved',
+      `removed taint ${formatTaint(taint)} from node ${name}: its pool is Ready (${free} IPs free)`,
+    );
+    return true;
   }
 
   private changed(pool: ENIPool, action: string): void {

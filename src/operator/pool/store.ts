@@ -5,6 +5,7 @@ import type { EventRecorder } from '../../kube/events.js';
 import type { PoolEvents, PoolStore } from './ports.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 const pools = { group: GROUP, version: VERSION, plural: 'enipools' };
 
 /** ENIPools and Nodes on the API server, through @kubernetes/client-node. */
@@ -38,6 +39,15 @@ export class KubePoolStore implements PoolStore {
 
   async nodeExists(name: string): Promise<boolean> {
     return (await ignoreNotFound(this.core.readNode({ name }))) !== undefined;
+  }
+
+  async removeTaint(name: string, resourceVersion: string, index: number): Promise<void> {
+    // The test makes the index safe: the Node is still the one read, so the entry is still ours.
+    const body = [
+      { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },
+      { op: 'remove', path: `/spec/taints/${index}` },
+    ];
+    await this.core.patchNode({ name, body }, jsonPatch);
   }
 }
 

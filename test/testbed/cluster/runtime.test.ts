@@ -94,7 +94,12 @@ const pod = (name: string, extra: any = {}) => ({
 
 maybe('the node runtime (root)', () => {
   beforeAll(async () => {
-    cluster = await startCluster({ nodes: 2, workDir: mkdtempSync(join(tmpdir(), 'cluster-')), backoffBaseMs: 1000 });
+    cluster = await startCluster({
+      nodes: 2,
+      registerWithTaints: [],
+      workDir: mkdtempSync(join(tmpdir(), 'cluster-')),
+      backoffBaseMs: 1000,
+    });
     kubectl = kubectlFor(cluster.kube);
     // Pods outside the host network get their addresses from the node's CNI chain: here the
     // standard ptp and host-local over the node's podCIDR.

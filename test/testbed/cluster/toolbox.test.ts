@@ -71,7 +71,12 @@ const recorded = (node: string): any[] => {
 maybe('toolbox pods and kubectl exec on the emulated cluster (root)', () => {
   let podCIDR: string;
   beforeAll(async () => {
-    cluster = await startCluster({ nodes: 2, workDir: mkdtempSync(join(tmpdir(), 'toolbox-')), backoffBaseMs: 1000 });
+    cluster = await startCluster({
+      nodes: 2,
+      registerWithTaints: [],
+      workDir: mkdtempSync(join(tmpdir(), 'toolbox-')),
+      backoffBaseMs: 1000,
+    });
     kubectl = kubectlFor(cluster.kube);
     podCIDR = JSON.parse((await kubectl(['get', 'node', cluster.nodes[0]!, '-o', 'json'])).stdout).spec.podCIDR;
   }, 60_000);

@@ -18,7 +18,11 @@ let ecs: RPCClient;
 
 maybe('the emulated cluster’s VPC (root)', () => {
   beforeAll(async () => {
-    cluster = await startCluster({ nodes: 1, workDir: mkdtempSync(join(tmpdir(), 'cluster-vpc-')) });
+    cluster = await startCluster({
+      nodes: 1,
+      registerWithTaints: [],
+      workDir: mkdtempSync(join(tmpdir(), 'cluster-vpc-')),
+    });
     ecs = pop(cluster.ecs.url);
   }, 60_000);
   afterAll(async () => {

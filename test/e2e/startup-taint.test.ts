@@ -1,0 +1,96 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Taint } from '@kubernetes/client-node';
+import type { ENIPool } from '../../src/api/types.js';
+import { POD_CLASS, poolWhere, ready, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { eventually, sleep } from '../helpers/ecs.js';
+
+/*
+ * Nodes take pods only when their pool can serve them: a node registers with eni-ipam's startup
+ * taint, and the operator removes it once the node's pool is first Ready, never before, never
+ * adding it back, and never touching another taint.
+ */
+let c: TestCluster | undefined;
+afterEach(async () => {
+  await c?.close();
+  c = undefined;
+});
+
+const STARTUP = { key: 'eniipam.io/pool-not-ready', effect: 'NoSchedule' };
+const OTHER = { key: 'example.com/dedicated', value: 'batch', effect: 'NoSchedule' };
+const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) => x.type === type);
+
+async function taintsOf(cluster: TestCluster, node: string): Promise<V1Taint[]> {
+  return (await cluster.kc.makeApiClient(CoreV1Api).readNode({ name: node })).spec?.taints ?? [];
+}
+
+async function eventsFor(cluster: TestCluster, name: string): Promise<string[]> {
+  const list = await cluster.kc
+    .makeApiClient(CoreV1Api)
+    .listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+  return list.items.map((e) => `${e.reason}: ${e.message}`);
+}
+
+const strip = (t: V1Taint) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect });
+
+describe('the startup taint', () => {
+  it('goes once the pool is Ready, the node’s other taints stay, and it is not added back when the pool falls short', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('pods', { ...POD_CLASS, preAllocate: 4 });
+    await cluster.startOperator();
+    const node = await cluster.addNode('i-demo-02', {}, { taints: [OTHER, STARTUP] });
+    const pool = await poolWhere(cluster, node, ready);
+    await eventually(async () => (await taintsOf(cluster, node)).length === 1);
+    expect((await taintsOf(cluster, node)).map(strip)).toEqual([OTHER]);
+    expect(pool.status!.summary!.available).toBeGreaterThanOrEqual(4);
+    await eventually(async () =>
+      (await eventsFor(cluster, node)).some((e) =>
+        e.startsWith(`StartupTaintRemoved: removed taint eniipam.io/pool-not-ready:NoSchedule from node ${node}`),
+      ),
+    );
+    // The pool wants more than the instance holds: not Ready, and the node keeps taking pods.
+    await cluster.custom.patchClusterCustomObject(
+      {
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipoolclasses',
+        name: 'pods',
+        body: { spec: { preAllocate: 500 } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await poolWhere(cluster, node, (p) => condition(p, 'Ready')?.status === 'False', 20_000);
+    await sleep(1500);
+    expect((await taintsOf(cluster, node)).map(strip)).toEqual([OTHER]);
+  }, 60_000);
+
+  it('stays while the vSwitch is exhausted, and the pool says why', async () => {
+    const cluster = (c = await testCluster());
+    // The class's one vSwitch has no address left.
+    const small = cluster.ecs.world.vSwitches.get('vsw-i-small')!;
+    const taken = small.pool.take(small.pool.free)!;
+    await cluster.addClass('small', {
+      vSwitchIDs: ['vsw-i-small'],
+      securityGroupIDs: ['sg-demo-pods'],
+      preAllocate: 4,
+    });
+    await cluster.startOperator();
+    const node = await cluster.addNode('i-demo-02', {}, { taints: [STARTUP] });
+    const pool = await poolWhere(cluster, node, (p) => condition(p, 'Exhausted')?.status === 'True', 20_000);
+    expect(condition(pool, 'Ready')).toMatchObject({ status: 'False', reason: 'VSwitchExhausted' });
+    expect(condition(pool, 'Ready')!.message).toContain('vsw-i-small');
+    await sleep(1500);
+    expect((await taintsOf(cluster, node)).map(strip)).toEqual([STARTUP]);
+    // Addresses come back to the vSwitch: the pool fills, and the taint goes.
+    for (const ip of taken.slice(0, 8)) small.pool.release(ip);
+    await cluster.operators[0]!.cloud.vSwitches({ refresh: true });
+    // Looked at again (as the periodic resync would): a change to the Node enqueues its pool.
+    await cluster.kc
+      .makeApiClient(CoreV1Api)
+      .patchNode(
+        { name: node, body: { metadata: { labels: { 'example.com/touched': 'yes' } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    await poolWhere(cluster, node, ready, 30_000);
+    await eventually(async () => (await taintsOf(cluster, node)).length === 0, 20_000);
+  }, 60_000);
+});
