@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -24,6 +24,42 @@ describe('eni-ipam demo', () => {
     // The emulators it printed are gone with it.
     const ecsUrl = /ECS emulator (\S+)/.exec(r.stdout)![1]!;
     await expect(fetch(`${ecsUrl}/_emulator/stats`)).rejects.toThrow();
+  }, 90_000);
+
+  it('starts each run from a clean state: a second run in the same directory takes nothing from the first', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'demo-again-'));
+    const args = ['demo', '--duration', '5', '--nodes', '3', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'];
+    const first = await runCli(args, 60_000);
+    expect(first.code).toBe(0);
+    // The first run's agents left their state (allocations of a world that is gone) behind.
+    expect(readdirSync(join(dir, 'nodes')).length).toBe(3);
+    const second = await runCli(args, 60_000);
+    expect(second.code).toBe(0);
+    // Its first view line counts no address in use: none of the first run's pods came back.
+    expect(second.stdout).toMatch(/^nodes ready \d\/3 \| IPs available \d+ used 0 /m);
+    expect(second.stdout).toMatch(/^ {2}pod IPs handed out: [1-9]\d*; waits on an empty pool: 0$/m);
+  }, 120_000);
+
+  it('refuses a work directory another running demo holds, with exit 2 and what to do', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'demo-busy-'));
+    const child = spawn(BIN, ['demo', '--nodes', '2', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    try {
+      await eventually(() => /^nodes ready /m.test(out), 40_000);
+      const r = await runCli(['demo', '--duration', '2', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^eni-ipam demo: the work directory ${dir} is in use by a running demo \\(pid ${child.pid},.*pass another --work-dir\n$`,
+        ),
+      );
+    } finally {
+      child.kill('SIGINT');
+      await once(child, 'exit');
+    }
   }, 90_000);
 
   it('redraws a live view in place when stdout is a terminal', async () => {

@@ -1,8 +1,9 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { WorkDirInUse } from '../cluster/work-dir-lock.js';
 import { runDemo } from '../demo/demo.js';
 import { addressFlag, addressOf, listenFailure } from '../../src/cli/addresses.js';
-import { positive, untilSignal, type CommandSpec } from '../../src/cli/args.js';
+import { UsageError, positive, untilSignal, type CommandSpec } from '../../src/cli/args.js';
 
 export const demoCommand: CommandSpec = {
   name: 'demo',
@@ -67,6 +68,7 @@ export const demoCommand: CommandSpec = {
       screen: process.stdout.isTTY ? { columns: process.stdout.columns || 100 } : undefined,
       stop,
     }).catch((e: unknown) => {
+      if (e instanceof WorkDirInUse) throw new UsageError(e.message);
       throw listenFailure('metrics-addr', String(f['metrics-addr']), e) ?? e;
     });
     process.stdout.write(

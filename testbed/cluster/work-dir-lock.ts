@@ -18,7 +18,7 @@ const alive = (pid: number): boolean => {
  * uses it. A live holder is refused (WorkDirInUse, before anything is written there); a lock
  * whose process is gone (a cluster killed with SIGKILL) is taken over. Answers the release.
  */
-export function lockWorkDir(dir: string): () => void {
+export function lockWorkDir(dir: string, holder = 'cluster'): () => void {
   const path = join(dir, 'cluster.lock');
   for (let attempt = 0; attempt < 2; attempt++) {
     let fd: number;
@@ -29,7 +29,7 @@ export function lockWorkDir(dir: string): () => void {
       const [pid, since] = readFileSync(path, 'utf8').trim().split(' ');
       if (pid && alive(Number(pid)) && Number(pid) !== process.pid)
         throw new WorkDirInUse(
-          `the work directory ${dir} is in use by a running cluster (pid ${pid}, since ${since ?? '?'}); ` +
+          `the work directory ${dir} is in use by a running ${holder} (pid ${pid}, since ${since ?? '?'}); ` +
             'stop it, or pass another --work-dir',
         );
       rmSync(path, { force: true }); // its process is gone

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
@@ -13,6 +13,7 @@ import { DEFAULT_OPERATOR_CONFIG } from '../../src/operator/config.js';
 import { Operator } from '../../src/operator/operator.js';
 import { serveObservability, type ListenAddress } from '../../src/observability/http.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { lockWorkDir } from '../cluster/work-dir-lock.js';
 import { nodeObject, startEcsEmulator } from '../ecs/index.js';
 import { startKubeEmulator } from '../kube/index.js';
 import { MUTATING_SHOWN, renderLine, renderScreen, type DemoView } from './view.js';
@@ -54,6 +55,16 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
     ready: () => !!operator?.ready,
   });
   mkdirSync(o.workDir, { recursive: true });
+  // One demo per directory; each run is a new emulated world, so what agents recorded in an
+  // earlier one (addresses of ENIs that no longer exist) would be taken for pods still running.
+  let unlock: () => void;
+  try {
+    unlock = lockWorkDir(o.workDir, 'demo');
+  } catch (e) {
+    metrics.server.close();
+    throw e;
+  }
+  rmSync(join(o.workDir, 'nodes'), { recursive: true, force: true });
   const ecs = await startEcsEmulator();
   const kubeconfigPath = join(o.workDir, 'kubeconfig');
   const kube = await startKubeEmulator({ kubeconfigPath });
@@ -234,6 +245,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   await kube.close();
   await ecs.close();
   writeFileSync(join(o.workDir, 'summary.json'), JSON.stringify(summary, null, 2));
+  unlock();
   return summary;
 }
 
