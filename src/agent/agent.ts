@@ -21,6 +21,7 @@ import {
   allocationKey,
   allocate,
   departedRecoveries,
+  emptyPoolReason,
   freeAddresses,
   podInterfaces,
   recoverAllocations,
@@ -366,6 +367,11 @@ export class Agent {
     }
     if (!this.recovering) void this.routing?.reconcile();
     this.scheduleStatus();
+  }
+
+  /** Why an ADD finds no address now, in the pool's words (see emptyPoolReason). */
+  whyEmpty(): string {
+    return emptyPoolReason(this.current(), { recovering: this.recovering, node: this.options.node });
   }
 
   /** Gives the pod interface an address (the same one again for a repeated call). */

@@ -446,3 +446,29 @@ export function departedRecoveries(state: AgentState, pods: NodePod[]): Allocati
   const present = new Set(pods.map((p) => p.pod));
   return Object.values(state.allocations).filter((a) => a.recovered && !present.has(a.pod));
 }
+
+/**
+ * Why a pod interface found no address, in the pool's own words, for the CNI error the runtime
+ * shows (`FailedCreatePodSandBox`) and the allocate answer: the pool's condition that says what
+ * it waits for (a vSwitch exhausted, the instance's limit, the API quota, an ENI being attached),
+ * or what the agent itself waits for.
+ */
+export function emptyPoolReason(pool: ENIPool | undefined, o: { recovering: boolean; node: string }): string {
+  if (o.recovering) return 'the agent is taking back what the pods of the node hold (after a restart)';
+  if (!pool)
+    return `node ${o.node} has no ENIPool yet (is the eni-ipam operator running, and does a class select the node?)`;
+  if (pool.metadata.deletionTimestamp) return `the pool of node ${o.node} is being deleted`;
+  const condition = (type: string) => pool.status?.conditions?.find((c) => c.type === type);
+  const said = (c: { reason?: string; message?: string }) => `${c.reason}${c.message ? `: ${c.message}` : ''}`;
+  const exhausted = condition('Exhausted');
+  if (exhausted?.status === 'True') return `the pool is exhausted (${said(exhausted)})`;
+  const degraded = condition('Degraded');
+  if (degraded?.status === 'True') return `the pool is degraded (${said(degraded)})`;
+  const ready = condition('Ready');
+  if (ready && ready.status !== 'True') return `the pool is not ready (${said(ready)})`;
+  const s = pool.status?.summary;
+  return (
+    `all ${s?.available ?? 0} pod IPs of the pool are in use or cooling down` +
+    ((s?.needed ?? 0) > 0 ? `; ${s!.needed} more are being allocated` : '; the operator adds more as pods wait')
+  );
+}

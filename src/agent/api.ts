@@ -151,7 +151,8 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
           if (lease === 'pool-empty')
             return send(res, 503, {
               error: 'pool-empty',
-              message: 'the node has no free pod IP right now; the operator is adding some, try again shortly',
+              reason: agent.whyEmpty(),
+              message: `the node has no free pod IP right now: ${agent.whyEmpty()}; try again shortly`,
             });
           await agent.persisted();
           return send(res, 200, { lease });

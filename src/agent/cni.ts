@@ -52,6 +52,8 @@ export interface CniAgent {
   /** Releases the container's (interface's) addresses and takes their rules off the node. */
   removePod(containerId: string, ifName?: string): Promise<string[]>;
   list(): Allocation[];
+  /** Why an ADD finds no address now, in the pool's words. */
+  whyEmpty(): string;
   /** The agent's clock (GC leaves alone what was allocated within its grace period). */
   now(): number;
 }
@@ -221,10 +223,7 @@ async function run(agent: CniAgent, req: CniRequest, now: number): Promise<unkno
       throw e;
     }
     if (lease === 'pool-empty')
-      throw new CniError(
-        CNI_ERRORS.tryAgainLater,
-        'no free pod IP on this node yet (the operator is adding some; try again shortly)',
-      );
+      throw new CniError(CNI_ERRORS.tryAgainLater, `no free pod IP on this node yet: ${agent.whyEmpty()}`);
     return addResult(conf, lease);
   }
   if (command === 'DEL') {

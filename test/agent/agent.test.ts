@@ -158,7 +158,7 @@ describe('node agent', () => {
     }
     expect(await call('POST', '/v1/allocate', { containerId: 'y', ifName: 'eth0', pod: 'default/y' })).toMatchObject({
       status: 503,
-      body: { error: 'pool-empty' },
+      body: { error: 'pool-empty', reason: expect.stringMatching(/^all \d+ pod IPs of the pool are in use/) },
     });
     await custom.patchClusterCustomObjectStatus(
       {

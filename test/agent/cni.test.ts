@@ -99,7 +99,12 @@ describe('the CNI protocol on POST /v1/cni', () => {
     const r = await cni('ADD', 'one-too-many');
     expect(r).toMatchObject({
       code: 1,
-      out: { cniVersion: '1.0.0', code: 11, msg: expect.stringMatching(/no free pod IP on this node yet/) },
+      // The message quotes the pool's own reason, so the runtime's FailedCreatePodSandBox Event names it.
+      out: {
+        cniVersion: '1.0.0',
+        code: 11,
+        msg: expect.stringMatching(/^no free pod IP on this node yet: (all \d+ pod IPs of the pool|the pool is )/),
+      },
     });
     for (const n of names) agent.release(n, 'eth0');
     await new Promise((r) => setTimeout(r, 400)); // the cool-down (300 ms) of the released ones
@@ -212,6 +217,7 @@ describe('the CNI protocol on POST /v1/cni', () => {
       list: () => agent.list().map((a) => (a === young ? { ...a, allocatedAt: at } : a)),
       removePod: (c, i) => agent.removePod(c, i),
       addPod: (r) => agent.addPod(r),
+      whyEmpty: () => agent.whyEmpty(),
       now: () => at,
     };
     expect(await answerCni(shifted, { env: { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' }, stdin })).toEqual({

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Taint } from '@kubernetes/client-node';
 import type { ENIPool } from '../../src/api/types.js';
-import { POD_CLASS, poolWhere, ready, testCluster, type TestCluster } from '../helpers/cluster.js';
+import { POD_CLASS, poolWhere, ready, startAgentFor, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually, sleep } from '../helpers/ecs.js';
 
 /*
@@ -80,6 +80,14 @@ describe('the startup taint', () => {
     expect(condition(pool, 'Ready')!.message).toContain('vsw-i-small');
     await sleep(1500);
     expect((await taintsOf(cluster, node)).map(strip)).toEqual([STARTUP]);
+    // A pod that got there anyway (it tolerates the taint) is told why, in the pool's words.
+    const agent = await startAgentFor(cluster, node, { cooldownMs: 100, statusIntervalMs: 200 });
+    try {
+      expect(agent.allocate({ containerId: 'c0', ifName: 'eth0', pod: 'default/p0' })).toBe('pool-empty');
+      expect(agent.whyEmpty()).toMatch(/^the pool is exhausted \(VSwitchExhausted: .*vsw-i-small/);
+    } finally {
+      await agent.stop();
+    }
     // Addresses come back to the vSwitch: the pool fills, and the taint goes.
     for (const ip of taken.slice(0, 8)) small.pool.release(ip);
     await cluster.operators[0]!.cloud.vSwitches({ refresh: true });
