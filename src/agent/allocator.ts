@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import type { ENIPool, ReleaseAck } from '../api/types.js';
 import { dualStack, ipv6Only, isIpv6 } from '../ipam/families.js';
-import { firstFreeInIpv6Prefix, inIpv6Prefix, isIpv6PrefixKey } from '../ipam/ipv6-prefix.js';
+import { firstFreeInIpv6Prefix, inIpv6Prefix, isIpv6Prefix80, isIpv6PrefixKey } from '../ipam/ipv6-prefix.js';
 import { addressesOfKey, isPrefixKey, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
@@ -80,7 +80,7 @@ function poolIpv6Prefixes(pool: ENIPool | undefined): ReadonlyArray<{ prefix: st
   if (!known) {
     known = (pool.status?.enis ?? []).flatMap((eni) =>
       eni.state === 'InUse' && eni.vSwitchIPv6CIDR
-        ? (eni.ipv6Prefixes ?? []).map((prefix) => ({
+        ? (eni.ipv6Prefixes ?? []).filter(isIpv6Prefix80).map((prefix) => ({
             prefix,
             where: {
               prefixLength: Number(eni.vSwitchIPv6CIDR!.split('/')[1]),

@@ -13,6 +13,8 @@ import type { RpcParams } from './rpc.js';
 const id = { type: 'string', minLength: 1 } as const;
 const text = { type: 'string' } as const;
 const count = { type: 'integer', minimum: 0 } as const;
+/** An IPv6 /80 prefix, as the API writes one (ipv6Mode Prefix): anything else is a bad answer. */
+const ipv6Prefix = { type: 'string', pattern: '^[0-9A-Fa-f:]*:[0-9A-Fa-f:]*/80$' } as const;
 
 /** A list the API always returns, wrapped in an object named after its XML element: `{Inner: [...]}`. */
 const wrapped = (inner: string, items: object) =>
@@ -47,7 +49,7 @@ const eniProperties = {
   Ipv6PrefixSets: wrappedIfThere('Ipv6PrefixSet', {
     type: 'object',
     required: ['Ipv6Prefix'],
-    properties: { Ipv6Prefix: id },
+    properties: { Ipv6Prefix: ipv6Prefix },
   }),
   SecurityGroupIds: wrappedIfThere('SecurityGroupId', id),
   Tags: wrappedIfThere('Tag', { type: 'object', required: ['TagKey'], properties: { TagKey: text, TagValue: text } }),
@@ -140,7 +142,7 @@ const ANSWER_RULES: Readonly<Record<string, AnswerRule>> = {
     schema: answer([], {
       NetworkInterfaceId: text,
       Ipv6Sets: wrapped('Ipv6Address', id),
-      Ipv6PrefixSets: wrapped('Ipv6Prefix', id),
+      Ipv6PrefixSets: wrapped('Ipv6Prefix', ipv6Prefix),
     }),
     promise: (a, params) =>
       asked(params, 'Ipv6Prefix', 'Ipv6PrefixCount') !== undefined

@@ -30,6 +30,16 @@ export function inIpv6Prefix(ip: string, prefix: string): boolean {
   }
 }
 
+/** Whether `text` is an IPv6 /80 (a status or an answer holding anything else is not trusted with pods). */
+export function isIpv6Prefix80(text: string): boolean {
+  try {
+    const [addr, bits] = ipaddr.parseCIDR(text);
+    return addr.kind() === 'ipv6' && bits === IPV6_PREFIX_LENGTH;
+  } catch {
+    return false;
+  }
+}
+
 /** The prefix of `prefixes` holding `ip`, if any. */
 export const ipv6PrefixOf = (ip: string, prefixes: readonly string[]): string | undefined =>
   prefixes.find((p) => inIpv6Prefix(ip, p));

@@ -400,8 +400,9 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
     return {
       id: e.id,
       vSwitchId: e.vSwitchId,
-      // One of the mode the class left takes nothing new (it still holds its slot).
-      attached: e.status === 'InUse' && !offMode(after, o),
+      // One of the mode the class left takes nothing new (it still holds its slot), nor one whose
+      // IPv6 entries leave no room for what new addresses need.
+      attached: e.status === 'InUse' && !offMode(after, o) && !ipv6Full(after, o),
       ips: ipsOf(after),
       slots: after.secondaryIps.length + (after.ipv4Prefixes?.length ?? 0),
       ...(holdsPrefixes(after, o) ? { prefix: true } : {}),
@@ -632,6 +633,22 @@ function planIpv6Step(
 }
 
 /**
+ * An ENI whose IPv6 entries leave no room for what its new pod addresses need: in dual-stack
+ * Prefix mode, one without a /80 whose entries are all single addresses (its IPv4 would have no
+ * partner); in an IPv6-only pool, one whose leftover /80 takes an entry its singles would need.
+ */
+function ipv6Full(e: EniFact, o: PoolObservation): boolean {
+  const spec = o.pool.spec;
+  if (ipv6Only(spec)) return (e.ipv6Prefixes?.length ?? 0) > 0;
+  return (
+    dualStack(spec) &&
+    ipv6PrefixMode(spec) &&
+    !e.ipv6Prefixes?.length &&
+    (e.ipv6?.length ?? 0) >= (o.limits?.ipv6PerEni ?? 0)
+  );
+}
+
+/**
  * Whether an ENI's pods take their IPv6 addresses from a /80 (ipv6Mode Prefix): it holds one, or
  * it is a dual-stack pool's in Prefix mode (it gets one). Its single IPv6 addresses are only kept
  * while pods hold them.
@@ -679,6 +696,9 @@ function planIpv6PrefixStep(
   for (const e of enis) {
     const prefixes = e.ipv6Prefixes ?? [];
     if (dualStack(spec)) {
+      // A dual-stack pool keeps its /80s: a request left from a spell without IPv6 goes (the
+      // agent hands out nothing of a requested prefix).
+      for (const p of prefixes) delete releaseRequests[p];
       const entries =
         (e.ipv6?.length ?? 0) - sum(changes.unassignIpv6.filter((u) => u.eniId === e.id).map((u) => u.ips.length));
       const wanted = ipv6PrefixMode(spec) && prefixes.length === 0 && e.status === 'InUse';
@@ -865,7 +885,7 @@ function plannedStatus(
           onEni(c?.unassignIpv6Prefixes, e.id, (u) => u.prefixes.length);
         const ipv4 = ipsOf(e) + onEni(c?.assign, e.id, (a) => a.count) - onEni(c?.unassign, e.id, unassignedIps);
         ipv6Prefixes += prefixes;
-        return ipv6Room(ipv4, singles, prefixes);
+        return ipv6Room(ipv4, singles, dualStack(pool.spec) ? prefixes : 0);
       }),
   );
   const releaseRequests = s.releaseRequests ?? pool.status?.releaseRequests ?? {};

@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { inIpv6Prefix, isIpv6PrefixKey } from './ipv6-prefix.js';
 
 /**
  * IPv4 prefix mode: an ENI's slot (one of the IPv4 entries its instance type allows, the ENI's
@@ -30,8 +31,19 @@ export function prefixMembership(prefixes: Iterable<string>): Map<string, string
   return out;
 }
 
-/** Whether a release request's key names a prefix (`a.b.c.d/28`) rather than one address. */
-export const isPrefixKey = (key: string): boolean => key.includes('/');
+/** Whether a release request's key names an IPv4 prefix (`a.b.c.d/28`) rather than one address. */
+export const isPrefixKey = (key: string): boolean => key.includes('/') && !isIpv6PrefixKey(key);
+
+/**
+ * Whether a release key stands for an address: the address it names, one of a /28's 16, or any
+ * of an IPv6 /80's (never listed: tested).
+ */
+export function keyCovers(key: string): (ip: string) => boolean {
+  if (isIpv6PrefixKey(key)) return (ip) => inIpv6Prefix(ip, key);
+  if (!isPrefixKey(key)) return (ip) => ip === key;
+  const members = new Set(prefixAddresses(key));
+  return (ip) => members.has(ip);
+}
 
 /** The addresses a release key stands for: a prefix's 16, or the one address it names. */
 export const addressesOfKey = (key: string): string[] => (isPrefixKey(key) ? prefixAddresses(key) : [key]);

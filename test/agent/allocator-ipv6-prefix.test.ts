@@ -79,6 +79,16 @@ describe('agent allocation from IPv6 /80 prefixes', () => {
     expect(strayAllocations(state, p)).toEqual([]);
   });
 
+  it('trusts no malformed prefix in the status: the other ENIs still serve', () => {
+    const p = pool([
+      { ips: [v4(1)], ipv6Prefixes: ['bogus'] },
+      { ips: [v4(2)], ipv6Prefixes: [PREFIX[1]!] },
+    ]);
+    const r = add(emptyState(), p, 'c1');
+    if ('error' in r) throw new Error('pool empty');
+    expect(r.lease).toMatchObject({ ip: v4(2), eniId: 'eni-1', ipv6: { ip: '2408:4005:3c0:a100:2::1' } });
+  });
+
   it('hands out no IPv6 address that cools down, and none of a /80 requested for release', () => {
     const p = pool([{ ips: [v4(1), v4(2)], ipv6Prefixes: [PREFIX[0]!] }]);
     const first = add(emptyState(), p, 'c1');

@@ -72,6 +72,19 @@ describe('what a good answer holds', () => {
     ).toBe('it lists 1 assigned addresses; 2 were asked for');
   });
 
+  it('holds an IPv6 prefix assign to exactly the /80s asked for', () => {
+    const asked = { RegionId: 'r', NetworkInterfaceId: 'eni-1', Ipv6PrefixCount: 1 };
+    const answer = (prefixes: unknown) => ({ RequestId: 'r', Ipv6PrefixSets: { Ipv6Prefix: prefixes } });
+    expect(answerProblem('AssignIpv6Addresses', 200, answer(['2408:4005:3c0:a100:1::/80']), asked)).toBeUndefined();
+    for (const bad of [[], ['bogus'], ['10.0.0.0/28'], ['2408:4005:3c0:a100::/64'], ['a::/80', 'b::/80']])
+      expect(answerProblem('AssignIpv6Addresses', 200, answer(bad), asked)).toBeDefined();
+    expect(answerProblem('AssignIpv6Addresses', 200, { RequestId: 'r' }, asked)).toBeDefined();
+    // Addresses asked for are held to theirs, whatever prefixes the answer lists.
+    expect(
+      answerProblem('AssignIpv6Addresses', 200, answer(['a::/80']), { RegionId: 'r', Ipv6AddressCount: 2 }),
+    ).toBeDefined();
+  });
+
   it('keeps credentials and signed URLs out of a body excerpt, and keeps it short', () => {
     const body = {
       Message: 'denied: https://ecs.aliyuncs.com/?AccessKeyId=LTAI5t&Signature=abc%3D',

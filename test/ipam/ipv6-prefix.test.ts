@@ -109,10 +109,44 @@ describe('ipv6Mode Prefix', () => {
     expect(Object.keys(plan.status.releaseRequests).sort()).toEqual([single6(1), single6(2)].sort());
   });
 
-  it('assigns no /80 to an ENI whose IPv6 entries are all taken', () => {
+  it('assigns no /80, and no IPv4 address it could not pair, to an ENI whose IPv6 entries are all taken', () => {
     const singles = Array.from({ length: 6 }, (_, k) => single6(k));
-    const plan = planPool(observe({ enis: [eni('eni-1', 6, { ipv6: singles })], used: singles }), { failures: [] });
+    const used = [...Array.from({ length: 6 }, (_, k) => v4(k)), ...singles];
+    const plan = planPool(observe({ enis: [eni('eni-1', 6, { ipv6: singles })], used, preAllocate: 4 }), {
+      failures: [],
+    });
     expect(plan.assignIpv6Prefixes).toEqual([]);
+    // Its room is no use to a dual-stack pod: a new ENI (with its /80) is made instead.
+    expect(plan.assign.filter((a) => a.eniId === 'eni-1')).toEqual([]);
+    expect(plan.create).toEqual([{ vSwitchId: 'vsw-6', ips: 4, ipv6Prefixes: 1 }]);
+  });
+
+  it('withdraws a /80 request of a dual-stack pool (left from a spell without IPv6), whatever its ack', () => {
+    for (const answer of ['ready', 'do-not-release', undefined] as const) {
+      const plan = planPool(
+        observe({
+          enis: [eni('eni-1', 4, { prefixes: [prefixOf(0)] })],
+          requests: { [prefixOf(0)]: OLD },
+          acks: answer ? { [prefixOf(0)]: { answer, requestedAt: OLD } } : {},
+        }),
+        { failures: [] },
+      );
+      expect(plan.status.releaseRequests[prefixOf(0)]).toBeUndefined();
+      expect(plan.unassignIpv6Prefixes).toEqual([]);
+    }
+  });
+
+  it('IPv6-only: an ENI with a /80 left from dual-stack takes no single IPv6 address (the /80 holds an entry) until it goes', () => {
+    const plan = planPool(
+      observe({
+        enis: [eni('eni-1', 0, { prefixes: [prefixOf(0)] })],
+        preAllocate: 6,
+        spec: { ipFamilies: ['IPv6'], ipv6Mode: 'SecondaryIP' },
+      }),
+      { failures: [] },
+    );
+    expect(plan.assignIpv6.filter((a) => a.eniId === 'eni-1')).toEqual([]);
+    expect(plan.status.releaseRequests[prefixOf(0)]).toBeDefined();
   });
 
   it('keeps an ENI its /80 while the pool is dual-stack, whatever ipv6Mode says now', () => {

@@ -1,7 +1,7 @@
 import type { ENIPool } from '../../api/types.js';
 import { unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
 import { UNASSIGN_BATCH } from '../../ipam/pool-plan.js';
-import { addressesOfKey } from '../../ipam/prefix.js';
+import { keyCovers } from '../../ipam/prefix.js';
 import { acksOf, answerTo } from '../../ipam/release.js';
 import { apiErrorMessage } from '../../kube/errors.js';
 import { FINALIZER, type OperatorConfig } from '../config.js';
@@ -191,8 +191,13 @@ export class NodeDeparture {
         .filter((e) => e.state === 'InUse')
         .flatMap((e) => [...(e.ips ?? []), ...(e.ipv6s ?? [])]),
     );
-    // A prefix is asked for, and answered, whole (one ack covers its 16 addresses).
-    const unseen = (key: string) => addressesOfKey(key).every((ip) => !shown.has(ip) && !(ip in used));
+    // An IPv6 /80 is published as itself: its addresses are never listed.
+    const shownPrefixes = new Set(
+      (live.status?.enis ?? []).filter((e) => e.state === 'InUse').flatMap((e) => e.ipv6Prefixes ?? []),
+    );
+    const usedBy = (key: string) => Object.keys(used).some(keyCovers(key));
+    // A prefix is asked for, and answered, whole (one ack covers all its addresses).
+    const unseen = (key: string) => !shownPrefixes.has(key) && ![...shown].some(keyCovers(key)) && !usedBy(key);
     const requests = { ...(live.status?.releaseRequests ?? {}) };
     const missing = enis.flatMap(keysOf).filter((key) => !unseen(key) && !(key in requests));
     if (missing.length) {
@@ -207,7 +212,7 @@ export class NodeDeparture {
     }
     const asked = new Map(Object.entries(requests));
     const acks = acksOf(live.status);
-    const unused = (key: string) => addressesOfKey(key).every((ip) => !(ip in used));
+    const unused = (key: string) => !usedBy(key);
     const free = (key: string) => unseen(key) || (unused(key) && answerTo(key, asked, acks) === 'ready');
     return {
       enis: new Set(enis.filter((e) => keysOf(e).every(free)).map((e) => e.id)),

@@ -1,4 +1,4 @@
-import { ipv6Only, needsIpv6 } from '../../ipam/families.js';
+import { dualStack, ipv6Only, needsIpv6 } from '../../ipam/families.js';
 import type { ENIPool } from '../../api/types.js';
 import { CloudError, unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
@@ -327,9 +327,14 @@ export class PoolReconciler {
     const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
     const enis = publishedEnis(current, await cloud.vSwitches(), needsIpv6(pool.spec));
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
+    // A /80 serves pods only in a dual-stack pool (the planner counts alike).
+    const prefixesServe = dualStack(pool.spec);
     const inUse6 = enis.reduce(
       (n, e) =>
-        n + (e.state === 'InUse' ? ipv6Room(e.ips?.length ?? 0, e.ipv6s?.length ?? 0, e.ipv6Prefixes?.length ?? 0) : 0),
+        n +
+        (e.state === 'InUse'
+          ? ipv6Room(e.ips?.length ?? 0, e.ipv6s?.length ?? 0, prefixesServe ? (e.ipv6Prefixes?.length ?? 0) : 0)
+          : 0),
       0,
     );
     // The summary counts the pool's pod family (IPv6 in an IPv6-only pool).
