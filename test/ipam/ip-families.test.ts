@@ -9,24 +9,13 @@ import { ASSIGN_MAX_IPV6, UNASSIGN_IPV6_BATCH, planCompanions, type CompanionInp
 import { planPool, type EniFact, type PoolObservation } from '../../src/ipam/pool-plan.js';
 import type { FailureRecord } from '../../src/ipam/failure-record.js';
 import type { Ack } from '../../src/ipam/release.js';
-import { observation } from './observation.js';
+import { VSW6, observation, v4, v6 } from './observation.js';
 
 const NOW = Date.parse('2026-01-01T01:00:00.000Z');
 const STAMP = new Date(NOW).toISOString();
 const OLD = new Date(NOW - 30_000).toISOString();
 const RUNS = Number(process.env.PLAN_RUNS ?? 300);
-const VSW6 = {
-  id: 'vsw-6',
-  zoneId: 'zone-a',
-  vpcId: 'vpc-a',
-  free: 100,
-  tags: {},
-  blocked: false,
-  ipv6Cidr: '2408:4005:3c0:a100::/64',
-};
 const VSW4 = { ...VSW6, id: 'vsw-4', free: 200, ipv6Cidr: undefined };
-const v6 = (n: number) => `2408:4005:3c0:a100::${(0x100 + n).toString(16)}`;
-const v4 = (n: number) => `192.168.0.${10 + n}`;
 
 function eni(id: string, ipv4: number, ipv6: number, base = 0): EniFact {
   return {

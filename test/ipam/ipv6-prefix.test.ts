@@ -9,23 +9,13 @@ import type { ENIPool } from '../../src/api/types.js';
 import { inIpv6Prefix, ipv6PrefixAddress, firstFreeInIpv6Prefix } from '../../src/ipam/ipv6-prefix.js';
 import { planPool, type EniFact, type PoolObservation } from '../../src/ipam/pool-plan.js';
 import type { Ack } from '../../src/ipam/release.js';
-import { observation } from './observation.js';
+import { VSW6, observation, v4, v6 } from './observation.js';
 
 const NOW = Date.parse('2026-01-01T01:00:00.000Z');
 const OLD = new Date(NOW - 30_000).toISOString();
 const RUNS = Number(process.env.PLAN_RUNS ?? 300);
-const VSW6 = {
-  id: 'vsw-6',
-  zoneId: 'zone-a',
-  vpcId: 'vpc-a',
-  free: 100,
-  tags: {},
-  blocked: false,
-  ipv6Cidr: '2408:4005:3c0:a100::/64',
-};
 const prefixOf = (n: number) => `2408:4005:3c0:a100:${n + 1}::/80`;
-const single6 = (n: number) => `2408:4005:3c0:a100::${(0x100 + n).toString(16)}`;
-const v4 = (n: number) => `192.168.0.${10 + n}`;
+const single6 = v6;
 
 function eni(id: string, ipv4: number, o: { base?: number; prefixes?: string[]; ipv6?: string[] } = {}): EniFact {
   const base = o.base ?? 0;

@@ -37,3 +37,16 @@ export function observation(
     },
   };
 }
+
+/** node-a's dual-stack vSwitch in zone-a (an IPv6 /64), and the addresses planner tests give ENIs. */
+export const VSW6 = {
+  id: 'vsw-6',
+  zoneId: 'zone-a',
+  vpcId: 'vpc-a',
+  free: 100,
+  tags: {},
+  blocked: false,
+  ipv6Cidr: '2408:4005:3c0:a100::/64',
+};
+export const v4 = (n: number) => `192.168.0.${10 + n}`;
+export const v6 = (n: number) => `2408:4005:3c0:a100::${(0x100 + n).toString(16)}`;
