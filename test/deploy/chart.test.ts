@@ -91,7 +91,8 @@ describe('the Helm chart', () => {
         names: r.resourceNames,
       }));
     expect(rules('ClusterRole', '-operator')).toEqual([
-      { groups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'], names: undefined },
+      // patch: the startup taint goes once the node's pool is Ready.
+      { groups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'], names: undefined },
       { groups: [''], resources: ['pods'], verbs: ['list', 'watch'], names: undefined },
       {
         groups: ['eniipam.io'],
@@ -159,6 +160,8 @@ describe('the Helm chart', () => {
       'node-role.kubernetes.io/control-plane:Exists:',
       'node-role.kubernetes.io/master:Exists:',
       'CriticalAddonsOnly:Exists:',
+      // The startup taint of the nodes whose pools it has yet to fill.
+      'eniipam.io/pool-not-ready:Exists:NoSchedule',
     ]);
     // A drained (unschedulable) or lost (unreachable) node does not keep it.
     expect(pod.tolerations.some((t: any) => !t.key)).toBe(false);
