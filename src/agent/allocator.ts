@@ -1,8 +1,8 @@
 import ipaddr from 'ipaddr.js';
-import type { ENIPool, ReleaseAck } from '../api/types.js';
+import type { ENIPool, PoolENI, ReleaseAck } from '../api/types.js';
 import { dualStack, ipv6Only, isIpv6 } from '../ipam/families.js';
 import { firstFreeInIpv6Prefix, inIpv6Prefix, isIpv6Prefix80, isIpv6PrefixKey } from '../ipam/ipv6-prefix.js';
-import { addressesOfKey, isPrefixKey, prefixMembership } from '../ipam/prefix.js';
+import { addressesOfKey, isPrefixKey, keyCovers, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
 export interface Allocation {
@@ -80,16 +80,9 @@ function poolIpv6Prefixes(pool: ENIPool | undefined): ReadonlyArray<{ prefix: st
   if (!known) {
     known = (pool.status?.enis ?? []).flatMap((eni) =>
       eni.state === 'InUse' && eni.vSwitchIPv6CIDR
-        ? (eni.ipv6Prefixes ?? []).filter(isIpv6Prefix80).map((prefix) => ({
-            prefix,
-            where: {
-              prefixLength: Number(eni.vSwitchIPv6CIDR!.split('/')[1]),
-              gateway: POD_IPV6_GATEWAY,
-              eniId: eni.id,
-              mac: eni.mac ?? '',
-              vSwitchCidr: eni.vSwitchIPv6CIDR!,
-            },
-          }))
+        ? (eni.ipv6Prefixes ?? [])
+            .filter(isIpv6Prefix80)
+            .map((prefix) => ({ prefix, where: whereOn(eni, eni.vSwitchIPv6CIDR!, POD_IPV6_GATEWAY) }))
         : [],
     );
     prefixes6Of.set(pool, known);
@@ -102,19 +95,22 @@ export function locate(pool: ENIPool | undefined, ip: string): Where | undefined
   return poolAddresses(pool).get(ip) ?? poolIpv6Prefixes(pool).find((p) => inIpv6Prefix(ip, p.prefix))?.where;
 }
 
+/** Where an address of `eni` in its vSwitch's `cidr` (IPv4 or IPv6) lives, and its gateway. */
+const whereOn = (eni: PoolENI, cidr: string, gateway: string | undefined): Where => ({
+  prefixLength: Number(cidr.split('/')[1]),
+  gateway: gateway ?? '',
+  eniId: eni.id,
+  mac: eni.mac ?? '',
+  vSwitchCidr: cidr,
+});
+
 function walkPool(pool: ENIPool): Map<string, Where> {
   const out = new Map<string, Where>();
   for (const eni of pool?.status?.enis ?? []) {
     if (eni.state !== 'InUse' || !eni.vSwitchCIDR) continue;
-    const at = (cidr: string, gateway: string | undefined) => ({
-      prefixLength: Number(cidr.split('/')[1]),
-      gateway: gateway ?? '',
-      eniId: eni.id,
-      mac: eni.mac ?? '',
-      vSwitchCidr: cidr,
-    });
-    for (const ip of eni.ips ?? []) out.set(ip, at(eni.vSwitchCIDR, eni.gatewayIP));
-    if (eni.vSwitchIPv6CIDR) for (const ip of eni.ipv6s ?? []) out.set(ip, at(eni.vSwitchIPv6CIDR, POD_IPV6_GATEWAY));
+    for (const ip of eni.ips ?? []) out.set(ip, whereOn(eni, eni.vSwitchCIDR, eni.gatewayIP));
+    if (eni.vSwitchIPv6CIDR)
+      for (const ip of eni.ipv6s ?? []) out.set(ip, whereOn(eni, eni.vSwitchIPv6CIDR, POD_IPV6_GATEWAY));
   }
   return out;
 }
@@ -296,27 +292,23 @@ export function agentStatus(
   const own = (ip: string) => locate(pool, ip) !== undefined;
   const prefixOf = poolPrefixes(pool);
   const prefixes6 = new Set(poolIpv6Prefixes(pool).map((p) => p.prefix));
-  // A prefix the pool's ENIs do not hold has no members here: it is not this agent's to give. An
-  // IPv6 /80 stands for the addresses of it that pods hold or that cool down (its only stand-in
-  // when none does: the prefix itself, free).
-  const membersOf = (key: string) =>
-    isIpv6PrefixKey(key)
-      ? prefixes6.has(key)
-        ? [
-            key,
-            ...[...Object.keys(used), ...Object.keys(cooling), ...(heldByNode ?? [])].filter((ip) =>
-              inIpv6Prefix(ip, key),
-            ),
-          ]
-        : []
-      : isPrefixKey(key)
-        ? addressesOfKey(key).filter((ip) => prefixOf.get(ip) === key)
-        : [key];
-  const ownKey = (ip: string) => own(ip) || prefixes6.has(ip);
+  // The addresses a key stands for here; none when the pool's ENIs do not hold it (it is not this
+  // agent's to give). A /80's are never listed: those held, cooling or the node's stand for it.
+  const membersOf = (key: string): string[] => {
+    if (isIpv6PrefixKey(key)) {
+      if (!prefixes6.has(key)) return [];
+      const touched = [...Object.keys(used), ...Object.keys(cooling), ...(heldByNode ?? [])];
+      return touched.filter(keyCovers(key));
+    }
+    if (isPrefixKey(key)) return addressesOfKey(key).filter((ip) => prefixOf.get(ip) === key);
+    return [key];
+  };
   const releaseAcks: Record<string, ReleaseAck> = {};
   for (const [key, requestedAt] of Object.entries(pool?.status?.releaseRequests ?? {})) {
     const members = membersOf(key);
-    const refused = !members.length || members.some((ip) => used[ip] || !ownKey(ip) || heldByNode?.has(ip));
+    // A free /80 has no member to show: held by the pool, it is the agent's to give.
+    const held = members.length > 0 || prefixes6.has(key);
+    const refused = !held || members.some((ip) => used[ip] || !own(ip) || heldByNode?.has(ip));
     if (refused) releaseAcks[key] = { answer: 'do-not-release', requestedAt };
     else if (!members.some((ip) => cooling[ip])) releaseAcks[key] = { answer: 'ready', requestedAt };
   }

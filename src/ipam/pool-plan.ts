@@ -352,18 +352,17 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
   const batch = batchOf(memory.demand, inUseNow, now, horizonMs, spec.maxBatch ?? DEFAULT_MAX_BATCH);
 
   // Release first: the confirmed IPs it gives back are not there for the allocation.
-  const release =
-    o.mode === 'normal' && spec.releaseExcessIPs !== false && !o.sharingInstance?.length
-      ? planReleaseStep(
-          o,
-          sizing,
-          { available, used: busy, pending: o.pendingPods },
-          keptBatch(memory.demand, batch),
-          inUse,
-          memory,
-          blocked,
-        )
-      : { releaseRequests: {}, unassign: [], deleteEnis: [], leaving: 0, requeueAfterMs: undefined };
+  const release = releasesNow(o)
+    ? planReleaseStep(
+        o,
+        sizing,
+        { available, used: busy, pending: o.pendingPods },
+        keptBatch(memory.demand, batch),
+        inUse,
+        memory,
+        blocked,
+      )
+    : { releaseRequests: {}, unassign: [], deleteEnis: [], leaving: 0, requeueAfterMs: undefined };
   const usage: Usage = { available: available - release.leaving, used: busy, pending: o.pendingPods };
 
   // Our ENIs that another operator instance left half-done are finished, not replaced.
@@ -568,6 +567,10 @@ function planAllocationStep(
   return { assign, create, securityGroupIds: o.securityGroups ? sgs : [], events, capped, unusable: undefined };
 }
 
+/** Whether the pool gives anything back now: the operator releases, the class lets it, no other pool names the instance. */
+const releasesNow = (o: PoolObservation): boolean =>
+  o.mode === 'normal' && o.pool.spec.releaseExcessIPs !== false && !o.sharingInstance?.length;
+
 /** Addresses pods hold in the pool's pod family (a dual-stack pod's IPv6 address is not a second pod). */
 const usedInFamily = (status: ENIPoolStatus | undefined, spec: ENIPool['spec']) =>
   Object.keys(status?.used ?? {}).filter(inPodFamily(spec)).length;
@@ -590,11 +593,7 @@ function planIpv6Step(
   const { pool } = o;
   const deleted = new Set(changes.deleteEnis);
   const assigned = (id: string) => sum(changes.assign.filter((a) => a.eniId === id).map((a) => a.count));
-  const mayRelease =
-    o.mode === 'normal' &&
-    pool.spec.releaseExcessIPs !== false &&
-    !o.sharingInstance?.length &&
-    !blocked('UnassignIpv6Addresses');
+  const mayRelease = releasesNow(o) && !blocked('UnassignIpv6Addresses');
   const requests = new Map(
     Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => inOtherFamily(pool.spec)(key)),
   );
@@ -680,11 +679,7 @@ function planIpv6PrefixStep(
   const unassignIpv6Prefixes: PoolPlan['unassignIpv6Prefixes'] = [];
   const requests = new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => isIpv6PrefixKey(key)));
   const held = new Set(enis.flatMap((e) => e.ipv6Prefixes ?? []));
-  const mayRelease =
-    o.mode === 'normal' &&
-    spec.releaseExcessIPs !== false &&
-    !o.sharingInstance?.length &&
-    !blocked('UnassignIpv6Addresses');
+  const mayRelease = releasesNow(o) && !blocked('UnassignIpv6Addresses');
   if (mayRelease) for (const key of requests.keys()) if (!held.has(key)) delete releaseRequests[key];
   const used = Object.keys(pool.status?.used ?? {}).filter(isIpv6);
   const cooling = coolingIps(pool.status, now)

@@ -11,6 +11,7 @@ import {
   type AgentState,
 } from '../../src/agent/allocator.js';
 import { inIpv6Prefix } from '../../src/ipam/ipv6-prefix.js';
+import { ipv6Pool } from './ipv6-pool.js';
 
 /*
  * The agent in a dual-stack pool of /80 prefixes (ipv6Mode Prefix): a pod interface takes an
@@ -20,31 +21,10 @@ import { inIpv6Prefix } from '../../src/ipam/ipv6-prefix.js';
 const v4 = (n: number) => `30.0.16.${n}`;
 const PREFIX = ['2408:4005:3c0:a100:1::/80', '2408:4005:3c0:a100:2::/80'];
 
-function pool(
+const pool = (
   enis: Array<{ ips: string[]; ipv6Prefixes?: string[]; ipv6s?: string[] }>,
-  o: Partial<ENIPool['status']> = {},
-): ENIPool {
-  return {
-    apiVersion: 'eniipam.io/v1alpha1',
-    kind: 'ENIPool',
-    metadata: { name: 'n1' },
-    spec: { nodeName: 'n1', ipFamilies: ['IPv4', 'IPv6'], ipv6Mode: 'Prefix' },
-    status: {
-      enis: enis.map((e, k) => ({
-        id: `eni-${k}`,
-        mac: `00:16:3e:00:00:0${k}`,
-        state: 'InUse' as const,
-        vSwitchCIDR: '30.0.16.0/20',
-        gatewayIP: '30.0.31.253',
-        vSwitchIPv6CIDR: '2408:4005:3c0:a100::/64',
-        gatewayIPv6: 'fe80::ecff:ffff:feff:ffff',
-        ipv6s: [],
-        ...e,
-      })),
-      ...o,
-    },
-  };
-}
+  status: Partial<NonNullable<ENIPool['status']>> = {},
+) => ipv6Pool({ ipFamilies: ['IPv4', 'IPv6'], ipv6Mode: 'Prefix' }, enis, status);
 
 const add = (state: AgentState, p: ENIPool, c: string, now = 0) =>
   allocate(state, p, { containerId: c, ifName: 'eth0', pod: `default/${c}` }, now);

@@ -9,6 +9,7 @@ import {
   release,
   type AgentState,
 } from '../../src/agent/allocator.js';
+import { ipv6Pool } from './ipv6-pool.js';
 
 /*
  * The agent in pools with IPv6: a dual-stack interface takes one address of each family from one
@@ -17,26 +18,8 @@ import {
 const v4 = (n: number) => `30.0.16.${n}`; // a VPC CIDR that sorts after IPv6 addresses, as keys do
 const v6 = (n: number) => `2408:4005:3c0:a100::${(0x100 + n).toString(16)}`;
 
-function pool(families: Array<'IPv4' | 'IPv6'>, enis: Array<{ ips: string[]; ipv6s: string[] }>): ENIPool {
-  return {
-    apiVersion: 'eniipam.io/v1alpha1',
-    kind: 'ENIPool',
-    metadata: { name: 'n1' },
-    spec: { nodeName: 'n1', ipFamilies: families },
-    status: {
-      enis: enis.map((e, k) => ({
-        id: `eni-${k}`,
-        mac: `00:16:3e:00:00:0${k}`,
-        state: 'InUse' as const,
-        vSwitchCIDR: '30.0.16.0/20',
-        gatewayIP: '30.0.31.253',
-        vSwitchIPv6CIDR: '2408:4005:3c0:a100::/64',
-        gatewayIPv6: 'fe80::ecff:ffff:feff:ffff',
-        ...e,
-      })),
-    },
-  };
-}
+const pool = (families: Array<'IPv4' | 'IPv6'>, enis: Array<{ ips: string[]; ipv6s: string[] }>) =>
+  ipv6Pool({ ipFamilies: families }, enis);
 
 const add = (state: AgentState, p: ENIPool, c: string) =>
   allocate(state, p, { containerId: c, ifName: 'eth0', pod: `default/${c}` }, 0);

@@ -105,4 +105,45 @@ describe('IPv6 /80 prefixes (dual-stack, ipv6Mode Prefix) on the emulators', () 
     expect(cluster.mutatingCalls().UnassignIpv6Addresses).toBe(1);
     expect(after.status!.releaseRequests?.[prefix!]).toBeUndefined();
   }, 90_000);
+
+  it('gives an ENI of single IPv6 addresses one /80 when the class moves to Prefix, though the answer of its assign is lost', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('dual', {
+      ...PREFIX_CLASS,
+      ipv6Mode: 'SecondaryIP',
+      preAllocate: 4,
+      releaseDelaySeconds: 0,
+      maxBatch: 0,
+    });
+    const node = await cluster.addNode('i-demo-03');
+    await cluster.startOperator();
+    const first = await poolWhere(cluster, node, (p) => ready(p) && (p.status?.enis?.[0]?.ipv6s?.length ?? 0) > 0);
+    const eniId = first.status!.enis![0]!.id;
+    // The next IPv6 assign is carried out and its answer lost.
+    cluster.ecs.setFaults({ rules: [{ action: 'AssignIpv6Addresses', kind: 'drop-answer', rate: 1, times: 1 }] });
+    await cluster.custom.patchClusterCustomObject(
+      {
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipoolclasses',
+        name: 'dual',
+        body: { spec: { ipv6Mode: 'Prefix' } },
+      },
+      merge,
+    );
+    const moved = await poolWhere(cluster, node, (p) => prefixesOf(p).length > 0 && ready(p), 30_000);
+    // Whatever answers were lost, the ENI holds exactly one /80, and the pool says which.
+    const cloud = cluster.ecs.world.enis.get(eniId)!;
+    // The lost answer was of a call carried out; its retry named the same ClientToken, so the cloud
+    // answered it without a second /80.
+    const assigns = cluster.ecs.calls({ action: 'AssignIpv6Addresses' });
+    expect(assigns[0]).toMatchObject({ code: 'DropAnswer', eniId });
+    expect(assigns.every((a) => a.clientToken === assigns[0]!.clientToken)).toBe(true);
+    expect(cloud.ipv6Prefixes).toHaveLength(1);
+    expect(moved.status!.enis![0]!.ipv6Prefixes).toEqual(cloud.ipv6Prefixes);
+    // Its free single addresses go back through the agent's acks; no pod held one.
+    agent = await startAgentFor(cluster, node, { cooldownMs: 100, statusIntervalMs: 200 });
+    await poolWhere(cluster, node, () => cluster.ecs.world.enis.get(eniId)!.ipv6.length === 0, 30_000);
+    expect(cluster.ecs.world.enis.get(eniId)!.ipv6Prefixes).toHaveLength(1);
+  }, 90_000);
 });

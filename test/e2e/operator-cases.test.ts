@@ -4,6 +4,7 @@ import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-n
 import type { ENIPool } from '../../src/api/types.js';
 import {
   CLUSTER_ID,
+  eventsFor as eventsOf,
   allReady,
   ready,
   testCluster,
@@ -25,12 +26,7 @@ const ack = (p: ENIPool, ip: string, answer: 'ready' | 'do-not-release' = 'ready
 });
 const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) => x.type === type);
 
-async function eventsFor(name: string): Promise<string[]> {
-  const list = await c.kc
-    .makeApiClient(CoreV1Api)
-    .listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
-  return list.items.map((e) => `${e.reason}: ${e.message}`);
-}
+const eventsFor = (name: string) => eventsOf(c, name);
 
 describe('operator cases', () => {
   it('reports an invalid class with Valid=False and its reason, and keeps serving the others', async () => {

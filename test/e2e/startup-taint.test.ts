@@ -1,7 +1,15 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Taint } from '@kubernetes/client-node';
 import type { ENIPool } from '../../src/api/types.js';
-import { POD_CLASS, poolWhere, ready, startAgentFor, testCluster, type TestCluster } from '../helpers/cluster.js';
+import {
+  POD_CLASS,
+  eventsFor,
+  poolWhere,
+  ready,
+  startAgentFor,
+  testCluster,
+  type TestCluster,
+} from '../helpers/cluster.js';
 import { eventually, sleep } from '../helpers/ecs.js';
 
 /*
@@ -21,13 +29,6 @@ const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) =
 
 async function taintsOf(cluster: TestCluster, node: string): Promise<V1Taint[]> {
   return (await cluster.kc.makeApiClient(CoreV1Api).readNode({ name: node })).spec?.taints ?? [];
-}
-
-async function eventsFor(cluster: TestCluster, name: string): Promise<string[]> {
-  const list = await cluster.kc
-    .makeApiClient(CoreV1Api)
-    .listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
-  return list.items.map((e) => `${e.reason}: ${e.message}`);
 }
 
 const strip = (t: V1Taint) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect });
@@ -61,6 +62,40 @@ describe('the startup taint', () => {
     await poolWhere(cluster, node, (p) => condition(p, 'Ready')?.status === 'False', 20_000);
     await sleep(1500);
     expect((await taintsOf(cluster, node)).map(strip)).toEqual([OTHER]);
+  }, 60_000);
+
+  it('goes while another writer keeps changing the Node, and nothing that writer added is lost', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('pods', { ...POD_CLASS, preAllocate: 4 });
+    const node = await cluster.addNode('i-demo-02', {}, { taints: [STARTUP] });
+    const core = cluster.kc.makeApiClient(CoreV1Api);
+    const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    const json = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+    // A kubelet-like writer: the Node changes every 100 ms, and halfway it gets a taint of its own.
+    let beats = 0;
+    let writing = true;
+    const writer = (async () => {
+      while (writing) {
+        beats++;
+        await core.patchNode(
+          { name: node, body: { metadata: { labels: { 'example.com/beat': String(beats) } } } },
+          merge,
+        );
+        if (beats === 2)
+          await core.patchNode({ name: node, body: [{ op: 'add', path: '/spec/taints/-', value: OTHER }] }, json);
+        await sleep(100);
+      }
+    })();
+    await cluster.startOperator();
+    try {
+      await poolWhere(cluster, node, ready);
+      await eventually(async () => !(await taintsOf(cluster, node)).some((t) => t.key === STARTUP.key), 20_000);
+      await eventually(() => beats > 6, 10_000);
+      expect((await taintsOf(cluster, node)).map(strip)).toEqual([OTHER]);
+    } finally {
+      writing = false;
+      await writer;
+    }
   }, 60_000);
 
   it('stays while the vSwitch is exhausted, and the pool says why', async () => {

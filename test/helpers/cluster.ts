@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -234,4 +234,12 @@ export async function startAgentFor(
   await agent.start();
   await eventually(() => agent.ready);
   return agent;
+}
+
+/** The Events about one object (a pool, a class, a node), as `Reason: message`, in the order listed. */
+export async function eventsFor(c: Pick<TestCluster, 'kc'>, name: string): Promise<string[]> {
+  const list = await c.kc
+    .makeApiClient(CoreV1Api)
+    .listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+  return list.items.map((e) => `${e.reason}: ${e.message}`);
 }
