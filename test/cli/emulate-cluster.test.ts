@@ -90,9 +90,15 @@ maybe('eni-ipam emulate cluster (root)', () => {
       kubectl(['rollout', 'status', '-n', 'kube-system', 'daemonset/eni-ipam-agent', '--timeout=60s']);
       const pods = JSON.parse(kubectl(['get', 'pods', '-n', 'kube-system', '-o', 'json'])).items as any[];
       expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual(['agent', 'operator']);
-      expect(pods.every((p) => p.status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'))).toBe(
-        true,
-      );
+      // Readiness is a probe, so a pod may be between probes right after the rollout: wait as a user does, and say
+      // which pod is not Ready, with its restarts and last state, if one stays so.
+      try {
+        kubectl(['wait', '-n', 'kube-system', 'pod', '--all', '--for=condition=Ready', '--timeout=60s']);
+      } catch (e) {
+        const now = JSON.parse(kubectl(['get', 'pods', '-n', 'kube-system', '-o', 'json'])).items as any[];
+        const states = now.map((p) => ({ pod: p.metadata.name, conditions: p.status.conditions, containers: p.status.containerStatuses }));
+        throw new Error(`pods not Ready 60 s after the rollout: ${JSON.stringify(states)}`, { cause: e });
+      }
       await eventually(
         () =>
           JSON.parse(kubectl(['get', 'enipools', '-o', 'json'])).items[0]?.status?.conditions?.some(
