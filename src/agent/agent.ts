@@ -36,6 +36,7 @@ import type { KernelPort } from './datapath/kernel.js';
 import type { DatapathConfig, PodAddress, PoolEni } from './datapath/model.js';
 import { DatapathError, NodeRouting } from './datapath/node-routing.js';
 import { AgentMetrics } from './metrics.js';
+import { DEFAULT_POD_EVENT_POLICY, PodEvents, type PodEventPolicy, type PodRef } from './pod-events.js';
 import { StateFile, type JournalOps } from './state-file.js';
 import { DEFAULT_STATUS_BACKOFF } from './status-outage.js';
 import { StatusWriter, type PlannedStatus } from './status-writer.js';
@@ -65,6 +66,8 @@ export interface AgentOptions {
   datapath?: DatapathOptions;
   /** The system's clock unless a test gives another. */
   clock?: Clock;
+  /** How often a waiting pod's Event is written again (DEFAULT_POD_EVENT_POLICY unless given). */
+  podEvents?: PodEventPolicy;
 }
 
 export interface DatapathOptions {
@@ -89,6 +92,13 @@ function mergeWithin(ms: number): ConfigurationOptions {
     post: (r: ResponseContext) => new Observable(Promise.resolve(r)),
   };
   return { ...merge, middleware: [...(merge.middleware ?? []), deadline] };
+}
+
+/** A pod interface's ADD: the pod (and its UID) it is for, and the network of the call. */
+export interface AddRequest extends PodRef {
+  containerId: string;
+  ifName: string;
+  network?: string;
 }
 
 /** The answer to an ADD whose address a DEL released while it waited for the datapath. */
@@ -128,6 +138,7 @@ export class Agent {
   private stopped = false;
   readonly metrics: AgentMetrics;
   private readonly events: EventRecorder;
+  private readonly podEvents: PodEvents;
   /** The node's datapath, when the agent sets it up. */
   readonly routing?: NodeRouting;
 
@@ -156,6 +167,12 @@ export class Agent {
     this.events = new EventRecorder(options.kc, options.eventNamespace ?? 'default', 'eni-ipam-agent', options.logger, {
       fold: false,
       clock: this.clock,
+    });
+    this.podEvents = new PodEvents(options.kc, {
+      node: options.node,
+      clock: this.clock,
+      logger: options.logger,
+      policy: options.podEvents ?? DEFAULT_POD_EVENT_POLICY,
     });
     this.metrics = new AgentMetrics(options.registry, {
       free: () => this.free().length,
@@ -410,12 +427,27 @@ export class Agent {
    * and the address's rules set before it answers. When they cannot be, a fresh address is
    * released again (nothing half-set) and the DatapathError says which ENI and why.
    */
-  async addPod(req: {
-    containerId: string;
-    ifName: string;
-    pod: string;
-    network?: string;
-  }): Promise<Lease | 'pool-empty'> {
+  async addPod(req: AddRequest): Promise<Lease | 'pool-empty'> {
+    let lease: Lease | 'pool-empty';
+    try {
+      lease = await this.setUpPod(req);
+    } catch (e) {
+      // A pod whose DEL came while its ADD waited is going: nothing to tell it.
+      if (e instanceof DatapathError && e.reason !== 'released')
+        this.podEvents.waiting(req, e.transient ? 'WaitingForPodNetwork' : 'PodNetworkFailed', e.message);
+      throw e;
+    }
+    if (lease === 'pool-empty')
+      this.podEvents.waiting(
+        req,
+        'WaitingForPodIP',
+        `no free pod IP on node ${this.options.node} yet: ${this.whyEmpty()}; the runtime retries`,
+      );
+    else this.podEvents.served(req, lease.ip, lease.eniId);
+    return lease;
+  }
+
+  private async setUpPod(req: AddRequest): Promise<Lease | 'pool-empty'> {
     if (this.recovering) return 'pool-empty';
     const end = this.metrics.latency.startTimer();
     try {

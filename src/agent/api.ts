@@ -138,11 +138,13 @@ export async function serveAgentApi(agent: Agent, socketPath: string, o: ApiOpti
         if (route === 'POST /v1/allocate') {
           const b = await body(req);
           let lease: Awaited<ReturnType<Agent['addPod']>>;
+          const podUid = str(b, 'podUid', false);
           try {
             lease = await agent.addPod({
               containerId: str(b, 'containerId')!,
               ifName: str(b, 'ifName')!,
               pod: str(b, 'pod')!,
+              ...(podUid ? { podUid } : {}),
             });
           } catch (e) {
             if (!(e instanceof DatapathError)) throw e;

@@ -1,6 +1,8 @@
 import { isIpv6 } from '../ipam/families.js';
+import type { AddRequest } from './agent.js';
 import type { Allocation, Lease } from './allocator.js';
 import { DatapathError } from './datapath/node-routing.js';
+import type { PodRef } from './pod-events.js';
 
 /** CNI error codes (spec 1.0.0, and 50 from 1.1.0 for STATUS). */
 export const CNI_ERRORS = {
@@ -48,7 +50,7 @@ export interface CniAnswer {
 export interface CniAgent {
   readonly ready: boolean;
   /** An address for the pod interface, its datapath on the node set up (see Agent.addPod). */
-  addPod(req: { containerId: string; ifName: string; pod: string; network?: string }): Promise<Lease | 'pool-empty'>;
+  addPod(req: AddRequest): Promise<Lease | 'pool-empty'>;
   /** Releases the container's (interface's) addresses and takes their rules off the node. */
   removePod(containerId: string, ifName?: string): Promise<string[]>;
   list(): Allocation[];
@@ -114,8 +116,8 @@ function need(env: CniRequest['env'], name: string): string {
   return v;
 }
 
-/** K8S_POD_NAMESPACE and K8S_POD_NAME from CNI_ARGS (`K=V;K=V`). */
-function podOf(env: CniRequest['env']): string {
+/** K8S_POD_NAMESPACE, K8S_POD_NAME and (containerd and CRI-O pass it) K8S_POD_UID from CNI_ARGS (`K=V;K=V`). */
+function podOf(env: CniRequest['env']): PodRef {
   const args = new Map<string, string>();
   for (const kv of (env.CNI_ARGS ?? '').split(';')) {
     const eq = kv.indexOf('=');
@@ -123,7 +125,11 @@ function podOf(env: CniRequest['env']): string {
   }
   const ns = args.get('K8S_POD_NAMESPACE');
   const name = args.get('K8S_POD_NAME');
-  return ns && name ? `${ns}/${name}` : `unknown/${env.CNI_CONTAINERID ?? ''}`;
+  const uid = args.get('K8S_POD_UID');
+  return {
+    pod: ns && name ? `${ns}/${name}` : `unknown/${env.CNI_CONTAINERID ?? ''}`,
+    ...(uid ? { podUid: uid } : {}),
+  };
 }
 
 /** `cni.dev/valid-attachments` (libcni also sets the earlier name `cni.dev/attachments`). */
@@ -215,7 +221,7 @@ async function run(agent: CniAgent, req: CniRequest, now: number): Promise<unkno
     need(req.env, 'CNI_NETNS');
     let lease: Lease | 'pool-empty';
     try {
-      lease = await agent.addPod({ containerId, ifName, pod: podOf(req.env), network });
+      lease = await agent.addPod({ containerId, ifName, ...podOf(req.env), network });
     } catch (e) {
       // A device that has not appeared yet may appear: the runtime tries again. Anything else is an I/O failure.
       if (e instanceof DatapathError)

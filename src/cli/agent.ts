@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.js';
 import { SocketInUseError, clearStaleSocket, serveAgentApi } from '../agent/api.js';
 import { DEFAULT_SOCKET } from '../agent/cni.js';
+import { DEFAULT_POD_EVENT_POLICY, podEventPolicy } from '../agent/pod-events.js';
 import { IpRouteKernel } from '../agent/datapath/kernel.js';
 import { DEFAULT_TABLE_BASE, MAX_DEVICE_INDEX } from '../agent/datapath/model.js';
 import { StateFileError } from '../agent/state-file.js';
@@ -123,6 +124,14 @@ export const agentCommand: CommandSpec = {
       help: 'how long an ADD waits for its ENI’s device to appear; keep it below the plugin’s ipam.timeoutSeconds (10)',
       check: (v) => (Number(v) > 0 ? undefined : 'must be greater than 0'),
     },
+    {
+      name: 'pod-event-interval',
+      type: 'number',
+      value: 'SECONDS',
+      default: DEFAULT_POD_EVENT_POLICY.intervalMs / 1000,
+      help: 'a pod that waits for an address is told why in an Event at once, then again at most this often (repeats fold into its count)',
+      check: (v) => (Number(v) > 0 && Number(v) <= 3600 ? undefined : 'must be greater than 0 and at most 3600'),
+    },
     addressFlag('metrics-addr', '0.0.0.0:9091', 'serve /metrics here'),
     addressFlag('health-addr', '0.0.0.0:8081', 'serve /healthz and /readyz (pool seen) here'),
     {
@@ -182,6 +191,7 @@ export const agentCommand: CommandSpec = {
         cooldownMs: (f.cooldown as number) * 1000,
         statusIntervalMs: (f['status-interval'] as number) * 1000,
         eventNamespace: String(f['event-namespace']),
+        podEvents: podEventPolicy((f['pod-event-interval'] as number) * 1000),
         logger,
         registry,
         ...(f['node-routing']

@@ -1,4 +1,4 @@
-import { apiErrorMessage } from './errors.js';
+import { apiErrorMessage, ignoreNotFound } from './errors.js';
 import { CoreV1Api, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
 import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../observability/logger.js';
@@ -32,24 +32,29 @@ export class EventRecorder {
   }
 
   async record(target: EventTarget, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const key = `${target.kind}/${target.name}/${reason}/${message}`;
+    const namespace = target.namespace ?? this.namespace;
+    // Same-named objects in two namespaces, or a pod made again under its old name, are other objects.
+    const key = `${namespace}/${target.kind}/${target.name}/${target.uid ?? ''}/${reason}/${message}`;
     const now = new Date((this.options.clock ?? systemClock).now());
     const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const namespace = target.namespace ?? this.namespace;
     try {
       const prev = this.options.fold === false ? undefined : this.recent.get(key);
       if (prev && now.getTime() - prev.at < 10 * 60_000) {
         prev.count++;
         prev.at = now.getTime();
-        await this.api.patchNamespacedEvent({
-          name: prev.name,
-          namespace,
-          body: [
-            { op: 'replace', path: '/count', value: prev.count },
-            { op: 'replace', path: '/lastTimestamp', value: stamp },
-          ],
-        });
-        return;
+        const folded = this.api
+          .patchNamespacedEvent({
+            name: prev.name,
+            namespace,
+            body: [
+              { op: 'replace', path: '/count', value: prev.count },
+              { op: 'replace', path: '/lastTimestamp', value: stamp },
+            ],
+          })
+          .then(() => true);
+        // The Event expired or was deleted (404): say it again in a new one rather than not at all.
+        if ((await ignoreNotFound(folded)) !== undefined) return;
+        this.recent.delete(key);
       }
       const body: CoreV1Event = {
         metadata: { generateName: `${target.name}.`, namespace },

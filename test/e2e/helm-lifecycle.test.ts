@@ -4,6 +4,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
+import { cniPluginsUnavailable } from '../../testbed/cluster/runtime/node-image.js';
 import { nodeObject } from '../../testbed/ecs/index.js';
 import type { AuditEntry } from '../../testbed/kube/index.js';
 import { eventually, pop } from '../helpers/ecs.js';
@@ -12,11 +13,12 @@ import { type Kubectl } from '../helpers/kube.js';
 import { allPoolsReady, chartCluster, isReady, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
 import { nodeCni } from '../helpers/node-cni.js';
 
-// The chart used as users use it, start to end, under its own RBAC: addresses released, a pool
-// deleted by hand, a node leaving, a leaked ENI collected, the Lease deleted, an agent restarted
-// without its state, and the README's uninstall. Then the API server's audit log of the run is
-// held against the chart's roles: every request allowed, and every permission granted used.
-const why = runtimeUnavailable();
+// The chart used as users use it, start to end, under its own RBAC: addresses released, a pod
+// told why it waits, a pool deleted by hand, a node leaving, a leaked ENI collected, the Lease
+// deleted, an agent restarted without its state, and the README's uninstall. Then the API
+// server's audit log of the run is held against the chart's roles: every request allowed, and
+// every permission granted used.
+const why = runtimeUnavailable() ?? cniPluginsUnavailable();
 if (why) console.warn(`helm lifecycle tests skipped: ${why}`);
 const maybe = why ? describe.skip : describe;
 
@@ -65,6 +67,7 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
       'operator.gcIntervalSeconds=10',
       'operator.gcMinAgeSeconds=0',
       'agent.cooldownSeconds=1',
+      'agent.podEventIntervalSeconds=1',
     ];
   }, 60_000);
 
@@ -97,6 +100,71 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
     const logs = (await kubectl(['logs', '-n', NS, 'deployment/eni-ipam-operator'])).stdout;
     expect(logs).not.toContain('403');
   }, 120_000);
+
+  test('a pod that waits for an address is told why on the pod (kubectl describe), then gets one, under the chart’s RBAC', async () => {
+    const node = cluster.nodes[0]!;
+    // No vSwitch of the class has an address left, and the node's pool is all taken.
+    const vSwitches = [...cluster.ecs.world.vSwitches.values()].filter((v) => tag(v, 'role') === 'pods');
+    const taken = vSwitches.map((v) => ({ v, ips: v.pool.take(v.pool.free) ?? [] }));
+    const fillers: string[] = [];
+    try {
+      for (let i = 0; i < 64; i++) {
+        const took = await cni(0, 'ADD', `filler-${i}`).then(
+          () => true,
+          () => false,
+        );
+        if (!took) break;
+        fillers.push(`filler-${i}`);
+      }
+      expect(
+        (
+          await kubectl([
+            'run',
+            'waiting',
+            '--image=eni-ipam/toolbox:latest',
+            `--overrides={"spec":{"nodeName":"${node}"}}`,
+          ])
+        ).code,
+      ).toBe(0);
+      const uid = (await json(['get', 'pod', 'waiting'])).metadata.uid;
+      // Its sandbox fails while the pool is empty: the agent says why on the pod, in the pool's words, and
+      // counts the runtime's retries on that Event (agent.podEventIntervalSeconds=1 here).
+      const told = await until(async () => {
+        const events = (await json(['get', 'events', '--field-selector', 'involvedObject.name=waiting'])).items;
+        return events.find(
+          (e: any) =>
+            e.source?.component === 'eni-ipam-agent' &&
+            e.reason === 'WaitingForPodIP' &&
+            /the pool is exhausted \(VSwitchExhausted/.test(e.message) &&
+            e.count >= 2,
+        );
+      }, 60_000);
+      expect(told.involvedObject).toMatchObject({ kind: 'Pod', namespace: 'default', name: 'waiting', uid });
+      expect(told.message).toMatch(new RegExp(`^no free pod IP on node ${node} yet: the pool is exhausted`));
+      const described = (await kubectl(['describe', 'pod', 'waiting'])).stdout;
+      expect(described).toMatch(
+        /Warning\s+WaitingForPodIP\s+.*eni-ipam-agent\s+no free pod IP on node \S+ yet: the pool is exhausted/,
+      );
+      // The runtime's own Event quotes the same reason (the CNI error).
+      expect(described).toMatch(/FailedCreatePodSandBox.*the pool is exhausted/);
+      // An address comes back: the pod gets it, and is told.
+      await cni(0, 'DEL', fillers.shift()!);
+      const running = await until(async () => {
+        const p = await json(['get', 'pod', 'waiting']);
+        return p.status?.podIP ? p : undefined;
+      }, 60_000);
+      await until(async () => {
+        const events = (await json(['get', 'events', '--field-selector', 'involvedObject.name=waiting'])).items;
+        return events.some(
+          (e: any) => e.reason === 'PodIPAssigned' && e.message.startsWith(`${running.status.podIP} (ENI eni-`),
+        );
+      }, 30_000);
+    } finally {
+      for (const { v, ips } of taken) for (const ip of ips) v.pool.release(ip);
+      await kubectl(['delete', 'pod', 'waiting', '--wait=false']);
+      for (const f of fillers) await cni(0, 'DEL', f);
+    }
+  }, 150_000);
 
   test('a pool deleted by hand on a live node: its ENIs go once the agent confirms them free, and a new pool is made at once', async () => {
     const node = cluster.nodes[1]!;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { Agent } from '../../src/agent/agent.js';
+import type { PodEventPolicy } from '../../src/agent/pod-events.js';
 import { serveAgentApi } from '../../src/agent/api.js';
 import { CRDS } from '../../src/api/crds.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -163,7 +164,7 @@ export async function kubeWithPool(node: string, eni: { cidr: string; gateway: s
 export async function agentOnSocket(
   node: string,
   eni: Parameters<typeof kubeWithPool>[1],
-  o: { cooldownMs: number; tmpPrefix: string },
+  o: { cooldownMs: number; tmpPrefix: string; podEvents?: PodEventPolicy },
 ) {
   const k = await kubeWithPool(node, eni);
   const dir = mkdtempSync(join(tmpdir(), o.tmpPrefix));
@@ -176,6 +177,7 @@ export async function agentOnSocket(
     statusIntervalMs: 200,
     logger: silentLogger(),
     registry: new Registry(),
+    ...(o.podEvents ? { podEvents: o.podEvents } : {}),
   });
   await agent.start();
   const server = await serveAgentApi(agent, socket);
