@@ -161,6 +161,42 @@ export const eniPoolClassSpec = s.object(
 
 export const eniPoolClassStatus = s.object({
   matchedNodes: s.int({ minimum: 0 }),
+  vSwitches: s.array(
+    s.object(
+      {
+        id: s.string(),
+        zoneID: s.string(),
+        cidr: s.string(),
+        ipv6CIDR: s.string(),
+        freeIPs: s.int({ minimum: 0, description: 'Free addresses in the vSwitch, as last described.' }),
+      },
+      { required: ['id', 'zoneID', 'freeIPs'] },
+    ),
+    {
+      listType: 'map',
+      listMapKeys: ['id'],
+      description:
+        'The vSwitches the class uses, with their free addresses as the operator last described them ' +
+        '(what `kubectl eni-ipam status` and `plan` read).',
+    },
+  ),
+  instanceTypes: s.array(
+    s.object(
+      {
+        name: s.string(),
+        nodes: s.int({ minimum: 0, description: 'Nodes of this type the class governs.' }),
+        enis: s.int({ minimum: 0, description: 'ENIs per instance, the primary included.' }),
+        ipv4PerENI: s.int({ minimum: 0, description: 'Private IPv4 addresses per ENI, its own primary included.' }),
+        ipv6PerENI: s.int({ minimum: 0 }),
+      },
+      { required: ['name', 'nodes', 'enis', 'ipv4PerENI'] },
+    ),
+    {
+      listType: 'map',
+      listMapKeys: ['name'],
+      description: 'The instance types of the nodes the class governs, with their ENI limits (DescribeInstanceTypes).',
+    },
+  ),
   conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),
   observedGeneration: s.int({ minimum: 0 }),
 });

@@ -99,6 +99,7 @@ function world(o: { classes?: ENIPoolClass[]; nodes?: V1Node[]; pools?: ENIPool[
       if (cloud.fail) throw cloud.fail;
       return [SG];
     },
+    instanceType: async (id: string) => ({ id, eniQuantity: 3, ipv4PerEni: 10, ipv6PerEni: 10 }),
   };
   const cache: PlacementCache = {
     classes: () => [...classes.values()],
@@ -205,6 +206,31 @@ describe('one reconcile of a class', () => {
     expect(w.events).toEqual([]);
     expect(w.enqueued).toEqual(['nodes']);
     expect(w.classReconciler.verdict('default')).toMatchObject({ state: 'valid', zones: ['zone-a'] });
+    // What `kubectl eni-ipam status` and `plan` read: the class's vSwitches with their room, its nodes' types and limits.
+    expect(status.vSwitches).toEqual([{ id: 'vsw-a', zoneID: 'zone-a', cidr: '10.0.0.0/24', freeIPs: 200 }]);
+    expect(status.instanceTypes).toEqual([{ name: 'ecs.g7.large', nodes: 2, enis: 3, ipv4PerENI: 10, ipv6PerENI: 10 }]);
+  });
+
+  it('a vSwitch’s room changes: the status says so; the cloud unreadable: the room last published stays', async () => {
+    const w = world({ classes: [cls('default')], nodes: [node('n1')] });
+    await w.classReconciler.reconcile('default');
+    w.classes.set('default', { ...cls('default'), status: w.statuses[0]!.status });
+    const fewer = vsw('vsw-a', 'zone-a');
+    fewer.availableIpCount = 150;
+    w.cloud.vSwitches = async () => [fewer];
+    await w.classReconciler.reconcile('default');
+    expect(w.statuses.at(-1)!.status.vSwitches).toEqual([expect.objectContaining({ id: 'vsw-a', freeIPs: 150 })]);
+    w.classes.set('default', { ...cls('default'), status: w.statuses.at(-1)!.status });
+    w.cloud.vSwitches = async () => {
+      throw new CloudError('DescribeVSwitches', 'ServiceUnavailable', 'down', 'r-2');
+    };
+    w.cloud.instanceType = async () => {
+      throw new CloudError('DescribeInstanceTypes', 'ServiceUnavailable', 'down', 'r-3');
+    };
+    await w.classReconciler.reconcile('default');
+    const kept = w.statuses.at(-1)!.status;
+    expect(kept.vSwitches).toEqual([expect.objectContaining({ id: 'vsw-a', freeIPs: 150 })]);
+    expect(kept.instanceTypes).toEqual([expect.objectContaining({ name: 'ecs.g7.large', enis: 3 })]);
   });
 
   it('judged again with nothing new: no write, no Event, no node placed again', async () => {

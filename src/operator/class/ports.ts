@@ -47,7 +47,7 @@ export interface ObjectEvents {
 }
 
 /** The cloud reads of a class's validation (cached; a stale list is described again). */
-export type ClassCloudView = Pick<CloudState, 'vSwitches' | 'securityGroups'>;
+export type ClassCloudView = Pick<CloudState, 'vSwitches' | 'securityGroups' | 'instanceType'>;
 
 /** The one cloud call of placement: a node without a providerID is found by its address. */
 export type InstanceLookup = Pick<EcsApi, 'describeInstances'>;

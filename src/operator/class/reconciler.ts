@@ -1,5 +1,5 @@
-import { API_VERSION, type ENIPoolClass } from '../../api/types.js';
-import { CloudError } from '../../cloud/index.js';
+import { API_VERSION, type ENIPoolClass, type ENIPoolClassStatus } from '../../api/types.js';
+import { CloudError, type VSwitch } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
 import { familyProblem, needsIpv6 } from '../../ipam/families.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, securityGroupsFor } from '../../ipam/placement.js';
@@ -17,7 +17,7 @@ export async function validateClass(
   c: ENIPoolClass,
   cloud: ClassCloudView,
   vpcId: string,
-): Promise<{ reason?: string; message: string; zones: string[] }> {
+): Promise<{ reason?: string; message: string; zones: string[]; vSwitches?: VSwitch[] }> {
   const spec = c.spec;
   const vSwitches = await cloud.vSwitches();
   const sgs = await cloud.securityGroups();
@@ -110,9 +110,11 @@ export async function validateClass(
     chosen = chosen.filter((v) => v.ipv6Cidr);
   }
   const zones = [...new Set(chosen.map((v) => v.zoneId))].sort();
+  const unique = [...new Map(chosen.map((v) => [v.id, v])).values()];
   return {
-    message: `vSwitches ${[...new Set(chosen.map((v) => v.id))].join(', ')} cover zones ${zones.join(', ')}`,
+    message: `vSwitches ${unique.map((v) => v.id).join(', ')} cover zones ${zones.join(', ')}`,
     zones,
+    vSwitches: unique,
   };
 }
 
@@ -169,6 +171,8 @@ export class ClassReconciler {
     const before = this.verdicts.get(name);
     let verdict: ClassVerdict;
     let readFailed: { reason: string; message: string } | undefined;
+    // What the class can use, for the status: undefined when the cloud could not be read (kept as published).
+    let headroom: VSwitch[] | undefined;
     try {
       const v = await validateClass(cls, cloud, config.vpcId);
       verdict = {
@@ -178,6 +182,7 @@ export class ClassReconciler {
         message: v.message,
         zones: v.zones,
       };
+      headroom = v.vSwitches ?? [];
     } catch (e) {
       if (!(e instanceof CloudError)) throw e;
       readFailed = health.causeOf(e);
@@ -209,23 +214,67 @@ export class ClassReconciler {
           },
       zoneCoverage(verdict, governed),
     );
-    await this.publish(cls, governed.length, planned);
+    const capacity = {
+      ...(headroom ? { vSwitches: headroom.map(vSwitchStatus) } : pick(cls.status, 'vSwitches')),
+      ...(await this.instanceTypes(governed, cls)),
+    };
+    await this.publish(cls, governed.length, planned, capacity);
     this.verdicts.set(name, verdict);
     if (JSON.stringify(before) !== JSON.stringify(verdict)) this.deps.enqueueNodes();
     return readFailed ? { backoff: true } : {};
   }
 
+  /**
+   * The instance types of the nodes the class governs, with their limits (cached by the cloud
+   * state; a type that cannot be read now keeps what was published of it).
+   */
+  private async instanceTypes(
+    governed: NodeInfo[],
+    cls: ENIPoolClass,
+  ): Promise<Pick<ENIPoolClassStatus, 'instanceTypes'>> {
+    const counts = new Map<string, number>();
+    for (const n of governed) if (n.instanceType) counts.set(n.instanceType, (counts.get(n.instanceType) ?? 0) + 1);
+    if (!counts.size) return {};
+    const out: NonNullable<ENIPoolClassStatus['instanceTypes']> = [];
+    for (const [name, nodes] of [...counts].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const limits = await this.deps.cloud.instanceType(name).catch(() => undefined);
+      const known = cls.status?.instanceTypes?.find((t) => t.name === name);
+      if (limits)
+        out.push({
+          name,
+          nodes,
+          enis: limits.eniQuantity,
+          ipv4PerENI: limits.ipv4PerEni,
+          ipv6PerENI: limits.ipv6PerEni,
+        });
+      else if (known) out.push({ ...known, nodes });
+    }
+    return out.length ? { instanceTypes: out } : {};
+  }
+
   /** Writes the status if it changed; an Event for each condition that turned bad or changed its reason. */
-  private async publish(cls: ENIPoolClass, matchedNodes: number, planned: PlannedCondition[]): Promise<void> {
+  private async publish(
+    cls: ENIPoolClass,
+    matchedNodes: number,
+    planned: PlannedCondition[],
+    capacity: Pick<ENIPoolClassStatus, 'vSwitches' | 'instanceTypes'>,
+  ): Promise<void> {
     const name = cls.metadata.name;
     const old = cls.status?.conditions ?? [];
     const at = conditionTime(this.deps.now());
     const conditions = planned.reduce((list, c) => setCondition(list, c, at), old);
-    const status = { matchedNodes, conditions, observedGeneration: cls.metadata.generation };
+    const status: ENIPoolClassStatus = {
+      matchedNodes,
+      ...capacity,
+      conditions,
+      observedGeneration: cls.metadata.generation,
+    };
     const same =
       JSON.stringify(status) ===
       JSON.stringify({
         matchedNodes: cls.status?.matchedNodes,
+        ...pick(cls.status, 'vSwitches'),
+        ...pick(cls.status, 'instanceTypes'),
         conditions: cls.status?.conditions,
         observedGeneration: cls.status?.observedGeneration,
       });
@@ -238,6 +287,23 @@ export class ClassReconciler {
     }
     await this.deps.store.patchClassStatus(name, status);
   }
+}
+
+/** A vSwitch as the class's status shows it. */
+const vSwitchStatus = (v: VSwitch) => ({
+  id: v.id,
+  zoneID: v.zoneId,
+  cidr: v.cidr,
+  ...(v.ipv6Cidr ? { ipv6CIDR: v.ipv6Cidr } : {}),
+  freeIPs: v.availableIpCount,
+});
+
+/** The field of a status when it has one (so that absent and missing compare the same). */
+function pick<K extends keyof ENIPoolClassStatus>(
+  status: ENIPoolClassStatus | undefined,
+  key: K,
+): Pick<ENIPoolClassStatus, K> {
+  return (status?.[key] === undefined ? {} : { [key]: status[key] }) as Pick<ENIPoolClassStatus, K>;
 }
 
 /** Whether every node the class governs has one of its vSwitches in its zone. */
