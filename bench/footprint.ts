@@ -12,18 +12,9 @@ const MiB = 1024 * 1024;
 const RSS_TARGET_MIB = 300;
 const RESYNC_SECONDS = 20;
 
-/**
- * The operator process at scale: N nodes of ecs.g7.xlarge holding `ipsPerNode` IPs each
- * (5,000 x 20 = 100,000 IPs). After convergence: its RSS (from /proc) and V8 heap (its own
- * metrics), the CPU seconds and DescribeNetworkInterfaces pages of one periodic full resync.
- * No agents run: they would not change what the operator holds, and 5,000 of them in the
- * benchmark's process would only slow the emulators it shares.
- */
-export async function footprint(o: FootprintOptions): Promise<void> {
-  const rows: Array<Record<string, number>> = [];
-  for (const nodes of o.nodes) rows.push(await measure(nodes, o));
-  const big = rows.at(-1)!;
-  writeChart('footprint', {
+/** Writes results/footprint.svg from the run's rows (its JSON's `details.rows`); answers its path. */
+export function drawFootprint(rows: ReadonlyArray<Record<string, number>>): string {
+  return writeChart('footprint', {
     title: 'footprint: the operator process after convergence',
     xLabel: 'nodes',
     yLabel: 'MiB',
@@ -41,6 +32,20 @@ export async function footprint(o: FootprintOptions): Promise<void> {
       },
     ],
   });
+}
+
+/**
+ * The operator process at scale: N nodes of ecs.g7.xlarge holding `ipsPerNode` IPs each
+ * (5,000 x 20 = 100,000 IPs). After convergence: its RSS (from /proc) and V8 heap (its own
+ * metrics), the CPU seconds and DescribeNetworkInterfaces pages of one periodic full resync.
+ * No agents run: they would not change what the operator holds, and 5,000 of them in the
+ * benchmark's process would only slow the emulators it shares.
+ */
+export async function footprint(o: FootprintOptions): Promise<void> {
+  const rows: Array<Record<string, number>> = [];
+  for (const nodes of o.nodes) rows.push(await measure(nodes, o));
+  const big = rows.at(-1)!;
+  drawFootprint(rows);
   const met = Boolean(big.rssMiB! <= RSS_TARGET_MIB && big.pages! <= big.pagesBound!);
   writeResults(
     {

@@ -1,5 +1,8 @@
+import { DEFAULT_API_LIMITS } from '../src/cloud/index.js';
+import { bucketCalls, callsChart, perSecond, type CallsOverTime } from './calls.js';
 import { BenchCluster, type BenchAgent } from './harness.js';
 import { percentile, writeResults } from './report.js';
+import { writeChart } from './svg.js';
 
 export interface GrowthOptions {
   nodes: number;
@@ -48,6 +51,22 @@ export function floorCalls(ips: number[], need: number, freeSlots: number, prefi
 }
 
 /**
+ * Writes results/<scenario>-calls.svg: the growth's mutating calls per action over time,
+ * against their quotas. Answers its path.
+ */
+export function drawGrowth(scenario: string, d: { options: GrowthOptions; callsOverTime: CallsOverTime }): string {
+  const o = d.options;
+  return writeChart(
+    `${scenario}-calls`,
+    callsChart(
+      `growth: mutating calls per action, ${o.nodes} nodes, a pod on each every ${o.everySeconds} s${o.mode === 'prefix' ? ' (ipv4Mode Prefix)' : ''}`,
+      'seconds since the growth began',
+      d.callsOverTime,
+    ),
+  );
+}
+
+/**
  * Pods arriving steadily on every node (real time, the default quotas), after the pools have
  * filled: the mutating calls the growth took against the floor, allocations that found the
  * pool empty after the first minute, and the idle addresses at the end against the documented
@@ -89,6 +108,13 @@ export async function growth(o: GrowthOptions): Promise<void> {
     const elapsedS = (Date.now() - started) / 1000;
     await c.waitQuiet(3000, 60_000);
     const calls = c.ecs.mutatingCalls();
+    // Real time, the default quotas (the world's and the operator's).
+    const callsOverTime = bucketCalls(c.ecs.calls({ since: started }), {
+      t0: started,
+      endMs: Date.now() - started,
+      actions: Object.keys(calls),
+      quotaPerSecond: perSecond(DEFAULT_API_LIMITS, 1),
+    });
     const total = Object.values(calls).reduce((a, b) => a + b, 0);
     const pools = c.poolList();
     const prefix = o.mode === 'prefix';
@@ -121,6 +147,7 @@ export async function growth(o: GrowthOptions): Promise<void> {
     const fmt = (x: number) => `${x.toFixed(2)}x`;
     const batchSuffix = o.maxBatch === 0 ? '-unbatched' : o.maxBatch === 16 ? '' : `-batch${o.maxBatch}`;
     const scenario = `growth-${o.rate}${prefix ? '-prefix' : ''}${batchSuffix}`;
+    const chart = drawGrowth(scenario, { options: o, callsOverTime });
     writeResults(
       {
         scenario,
@@ -149,7 +176,8 @@ export async function growth(o: GrowthOptions): Promise<void> {
           (prefix
             ? '; in prefix mode a slot holds a /28 and a call at most 10 of them, and the secondary-IP floor is that of the same pods on single IPs (one ENI of preAllocate to start). '
             : '. ') +
-          'Real time (no time scaling), the default world\u2019s quotas; the agents share the benchmark process.',
+          'Real time (no time scaling), the default world\u2019s quotas; the agents share the benchmark process. ' +
+          `Chart: results/${scenario}-calls.svg (mutating calls per action over time, against each action\u2019s quota).`,
       },
       {
         options: o,
@@ -162,6 +190,8 @@ export async function growth(o: GrowthOptions): Promise<void> {
         waits: { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) },
         emptyLate,
         emptyAll,
+        chart: chart.replace(/.*\/bench\//, 'bench/'),
+        callsOverTime,
       },
     );
     console.log(

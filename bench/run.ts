@@ -4,6 +4,7 @@ import { cniPlugin } from './cni-plugin.js';
 import { footprint } from './footprint.js';
 import { GROWTH_RATES, growth } from './growth.js';
 import { kubeWatch } from './kube-watch.js';
+import { redraw } from './redraw.js';
 import { scaleDown } from './scale-down.js';
 import { scaleUp } from './scale-up.js';
 
@@ -113,6 +114,11 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
         ipsPerNode: num(f, 'ips-per-node', 20),
         timeScale: num(f, 'time-scale', 20),
       }),
+  },
+  redraw: {
+    help: 'no run: redraws the charts from results/*.json where they hold the chart’s data',
+    flags: [],
+    run: async () => redraw(),
   },
 };
 

@@ -1,6 +1,7 @@
 import { DEFAULT_API_LIMITS } from '../src/cloud/index.js';
 import { benchWorld } from '../testbed/harness/world.js';
 import { primaryEniMinimumCalls, scaleUpBound } from './bound.js';
+import { bucketCalls, callsChart, perSecond, type CallsOverTime } from './calls.js';
 import { BenchCluster, metric } from './harness.js';
 import { percentile, writeResults } from './report.js';
 import { writeChart } from './svg.js';
@@ -17,6 +18,50 @@ export interface ScaleUpOptions {
 
 const ratio = (a: number, b: number) => (b ? a / b : NaN);
 const x = (v: number) => `${v.toFixed(2)}x`;
+
+/** What a scale-up run's JSON keeps for its charts (`details`). */
+export interface ScaleUpChartData {
+  options: ScaleUpOptions;
+  bound: { realMs: number };
+  /** Each pool's time to Ready since the nodes joined, in real ms, sorted. */
+  readyMs: number[];
+  callsOverTime: CallsOverTime;
+}
+
+/**
+ * Writes a run's charts: results/<scenario>.svg, the pools Ready over time against the quota
+ * bound, and results/<scenario>-calls.svg, the mutating calls per action over time against
+ * their quotas. Answers their paths.
+ */
+export function drawScaleUp(scenario: string, d: ScaleUpChartData): string[] {
+  const o = d.options;
+  const label = o.mode === 'primary-eni' ? ', usePrimaryENI' : o.mode === 'prefix' ? ', ipv4Mode Prefix' : '';
+  // Older runs' options have no quotaScale (their quotas were the defaults).
+  const how = `(time scale ${o.timeScale}${label}${(o.quotaScale ?? 1) === 1 ? '' : `, quotas ${o.quotaScale}x`})`;
+  const xLabel = 'seconds (real) since the nodes joined';
+  return [
+    writeChart(scenario, {
+      title: `scale-up: ${o.nodes} nodes join at once ${how}`,
+      xLabel,
+      yLabel: 'pools Ready',
+      series: [
+        {
+          label: 'pools Ready',
+          color: '#1f77b4',
+          step: true,
+          points: [[0, 0], ...d.readyMs.map((t, i) => [t / 1000, i + 1] as [number, number])],
+        },
+      ],
+      markers: [
+        { x: d.bound.realMs / 1000, label: `quota bound ${(d.bound.realMs / 1000).toFixed(1)} s`, color: '#d62728' },
+      ],
+    }),
+    writeChart(
+      `${scenario}-calls`,
+      callsChart(`scale-up: mutating calls per action, ${o.nodes} nodes ${how}`, xLabel, d.callsOverTime),
+    ),
+  ];
+}
 
 /**
  * N nodes join at once; the operator fills every pool. Compares the time until every pool is
@@ -67,29 +112,19 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
       ? ok && timeRatio <= 0.6 && perAddress <= 0.5 * secondaryPerAddress && reconcileErrors === 0
       : ok && timeRatio <= 1.2 && made <= 1.05 * primaryMinimum && reconcileErrors === 0;
     const suffix = primaryMode ? '-primary-eni' : prefixMode ? '-prefix' : '';
-    const label = primaryMode ? ', usePrimaryENI' : prefixMode ? ', ipv4Mode Prefix' : '';
     // A row per size, mode, and what differs from the defaults: preAllocate, real time with lowered quotas.
     const realTime = o.timeScale === 1;
     const scenario =
       `scale-up-${o.nodes}${suffix}${o.preAllocate === 8 ? '' : `-pre${o.preAllocate}`}` +
       (o.quotaScale === 1 ? '' : `-quota${o.quotaScale}`);
     const clock = realTime ? 'real time' : `time-scaled ${o.timeScale}x`;
-    const chart = writeChart(scenario, {
-      title: `scale-up: ${o.nodes} nodes join at once (time scale ${o.timeScale}${label})`,
-      xLabel: 'seconds (real) since the nodes joined',
-      yLabel: 'pools Ready',
-      series: [
-        {
-          label: 'pools Ready',
-          color: '#1f77b4',
-          step: true,
-          points: [[0, 0], ...perNode.map((t, i) => [t / 1000, i + 1] as [number, number])],
-        },
-      ],
-      markers: [
-        { x: bound.realMs / 1000, label: `quota bound ${(bound.realMs / 1000).toFixed(1)} s`, color: '#d62728' },
-      ],
+    const callsOverTime = bucketCalls(c.ecs.calls({ since: t0 }), {
+      t0,
+      endMs: allReadyMs,
+      actions: Object.keys(calls),
+      quotaPerSecond: perSecond(quotas, o.timeScale),
     });
+    const charts = drawScaleUp(scenario, { options: o, bound, readyMs: perNode, callsOverTime });
     writeResults(
       {
         scenario,
@@ -116,7 +151,7 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
               : 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile'
           : undefined,
         met: big ? met : undefined,
-        note: `${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}${realTime ? 'Real time (no time scaling)' : `Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts`}${o.quotaScale === 1 ? '' : `; every API quota at ${o.quotaScale}x its default (bursts too), so the queue lasts minutes`}. Chart: results/${scenario}.svg.`,
+        note: `${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}${realTime ? 'Real time (no time scaling)' : `Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts`}${o.quotaScale === 1 ? '' : `; every API quota at ${o.quotaScale}x its default (bursts too), so the queue lasts minutes`}. Charts: results/${scenario}.svg (pools Ready), results/${scenario}-calls.svg (mutating calls per action over time, against each action’s quota).`,
       },
       {
         options: o,
@@ -126,7 +161,9 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
         calls,
         throttled,
         reconcileErrors,
-        chart: chart.replace(/.*\/bench\//, 'bench/'),
+        charts: charts.map((p) => p.replace(/.*\/bench\//, 'bench/')),
+        readyMs: perNode,
+        callsOverTime,
       },
     );
     console.log(
