@@ -1,15 +1,9 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { MUTATING_ACTIONS } from '../cloud/index.js';
+import type { FleetView } from './fleet.js';
 
 /** The kinds of work queue keys (see parseKey). */
 const RECONCILE_KINDS = ['pool', 'class', 'node'] as const;
-
-/** The fleet as the caches see it, read at each scrape. */
-export interface FleetView {
-  nodes: Record<'ready' | 'in-deficit' | 'at-capacity' | 'error', number>;
-  enis: Record<string, number>;
-  vSwitches: Array<{ id: string; zone: string; free: number }>;
-}
 
 /** The operator's own metrics (`eni_ipam_*`); the cloud client adds `eni_ipam_openapi_*`. */
 export class OperatorMetrics {
@@ -23,6 +17,10 @@ export class OperatorMetrics {
   readonly nodes: Gauge<'state'>;
   readonly enis: Gauge<'state'>;
   readonly vSwitchFree: Gauge<'vswitch' | 'zone'>;
+  readonly vSwitchPoolIps: Gauge<'vswitch' | 'zone' | 'kind'>;
+  readonly vSwitchConsumption: Gauge<'vswitch' | 'zone'>;
+  readonly vSwitchExhaustion: Gauge<'vswitch' | 'zone'>;
+  readonly zonePoolsShort: Gauge<'zone' | 'reason'>;
   readonly deficitToPublished: Histogram;
   readonly reconcileDuration: Histogram<'kind'>;
   readonly reconcileErrors: Counter<'kind'>;
@@ -63,7 +61,16 @@ export class OperatorMetrics {
       labelNames: ['node'],
       registers,
     });
-    const fleet = () => this.fleet?.();
+    // One view per scrape: every collect of a scrape runs in the same synchronous pass (prom-client
+    // calls them all before it awaits any), so the view is made once and forgotten after it.
+    let view: FleetView | undefined;
+    const fleet = () => {
+      if (!view && this.fleet) {
+        view = this.fleet();
+        queueMicrotask(() => (view = undefined));
+      }
+      return view;
+    };
     this.nodes = new Gauge({
       name: 'eni_ipam_nodes',
       help: 'Nodes by pool state: ready, in-deficit, at-capacity, error.',
@@ -86,14 +93,66 @@ export class OperatorMetrics {
         for (const [state, n] of Object.entries(f.enis)) this.set({ state }, n);
       },
     });
+    // Series of a vSwitch the last describe no longer lists, or of a forecast withdrawn, go:
+    // each of these is rebuilt from the view at every scrape.
+    const perVSwitch = (set: (g: Gauge<'vswitch' | 'zone'>, v: FleetView['vSwitches'][number]) => void) =>
+      function (this: Gauge<'vswitch' | 'zone'>) {
+        const f = fleet();
+        if (!f) return;
+        this.reset();
+        for (const v of f.vSwitches) set(this, v);
+      };
     this.vSwitchFree = new Gauge({
       name: 'eni_ipam_vswitch_free_ips',
       help: 'Free addresses of a vSwitch, as last described.',
       labelNames: ['vswitch', 'zone'],
       registers,
+      collect: perVSwitch((g, v) => g.set({ vswitch: v.id, zone: v.zone }, v.free)),
+    });
+    this.vSwitchPoolIps = new Gauge({
+      name: 'eni_ipam_vswitch_pool_ips',
+      help: 'IPv4 addresses the node pools hold from a vSwitch, by kind: available (on the pools\u2019 ENIs in it), used (of those, by pods).',
+      labelNames: ['vswitch', 'zone', 'kind'],
+      registers,
       collect() {
         const f = fleet();
-        if (f) for (const v of f.vSwitches) this.set({ vswitch: v.id, zone: v.zone }, v.free);
+        if (!f) return;
+        this.reset();
+        for (const v of f.vSwitches)
+          for (const kind of ['available', 'used'] as const)
+            this.set({ vswitch: v.id, zone: v.zone, kind }, v.pooled[kind]);
+      },
+    });
+    this.vSwitchConsumption = new Gauge({
+      name: 'eni_ipam_vswitch_consumption_ips_per_second',
+      help: 'Addresses a vSwitch loses per second (to anything in it), the least-squares slope of its free count over the last 30 minutes of describes; negative while addresses come back. Absent before 10 minutes of them.',
+      labelNames: ['vswitch', 'zone'],
+      registers,
+      collect: perVSwitch((g, v) => {
+        if (v.forecast) g.set({ vswitch: v.id, zone: v.zone }, v.forecast.consumptionPerSecond);
+      }),
+    });
+    this.vSwitchExhaustion = new Gauge({
+      name: 'eni_ipam_vswitch_exhaustion_seconds',
+      help: 'Seconds until a vSwitch has no free address at its consumption rate; absent while it has no positive rate.',
+      labelNames: ['vswitch', 'zone'],
+      registers,
+      collect: perVSwitch((g, v) => {
+        if (v.forecast?.exhaustionSeconds !== undefined)
+          g.set({ vswitch: v.id, zone: v.zone }, v.forecast.exhaustionSeconds);
+      }),
+    });
+    this.zonePoolsShort = new Gauge({
+      name: 'eni_ipam_zone_pools_short',
+      help: 'Node pools of a zone below their preAllocate/minAllocate target that the operator cannot fill for lack of vSwitch room, by their Exhausted reason: VSwitchExhausted, VSwitchFragmented, NoVSwitchInZone.',
+      labelNames: ['zone', 'reason'],
+      registers,
+      collect() {
+        const f = fleet();
+        if (!f) return;
+        this.reset();
+        for (const z of f.zones)
+          for (const [reason, n] of Object.entries(z.short)) this.set({ zone: z.zone, reason }, n);
       },
     });
     this.deficitToPublished = new Histogram({

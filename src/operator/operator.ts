@@ -14,7 +14,8 @@ import { CloudState } from './eni/cloud-state.js';
 import type { OperatorConfig } from './config.js';
 import { EventRecorder } from '../kube/events.js';
 import { collectLeakedEnis } from './eni/gc.js';
-import { OperatorMetrics, type FleetView } from './metrics.js';
+import { OperatorMetrics } from './metrics.js';
+import { fleetView, type FleetView } from './fleet.js';
 import { CloudFailures, isShutdown } from './failures.js';
 import { EniLedger } from './eni/ledger.js';
 import { EniLifecycle } from './eni/lifecycle.js';
@@ -32,6 +33,8 @@ const MAX_TIMER_MS = 2_147_483_647;
 const timerMs = (ms: number) => Math.min(ms, MAX_TIMER_MS);
 /** While the cloud answers, a fleet-wide read at least this often, so a cloud that breaks shows within a minute. */
 const PROBE_MS = 30_000;
+/** After pools change, classes publish the room their vSwitches have left this much later, at most this often. */
+const CLASS_REFRESH_MS = 5_000;
 
 /** The work queue's keys: a pool (named after its node), a class, or a node to place, as `kind/name`. */
 export type QueueKey = `pool/${string}` | `class/${string}` | `node/${string}`;
@@ -96,6 +99,7 @@ export class Operator {
   private resyncTimer?: NodeJS.Timeout;
   private probeTimer?: NodeJS.Timeout;
   private campaignTimer?: NodeJS.Timeout;
+  private cancelClassRefresh?: Cancel;
   /** Cancels the check, `deferMs` after it began leading, that a leader which never read the cloud steps aside. */
   private cancelStepAside?: Cancel;
   /** When this replica last read the cloud fleet-wide (a full resync or a probe), whatever the answer. */
@@ -275,21 +279,13 @@ export class Operator {
   }
 
   private fleet(): FleetView {
-    const nodes = { ready: 0, 'in-deficit': 0, 'at-capacity': 0, error: 0 };
-    for (const p of this.pools.list()) {
-      const c = (t: string) => p.status?.conditions?.find((x) => x.type === t);
-      if (c('Degraded')?.status === 'True') nodes.error++;
-      else if (c('Exhausted')?.status === 'True' || c('Ready')?.reason === 'AtCapacity') nodes['at-capacity']++;
-      else if (c('Ready')?.status === 'True') nodes.ready++;
-      else nodes['in-deficit']++;
-    }
-    const enis: Record<string, number> = {};
-    for (const e of this.cloud.owned()) enis[e.status] = (enis[e.status] ?? 0) + 1;
-    return {
-      nodes,
-      enis,
-      vSwitches: this.cloud.knownVSwitches.map((v) => ({ id: v.id, zone: v.zoneId, free: v.availableIpCount })),
-    };
+    return fleetView({
+      pools: this.pools.list(),
+      ownedEnis: this.cloud.owned(),
+      vSwitches: this.cloud.knownVSwitches,
+      freeHistoryOf: (id) => this.cloud.freeHistoryOf(id),
+      now: this.clock.now(),
+    });
   }
 
   get synced(): boolean {
@@ -569,10 +565,26 @@ export class Operator {
     try {
       if (kind === 'class') return await this.classReconciler.reconcile(name);
       if (kind === 'node') return await this.placement.reconcile(name);
-      return await this.poolReconciler.reconcile(name);
+      const outcome = await this.poolReconciler.reconcile(name);
+      this.refreshClassesSoon();
+      return outcome;
     } finally {
       end();
     }
+  }
+
+  /**
+   * Pools take and give back vSwitch addresses: the classes publish the room left (status.vSwitches,
+   * what `kubectl eni-ipam status` and `plan` read), judged again a few seconds after pools change,
+   * at most that often (the reads are cached: no cloud call, and a class that did not change writes
+   * nothing).
+   */
+  private refreshClassesSoon(): void {
+    if (this.cancelClassRefresh || this.stopping) return;
+    this.cancelClassRefresh = this.clock.after(CLASS_REFRESH_MS, () => {
+      this.cancelClassRefresh = undefined;
+      if (this.leading) this.classes.list().forEach((c) => this.queue.add(classKey(c.metadata.name)));
+    });
   }
 
   /** Drains the work in progress, stops polling, gives up the lease, stops the informers. */
@@ -582,6 +594,7 @@ export class Operator {
     clearTimeout(this.resyncTimer);
     clearTimeout(this.probeTimer);
     clearTimeout(this.campaignTimer);
+    this.cancelClassRefresh?.();
     this.cancelStepAside?.();
     this.enis.stop();
     await this.queue.shutdown();

@@ -96,7 +96,11 @@ maybe('eni-ipam emulate cluster (root)', () => {
         kubectl(['wait', '-n', 'kube-system', 'pod', '--all', '--for=condition=Ready', '--timeout=60s']);
       } catch (e) {
         const now = JSON.parse(kubectl(['get', 'pods', '-n', 'kube-system', '-o', 'json'])).items as any[];
-        const states = now.map((p) => ({ pod: p.metadata.name, conditions: p.status.conditions, containers: p.status.containerStatuses }));
+        const states = now.map((p) => ({
+          pod: p.metadata.name,
+          conditions: p.status.conditions,
+          containers: p.status.containerStatuses,
+        }));
         throw new Error(`pods not Ready 60 s after the rollout: ${JSON.stringify(states)}`, { cause: e });
       }
       await eventually(

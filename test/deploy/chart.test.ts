@@ -448,6 +448,8 @@ describe('the Helm chart', () => {
       'EniIpamActionNearQuota',
       'EniIpamNodeInDeficit',
       'EniIpamVSwitchNearlyFull',
+      'EniIpamVSwitchExhaustionForecast',
+      'EniIpamZonePoolsCannotReachPreAllocate',
       'EniIpamPoolsExhausted',
       'EniIpamLeakedEnisCollected',
       'EniIpamCloudUnavailable',
@@ -464,6 +466,10 @@ describe('the Helm chart', () => {
         'Pool IPs per node',
         'Nodes by pool state',
         'CNI allocation latency (agents)',
+        'vSwitch headroom: free and pooled addresses',
+        'Zone headroom: free and pooled addresses',
+        'vSwitch time to exhaustion (forecast)',
+        'vSwitch consumption (addresses per hour)',
       ]),
     );
     expect(panels.some((t: string) => t.startsWith('Quota headroom by action'))).toBe(true);

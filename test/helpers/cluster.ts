@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Agent } from '../../src/agent/agent.js';
+import type { Clock } from '../../src/clock.js';
 import { CRDS } from '../../src/api/crds.js';
 import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
 import {
@@ -40,6 +41,8 @@ export interface TestCluster {
     /** Default: the emulator's demo AccessKey. */
     credentials?: CredentialsProvider;
     ecsEndpoint?: string;
+    /** Default: the system's clock. */
+    clock?: Clock;
   }): Promise<Operator>;
   /** Registers the instance's Node, with `taints` as kubelet's --register-with-taints would. */
   addNode(
@@ -100,6 +103,7 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
         },
         leaderElection: o.leaderElection,
         credentialsSource: (o.credentials ?? staticCredentials(DEMO_KEY)).source,
+        clock: o.clock,
       });
       operators.push(op);
       await op.start();

@@ -1,5 +1,6 @@
 import { systemClock } from '../../clock.js';
 import type { EcsApi, InstanceTypeLimits, NetworkInterface, SecurityGroup, VSwitch } from '../../cloud/index.js';
+import { recordFree, type FreeSample } from '../../ipam/headroom.js';
 import { detachStrings } from '../../kube/detach.js';
 import type { Logger } from '../../observability/logger.js';
 
@@ -30,6 +31,8 @@ export class CloudState {
   private readonly changed = new Map<string, number>();
   private vSwitchList: VSwitch[] = [];
   private vSwitchesAt = 0;
+  /** Each listed vSwitch's free count as described lately, for its headroom forecast. */
+  private readonly freeHistory = new Map<string, FreeSample[]>();
   private sgList: SecurityGroup[] = [];
   private sgAt = 0;
   private readonly types = new Map<string, InstanceTypeLimits>();
@@ -166,8 +169,26 @@ export class CloudState {
       this.vSwitchList = await this.api.describeVSwitches({ vpcId: this.vpcId });
       this.vSwitchesAt = this.now();
       this.blocked.clear();
+      this.recordFree(this.vSwitchList, this.vSwitchesAt);
     }
     return this.vSwitchList;
+  }
+
+  /**
+   * A describe's free counts join the histories; a vSwitch it no longer lists loses its own.
+   * Only describes count: what took() subtracts between them is our own estimate, and block()'s
+   * zero a guess from one refusal.
+   */
+  private recordFree(listed: readonly VSwitch[], at: number): void {
+    const ids = new Set(listed.map((v) => v.id));
+    for (const id of [...this.freeHistory.keys()]) if (!ids.has(id)) this.freeHistory.delete(id);
+    for (const v of listed)
+      this.freeHistory.set(v.id, recordFree(this.freeHistory.get(v.id) ?? [], { at, free: v.availableIpCount }));
+  }
+
+  /** A vSwitch's free count at its recent describes, oldest first (none for one no longer listed). */
+  freeHistoryOf(vSwitchId: string): readonly FreeSample[] {
+    return this.freeHistory.get(vSwitchId) ?? [];
   }
 
   /** Marks a vSwitch fragmented: no prefix is planned in it for a while. */
