@@ -1,4 +1,5 @@
 import type { ENIPoolClass } from '../src/api/types.js';
+import { addCalls, fewestScaleUpCalls, quotaTime, scaleUpWant } from '../src/ipam/quota-time.js';
 import type { Fixture } from '../testbed/ecs/index.js';
 
 export interface QuotaBound {
@@ -12,47 +13,46 @@ export interface QuotaBound {
   addresses: number;
 }
 
-/** Each node of the world with its instance type and the addresses its pool starts with. */
+/** Each node of the world with its instance type's limits and the addresses its pool starts with. */
 function startingNeeds(world: Fixture, spec: ENIPoolClass['spec']) {
   const types = new Map(world.instanceTypes.map((t) => [t.id, t]));
   return world.instances.map((i) => {
     const t = types.get(i.instanceType)!;
-    const capacity = (t.eniQuantity - 1) * t.eniPrivateIpAddressQuantity;
-    const want = Math.min(
-      capacity,
-      spec.maxAllocate && spec.maxAllocate > 0 ? spec.maxAllocate : capacity,
-      Math.max(spec.preAllocate ?? 8, spec.minAllocate ?? 0) + (spec.maxAboveWatermark ?? 0),
-    );
-    return { type: t, want };
+    const limits = {
+      eniQuantity: t.eniQuantity,
+      ipv4PerEni: t.eniPrivateIpAddressQuantity,
+      ipv6PerEni: t.eniIpv6AddressQuantity,
+    };
+    return { limits, want: scaleUpWant(limits, spec) };
   });
 }
 
-/** IPs one create may carry: the ENI's addresses, at most the API's limit (its own primary included). */
-const perCreate = (world: Fixture, ipsPerEni: number) =>
-  Math.min(ipsPerEni, (world.limits?.createSecondaryIpsMax ?? 49) + 1);
+/** The class as the bound counts it: single secondary IPv4 addresses, every mode measured against the same need. */
+const secondaryIp = (spec: ENIPoolClass['spec'], usePrimaryENI = false) => ({
+  ...spec,
+  ipv4Mode: 'SecondaryIP' as const,
+  ipFamilies: undefined,
+  usePrimaryENI,
+});
+
+/** Secondary addresses one create may carry in this world (the emulator's limit, ECS's 49 by default). */
+const createMax = (world: Fixture) => world.limits?.createSecondaryIpsMax ?? 49;
 
 /**
- * The best any operator can do when every node starts empty: each ENI is created with as many
- * IPs as allowed (so no Assign call), then attached; each action goes at its quota after
- * spending its burst; the last attach still takes one attach delay. Nothing else is counted
- * (no describe, no Kubernetes write), so the bound is strict.
+ * The best any operator can do when every node starts empty (src/ipam/quota-time.ts, the bound
+ * `kubectl eni-ipam plan` predicts against too): each ENI is created with as many IPs as allowed
+ * (so no Assign call), then attached; each action goes at its quota after spending its burst;
+ * the last attach still takes one attach delay.
  */
 export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaBound {
-  let enis = 0;
+  const calls: Record<string, number> = {};
   let addresses = 0;
-  for (const { type, want } of startingNeeds(world, spec)) {
-    enis += Math.ceil(want / perCreate(world, type.eniPrivateIpAddressQuantity));
+  for (const { limits, want } of startingNeeds(world, secondaryIp(spec))) {
+    addCalls(calls, fewestScaleUpCalls(limits, secondaryIp(spec), want, createMax(world)));
     addresses += want;
   }
-  const calls = { CreateNetworkInterface: enis, AttachNetworkInterface: enis };
-  const perActionMs: Record<string, number> = {};
-  for (const [action, n] of Object.entries(calls)) {
-    const q = world.quotas?.api?.[action];
-    if (!q) continue;
-    perActionMs[action] = (Math.max(0, n - (q.burst ?? q.perMinute)) / q.perMinute) * 60_000;
-  }
-  const emulatedMs = Math.max(0, ...Object.values(perActionMs)) + (world.delays?.attachMs ?? 0);
-  return { calls, perActionMs, realMs: emulatedMs / (world.timeScale ?? 1), addresses };
+  const { perActionMs, ms } = quotaTime(calls, world.quotas?.api ?? {}, world.delays?.attachMs ?? 0);
+  return { calls, perActionMs, realMs: ms / (world.timeScale ?? 1), addresses };
 }
 
 /**
@@ -61,10 +61,9 @@ export function scaleUpBound(world: Fixture, spec: ENIPoolClass['spec']): QuotaB
  */
 export function primaryEniMinimumCalls(world: Fixture, spec: ENIPoolClass['spec']): number {
   let calls = 0;
-  for (const { type, want } of startingNeeds(world, spec)) {
-    const onPrimary = Math.min(want, type.eniPrivateIpAddressQuantity - 1);
-    const rest = want - onPrimary;
-    calls += (onPrimary > 0 ? 1 : 0) + 2 * Math.ceil(rest / (perCreate(world, type.eniPrivateIpAddressQuantity) - 1));
+  for (const { limits, want } of startingNeeds(world, secondaryIp(spec))) {
+    const fewest = fewestScaleUpCalls(limits, secondaryIp(spec, true), want, createMax(world));
+    calls += Object.values(fewest).reduce((a, b) => a + b, 0);
   }
   return calls;
 }
