@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,23 @@ describe('eni-ipam demo', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`try: kubectl --kubeconfig ${join(dir, 'kubeconfig')} get enipools`);
     expect(r.stdout).toMatch(/^nodes ready 6\/6 \| IPs available \d+ used \d+ \| CreateENI \d+/m);
-    expect(r.stdout).toMatch(/^ {2}nodes: 6; all pools ready after [\d.]+ s$/m);
+    // The time to all pools Ready against the quota bound of the same world, and the plugin's view of its cluster.
+    const timing =
+      /^ {2}nodes: 6; all pools Ready after ([\d.]+) s; the quota bound for them: ([\d.]+) s \(([\d.]+)x the bound\)$/m.exec(
+        r.stdout,
+      );
+    expect(timing).not.toBeNull();
+    expect(Number(timing![1])).toBeGreaterThanOrEqual(Number(timing![2]));
+    expect(r.stdout).toMatch(/^kubectl eni-ipam status, at the end of the run:\n {2}Nodes: +6 \(/m);
+    expect(r.stdout).toMatch(/^ {2}ZONE +VSWITCH +FREE IN VSWITCH/m);
+    expect(r.stdout.trimEnd().split('\n').slice(-4)).toEqual([
+      'look further (while a demo runs, from another terminal):',
+      `  kubectl --kubeconfig ${join(dir, 'kubeconfig')} get enipools`,
+      expect.stringMatching(
+        new RegExp(`^ {2}PATH=\\S+/bin:\\$PATH kubectl eni-ipam status --kubeconfig ${join(dir, 'kubeconfig')}$`),
+      ),
+      expect.stringMatching(/^ {2}curl -s http:\/\/127\.0\.0\.1:\d+\/metrics \| grep \^eni_ipam_$/),
+    ]);
     expect(r.stdout).toMatch(/^ {2}pod IPs handed out: [1-9]\d*; waits on an empty pool: 0$/m);
     const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'));
     expect(summary.calls.CreateNetworkInterface).toBeGreaterThanOrEqual(6);
@@ -88,10 +104,16 @@ describe('eni-ipam demo', () => {
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     await eventually(() => /^nodes ready 3\/3 /m.test(out), 40_000);
+    // The commands it prints once the pools are Ready work, as pasted, while it runs: the plugin sees its cluster.
+    const further = await eventually(() => /Look further: (.*)$/m.exec(out)?.[1], 10_000);
+    const [, statusCommand] = further.split('  |  ');
+    const home = mkdtempSync(join(tmpdir(), 'demo-home-'));
+    const seen = execSync(statusCommand!, { shell: '/bin/sh', encoding: 'utf8', env: { ...process.env, HOME: home } });
+    expect(seen).toMatch(/^Nodes: +3 \(3 Ready, 0 not Ready\)$/m);
     child.kill('SIGINT');
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
-    expect(out).toMatch(/^ {2}nodes: 3; all pools ready after [\d.]+ s$/m);
+    expect(out).toMatch(/^ {2}nodes: 3; all pools Ready after [\d.]+ s; the quota bound for them: [\d.]+ s/m);
     const ecsUrl = /ECS emulator (\S+)/.exec(out)![1]!;
     await expect(fetch(`${ecsUrl}/_emulator/stats`)).rejects.toThrow();
   }, 60_000);

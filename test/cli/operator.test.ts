@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { parseApiLimits } from '../../src/cli/operator.js';
+import { parseApiLimits } from '../../src/cli/api-limits.js';
 import { UsageError } from '../../src/cli/args.js';
 import { testCluster, type TestCluster } from '../helpers/cluster.js';
 import { BIN, isLogEntry, runCli } from '../helpers/cli.js';

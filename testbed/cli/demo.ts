@@ -75,11 +75,24 @@ export const demoCommand: CommandSpec = {
       [
         '',
         'summary',
-        `  nodes: ${summary.nodes}; all pools ready after ${summary.readyAfterSeconds ?? 'never'} s`,
+        `  nodes: ${summary.nodes}; all pools Ready after ${summary.readyAfterSeconds ?? 'never'} s; ` +
+          `the quota bound for them: ${summary.boundSeconds} s` +
+          (summary.readyAfterSeconds && summary.boundSeconds > 0
+            ? ` (${(summary.readyAfterSeconds / summary.boundSeconds).toFixed(1)}x the bound)`
+            : ''),
         `  OpenAPI calls: ${Object.entries(summary.calls)
           .map(([a, n]) => `${a} ${n}`)
           .join(', ')}`,
         `  pod IPs handed out: ${summary.allocations}; waits on an empty pool: ${summary.emptyPoolWaits}`,
+        '',
+        'kubectl eni-ipam status, at the end of the run:',
+        ...(summary.status ?? '')
+          .trimEnd()
+          .split('\n')
+          .map((l) => `  ${l}`),
+        '',
+        'look further (while a demo runs, from another terminal):',
+        ...summary.lookFurther.map((c) => `  ${c}`),
         '',
       ].join('\n'),
     );

@@ -7,14 +7,17 @@ import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
 import { agentClient } from '../../src/agent/client.js';
 import { CRDS } from '../../src/api/crds.js';
-import { API_VERSION, GROUP, VERSION, type ENIPool } from '../../src/api/types.js';
+import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../../src/api/types.js';
+import { clusterStatus, statusText } from '../../src/inspect/status.js';
+import { addCalls, fewestScaleUpCalls, quotaTime, scaleUpWant } from '../../src/ipam/quota-time.js';
+import { CHECKOUT } from '../checkout.js';
 import { createCloudClient, staticCredentials } from '../../src/cloud/index.js';
 import { DEFAULT_OPERATOR_CONFIG } from '../../src/operator/config.js';
 import { Operator } from '../../src/operator/operator.js';
 import { serveObservability, type ListenAddress } from '../../src/observability/http.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { lockWorkDir } from '../cluster/work-dir-lock.js';
-import { nodeObject, startEcsEmulator } from '../ecs/index.js';
+import { nodeObject, startEcsEmulator, type Fixture } from '../ecs/index.js';
 import { startKubeEmulator } from '../kube/index.js';
 import { MUTATING_SHOWN, renderLine, renderScreen, type DemoView } from './view.js';
 
@@ -37,6 +40,12 @@ export interface DemoOptions {
 export interface DemoSummary {
   nodes: number;
   readyAfterSeconds?: number;
+  /** The quota bound for these pools: the fewest mutating calls at the world's API quotas, plus one attach. */
+  boundSeconds: number;
+  /** What `kubectl eni-ipam status` said of the cluster at the end of the run. */
+  status?: string;
+  /** Where to look further while a demo runs. */
+  lookFurther: string[];
   calls: Record<string, number>;
   allocations: number;
   emptyPoolWaits: number;
@@ -78,23 +87,25 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
 
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
+  const spec = {
+    vSwitchTags: { role: 'pods' },
+    securityGroupTags: { role: 'pods' },
+    preAllocate: o.podsPerNode + 2,
+    releaseDelaySeconds: 30,
+  };
   await custom.createClusterCustomObject({
     group: GROUP,
     version: VERSION,
     plural: 'enipoolclasses',
-    body: {
-      apiVersion: API_VERSION,
-      kind: 'ENIPoolClass',
-      metadata: { name: 'default' },
-      spec: {
-        vSwitchTags: { role: 'pods' },
-        securityGroupTags: { role: 'pods' },
-        preAllocate: o.podsPerNode + 2,
-        releaseDelaySeconds: 30,
-      },
-    },
+    body: { apiVersion: API_VERSION, kind: 'ENIPoolClass', metadata: { name: 'default' }, spec },
   });
   const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
+  const boundSeconds = quotaBoundSeconds(ecs.fixture, spec, instances);
+  const lookFurther = [
+    `kubectl --kubeconfig ${kubeconfigPath} get enipools`,
+    `PATH=${join(CHECKOUT, 'bin')}:$PATH kubectl eni-ipam status --kubeconfig ${kubeconfigPath}`,
+    `curl -s ${metrics.url}/metrics | grep ^eni_ipam_`,
+  ];
   if (instances.length < o.nodes)
     o.out(`the default world has ${instances.length} instances; running ${instances.length} nodes`);
   for (const i of instances) {
@@ -163,7 +174,15 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
     const ready = pools.filter((p) =>
       p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
     ).length;
-    if (ready === instances.length && readyAt === undefined) readyAt = Date.now();
+    if (ready === instances.length && readyAt === undefined) {
+      readyAt = Date.now();
+      const after = (readyAt - started) / 1000;
+      if (!o.screen)
+        o.out(
+          `all ${instances.length} pools Ready after ${after.toFixed(1)} s; the quota bound for them is ` +
+            `${boundSeconds.toFixed(1)} s. Look further: ${lookFurther.join('  |  ')}`,
+        );
+    }
     const calls = ecs.stats().calls;
     const totals = Object.fromEntries(Object.entries(calls).map(([a, c]) => [a, c.OK ?? 0]));
     const now = Date.now();
@@ -228,9 +247,15 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   timers.forEach(clearInterval);
   await tick().catch(() => undefined);
 
+  const status = await statusOf(custom, core).catch(
+    (e: unknown) => `(kubectl eni-ipam status failed: ${(e as Error).message})`,
+  );
   const summary: DemoSummary = {
     nodes: instances.length,
     readyAfterSeconds: readyAt ? Math.round((readyAt - started) / 100) / 10 : undefined,
+    boundSeconds: Math.round(boundSeconds * 10) / 10,
+    status,
+    lookFurther,
     calls: Object.fromEntries(Object.entries(ecs.stats().calls).map(([a, c]) => [a, c.OK ?? 0])),
     allocations,
     emptyPoolWaits,
@@ -247,6 +272,39 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   writeFileSync(join(o.workDir, 'summary.json'), JSON.stringify(summary, null, 2));
   unlock();
   return summary;
+}
+
+/**
+ * The quota bound of the demo's scale-up (as the benchmarks count it): each node's pool filled with
+ * the fewest mutating calls, all of them at the world's per-action quotas, plus one attach delay.
+ */
+function quotaBoundSeconds(
+  world: Fixture,
+  spec: ENIPoolClass['spec'],
+  instances: Array<{ instanceType: string }>,
+): number {
+  const calls: Record<string, number> = {};
+  for (const i of instances) {
+    const t = world.instanceTypes.find((x) => x.id === i.instanceType)!;
+    const limits = {
+      eniQuantity: t.eniQuantity,
+      ipv4PerEni: t.eniPrivateIpAddressQuantity,
+      ipv6PerEni: t.eniIpv6AddressQuantity,
+    };
+    addCalls(calls, fewestScaleUpCalls(limits, spec, scaleUpWant(limits, spec), world.limits?.createSecondaryIpsMax));
+  }
+  return quotaTime(calls, world.quotas?.api ?? {}, world.delays?.attachMs ?? 0).ms / 1000;
+}
+
+/** What `kubectl eni-ipam status` prints of the demo's cluster (the plugin's own view and table). */
+async function statusOf(custom: CustomObjectsApi, core: CoreV1Api): Promise<string> {
+  const list = async <T>(plural: string) =>
+    ((await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items: T[] }).items;
+  const nodes = (await core.listNode()).items.map((n) => ({
+    name: n.metadata!.name!,
+    zone: n.metadata?.labels?.['topology.kubernetes.io/zone'],
+  }));
+  return statusText(clusterStatus(await list<ENIPool>('enipools'), await list<ENIPoolClass>('enipoolclasses'), nodes));
 }
 
 /** The newest Events of the demo's namespace, one line each, oldest first. */
