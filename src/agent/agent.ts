@@ -1,3 +1,4 @@
+import { sameJson } from '../kube/same-json.js';
 import { systemClock, type Cancel, type Clock } from '../clock.js';
 import {
   CoreV1Api,
@@ -598,7 +599,7 @@ export class Agent {
     const text = JSON.stringify(fields);
     return {
       fields,
-      changed: text !== this.lastWritten || JSON.stringify(mine) !== JSON.stringify(old),
+      changed: text !== this.lastWritten || !sameJson(mine, old),
       written: () => (this.lastWritten = text),
     };
   }

@@ -11,7 +11,7 @@ export interface PodRef {
 }
 
 export interface PodEventPolicy {
-  /** A pod's Event is written again at most this often while its reason stays the same (repeats fold into its count). */
+  /** A pod's Event is written again at most this often while its reason stays the same (repeats fold into its count, the message the latest). */
   intervalMs: number;
   /** A changed reason is written at once, but at most this often per pod. */
   changedGapMs: number;
@@ -39,7 +39,7 @@ export const podEventPolicy = (intervalMs: number): PodEventPolicy => ({
 
 interface Told {
   at: number;
-  message: string;
+  reason: string;
   /** When the pod first waited (for the Event that says it got an address). */
   since: number;
 }
@@ -47,8 +47,9 @@ interface Told {
 /**
  * Which pod Events to write now. A runtime retries a failed ADD for as long as the pod exists, so
  * without this a node of waiting pods would write an Event per retry: per pod, a reason is said
- * once and then at most once per interval (the recorder folds repeats into one Event's count); a
- * new reason is said at once, but not more often than the gap; and the node as a whole is held to
+ * once and then at most once per interval (the recorder folds repeats into one Event's count, with
+ * the latest message); a new reason is said at once, but not more often than the gap; a clock
+ * stepped back holds nothing back; and the node as a whole is held to
  * a token bucket, so the API server never sees a storm from one node. Pure: time is passed in.
  */
 export class PodEventGate {
@@ -60,16 +61,21 @@ export class PodEventGate {
     this.tokens = policy.burst;
   }
 
-  /** Whether to write this pod's warning now; remembers it when so. */
-  admit(pod: string, message: string, now: number): boolean {
+  /**
+   * Whether to write this pod's warning of `reason` now; remembers it when so. Only the reason
+   * counts: its message carries live numbers (IPs in use, coming), which change on every retry.
+   */
+  admit(pod: string, reason: string, now: number): boolean {
     const prev = this.told.get(pod);
     if (prev) {
       const since = now - prev.at;
-      if (since < (prev.message === message ? this.policy.intervalMs : this.policy.changedGapMs)) return false;
+      // A clock stepped back holds nothing back.
+      if (since >= 0 && since < (prev.reason === reason ? this.policy.intervalMs : this.policy.changedGapMs))
+        return false;
     }
     if (!this.take(now)) return false;
     this.told.delete(pod); // re-inserted last: the map's order is the order pods were last heard of
-    this.told.set(pod, { at: now, message, since: prev?.since ?? now });
+    this.told.set(pod, { at: now, reason, since: prev && prev.since <= now ? prev.since : now });
     while (this.told.size > this.policy.maxPods) this.told.delete(this.told.keys().next().value!);
     return true;
   }
@@ -83,8 +89,12 @@ export class PodEventGate {
   }
 
   private take(now: number): boolean {
+    // A clock stepped back refills nothing and takes nothing away.
     if (this.refilledAt !== undefined)
-      this.tokens = Math.min(this.policy.burst, this.tokens + ((now - this.refilledAt) * this.policy.perSecond) / 1000);
+      this.tokens = Math.min(
+        this.policy.burst,
+        this.tokens + (Math.max(0, now - this.refilledAt) * this.policy.perSecond) / 1000,
+      );
     this.refilledAt = now;
     if (this.tokens < 1) return false;
     this.tokens -= 1;
@@ -108,13 +118,13 @@ export class PodEvents {
     private readonly o: { node: string; clock: Clock; logger: Logger; policy?: PodEventPolicy },
   ) {
     this.gate = new PodEventGate(o.policy ?? DEFAULT_POD_EVENT_POLICY);
-    this.recorder = new EventRecorder(kc, 'default', 'eni-ipam-agent', o.logger, { clock: o.clock });
+    this.recorder = new EventRecorder(kc, 'default', 'eni-ipam-agent', o.logger, { clock: o.clock, foldBy: 'reason' });
     this.core = kc.makeApiClient(CoreV1Api);
   }
 
   /** The ADD found no address, or its datapath failed (reason, message: what it waits for and why). */
   waiting(ref: PodRef, reason: string, message: string): void {
-    if (!named(ref.pod) || !this.gate.admit(key(ref), `${reason}: ${message}`, this.o.clock.now())) return;
+    if (!named(ref.pod) || !this.gate.admit(key(ref), reason, this.o.clock.now())) return;
     void this.record(ref, 'Warning', reason, message);
   }
 
@@ -123,7 +133,7 @@ export class PodEvents {
     if (!named(ref.pod)) return;
     const since = this.gate.served(key(ref), this.o.clock.now());
     if (since === undefined) return;
-    const waited = Math.round((this.o.clock.now() - since) / 1000);
+    const waited = Math.max(0, Math.round((this.o.clock.now() - since) / 1000));
     void this.record(ref, 'Normal', 'PodIPAssigned', `${ip} (ENI ${eniId}) on node ${this.o.node}, after ${waited} s`);
   }
 

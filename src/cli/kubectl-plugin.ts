@@ -5,7 +5,7 @@ import YAML from 'yaml';
 import { GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../api/types.js';
 import { resolveLimits } from '../cloud/limits.js';
 import { apiErrorMessage, ignoreNotFound } from '../kube/errors.js';
-import { planInput, planText, type PlanRequest } from '../inspect/plan-view.js';
+import { PlanInputError, planInput, planText, type PlanRequest } from '../inspect/plan-view.js';
 import { whatIf } from '../inspect/plan.js';
 import { clusterStatus, statusText } from '../inspect/status.js';
 import { podWhy, podWhyText, type EventFact } from '../inspect/why.js';
@@ -174,10 +174,14 @@ async function operatorQuotas(
 ): Promise<{ quotas: ReturnType<typeof resolveLimits>; source: string }> {
   if (f['api-limits'] !== undefined)
     return { quotas: resolveLimits(parseApiLimits(f['api-limits'])), source: '--api-limits' };
+  let refused: string | undefined;
   const deployments = await kc
     .makeApiClient(AppsV1Api)
     .listDeploymentForAllNamespaces({ labelSelector: 'app.kubernetes.io/name=eni-ipam' })
-    .catch(() => undefined);
+    .catch((e: unknown) => {
+      refused = apiErrorMessage(e);
+      return undefined;
+    });
   for (const d of deployments?.items ?? []) {
     const args = d.spec?.template.spec?.containers.find((c) => c.args?.[0] === 'operator')?.args;
     if (!args) continue;
@@ -188,7 +192,12 @@ async function operatorQuotas(
       source: `the operator's Deployment ${d.metadata?.namespace}/${d.metadata?.name}`,
     };
   }
-  return { quotas: resolveLimits({}), source: "Terway's defaults (no operator Deployment found)" };
+  return {
+    quotas: resolveLimits({}),
+    source: refused
+      ? `Terway's defaults (the operator's Deployment could not be read: ${refused}; --api-limits says them)`
+      : "Terway's defaults (no operator Deployment found; --api-limits says them)",
+  };
 }
 
 async function plan(kc: KubeConfig, f: Flags): Promise<void> {
@@ -197,8 +206,9 @@ async function plan(kc: KubeConfig, f: Flags): Promise<void> {
   if (!f.nodes || !Number.isInteger(nodes) || nodes < 1 || nodes > 5000)
     throw new UsageError(`plan needs --nodes N, a whole number from 1 to 5000${f.nodes ? `, not "${f.nodes}"` : ''}`);
   const podsPerNode = f['pods-per-node'] === undefined ? 0 : Number(f['pods-per-node']);
-  if (!Number.isInteger(podsPerNode) || podsPerNode < 0)
-    throw new UsageError(`--pods-per-node takes a whole number of 0 or more, not "${f['pods-per-node']}"`);
+  // A node holds some hundreds of pods at most; the planner counts each one.
+  if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > 1000)
+    throw new UsageError(`--pods-per-node takes a whole number from 0 to 1000, not "${f['pods-per-node']}"`);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const [cls, classes] = await Promise.all([
     read(
@@ -220,7 +230,14 @@ async function plan(kc: KubeConfig, f: Flags): Promise<void> {
     ...(f['instance-type'] ? { instanceType: f['instance-type'] } : {}),
     ...(f.zone ? { zone: f.zone } : {}),
   };
-  const input = planInput(cls as ENIPoolClass, items<ENIPoolClass>(classes), request, quotas);
+  let input;
+  try {
+    input = planInput(cls as ENIPoolClass, items<ENIPoolClass>(classes), request, quotas);
+  } catch (e) {
+    // What was asked does not fit what the class has (an instance type, a zone): the user's to change.
+    if (e instanceof PlanInputError && (request.instanceType || request.zone)) throw new UsageError(e.message);
+    throw e;
+  }
   const result = whatIf(input);
   const view = {
     class: input.className,

@@ -11,7 +11,7 @@ export interface PlanRequest {
   zone?: string;
 }
 
-/** Why a what-if cannot be made from what the cluster publishes (a message naming the way out). */
+/** Why a what-if cannot be made from what the cluster publishes or what was asked (a message naming the way out). */
 export class PlanInputError extends Error {}
 
 /**
@@ -104,15 +104,21 @@ export function planText(v: PlanView): string {
       ['Class', v.class],
       ['Nodes', `${v.nodes} × ${v.instanceType} in ${v.zone}, ${v.podsPerNode} pods each`],
       [
-        'Per node',
+        v.nodesReady === v.nodes ? 'Per node' : 'First node',
         `${n.enis} ENIs, ${n.ips} pod IPs${n.ipv6 ? `, ${n.ipv6} IPv6` : ''}${n.prefixes ? ` (${n.prefixes} /28 prefixes)` : ''}` +
           (n.ready ? ', Ready' : `, not Ready: ${n.shortfall ?? 'short'}`),
       ],
       ['Pools Ready', `${v.nodesReady} of ${v.nodes}`],
-      [
-        'All Ready in',
-        `${seconds(v.predictedSeconds)} at the quotas (the floor for these pools: ${seconds(v.boundSeconds)}); quotas: ${v.quotas}`,
-      ],
+      v.nodesReady === v.nodes
+        ? [
+            'All Ready in',
+            `${seconds(v.predictedSeconds)} at the quotas (the floor for these pools: ${seconds(v.boundSeconds)}); quotas: ${v.quotas}`,
+          ]
+        : [
+            'Not all Ready',
+            `${v.nodes - v.nodesReady} pools would stay short (see the warnings); the calls below take ` +
+              `${seconds(v.predictedSeconds)} at the quotas; quotas: ${v.quotas}`,
+          ],
     ]),
     Object.keys(v.calls).length
       ? table(

@@ -89,7 +89,7 @@ export interface WhatIf {
   calls: Record<string, number>;
   /** Time to all pools Ready at the quotas, for `calls`. */
   predictedSeconds: number;
-  /** The fewest calls per action (the bound's count, bench/bound.ts), and their time: the floor. */
+  /** The fewest calls per action for the pools that would be Ready (the bound's count, bench/bound.ts), and their time: the floor. */
   boundCalls: Record<string, number>;
   boundSeconds: number;
   vSwitches: Array<{ id: string; zoneId: string; freeBefore: number; freeAfter: number }>;
@@ -128,7 +128,8 @@ export function whatIf(input: WhatIfInput): WhatIf {
   addCalls(
     boundCalls,
     fewestScaleUpCalls(input.limits, boundSpec, scaleUpWant(input.limits, boundSpec, input.podsPerNode)),
-    input.nodes,
+    // The floor of what is predicted: the pools that would be Ready (a pool left short is not one).
+    nodes.filter((n) => n.ready).length,
   );
   const attachDelayMs = input.attachDelayMs ?? 0;
   const vSwitches = input.vSwitches.map((v) => ({

@@ -26,7 +26,12 @@ export class EventRecorder {
     private readonly namespace: string,
     private readonly component: string,
     private readonly logger: Logger,
-    private readonly options: { fold?: boolean; clock?: Clock } = {},
+    private readonly options: {
+      fold?: boolean;
+      /** `reason`: a repeat of the reason folds whatever its message, which the Event then shows (client-go's aggregation). */
+      foldBy?: 'message' | 'reason';
+      clock?: Clock;
+    } = {},
   ) {
     this.api = kc.makeApiClient(CoreV1Api);
   }
@@ -34,7 +39,8 @@ export class EventRecorder {
   async record(target: EventTarget, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const namespace = target.namespace ?? this.namespace;
     // Same-named objects in two namespaces, or a pod made again under its old name, are other objects.
-    const key = `${namespace}/${target.kind}/${target.name}/${target.uid ?? ''}/${reason}/${message}`;
+    const byReason = this.options.foldBy === 'reason';
+    const key = `${namespace}/${target.kind}/${target.name}/${target.uid ?? ''}/${reason}${byReason ? '' : `/${message}`}`;
     const now = new Date((this.options.clock ?? systemClock).now());
     const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
     try {
@@ -49,6 +55,7 @@ export class EventRecorder {
             body: [
               { op: 'replace', path: '/count', value: prev.count },
               { op: 'replace', path: '/lastTimestamp', value: stamp },
+              ...(byReason ? [{ op: 'replace', path: '/message', value: message }] : []),
             ],
           })
           .then(() => true);

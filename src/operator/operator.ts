@@ -282,7 +282,9 @@ export class Operator {
     return fleetView({
       pools: this.pools.list(),
       ownedEnis: this.cloud.owned(),
-      vSwitches: this.cloud.knownVSwitches,
+      // A standby's vSwitch list is what it knew when it last led: stale, and its forecast would
+      // count down from there (alerts take the least across replicas). Only the leader says.
+      vSwitches: this.leading ? this.cloud.knownVSwitches : [],
       freeHistoryOf: (id) => this.cloud.freeHistoryOf(id),
       now: this.clock.now(),
     });

@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
 import fc from 'fast-check';
-import { PodEventGate, type PodEventPolicy } from '../../src/agent/pod-events.js';
+import { PodEventGate, PodEvents, type PodEventPolicy } from '../../src/agent/pod-events.js';
+import { systemClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/observability/logger.js';
 import { agentClient } from '../../src/agent/client.js';
 import { eventually, sleep } from '../helpers/ecs.js';
 import { agentOnSocket, kubectlFor, type Kubectl } from '../helpers/kube.js';
@@ -66,6 +68,17 @@ describe('PodEventGate', () => {
     for (const p of ['x', 'y', 'z']) small.admit(p, 'm', 0);
     expect(small.admit('x', 'm', 1)).toBe(true); // x was dropped: said again
     expect(small.admit('z', 'm', 1)).toBe(false);
+  });
+
+  it('a wall clock stepped back an hour silences nothing: the bucket and the pods go on as before', () => {
+    const gate = new PodEventGate(POLICY);
+    const hour = 3_600_000;
+    expect(gate.admit('ns/a', 'WaitingForPodIP', 10 * hour)).toBe(true);
+    // NTP steps the clock back: the next pods and the next retries are told as if no time had passed.
+    expect(gate.admit('ns/b', 'WaitingForPodIP', 9 * hour)).toBe(true);
+    expect(gate.admit('ns/a', 'WaitingForPodIP', 9 * hour)).toBe(true);
+    expect(gate.admit('ns/a', 'WaitingForPodIP', 9 * hour + 10)).toBe(false);
+    expect(gate.served('ns/a', 9 * hour + 20)).toBe(9 * hour);
   });
 });
 
@@ -179,6 +192,25 @@ describe('Events on the pods whose ADD waits (kube emulator, real plugin and kub
     expect(assigned.message).toMatch(
       new RegExp(`^${ip.replaceAll('.', '\\.')} \\(ENI eni-a\\) on node n1, after \\d+ s$`),
     );
+  }, 30_000);
+
+  it('a reason whose numbers move (IPs in use, IPs coming) is one Event, counted, with the latest words', async () => {
+    const uid = await pod('apps', 'mover');
+    const events = new PodEvents(env.kc, { node: 'n1', clock: systemClock, logger: silentLogger(), policy: POLICY });
+    const ref = { pod: 'apps/mover', podUid: uid };
+    events.waiting(ref, 'WaitingForPodIP', 'all 2 pod IPs are in use; 3 more are being allocated');
+    await eventually(async () => (await eventsOn('apps', 'mover')).length === 1);
+    // Within the interval the numbers move on every retry: nothing is written.
+    for (let i = 0; i < 5; i++)
+      events.waiting(ref, 'WaitingForPodIP', `all 2 pod IPs are in use; ${i} more are being allocated`);
+    await sleep(200);
+    expect((await eventsOn('apps', 'mover')).map((e) => e.count)).toEqual([1]);
+    await sleep(POLICY.intervalMs);
+    events.waiting(ref, 'WaitingForPodIP', 'all 4 pod IPs are in use; 1 more is being allocated');
+    await eventually(async () => (await eventsOn('apps', 'mover'))[0]?.count === 2);
+    const [only, ...more] = await eventsOn('apps', 'mover');
+    expect(more).toEqual([]);
+    expect(only!.message).toBe('all 4 pod IPs are in use; 1 more is being allocated');
   }, 30_000);
 
   it('without K8S_POD_UID the pod is found by name; a same-named pod of another namespace is another pod', async () => {

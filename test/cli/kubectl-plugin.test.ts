@@ -268,8 +268,10 @@ describe('kubectl eni-ipam', () => {
     const text = await plugin(['plan', '--class', 'small', '--nodes', '2']);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^Warnings:$/m);
+    expect(text.stdout).toMatch(/^Not all Ready: +2 pools would stay short/m);
+    expect(short.predictedSeconds).toBeGreaterThanOrEqual(short.boundSeconds);
     const unknown = await plugin(['plan', '--class', 'default', '--nodes', '1', '--instance-type', 'ecs.x9.huge']);
-    expect(unknown.code).toBe(1);
+    expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/the ENI limits of instance type ecs\.x9\.huge are not known here/);
   }, 30_000);
 
@@ -280,6 +282,10 @@ describe('kubectl eni-ipam', () => {
       [['status', '-o', 'xml'], /-o takes table, json or yaml, not "xml"/],
       [['why'], /why needs the pod/],
       [['plan', '--class', 'default'], /plan needs --nodes N/],
+      [
+        ['plan', '--class', 'default', '--nodes', '2', '--pods-per-node', '5000'],
+        /--pods-per-node takes a whole number from 0 to 1000/,
+      ],
       [['status', '--colour'], /Unknown option '--colour'/],
     ];
     for (const [args, message] of cases) {

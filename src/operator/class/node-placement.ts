@@ -1,3 +1,4 @@
+import { sameJson } from '../../kube/same-json.js';
 import type { V1Node } from '@kubernetes/client-node';
 import { Gauge, type Registry } from 'prom-client';
 import { API_VERSION, POLICY_FIELDS, type ENIPoolClass, type ENIPoolSpec } from '../../api/types.js';
@@ -212,7 +213,7 @@ export class NodePlacement {
       return;
     }
     const differs = Object.entries(spec).some(
-      ([k, v]) => v !== null && JSON.stringify(v) !== JSON.stringify((existing.spec as Record<string, unknown>)[k]),
+      ([k, v]) => v !== null && !sameJson(v, (existing.spec as Record<string, unknown>)[k]),
     );
     const dropped = POLICY_FIELDS.some((f) => spec[f] === null && existing.spec[f] !== undefined);
     if (differs || dropped || existing.metadata.annotations?.[MISMATCH_ANNOTATION]) {

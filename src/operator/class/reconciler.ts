@@ -1,3 +1,4 @@
+import { sameJson } from '../../kube/same-json.js';
 import { API_VERSION, type ENIPoolClass, type ENIPoolClassStatus } from '../../api/types.js';
 import { CloudError, type VSwitch } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
@@ -269,15 +270,13 @@ export class ClassReconciler {
       conditions,
       observedGeneration: cls.metadata.generation,
     };
-    const same =
-      JSON.stringify(status) ===
-      JSON.stringify({
-        matchedNodes: cls.status?.matchedNodes,
-        ...pick(cls.status, 'vSwitches'),
-        ...pick(cls.status, 'instanceTypes'),
-        conditions: cls.status?.conditions,
-        observedGeneration: cls.status?.observedGeneration,
-      });
+    const same = sameJson(status, {
+      matchedNodes: cls.status?.matchedNodes,
+      vSwitches: cls.status?.vSwitches,
+      instanceTypes: cls.status?.instanceTypes,
+      conditions: cls.status?.conditions,
+      observedGeneration: cls.status?.observedGeneration,
+    });
     if (same || !this.deps.mayWrite()) return;
     for (const c of planned) {
       const bad = c.type === 'Degraded' ? c.status === 'True' : c.status === 'False';

@@ -1,3 +1,4 @@
+import { sameJson } from '../../kube/same-json.js';
 import { dualStack, ipv6Only, needsIpv6 } from '../../ipam/families.js';
 import type { ENIPool } from '../../api/types.js';
 import { CloudError, unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
@@ -381,7 +382,7 @@ export class PoolReconciler {
   private async publishCondition(pool: ENIPool, condition: PlannedCondition): Promise<boolean> {
     if (!this.deps.mayWrite()) return false;
     const conditions = setCondition(pool.status?.conditions ?? [], condition, conditionTime(this.deps.now()));
-    if (JSON.stringify(conditions) === JSON.stringify(pool.status?.conditions)) return false;
+    if (sameJson(conditions, pool.status?.conditions)) return false;
     await this.deps.store.patchStatus(pool.metadata.name, pool.metadata.resourceVersion, { conditions });
     return true;
   }

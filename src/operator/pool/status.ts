@@ -1,3 +1,4 @@
+import { sameJson } from '../../kube/same-json.js';
 import type { ENIPoolStatus, PoolENI } from '../../api/types.js';
 import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
 import { IPV6_GATEWAY } from '../../ipam/families.js';
@@ -56,7 +57,7 @@ export function statusPatch(
 ): Record<string, unknown> | undefined {
   const patch: Record<string, unknown> = {};
   for (const k of ['enis', 'summary', 'conditions', 'observedGeneration'] as const) {
-    if (JSON.stringify(current?.[k]) !== JSON.stringify(desired[k])) patch[k] = desired[k];
+    if (!sameJson(current?.[k], desired[k])) patch[k] = desired[k];
   }
   const cur = current?.releaseRequests ?? {};
   const want = desired.releaseRequests ?? {};

@@ -90,6 +90,14 @@ describe('create, update and conflicts', () => {
     });
   });
 
+  it('answers a custom resource with its keys sorted at every level, as Go writes unstructured JSON', async () => {
+    const made = await create('sorted', { size: 3, color: 'blue', tags: { zeta: '1', alpha: '2' } });
+    expect(Object.keys(made.body.spec)).toEqual(['color', 'size', 'tags']);
+    const got = await http(emu, 'GET', `${WIDGETS}/sorted`);
+    expect(Object.keys(got.body)).toEqual(['apiVersion', 'kind', 'metadata', 'spec']);
+    expect(Object.keys(got.body.spec.tags)).toEqual(['alpha', 'zeta']);
+  });
+
   it('generates names, and needs a name or generateName', async () => {
     const r = await http(emu, 'POST', WIDGETS, { ...widget(''), metadata: { generateName: 'gen-' } });
     expect(r.body.metadata.name).toMatch(/^gen-[a-z0-9]{5}$/);

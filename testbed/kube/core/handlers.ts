@@ -252,9 +252,9 @@ export class Writer {
     if (!fromApply) recordUpdate(undefined, o, req.query.get('fieldManager') ?? undefined, o.apiVersion!);
     if (this.dryRun(req)) return { status: 201, body: served(o, t, req.version), warnings };
     o.metadata.resourceVersion = this.store.nextRv();
-    this.store.put(t, o);
+    const stored = this.store.put(t, o);
     if (typeKey(t) === CRD_KEY) this.store.register(crdType(o));
-    return { status: 201, body: served(o, t, req.version), warnings };
+    return { status: 201, body: served(stored, t, req.version), warnings };
   }
 
   /** The common end of update, patch and apply: everything but how `next` was computed. */
@@ -336,12 +336,12 @@ export class Writer {
     ) {
       this.store.remove(t, next);
       this.afterDelete(t, next);
-    } else {
-      this.store.put(t, next, old);
-      // A changed CRD changes its kind at once: versions, schema, printer columns.
-      if (typeKey(t) === CRD_KEY) this.store.register(crdType(next));
+      return { status: 200, body: served(next, t, req.version), warnings };
     }
-    return { status: 200, body: served(next, t, req.version), warnings };
+    const stored = this.store.put(t, next, old);
+    // A changed CRD changes its kind at once: versions, schema, printer columns.
+    if (typeKey(t) === CRD_KEY) this.store.register(crdType(next));
+    return { status: 200, body: served(stored, t, req.version), warnings };
   }
 
   private existing(req: Request): KubeObject {
@@ -479,8 +479,7 @@ export class Writer {
       if (t.generation) next.metadata.generation = (old.metadata.generation ?? 1) + 1;
       if (dry) return { status: 200, body: served(next, t, req.version) };
       next.metadata.resourceVersion = this.store.nextRv();
-      this.store.put(t, next, old);
-      return { status: 200, body: served(next, t, req.version) };
+      return { status: 200, body: served(this.store.put(t, next, old), t, req.version) };
     }
     if (old.metadata.finalizers?.length) {
       if (old.metadata.deletionTimestamp) return { status: 200, body: served(old, t, req.version) };
@@ -490,8 +489,7 @@ export class Writer {
       if (t.generation) next.metadata.generation = (old.metadata.generation ?? 1) + 1;
       if (dry) return { status: 200, body: served(next, t, req.version) };
       next.metadata.resourceVersion = this.store.nextRv();
-      this.store.put(t, next, old);
-      return { status: 200, body: served(next, t, req.version) };
+      return { status: 200, body: served(this.store.put(t, next, old), t, req.version) };
     }
     const last = structuredClone(old);
     if (dry) return { status: 200, body: served(last, t, req.version) };

@@ -87,8 +87,11 @@ export class Store {
     return String(++this.rv);
   }
 
-  /** Stores `obj` (its resourceVersion already set from nextRv) and tells the watches. */
-  put(t: ResourceType, obj: KubeObject, previous?: KubeObject): void {
+  /** Stores `obj` (its resourceVersion already set from nextRv), tells the watches, and answers it as stored. */
+  put(t: ResourceType, obj: KubeObject, previous?: KubeObject): KubeObject {
+    // A custom resource is held as unstructured JSON, which Go writes with its keys sorted: what a
+    // client sends comes back in another key order (a client comparing JSON texts sees a change).
+    if (!t.builtin) obj = sortedKeys(obj);
     this.objects.get(typeKey(t))!.set(objectKey(obj), obj);
     this.record({
       rv: Number(obj.metadata.resourceVersion),
@@ -97,6 +100,7 @@ export class Store {
       object: obj,
       previous,
     });
+    return obj;
   }
 
   /** Removes an object; `last` is its final state with a fresh resourceVersion. */
@@ -186,4 +190,13 @@ function deliver(w: Watcher, e: StoredEvent): void {
   if (now && before) w.send('MODIFIED', e.object);
   else if (now) w.send('ADDED', e.object);
   else if (before) w.send('DELETED', e.object);
+}
+
+/** A JSON value with every object's keys in sorted order, as Go's encoding/json writes a map. */
+function sortedKeys<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(sortedKeys) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(value).sort()) out[k] = sortedKeys((value as Record<string, unknown>)[k]);
+  return out as T;
 }
