@@ -26,10 +26,11 @@ describe('cloud failures, as a node sees them', () => {
     await c.addClass('default', POD_CLASS);
     const nodes = [await c.addNode('i-demo-04'), await c.addNode('i-demo-05')];
     await c.startOperator();
+    // The class is judged, the node placed, the pool made and its first create refused: seconds on a loaded machine.
     const degraded = await eventually(async () => {
       const p = await c.pool(nodes[0]!);
       return condition(p, 'Degraded')?.status === 'True' ? p : undefined;
-    });
+    }, 20_000);
     expect(condition(degraded, 'Degraded')).toMatchObject({ reason: 'CloudCallRefused' });
     expect(condition(degraded, 'Degraded')!.message).toMatch(
       /^CreateNetworkInterface: Forbidden.RAM: .*; grant the RAM action ecs:CreateNetworkInterface to the operator's identity/,
