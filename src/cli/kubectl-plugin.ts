@@ -7,7 +7,7 @@ import { resolveLimits } from '../cloud/limits.js';
 import { apiErrorMessage, ignoreNotFound } from '../kube/errors.js';
 import { PlanInputError, planInput, planText, type PlanRequest } from '../inspect/plan-view.js';
 import { whatIf } from '../inspect/plan.js';
-import { clusterStatus, statusText } from '../inspect/status.js';
+import { clusterStatus, statusText, type ClusterStatus } from '../inspect/status.js';
 import { podWhy, podWhyText, type EventFact } from '../inspect/why.js';
 import { UsageError } from './args.js';
 import { parseApiLimits } from './api-limits.js';
@@ -96,7 +96,8 @@ function print(f: Flags, data: unknown, text: () => string): void {
   else process.stdout.write(text());
 }
 
-async function status(kc: KubeConfig, f: Flags): Promise<void> {
+/** The cluster at a glance, read as `kubectl eni-ipam status` reads it (the demo prints it too). */
+export async function readClusterStatus(kc: KubeConfig): Promise<ClusterStatus> {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const [pools, classes, nodes] = await Promise.all([
     read('enipools', custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'enipools' })),
@@ -106,11 +107,15 @@ async function status(kc: KubeConfig, f: Flags): Promise<void> {
     ),
     read('nodes', kc.makeApiClient(CoreV1Api).listNode()),
   ]);
-  const view = clusterStatus(
+  return clusterStatus(
     items<ENIPool>(pools),
     items<ENIPoolClass>(classes),
     nodes.items.map((n) => ({ name: n.metadata!.name!, zone: n.metadata?.labels?.['topology.kubernetes.io/zone'] })),
   );
+}
+
+async function status(kc: KubeConfig, f: Flags): Promise<void> {
+  const view = await readClusterStatus(kc);
   print(f, view, () => statusText(view));
 }
 

@@ -8,7 +8,8 @@ import { serveAgentApi } from '../../src/agent/api.js';
 import { agentClient } from '../../src/agent/client.js';
 import { CRDS } from '../../src/api/crds.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../../src/api/types.js';
-import { clusterStatus, statusText } from '../../src/inspect/status.js';
+import { readClusterStatus } from '../../src/cli/kubectl-plugin.js';
+import { statusText } from '../../src/inspect/status.js';
 import { addCalls, fewestScaleUpCalls, quotaTime, scaleUpWant } from '../../src/ipam/quota-time.js';
 import { CHECKOUT } from '../checkout.js';
 import { createCloudClient, staticCredentials } from '../../src/cloud/index.js';
@@ -247,9 +248,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   timers.forEach(clearInterval);
   await tick().catch(() => undefined);
 
-  const status = await statusOf(custom, core).catch(
-    (e: unknown) => `(kubectl eni-ipam status failed: ${(e as Error).message})`,
-  );
+  const status = await readClusterStatus(kc)
+    .then(statusText)
+    .catch((e: unknown) => `(kubectl eni-ipam status failed: ${(e as Error).message})`);
   const summary: DemoSummary = {
     nodes: instances.length,
     readyAfterSeconds: readyAt ? Math.round((readyAt - started) / 100) / 10 : undefined,
@@ -294,17 +295,6 @@ function quotaBoundSeconds(
     addCalls(calls, fewestScaleUpCalls(limits, spec, scaleUpWant(limits, spec), world.limits?.createSecondaryIpsMax));
   }
   return quotaTime(calls, world.quotas?.api ?? {}, world.delays?.attachMs ?? 0).ms / 1000;
-}
-
-/** What `kubectl eni-ipam status` prints of the demo's cluster (the plugin's own view and table). */
-async function statusOf(custom: CustomObjectsApi, core: CoreV1Api): Promise<string> {
-  const list = async <T>(plural: string) =>
-    ((await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items: T[] }).items;
-  const nodes = (await core.listNode()).items.map((n) => ({
-    name: n.metadata!.name!,
-    zone: n.metadata?.labels?.['topology.kubernetes.io/zone'],
-  }));
-  return statusText(clusterStatus(await list<ENIPool>('enipools'), await list<ENIPoolClass>('enipoolclasses'), nodes));
 }
 
 /** The newest Events of the demo's namespace, one line each, oldest first. */

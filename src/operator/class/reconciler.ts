@@ -215,10 +215,13 @@ export class ClassReconciler {
           },
       zoneCoverage(verdict, governed),
     );
-    const capacity = {
-      ...(headroom ? { vSwitches: headroom.map(vSwitchStatus) } : pick(cls.status, 'vSwitches')),
-      ...(await this.instanceTypes(governed, cls)),
-    };
+    // A deposed leader writes nothing, so it reads no instance type for a status it will not write.
+    const capacity = this.deps.mayWrite()
+      ? {
+          ...(headroom ? { vSwitches: headroom.map(vSwitchStatus) } : pick(cls.status, 'vSwitches')),
+          ...(await this.instanceTypes(governed, cls)),
+        }
+      : {};
     await this.publish(cls, governed.length, planned, capacity);
     this.verdicts.set(name, verdict);
     if (JSON.stringify(before) !== JSON.stringify(verdict)) this.deps.enqueueNodes();
