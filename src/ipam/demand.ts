@@ -4,8 +4,12 @@
  * so steady growth costs a call per ENI's room instead of a call per pod.
  */
 export interface Demand {
-  /** Addresses in use at earlier looks, oldest first: one per step (the most seen in it), within two horizons. */
-  samples: ReadonlyArray<{ at: number; inUse: number }>;
+  /**
+   * Addresses in use at earlier looks, oldest first: one per step, within two horizons, holding
+   * the most seen in it (`inUse`) and what its first look saw (`first`: a young node's growth is
+   * measured from it).
+   */
+  samples: ReadonlyArray<{ at: number; inUse: number; first?: number }>;
   /** Addresses in use at the last look. */
   inUse: number;
   /**
@@ -34,7 +38,7 @@ export function observeDemand(prev: Demand | undefined, inUse: number, now: numb
   const samples = (prev?.samples ?? []).filter((s) => s.at > now - 2 * horizonMs);
   const last = samples.at(-1);
   // One sample a step, holding the most in use seen in it (the high points are what count).
-  if (!last || now - last.at >= horizonMs / STEPS_PER_HORIZON) samples.push({ at: now, inUse });
+  if (!last || now - last.at >= horizonMs / STEPS_PER_HORIZON) samples.push({ at: now, inUse, first: inUse });
   else if (inUse > last.inUse) samples[samples.length - 1] = { ...last, inUse };
   let carried = prev?.carried && prev.carried.until >= now ? prev.carried : undefined;
   const before = prev?.inUse ?? inUse;
@@ -47,14 +51,18 @@ export function observeDemand(prev: Demand | undefined, inUse: number, now: numb
 
 /**
  * What the node grew by over the last minute: addresses in use now above the most it had a
- * minute or more ago (or, younger than that, at the first look), scaled to one minute when that
- * high point is older. Measured against the high point, pods that go and come back (a rollout)
- * are no growth, and a node that shrinks has none.
+ * minute or more ago (or, younger than that, at its first look: not the most its first step
+ * saw, which would hide the growth of a node's first steps), scaled to one minute when that
+ * base is older. Measured against the high point, pods that go and come back (a rollout) are
+ * no growth, and a node that shrinks has none.
  */
 export function growthOf(demand: Demand, inUse: number, now: number): number {
   const windowMs = DEMAND_WINDOW_MS;
   const old = demand.samples.filter((s) => s.at <= now - windowMs);
-  const base = old.length ? old.reduce((high, s) => (s.inUse >= high.inUse ? s : high)) : demand.samples[0];
+  const first = demand.samples[0];
+  const base = old.length
+    ? old.reduce((high, s) => (s.inUse >= high.inUse ? s : high))
+    : first && { at: first.at, inUse: first.first ?? first.inUse };
   if (!base) return 0;
   const span = Math.max(windowMs, now - base.at);
   return Math.max(0, Math.floor(((inUse - base.inUse) * windowMs) / span));

@@ -45,6 +45,15 @@ describe('demand learned from the addresses in use', () => {
     expect(batchOf(burst, 50, T + 20_000, H, 16)).toBe(0);
   });
 
+  it("measures a young node's growth from its first look, not from the most its first step saw", () => {
+    // A release delay of 3 min: a step is 15 s. One more every 2 s, all within the first step.
+    const young = Array.from({ length: 8 }, (_, k): [number, number] => [k * 2_000, k]);
+    const d = young.reduce<Demand | undefined>((m, [at, n]) => observeDemand(m, n, T + at, 180_000), undefined)!;
+    expect(d.samples).toHaveLength(1);
+    expect(growthOf(d, 7, T + 14_000)).toBe(7);
+    expect(batchOf(d, 7, T + 14_000, 180_000, 16)).toBe(16);
+  });
+
   it('does not batch for one address a minute: too slow to be worth it', () => {
     const slow = looks([0, 0], [50_000, 1], [100_000, 2]);
     expect(batchOf(slow, 2, T + 100_000, H, 16)).toBe(0);
