@@ -105,14 +105,10 @@ const placementAndSizing = {
   usePrimaryENI: s.bool({
     default: false,
     description:
-      'Also give pods secondary addresses of the instance\u2019s primary ENI, before any ENI is created (no create, no attach); those pods share the node\u2019s vSwitch and security groups.',
+      'Also give pods secondary addresses of the instance\u2019s primary ENI, before any ENI is created (no create, no attach); those pods share the node\u2019s vSwitch and security groups. With IPv6, the node\u2019s vSwitch needs an IPv6 CIDR (else the primary ENI serves no pod).',
   }),
 };
 
-/**
- * The families eni-ipam serves: [IPv4], [IPv4, IPv6] or [IPv6]. IPv6 with /28 prefixes or the
- * primary ENI is refused by the API server with this rule's message.
- */
 /** IPv6 /80 prefixes serve dual-stack pools only (refused with this rule's message otherwise). */
 const IPV6_MODE_RULE = {
   rule:
@@ -122,15 +118,16 @@ const IPV6_MODE_RULE = {
     'ipv6Mode Prefix needs ipFamilies [IPv4, IPv6] (IPv6 /80 prefixes in an IPv6-only pool are not supported yet)',
 };
 
+/** The families eni-ipam serves: [IPv4], [IPv4, IPv6] or [IPv6] (IPv6 with /28 prefixes is refused with this rule's message). */
 const FAMILY_RULE = {
   rule:
     "!has(self.ipFamilies) || (size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv4') || " +
     "(((size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv6') || " +
     "(size(self.ipFamilies) == 2 && self.ipFamilies[0] == 'IPv4' && self.ipFamilies[1] == 'IPv6')) && " +
-    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP') && (!has(self.usePrimaryENI) || !self.usePrimaryENI))",
+    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP'))",
   message:
-    'ipFamilies must be [IPv4], [IPv4, IPv6] or [IPv6]; with IPv6, ipv4Mode must be SecondaryIP and usePrimaryENI ' +
-    'false (IPv6 with /28 prefixes or on the primary ENI is not supported yet)',
+    'ipFamilies must be [IPv4], [IPv4, IPv6] or [IPv6]; with IPv6, ipv4Mode must be SecondaryIP ' +
+    '(IPv6 with /28 prefixes is not supported yet)',
 };
 
 /** The policy fields a class sets and its nodes' pools carry, resolved (every one of them). */

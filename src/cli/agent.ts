@@ -110,7 +110,7 @@ export const agentCommand: CommandSpec = {
       type: 'number',
       value: 'N',
       default: DEFAULT_TABLE_BASE,
-      help: `the ENI with device index I gets route table N+I; tables N+1 to N+${MAX_DEVICE_INDEX} are the agent’s`,
+      help: `the ENI with device index I gets route table N+I (N itself: the primary ENI’s IPv6); tables N to N+${MAX_DEVICE_INDEX} are the agent’s`,
       check: (v) =>
         Number.isInteger(v) && Number(v) >= 255 && Number(v) + MAX_DEVICE_INDEX <= 0x7fffffff
           ? undefined

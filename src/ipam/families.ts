@@ -68,13 +68,13 @@ export function familyLimits(limits: InstanceLimits, spec: Families): InstanceLi
 
 /** Why a class with IPv6 (dual-stack or IPv6-only) cannot be served by the vSwitches it selects, or undefined. */
 export function familyProblem(
-  spec: Pick<ENIPool['spec'], 'ipFamilies' | 'ipv4Mode' | 'usePrimaryENI'>,
+  spec: Pick<ENIPool['spec'], 'ipFamilies' | 'ipv4Mode'>,
   vSwitches: ReadonlyArray<{ id: string; ipv6Cidr?: string }>,
 ): string | undefined {
   if (!needsIpv6(spec)) return undefined;
   const families = `ipFamilies [${spec.ipFamilies!.join(', ')}]`;
   if (spec.ipv4Mode === 'Prefix') return `${families} needs ipv4Mode SecondaryIP`;
-  if (spec.usePrimaryENI) return `${families} needs usePrimaryENI false`;
+  // usePrimaryENI: the primary ENIs serve IPv6 pods where the nodes' vSwitches have IPv6 (each pool says where not).
   if (!vSwitches.some((v) => v.ipv6Cidr))
     return (
       `no vSwitch of the class has an IPv6 CIDR (${vSwitches.map((v) => v.id).join(', ')}): ` +

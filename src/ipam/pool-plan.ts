@@ -222,19 +222,28 @@ export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing 
 const primaryOf = (o: PoolObservation): EniFact | undefined =>
   o.primaryEni?.status === 'InUse' && o.primaryEni.instanceId === o.pool.spec.instanceID ? o.primaryEni : undefined;
 
+/**
+ * With IPv6, the primary ENI serves pods only where the node's own vSwitch has an IPv6 CIDR (ECS
+ * gives an ENI IPv6 addresses of its vSwitch alone).
+ */
+const primaryLacksIpv6 = (o: PoolObservation, primary: EniFact): boolean =>
+  needsIpv6(o.pool.spec) && !o.vSwitches.find((v) => v.id === primary.vSwitchId)?.ipv6Cidr;
+
 /** The primary ENI, if the pool gives pods its secondaries (usePrimaryENI): it takes new addresses. */
-const usablePrimary = (o: PoolObservation): EniFact | undefined =>
-  o.pool.spec.usePrimaryENI ? primaryOf(o) : undefined;
+const usablePrimary = (o: PoolObservation): EniFact | undefined => {
+  const primary = o.pool.spec.usePrimaryENI ? primaryOf(o) : undefined;
+  return primary && !primaryLacksIpv6(o, primary) ? primary : undefined;
+};
 
 /**
- * The primary ENI as part of the pool: usable, or being drained (the class stopped using it
- * while it still holds addresses the pool published): then it takes none, and its addresses go
- * back first, through the release handshake, as pods leave them.
+ * The primary ENI as part of the pool: usable, or being drained (the class stopped using it, or
+ * it cannot serve the class's IPv6, while it still holds addresses the pool published): then it
+ * takes none, and its addresses go back first, through the release handshake, as pods leave them.
  */
 const pooledPrimary = (o: PoolObservation): EniFact | undefined => {
   const primary = primaryOf(o);
   if (!primary) return undefined;
-  if (o.pool.spec.usePrimaryENI) return primary;
+  if (usablePrimary(o)) return primary;
   const published = o.pool.status?.enis?.some((e) => e.id === primary.id);
   return published && primary.secondaryIps.length ? primary : undefined;
 };
@@ -337,6 +346,14 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
       `ipFamilies [${spec.ipFamilies!.join(', ')}] cannot be served on it; use [IPv4], or another type`;
     events.push(warning('NoIPv6OnInstanceType', why));
     return notReady('NoIPv6OnInstanceType', why, 60_000);
+  }
+  const lacking = o.pool.spec.usePrimaryENI ? primaryOf(o) : undefined;
+  if (lacking && primaryLacksIpv6(o, lacking)) {
+    const why =
+      `usePrimaryENI: the node's vSwitch ${lacking.vSwitchId} has no IPv6 CIDR, so its primary ENI ${lacking.id} ` +
+      `cannot give pods IPv6 addresses (ipFamilies [${spec.ipFamilies!.join(', ')}]); secondary ENIs serve them. ` +
+      'Enable IPv6 on that vSwitch, or set usePrimaryENI false';
+    events.push(warning('PrimaryENIWithoutIPv6', why));
   }
   const mayAllocate = o.mode !== 'read-only';
   const blocked = (action: string) => heldBack(m.failures, action, now) !== undefined;
@@ -607,8 +624,9 @@ function planIpv6Step(
   const ofPrefix = (e: EniFact) => holdsIpv6Prefix(e, pool.spec);
   const inUseSingles = (e: EniFact) => (e.ipv6 ?? []).filter((ip) => ip in used).length;
   const plan = planCompanions({
+    // The primary ENI's IPv6 is planned only for dual-stack pods on it: left alone otherwise (the node's own may be there).
     enis: inUse
-      .filter((e) => !e.primary && !deleted.has(e.id))
+      .filter((e) => (!e.primary || dualStack(pool.spec)) && !deleted.has(e.id))
       .map((e) => ({
         id: e.id,
         attached: e.status === 'InUse',
@@ -674,7 +692,8 @@ function planIpv6PrefixStep(
   const { pool, now } = o;
   const spec = pool.spec;
   const deleted = new Set(changes.deleteEnis);
-  const enis = inUse.filter((e) => !e.primary && !deleted.has(e.id));
+  // The primary ENI too: a dual-stack pool's pods on it take their IPv6 from its /80 as on any ENI.
+  const enis = inUse.filter((e) => !deleted.has(e.id));
   const assignIpv6Prefixes: PoolPlan['assignIpv6Prefixes'] = [];
   const unassignIpv6Prefixes: PoolPlan['unassignIpv6Prefixes'] = [];
   const requests = new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => isIpv6PrefixKey(key)));

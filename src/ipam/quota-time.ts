@@ -96,12 +96,13 @@ export function fewestScaleUpCalls(
   const calls: Record<string, number> = {};
   let rest = want;
   let perEni = perCreate;
-  if (spec.usePrimaryENI && !ipv6Only(spec)) {
-    const onPrimary = Math.min(want, limits.ipv4PerEni - 1);
-    if (onPrimary > 0) calls.AssignPrivateIpAddresses = 1;
+  if (spec.usePrimaryENI) {
+    // An IPv6-only pool's primary ENI holds IPv6 pod addresses (none of them its own).
+    const onPrimary = Math.min(want, ipv6Only(spec) ? (limits.ipv6PerEni ?? 0) : limits.ipv4PerEni - 1);
+    if (onPrimary > 0) calls[ipv6Only(spec) ? 'AssignIpv6Addresses' : 'AssignPrivateIpAddresses'] = 1;
     rest = want - onPrimary;
     // Its room is counted exactly, and so are the secondary ENIs' after it.
-    perEni = spec.ipv4Mode === 'Prefix' ? perCreate : perCreate - 1;
+    perEni = spec.ipv4Mode === 'Prefix' || ipv6Only(spec) ? perCreate : perCreate - 1;
   }
   // No /28 is planned across maxAllocate: what is left below it in whole prefixes.
   if (spec.ipv4Mode === 'Prefix' && !ipv6Only(spec) && (spec.maxAllocate ?? 0) > 0)

@@ -448,4 +448,73 @@ describe('the datapath planner', () => {
       expect.objectContaining({ kind: 'primary-device', eniId: 'eni-p' }),
     ]);
   });
+
+  it('routes IPv6 pods of the primary ENI through a table of its own (base + 0), the node’s interface and main table untouched', () => {
+    const gatewayIPv6 = 'fe80::ecff:ffff:feff:ffff';
+    const primaryEni = {
+      id: 'eni-p',
+      mac: PRIMARY_MAC,
+      deviceIndex: 0,
+      gatewayIP: '192.168.0.253',
+      gatewayIPv6,
+      vSwitchCIDR: '192.168.0.0/24',
+    };
+    // A node without an IPv6 address of its own: main has no IPv6 default route.
+    const node: KernelView = {
+      links: [{ index: 2, name: 'eth0', mac: PRIMARY_MAC, mtu: 9000, up: true, addresses: ['192.168.0.5'] }],
+      routes: [
+        { table: MAIN_TABLE, type: 1, dst: 'default', gateway: '192.168.0.253', dev: 'eth0', scope: 0, protocol: 3 },
+      ],
+      rules: [],
+    };
+    const pod4 = '192.168.0.77';
+    const pod6 = '2408:4005:3c0:a200::77';
+    const desired = {
+      enis: [primaryEni],
+      addresses: [
+        { ip: pod4, eniId: 'eni-p' },
+        { ip: pod6, eniId: 'eni-p' },
+      ],
+      fresh: [pod4, pod6],
+    };
+    const plan = planDatapath(desired, node, CONFIG);
+    expect(plan.problems).toEqual([]);
+    expect(plan.links).toEqual([]);
+    expect(plan.addRoutes.map(strip)).toEqual([
+      expect.objectContaining({ family: 6, table: 3000, dst: 'default', gateway: gatewayIPv6, dev: 'eth0' }),
+    ]);
+    expect(plan.addRules.map((r) => [r.priority, r.src ?? r.dst, r.table])).toEqual([
+      [INGRESS_PRIORITY, `${pod4}/32`, MAIN_TABLE],
+      [EGRESS_PRIORITY, `${pod4}/32`, MAIN_TABLE],
+      [INGRESS_PRIORITY, `${pod6}/128`, MAIN_TABLE],
+      [EGRESS_PRIORITY, `${pod6}/128`, 3000],
+    ]);
+    // One step converges: applied, nothing more to do.
+    const after = apply(node, plan);
+    const again = planDatapath({ ...desired, fresh: [] }, after, CONFIG);
+    expect([again.links, again.addRoutes, again.delRoutes, again.addRules, again.delRules]).toEqual([
+      [],
+      [],
+      [],
+      [],
+      [],
+    ]);
+    // The pool stops using IPv6 (no gatewayIPv6): the table goes, IPv4 stays as it was.
+    const { gatewayIPv6: _gone, ...v4only } = primaryEni;
+    const dropped = planDatapath({ enis: [v4only], addresses: [{ ip: pod4, eniId: 'eni-p' }] }, after, CONFIG);
+    expect(dropped.delRoutes).toEqual([expect.objectContaining({ family: 6, table: 3000 })]);
+    // A route of someone else's in table base: the primary ENI is refused, naming the table.
+    const foreign: KernelView = {
+      ...node,
+      routes: [...node.routes, { table: 3000, type: 1, dst: '10.9.0.0/16', dev: 'eth0', scope: 253, protocol: 3 }],
+    };
+    const refused = planDatapath(desired, foreign, CONFIG);
+    expect(refused.problems.map((p) => [p.kind, p.ip])).toEqual([
+      ['foreign-routes', undefined],
+      ['foreign-routes', pod4],
+      ['foreign-routes', pod6],
+    ]);
+    expect(refused.problems[0]!.message).toMatch(/route table 3000 .* choose another --route-table-base/);
+    expect(refused.addRoutes).toEqual([]);
+  });
 });

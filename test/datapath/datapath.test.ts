@@ -221,6 +221,14 @@ beforeAll(async () => {
     ipFamilies: ['IPv6'],
     nodeSelector: { matchLabels: { datapath: 'six' } },
   });
+  // Node 10 (zone j) is dual-stack on its primary ENI (usePrimaryENI): vsw-j-nodes has an IPv6 CIDR.
+  await c.addClass('p6', {
+    ...common,
+    vSwitchIDs: ['vsw-j-pods'],
+    ipFamilies: ['IPv4', 'IPv6'],
+    usePrimaryENI: true,
+    nodeSelector: { matchLabels: { datapath: 'p6' } },
+  });
   await c.startOperator();
   // ecs.g7.large (2 secondary ENIs × 5 pod addresses), ecs.g7.xlarge, ecs.c7.2xlarge.
   const plan = [
@@ -233,6 +241,7 @@ beforeAll(async () => {
     { instance: 'i-demo-06', label: 'dp', routing: true },
     { instance: 'i-demo-09', label: 'six', routing: true },
     { instance: 'i-demo-12', label: 'six', routing: true },
+    { instance: 'i-demo-15', label: 'p6', routing: true },
   ];
   const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
   await allReady(c, names, 30_000);
@@ -534,6 +543,78 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     await droppedOnceUnassigned(a, eni.id, 'UnassignIpv6Addresses', { 'Ipv6Address.1': a.ip }, host.ipv6!);
     await stopPod(b);
     expect(await inNs(s2.netns, 'ip', '-6', 'rule', 'show')).not.toContain(b.ip);
+  }, 90_000);
+
+  it('usePrimaryENI with dual-stack: a pod gets an IPv4 and an IPv6 address of the primary ENI, leaves by eth0 in both families, and reaches pods of other nodes and the VPC host', async () => {
+    const node = nodes[9]!;
+    const primary = primaryEniOf(node.instance);
+    const pod = await startPod(node, 'primary-dual');
+    const host = vpc.vpcHost!;
+    const eni = c.ecs.world.enis.get(primary)!;
+    expect(eni.secondaryIps).toContain(pod.ip);
+    expect(eni.ipv6).toContain(pod.ipv6);
+    expect(pod.ipv6).toMatch(/^2408:4005:3c0:a000:/);
+    const published = (await c.pool(node.name)).status!.enis!.find((e) => e.id === primary)!;
+    expect(published).toMatchObject({ deviceIndex: 0, gatewayIPv6: 'fe80::ecff:ffff:feff:ffff' });
+    // IPv4 by main (the node's own default route); IPv6 by the primary ENI's own table, base + 0.
+    const rules6 = await inNs(node.netns, 'ip', '-6', 'rule', 'show');
+    expect(rules6).toContain(`${EGRESS}:\tfrom ${pod.ipv6} lookup ${TABLE_BASE} proto 236`);
+    expect(await inNs(node.netns, 'ip', '-4', 'rule', 'show')).toContain(
+      `${EGRESS}:\tfrom ${pod.ip} lookup main proto 236`,
+    );
+    expect(await inNs(node.netns, 'ip', '-6', 'route', 'show', 'table', String(TABLE_BASE))).toMatch(
+      /^default via fe80::ecff:ffff:feff:ffff dev eth0 proto 236/m,
+    );
+    const ping6 = (to: string) => inNs(pod.netns, 'ping', '-6', '-c', '1', '-W', '2', to);
+    await eventually(() => ping6(host.ipv6!).then(() => true), 10_000, 300);
+    const answer = await inNs(pod.netns, 'curl', '-s', '--max-time', '3', `http://[${host.ipv6}]/`);
+    expect(JSON.parse(answer)).toMatchObject({ client: pod.ipv6 });
+    await inNs(pod.netns, 'ping', '-c', '1', '-W', '2', host.ip);
+    // To a dual-stack pod of a secondary ENI on another node, in both families.
+    const other = await startPod(nodes[5]!, 'dual-peer');
+    await eventually(() => ping6(other.ipv6!).then(() => true), 10_000, 300);
+    await inNs(other.netns, 'ping', '-6', '-c', '1', '-W', '2', pod.ipv6!);
+    await inNs(pod.netns, 'ping', '-c', '1', '-W', '2', other.ip);
+    // The VPC sees its IPv6 packets on the primary ENI's port, from its MAC.
+    const seen = await captured(vpc.portOf(primary)!, `icmp6 and src host ${pod.ipv6}`, () =>
+      inNs(pod.netns, 'ping', '-6', '-c', '3', '-i', '0.2', '-W', '2', host.ipv6!),
+    );
+    expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
+    // Negative control: without the primary ENI's IPv6 table the pod's IPv6 goes nowhere (main has no IPv6 default).
+    const route = [
+      'default',
+      'via',
+      'fe80::ecff:ffff:feff:ffff',
+      'dev',
+      'eth0',
+      'table',
+      String(TABLE_BASE),
+      'proto',
+      '236',
+      'metric',
+      '1024',
+    ];
+    await inNs(node.netns, 'ip', '-6', 'route', 'del', ...route);
+    const cut = await sh('ip', [
+      'netns',
+      'exec',
+      pod.netns,
+      'ping',
+      '-6',
+      '-c',
+      '2',
+      '-i',
+      '0.2',
+      '-W',
+      '1',
+      host.ipv6!,
+    ]);
+    expect(cut.code).not.toBe(0);
+    await inNs(node.netns, 'ip', '-6', 'route', 'add', ...route);
+    await ping6(host.ipv6!);
+    // And once the primary ENI no longer holds the pod's IPv6 address, the VPC drops what it sends from it.
+    await droppedOnceUnassigned(pod, primary, 'UnassignIpv6Addresses', { 'Ipv6Address.1': pod.ipv6! }, host.ipv6!);
+    await stopPod(other);
   }, 90_000);
 
   it('sends each pod’s packets out of its own ENI: the VPC sees them on that ENI’s port, none on the primary’s', async () => {

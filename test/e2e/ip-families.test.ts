@@ -196,7 +196,51 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
     expect(cluster.mutatingCalls().UnassignPrivateIpAddresses).toBeUndefined();
   }, 60_000);
 
-  it('refuses a dual-stack class whose vSwitches have no IPv6 CIDR, and the API server IPv6 with prefixes or the primary ENI', async () => {
+  it('usePrimaryENI with IPv6: an IPv6-only node is served by AssignIpv6Addresses on its primary ENI alone (no create, no attach), a dual-stack one by both assigns', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('six', {
+      ...DUAL,
+      ipFamilies: ['IPv6'],
+      usePrimaryENI: true,
+      preAllocate: 4,
+      releaseDelaySeconds: 0,
+      nodeSelector: { matchLabels: { family: 'six' } },
+    });
+    await cluster.addClass('dual', {
+      ...DUAL,
+      usePrimaryENI: true,
+      preAllocate: 4,
+      nodeSelector: { matchLabels: { family: 'dual' } },
+    });
+    const six = await cluster.addNode('i-demo-03', { family: 'six' });
+    const dual = await cluster.addNode('i-demo-06', { family: 'dual' });
+    await cluster.startOperator();
+    const primaryOf = (instance: string) => cluster.ecs.world.instances.get(instance)!.primaryEniId;
+    const pool = await poolWhere(cluster, six, (p) => ready(p) && ipv6Of(p).length >= 4);
+    const dualPool = await poolWhere(cluster, dual, (p) => ready(p) && ipv6Of(p).length >= 4);
+    expect(cluster.mutatingCalls()).toEqual({ AssignIpv6Addresses: 2, AssignPrivateIpAddresses: 1 });
+    const primary = cluster.ecs.world.enis.get(primaryOf('i-demo-03'))!;
+    expect(primary.ipv6).toHaveLength(4);
+    expect(primary.ipv6[0]).toMatch(/^2408:4005:3c0:a000:/);
+    expect(pool.status!.enis!.map((e) => e.id)).toEqual([primary.id]);
+    expect(pool.status!.enis![0]).toMatchObject({
+      deviceIndex: 0,
+      ipv6s: primary.ipv6,
+      gatewayIPv6: 'fe80::ecff:ffff:feff:ffff',
+    });
+    const dualPrimary = cluster.ecs.world.enis.get(primaryOf('i-demo-06'))!;
+    expect(dualPrimary.secondaryIps).toHaveLength(4);
+    expect(dualPrimary.ipv6).toHaveLength(4);
+    expect(dualPool.status!.enis!.map((e) => e.id)).toEqual([dualPrimary.id]);
+
+    agent = await startAgentFor(cluster, six, { cooldownMs: 100, statusIntervalMs: 200 });
+    const lease = await agent.allocate({ containerId: 'c1', ifName: 'eth0', pod: 'default/p1' });
+    if (lease === 'pool-empty') throw new Error('pool empty');
+    expect(lease).toMatchObject({ eniId: primary.id, gateway: 'fe80::1' });
+    expect(primary.ipv6).toContain(lease.ip);
+  }, 60_000);
+
+  it('refuses a dual-stack class whose vSwitches have no IPv6 CIDR, and the API server IPv6 with /28 prefixes', async () => {
     const cluster = (c = await testCluster());
     await cluster.addClass('dual', {
       vSwitchIDs: ['vsw-h-pods'],
@@ -237,7 +281,6 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
       [{ ipFamilies: ['IPv6', 'IPv4'] }, families],
       [{ ipFamilies: ['IPv6'], ipv4Mode: 'Prefix' }, families],
       [{ ipFamilies: ['IPv4', 'IPv6'], ipv4Mode: 'Prefix' }, families],
-      [{ ipFamilies: ['IPv4', 'IPv6'], usePrimaryENI: true }, families],
       [{ ipFamilies: ['IPv6'], ipv6Mode: 'Prefix' }, prefixes],
       [{ ipv6Mode: 'Prefix' }, prefixes],
     ];

@@ -191,15 +191,28 @@ export const poolWhere = (
 
 /** Waits until every pool of the given nodes is Ready. */
 export async function allReady(c: TestCluster, nodes: string[], timeoutMs = 30_000): Promise<ENIPool[]> {
-  return eventually(
-    async () => {
-      const pools = await c.pools();
-      const mine = pools.filter((p) => nodes.includes(p.metadata.name));
-      return mine.length === nodes.length && mine.every(ready) ? mine : undefined;
-    },
-    timeoutMs,
-    100,
-  );
+  try {
+    return await eventually(
+      async () => {
+        const pools = await c.pools();
+        const mine = pools.filter((p) => nodes.includes(p.metadata.name));
+        return mine.length === nodes.length && mine.every(ready) ? mine : undefined;
+      },
+      timeoutMs,
+      100,
+    );
+  } catch (e) {
+    // Say which pools are not Ready, and what they say, rather than only that one is not.
+    const pools = await c.pools();
+    const why = nodes.flatMap((n) => {
+      const pool = pools.find((p) => p.metadata.name === n);
+      if (!pool) return [`${n}: no pool`];
+      if (ready(pool)) return [];
+      const cond = pool.status?.conditions?.find((x) => x.type === 'Ready');
+      return [`${n}: ${cond ? `${cond.reason}: ${cond.message}` : 'no Ready condition'}`];
+    });
+    throw new Error(`${(e as Error).message}; not Ready: ${why.join('; ')}`);
+  }
 }
 
 /** Writes a pool's status fields as its node agent does (a merge patch of the status subresource). */

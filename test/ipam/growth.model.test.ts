@@ -285,7 +285,9 @@ describe('batched growth in Prefix mode (the planner over time)', () => {
     );
   });
 
-  it('takes at most a quarter of the calls single IPs take for the same steady growth, slow or fast, and no pod waits after the first minute', () => {
+  // The benchmark holds prefix mode to a quarter of single IPs' floor at scale (growth-*-prefix);
+  // this small a growth is a few calls either way, so here: at most one call per /28 it adds.
+  it('takes at most one call per /28 of growth, fewer than single IPs take, slow or fast, and no pod waits after the first minute', () => {
     for (const [every, arrive, ticks] of [
       [2, 1, 60],
       [1, 2, 24],
@@ -295,7 +297,9 @@ describe('batched growth in Prefix mode (the planner over time)', () => {
       const prefix = simulate({ ...run, prefix: true });
       // The initial fill (a create and an attach either way) is not growth.
       const growth = (r: Run) => calls(r) - 2;
-      expect(growth({ ...run, prefix: true })).toBeLessThanOrEqual(0.25 * growth(run));
+      const added = sum(run.schedule.map((step) => step.arrive));
+      expect(growth({ ...run, prefix: true })).toBeLessThanOrEqual(Math.ceil(added / PREFIX_SIZE));
+      expect(growth({ ...run, prefix: true })).toBeLessThan(growth(run));
       expect(sum(prefix.filter((t) => t.at - prefix[0]!.at >= 60_000).map((t) => t.waited))).toBe(0);
     }
   });

@@ -399,3 +399,64 @@ describe('changing a pool’s families under running pods, and IPv6-only corners
     expect(plan.status.conditions.find((c) => c.type === 'Exhausted')).toMatchObject({ status: 'False' });
   });
 });
+
+describe('usePrimaryENI with IPv6: the primary ENI serves dual-stack and IPv6-only pods where the node’s vSwitch has IPv6', () => {
+  const NODE6 = { ...VSW6, id: 'vsw-node6', ipv6Cidr: '2408:4005:3c0:a200::/64' };
+  const NODE4 = { ...VSW4, id: 'vsw-node4' };
+  const primaryOn = (vSwitchId: string, ipv4: number, ipv6: number): EniFact => ({
+    ...eni('eni-primary', ipv4, ipv6, 40),
+    vSwitchId,
+    ours: false,
+    primary: true,
+  });
+  const withPrimary = (
+    families: Array<'IPv4' | 'IPv6'>,
+    primary: EniFact,
+    nodeVSwitch: typeof NODE6 | typeof NODE4,
+    used: string[] = [],
+    preAllocate = 4,
+  ): PoolObservation => {
+    const o = observe({ used, preAllocate, vSwitches: [VSW6, nodeVSwitch] });
+    return {
+      ...o,
+      primaryEni: primary,
+      pool: { ...o.pool, spec: { ...o.pool.spec, ipFamilies: families, usePrimaryENI: true } },
+    };
+  };
+
+  it('dual-stack: fills the primary ENI first with IPv4 addresses and their IPv6 companions, no create', () => {
+    const plan = planPool(withPrimary(['IPv4', 'IPv6'], primaryOn('vsw-node6', 0, 0), NODE6), { failures: [] });
+    expect(plan.create).toEqual([]);
+    expect(plan.assign).toMatchObject([{ eniId: 'eni-primary', count: 4 }]);
+    expect(plan.assignIpv6).toEqual([{ eniId: 'eni-primary', count: 4 }]);
+    expect(plan.events.map((e) => e.reason)).not.toContain('PrimaryENIWithoutIPv6');
+  });
+
+  it('dual-stack: tops up the primary ENI’s IPv6 to its IPv4 pod addresses', () => {
+    const plan = planPool(withPrimary(['IPv4', 'IPv6'], primaryOn('vsw-node6', 4, 1), NODE6, [v4(40)]), {
+      failures: [],
+    });
+    expect(plan.assignIpv6).toEqual([{ eniId: 'eni-primary', count: 4 }]);
+  });
+
+  it('IPv6-only: assigns IPv6 addresses on the primary ENI before any create, and leaves its IPv4 alone', () => {
+    // Its IPv4 secondaries (the node's, or another pool's) are no IPv6-only pool's to give back.
+    const plan = planPool(withPrimary(['IPv6'], primaryOn('vsw-node6', 2, 0), NODE6), { failures: [] });
+    expect(plan.create).toEqual([]);
+    expect(plan.assign).toEqual([]);
+    expect(plan.assignIpv6).toEqual([{ eniId: 'eni-primary', count: 4 }]);
+    expect(plan.unassign).toEqual([]);
+    expect(Object.keys(plan.status.releaseRequests)).toEqual([]);
+  });
+
+  it('a node vSwitch without IPv6: the primary ENI serves no pod, secondary ENIs do, and the pool says why', () => {
+    for (const families of [['IPv4', 'IPv6'], ['IPv6']] as const) {
+      const plan = planPool(withPrimary([...families], primaryOn('vsw-node4', 0, 0), NODE4), { failures: [] });
+      expect(plan.assign.filter((a) => a.eniId === 'eni-primary')).toEqual([]);
+      expect(plan.assignIpv6.filter((a) => a.eniId === 'eni-primary')).toEqual([]);
+      expect(plan.create.map((c) => c.vSwitchId)).toEqual(['vsw-6']);
+      const why = plan.events.find((e) => e.reason === 'PrimaryENIWithoutIPv6');
+      expect(why?.message).toMatch(/vsw-node4 has no IPv6 CIDR.*usePrimaryENI false/);
+    }
+  });
+});

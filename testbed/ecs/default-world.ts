@@ -102,6 +102,8 @@ export function defaultWorld(): Fixture {
         cidr: '192.168.2.0/24',
         name: 'nodes-j',
         tags: { role: 'nodes' },
+        // IPv6 on: the primary ENIs of zone j's nodes can give pods IPv6 (usePrimaryENI with IPv6).
+        ipv6Cidr: '2408:4005:3c0:a000::/64',
       },
       {
         id: 'vsw-j-pods',

@@ -30,9 +30,12 @@ export interface PlanScope {
   ips: readonly string[];
 }
 
-/** Whether a table number is in our range: base+1 .. base+MAX_DEVICE_INDEX. */
+/**
+ * Whether a table number is in our range: base+1 .. base+MAX_DEVICE_INDEX, one per secondary
+ * ENI, and base itself: the primary ENI's IPv6 table (its pods' IPv4 leave by the main table).
+ */
 export function isOurTable(table: number | undefined, config: DatapathConfig): boolean {
-  return table !== undefined && table > config.tableBase && table <= config.tableBase + MAX_DEVICE_INDEX;
+  return table !== undefined && table >= config.tableBase && table <= config.tableBase + MAX_DEVICE_INDEX;
 }
 
 /** Ours: in a table of our range and written with our protocol. */
@@ -139,10 +142,19 @@ interface EniCheck {
   problem?: Problem;
   /**
    * The instance's primary ENI (deviceIndex 0, usePrimaryENI): its device is the node's own
-   * interface, which eni-ipam never changes; its pods' packets leave by the main table.
+   * interface, which eni-ipam never changes; its pods' IPv4 packets leave by the main table.
    */
   primary?: boolean;
+  /**
+   * The table its pods' IPv6 packets leave by, where it differs from `table`: the primary ENI's
+   * own (table base), holding only the IPv6 default route through its device. The main table is
+   * the node's, and a node without an IPv6 address of its own has no IPv6 default route there.
+   */
+  table6?: number;
 }
+
+/** The table a pod address's packets leave by: its ENI's, or for IPv6 the one kept for that family. */
+const egressTable = (c: EniCheck, ip: string): number => (isIpv6(ip) && c.table6 !== undefined ? c.table6 : c.table!);
 
 function checkEnis(desired: Desired, kernel: KernelView, config: DatapathConfig): Map<string, EniCheck> {
   const primary = primaryDevices(kernel);
@@ -158,6 +170,7 @@ function checkEnis(desired: Desired, kernel: KernelView, config: DatapathConfig)
     if (index === 0) {
       check.primary = true;
       check.table = MAIN_TABLE;
+      if (eni.gatewayIPv6) check.table6 = config.tableBase;
     } else if (index === undefined || !Number.isInteger(index) || index < 1 || index > MAX_DEVICE_INDEX) {
       fail(
         'no-device-index',
@@ -208,12 +221,13 @@ function checkEnis(desired: Desired, kernel: KernelView, config: DatapathConfig)
     }
     if (!eni.gatewayIP || !ipaddr.IPv4.isValidFourPartDecimal(eni.gatewayIP))
       fail('no-gateway', `the pool publishes no IPv4 gateway for ENI ${eni.id} (${eni.gatewayIP || 'none'})`);
-    if (check.table !== undefined && !check.primary) {
-      const foreign = kernel.routes.filter((r) => r.table === check.table && r.protocol !== RT_PROTOCOL);
+    const ownTable = check.primary ? check.table6 : check.table;
+    if (ownTable !== undefined) {
+      const foreign = kernel.routes.filter((r) => r.table === ownTable && r.protocol !== RT_PROTOCOL);
       if (foreign.length)
         fail(
           'foreign-routes',
-          `route table ${check.table} (ENI ${eni.id}, deviceIndex ${index}) holds routes eni-ipam did not add ` +
+          `route table ${ownTable} (ENI ${eni.id}, deviceIndex ${index}) holds routes eni-ipam did not add ` +
             `(${foreign.slice(0, 2).map(describeRoute).join('; ')}); eni-ipam leaves it alone: ` +
             'choose another --route-table-base',
         );
@@ -246,6 +260,15 @@ export function planDatapath(
   const addRoutes: RouteAdd[] = [];
   const delRoutes: KernelRoute[] = [];
   const deviceAddresses = new Set<string>();
+  // A table of ours holds exactly `routes`: what is missing is added, what else is ours there goes.
+  const syncTable = (routes: KernelRoute[], table: number, eniId: string) => {
+    const want = new Map(routes.map((r) => [routeKey(r), r]));
+    for (const r of kernel.routes.filter((x) => x.table === table && isOurRoute(x, config))) {
+      if (want.has(routeKey(r))) want.delete(routeKey(r));
+      else delRoutes.push(r);
+    }
+    for (const r of want.values()) addRoutes.push({ ...r, eniId });
+  };
 
   for (const c of checks.values()) {
     if (c.device) for (const a of c.device.addresses) deviceAddresses.add(a);
@@ -256,8 +279,14 @@ export function planDatapath(
     const dev = c.device!;
     const table = c.table!;
     ready[c.eni.id] = { dev: dev.name, table };
-    // The node's own interface and main table are the node's: nothing to set up.
-    if (!inScopeEni(c.eni.id) || c.primary) continue;
+    if (!inScopeEni(c.eni.id)) continue;
+    // The node's own interface and main table are the node's: only the primary ENI's IPv6 table is ours.
+    if (c.primary) {
+      if (c.table6 === undefined) continue;
+      const routes6 = eniRoutes(c.eni.gatewayIP, dev.name, c.table6, c.eni.gatewayIPv6).filter((r) => r.family === 6);
+      syncTable(routes6, c.table6, c.eni.id);
+      continue;
+    }
     if (dev.mtu !== config.mtu || !dev.up)
       links.push({
         eniId: c.eni.id,
@@ -265,17 +294,12 @@ export function planDatapath(
         ...(dev.mtu !== config.mtu ? { mtu: config.mtu } : {}),
         ...(!dev.up ? { up: true } : {}),
       });
-    const want = new Map(eniRoutes(c.eni.gatewayIP, dev.name, table, c.eni.gatewayIPv6).map((r) => [routeKey(r), r]));
-    for (const r of kernel.routes.filter((x) => x.table === table && isOurRoute(x, config))) {
-      if (want.has(routeKey(r))) want.delete(routeKey(r));
-      else delRoutes.push(r);
-    }
-    for (const r of want.values()) addRoutes.push({ ...r, eniId: c.eni.id });
+    syncTable(eniRoutes(c.eni.gatewayIP, dev.name, table, c.eni.gatewayIPv6), table, c.eni.id);
   }
 
   // Tables of our range that no InUse ENI of the pool numbers: a detached ENI's.
   if (!scope) {
-    const claimed = new Set([...checks.values()].flatMap((c) => (c.table === undefined ? [] : [c.table])));
+    const claimed = new Set([...checks.values()].flatMap((c) => [c.table, c.table6].filter((t) => t !== undefined)));
     for (const r of kernel.routes) if (isOurRoute(r, config) && !claimed.has(r.table)) delRoutes.push(r);
   }
 
@@ -305,14 +329,14 @@ export function planDatapath(
             'did it): the node uses it, so no pod can; the agent leaves it to the node',
         });
       } else {
-        wanted.set(a.ip, { rules: podRules(a.ip, c.table!), eniId: a.eniId });
+        wanted.set(a.ip, { rules: podRules(a.ip, egressTable(c, a.ip)), eniId: a.eniId });
         continue;
       }
       keep.add(a.ip);
       continue;
     }
     // A pod's address whose ENI is not ready (its device gone for now, a foreign table) keeps what it has.
-    if (c && !c.problem) wanted.set(a.ip, { rules: podRules(a.ip, c.table!), eniId: a.eniId });
+    if (c && !c.problem) wanted.set(a.ip, { rules: podRules(a.ip, egressTable(c, a.ip)), eniId: a.eniId });
     else keep.add(a.ip);
   }
   const addRules: RuleAdd[] = [];
