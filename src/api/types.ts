@@ -118,16 +118,21 @@ const IPV6_MODE_RULE = {
     'ipv6Mode Prefix needs ipFamilies [IPv4, IPv6] (IPv6 /80 prefixes in an IPv6-only pool are not supported yet)',
 };
 
-/** The families eni-ipam serves: [IPv4], [IPv4, IPv6] or [IPv6] (IPv6 with /28 prefixes is refused with this rule's message). */
+/**
+ * The families eni-ipam serves: [IPv4], [IPv4, IPv6] or [IPv6]. With IPv6, /28 prefixes serve
+ * only dual-stack pools whose IPv6 comes from a /80 per ENI (refused with this rule's message
+ * otherwise).
+ */
 const FAMILY_RULE = {
   rule:
     "!has(self.ipFamilies) || (size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv4') || " +
-    "(((size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv6') || " +
-    "(size(self.ipFamilies) == 2 && self.ipFamilies[0] == 'IPv4' && self.ipFamilies[1] == 'IPv6')) && " +
-    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP'))",
+    "(size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv6' && " +
+    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP')) || " +
+    "(size(self.ipFamilies) == 2 && self.ipFamilies[0] == 'IPv4' && self.ipFamilies[1] == 'IPv6' && " +
+    "(!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP' || (has(self.ipv6Mode) && self.ipv6Mode == 'Prefix')))",
   message:
-    'ipFamilies must be [IPv4], [IPv4, IPv6] or [IPv6]; with IPv6, ipv4Mode must be SecondaryIP ' +
-    '(IPv6 with /28 prefixes is not supported yet)',
+    'ipFamilies must be [IPv4], [IPv4, IPv6] or [IPv6]; ipv4Mode Prefix with IPv6 needs ipFamilies [IPv4, IPv6] ' +
+    'and ipv6Mode Prefix (a /28 serves 16 pods per slot: single IPv6 addresses cannot pair them)',
 };
 
 /** The policy fields a class sets and its nodes' pools carry, resolved (every one of them). */

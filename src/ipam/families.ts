@@ -68,12 +68,13 @@ export function familyLimits(limits: InstanceLimits, spec: Families): InstanceLi
 
 /** Why a class with IPv6 (dual-stack or IPv6-only) cannot be served by the vSwitches it selects, or undefined. */
 export function familyProblem(
-  spec: Pick<ENIPool['spec'], 'ipFamilies' | 'ipv4Mode'>,
+  spec: Pick<ENIPool['spec'], 'ipFamilies' | 'ipv4Mode' | 'ipv6Mode'>,
   vSwitches: ReadonlyArray<{ id: string; ipv6Cidr?: string }>,
 ): string | undefined {
   if (!needsIpv6(spec)) return undefined;
   const families = `ipFamilies [${spec.ipFamilies!.join(', ')}]`;
-  if (spec.ipv4Mode === 'Prefix') return `${families} needs ipv4Mode SecondaryIP`;
+  if (spec.ipv4Mode === 'Prefix' && !(dualStack(spec) && ipv6PrefixMode(spec)))
+    return `${families} with ipv4Mode Prefix needs ipFamilies [IPv4, IPv6] and ipv6Mode Prefix`;
   // usePrimaryENI: the primary ENIs serve IPv6 pods where the nodes' vSwitches have IPv6 (each pool says where not).
   if (!vSwitches.some((v) => v.ipv6Cidr))
     return (

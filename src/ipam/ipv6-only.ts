@@ -26,7 +26,7 @@ const SWAPPED: Record<string, string> = {
   UnassignPrivateIpAddresses: 'UnassignIpv6Addresses',
 };
 
-// IPv4 /28 prefixes left on an IPv6-only pool's ENIs are not planned (ipv4Mode Prefix with IPv6 is refused).
+// IPv4 /28 prefixes left on an IPv6-only pool's ENIs are not planned (ipv4Mode Prefix with [IPv6] is refused).
 const swapped = (e: EniFact): EniFact => ({ ...e, secondaryIps: e.ipv6 ?? [], ipv4Prefixes: [], ipv6: e.secondaryIps });
 
 /**

@@ -12,6 +12,10 @@ import {
 } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubectlFor } from '../helpers/kube.js';
+import { inIpv6Prefix } from '../../src/ipam/ipv6-prefix.js';
+import { prefixAddresses } from '../../src/ipam/prefix.js';
+
+const inPrefix = (ip: string, prefix: string) => prefixAddresses(prefix).includes(ip);
 
 let c: TestCluster | undefined;
 let agent: Agent | undefined;
@@ -238,6 +242,46 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
     if (lease === 'pool-empty') throw new Error('pool empty');
     expect(lease).toMatchObject({ eniId: primary.id, gateway: 'fe80::1' });
     expect(primary.ipv6).toContain(lease.ip);
+  }, 60_000);
+
+  it('dual-stack with both prefixes: an ENI is created with /28s and one /80, pods take one of each from it, and growth costs no IPv6 call', async () => {
+    const cluster = (c = await testCluster());
+    await cluster.addClass('dense', {
+      ...DUAL,
+      ipv4Mode: 'Prefix',
+      ipv6Mode: 'Prefix',
+      preAllocate: 20,
+      releaseDelaySeconds: 0,
+    });
+    const node = await cluster.addNode('i-demo-03');
+    await cluster.startOperator();
+    const pool = await poolWhere(cluster, node, (p) => ready(p) && (p.status?.summary?.available ?? 0) >= 20);
+    expect(cluster.mutatingCalls()).toEqual({ CreateNetworkInterface: 1, AttachNetworkInterface: 1 });
+    const [eni] = pool.status!.enis!;
+    const cloud = cluster.ecs.world.enis.get(eni!.id)!;
+    expect(cloud.ipv4Prefixes).toHaveLength(2);
+    expect(cloud.ipv6Prefixes).toHaveLength(1);
+    expect(cloud.ipv6).toEqual([]);
+    expect(pool.status!.summary).toMatchObject({ available: 32, availableIPv6: 32, ipv6Prefixes: 1 });
+
+    agent = await startAgentFor(cluster, node, { cooldownMs: 100, statusIntervalMs: 200 });
+    const leases = [];
+    for (let i = 0; i < 20; i++) {
+      const l = await agent.allocate({ containerId: `c${i}`, ifName: 'eth0', pod: `default/p${i}` });
+      if (l === 'pool-empty') throw new Error(`pool empty at pod ${i}`);
+      leases.push(l);
+    }
+    for (const l of leases) {
+      expect(l.eniId).toBe(eni!.id);
+      expect(cloud.ipv4Prefixes.some((p) => inPrefix(l.ip, p))).toBe(true);
+      expect(inIpv6Prefix(l.ipv6!.ip, cloud.ipv6Prefixes[0]!)).toBe(true);
+    }
+    expect(new Set(leases.map((l) => l.ipv6!.ip)).size).toBe(20);
+    // 20 in use + preAllocate 20: a third /28 by one assign, and still no IPv6 call.
+    await poolWhere(cluster, node, (p) => (p.status?.summary?.available ?? 0) >= 48 && ready(p));
+    const calls = cluster.mutatingCalls();
+    expect(calls.AssignPrivateIpAddresses).toBe(1);
+    expect(calls.AssignIpv6Addresses).toBeUndefined();
   }, 60_000);
 
   it('refuses a dual-stack class whose vSwitches have no IPv6 CIDR, and the API server IPv6 with /28 prefixes', async () => {

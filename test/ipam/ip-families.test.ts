@@ -460,3 +460,41 @@ describe('usePrimaryENI with IPv6: the primary ENI serves dual-stack and IPv6-on
     }
   });
 });
+
+describe('dual-stack with both prefixes (ipv4Mode Prefix, ipv6Mode Prefix): /28s for IPv4, one /80 per ENI for IPv6', () => {
+  const both = (o: PoolObservation): PoolObservation => ({
+    ...o,
+    pool: { ...o.pool, spec: { ...o.pool.spec, ipv4Mode: 'Prefix', ipv6Mode: 'Prefix' } },
+  });
+  const PREFIX80 = '2408:4005:3c0:a100:0:1::/80';
+  const prefixEni = (prefixes: string[]): EniFact => ({
+    ...eni('eni-a', 0, 0),
+    ipv4Prefixes: prefixes,
+    ipv6Prefixes: [PREFIX80],
+  });
+
+  it('creates an ENI with /28s and one /80, no single IPv6 address: not capped by the type’s 6 IPv6 entries', () => {
+    const plan = planPool(both(observe({ preAllocate: 20 })), { failures: [] });
+    expect(plan.create).toHaveLength(1);
+    expect(plan.create[0]).toMatchObject({ vSwitchId: 'vsw-6', prefix: true, ips: 32, ipv6Prefixes: 1 });
+    expect(plan.create[0]!.ipv6).toBeUndefined();
+    expect([plan.assignIpv6, plan.assignIpv6Prefixes]).toEqual([[], []]);
+  });
+
+  it('grows by /28s alone: no IPv6 call, every pod’s IPv6 comes from the ENI’s /80', () => {
+    const pods = Array.from({ length: 16 }, (_, k) => `192.168.1.${k}`);
+    const plan = planPool(both(observe({ enis: [prefixEni(['192.168.1.0/28'])], used: pods, preAllocate: 4 })), {
+      failures: [],
+    });
+    expect(plan.assign).toMatchObject([{ eniId: 'eni-a', count: 16, prefix: true }]);
+    expect([plan.create, plan.assignIpv6, plan.assignIpv6Prefixes, plan.unassignIpv6Prefixes]).toEqual([
+      [],
+      [],
+      [],
+      [],
+    ]);
+    expect(Object.keys(plan.status.releaseRequests)).toEqual([]);
+    // The status as it will be once the /28 is assigned: each IPv4 pod address has an IPv6 one in the /80.
+    expect(plan.status.summary).toMatchObject({ available: 32, used: 16, availableIPv6: 32 });
+  });
+});
