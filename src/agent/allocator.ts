@@ -1,7 +1,13 @@
 import ipaddr from 'ipaddr.js';
 import type { ENIPool, PoolENI, ReleaseAck } from '../api/types.js';
 import { dualStack, ipv6Only, isIpv6 } from '../ipam/families.js';
-import { firstFreeInIpv6Prefix, inIpv6Prefix, isIpv6Prefix80, isIpv6PrefixKey } from '../ipam/ipv6-prefix.js';
+import {
+  firstFreeInIpv6Prefix,
+  inIpv6Prefix,
+  ipv6PrefixMode,
+  isIpv6Prefix80,
+  isIpv6PrefixKey,
+} from '../ipam/ipv6-prefix.js';
 import { addressesOfKey, isPrefixKey, keyCovers, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
@@ -156,9 +162,10 @@ export function freeAddresses(
       !((state.cooling[ip] ?? 0) > now) &&
       !exclude?.has(ip),
   );
-  // A /80 offers its first address that no one holds (dual-stack, ipv6Mode Prefix): one per
-  // prefix is enough, as each allocation looks again.
-  if (family === 6 && pool && dualStack(pool.spec)) {
+  // A /80 offers its first address that no one holds (ipv6Mode Prefix, dual-stack or IPv6-only;
+  // a /80 left on an IPv6-only pool of single addresses is being given back): one per prefix is
+  // enough, as each allocation looks again.
+  if (family === 6 && pool && (dualStack(pool.spec) || (ipv6Only(pool.spec) && ipv6PrefixMode(pool.spec)))) {
     const holds = new Set([...inUse, ...Object.keys(state.cooling), ...(exclude ?? [])]);
     for (const { prefix } of poolIpv6Prefixes(pool))
       if (!requested.has(prefix)) free.push(firstFreeInIpv6Prefix(prefix, (ip) => holds.has(ip)));

@@ -100,7 +100,7 @@ const placementAndSizing = {
   ipv6Mode: s.enum(['SecondaryIP', 'Prefix'] as const, {
     default: 'SecondaryIP',
     description:
-      'Dual-stack: an ENI’s IPv6 addresses one by one (one per IPv4 pod address, assigned beside it), or one /80 prefix per ENI, given at its creation, from which every pod of the ENI takes its IPv6 address (no IPv6 call as the pool grows). An ENI keeps the mode it was given: a change affects new ENIs only.',
+      'An ENI\u2019s IPv6 addresses one by one, or from one /80 prefix: dual-stack, one /80 per ENI, given at its creation, from which every pod of the ENI takes its IPv6 address; IPv6-only, one /80 for the node (on the primary ENI with usePrimaryENI, else on one ENI made for it), from which every pod takes its address. No IPv6 call as the pool grows. An ENI keeps the mode it was given: a change affects new ENIs only.',
   }),
   usePrimaryENI: s.bool({
     default: false,
@@ -109,13 +109,12 @@ const placementAndSizing = {
   }),
 };
 
-/** IPv6 /80 prefixes serve dual-stack pools only (refused with this rule's message otherwise). */
+/** IPv6 /80 prefixes serve pools with IPv6 (refused with this rule's message otherwise). */
 const IPV6_MODE_RULE = {
   rule:
     "!has(self.ipv6Mode) || self.ipv6Mode == 'SecondaryIP' || " +
-    "(has(self.ipFamilies) && size(self.ipFamilies) == 2 && self.ipFamilies[1] == 'IPv6')",
-  message:
-    'ipv6Mode Prefix needs ipFamilies [IPv4, IPv6] (IPv6 /80 prefixes in an IPv6-only pool are not supported yet)',
+    "(has(self.ipFamilies) && self.ipFamilies.exists(f, f == 'IPv6'))",
+  message: 'ipv6Mode Prefix needs ipFamilies [IPv4, IPv6] or [IPv6]',
 };
 
 /**

@@ -180,7 +180,8 @@ const podFamilyLimits = ({ limits, spec }: WhatIfInput): InstanceLimits =>
 
 /** With usePrimaryENI, the primary ENI takes addresses only from the node's vSwitch, which must be known. */
 const primaryUsable = (input: WhatIfInput): boolean =>
-  input.spec.usePrimaryENI === true && input.vSwitches.some((v) => v.id === input.nodeVSwitchId);
+  input.spec.usePrimaryENI === true &&
+  input.vSwitches.some((v) => v.id === input.nodeVSwitchId && (!needsIpv6(input.spec) || v.ipv6Cidr));
 
 /** Plans node `k` until the planner changes nothing more, carrying each plan out on the simulated cloud. */
 function planNode(input: WhatIfInput, k: number, free: Map<string, number>, addresses: AddressSource): NodeOutcome {
@@ -434,10 +435,16 @@ function warningsOf(
         `${sizing.preAllocate} = ${wanted}${pods}`,
     );
   }
-  if (spec.usePrimaryENI && !primaryUsable(input))
+  const nodeVSwitch = input.vSwitches.find((v) => v.id === input.nodeVSwitchId);
+  if (spec.usePrimaryENI && !nodeVSwitch)
     warnings.push(
       `${of} uses the primary ENI, but the nodes' own vSwitch is not given: its room is not counted, ` +
         'so more ENIs are predicted than the operator creates',
+    );
+  else if (spec.usePrimaryENI && !primaryUsable(input))
+    warnings.push(
+      `${of} uses the primary ENI, but the nodes' vSwitch ${nodeVSwitch!.id} has no IPv6 CIDR: ` +
+        'the primary ENIs serve no pod of the class, secondary ENIs do',
     );
 
   // Anything else that leaves pools not Ready (no vSwitch in the zone, no IPv6 on the type, ...),

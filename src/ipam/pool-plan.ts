@@ -24,6 +24,7 @@ import {
   planCompanions,
 } from './families.js';
 import { ipv6OnlyMemory, ipv6OnlyPlan, ipv6OnlyView } from './ipv6-only.js';
+import { planIpv6OnlyPrefix } from './ipv6-only-prefix.js';
 import {
   IPV6_PREFIXES_PER_ENI,
   UNASSIGN_IPV6_PREFIX_BATCH,
@@ -82,6 +83,8 @@ export interface PoolObservation {
   inFlight: { enis: number; ips: number };
   /** Pods scheduled to the node that still wait for an IP. */
   pendingPods: number;
+  /** Pods the node runs at most (its Node's allocatable pods), where known: the room a /80 gives an IPv6-only pool. */
+  podCapacity?: number;
   /** `fragmented`: refused a /28 lately though it had free addresses. */
   vSwitches: Array<VSwitchInfo & { blocked: boolean; fragmented?: boolean; ipv6Cidr?: string }>;
   /** Only needed (and only read) when the pool selects security groups by tag; undefined when that read failed. */
@@ -293,8 +296,11 @@ const noChanges = (): Changes => ({
  * what the node keeps after it.
  */
 export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
+  const spec = o.pool.spec;
+  // An IPv6-only pool of /80s needs one of them, and plans what else its ENIs hold as single addresses.
+  if (ipv6Only(spec) && ipv6PrefixMode(spec)) return planIpv6OnlyPrefix(o, m, planPool, usablePrimary(o));
   // An IPv6-only pool is planned in IPv6 pod addresses by the same steps (ipv6-only.ts).
-  return ipv6Only(o.pool.spec) ? ipv6OnlyPlan(planInFamily(ipv6OnlyView(o), ipv6OnlyMemory(m))) : planInFamily(o, m);
+  return ipv6Only(spec) ? ipv6OnlyPlan(planInFamily(ipv6OnlyView(o), ipv6OnlyMemory(m))) : planInFamily(o, m);
 }
 
 /** planPool in the pool's pod family: its ENIs' pod addresses are `secondaryIps` and `ipv4Prefixes`. */
@@ -312,7 +318,10 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
     shortfall: m.shortfall,
     demand: observeDemand(m.demand, inUseNow, now, horizonMs),
   };
-  const sizing = limits ? sizingOf(spec, limits) : undefined;
+  // A primary ENI that cannot serve the class's IPv6 holds no room of the pool's.
+  const lacking = spec.usePrimaryENI ? primaryOf(o) : undefined;
+  const primaryServes = !(lacking && primaryLacksIpv6(o, lacking));
+  const sizing = limits ? sizingOf(primaryServes ? spec : { ...spec, usePrimaryENI: false }, limits) : undefined;
   const cooling = coolingIps(pool.status, now);
   const coolingInFamily = cooling.filter((c) => inPodFamily(spec)(c.ip)).length;
   const finish = (plan: Omit<PoolPlan, 'status' | 'events' | 'memory'>, s: StatusInput): PoolPlan => {
@@ -347,8 +356,7 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
     events.push(warning('NoIPv6OnInstanceType', why));
     return notReady('NoIPv6OnInstanceType', why, 60_000);
   }
-  const lacking = o.pool.spec.usePrimaryENI ? primaryOf(o) : undefined;
-  if (lacking && primaryLacksIpv6(o, lacking)) {
+  if (lacking && !primaryServes) {
     const why =
       `usePrimaryENI: the node's vSwitch ${lacking.vSwitchId} has no IPv6 CIDR, so its primary ENI ${lacking.id} ` +
       `cannot give pods IPv6 addresses (ipFamilies [${spec.ipFamilies!.join(', ')}]); secondary ENIs serve them. ` +

@@ -49,7 +49,14 @@ export function quotaTime(
 
 type BoundSpec = Pick<
   ENIPool['spec'],
-  'preAllocate' | 'minAllocate' | 'maxAboveWatermark' | 'maxAllocate' | 'ipv4Mode' | 'usePrimaryENI' | 'ipFamilies'
+  | 'preAllocate'
+  | 'minAllocate'
+  | 'maxAboveWatermark'
+  | 'maxAllocate'
+  | 'ipv4Mode'
+  | 'ipv6Mode'
+  | 'usePrimaryENI'
+  | 'ipFamilies'
 >;
 
 /**
@@ -86,6 +93,9 @@ export function fewestScaleUpCalls(
   want: number,
   createMaxIps = CREATE_MAX_IPS,
 ): Record<string, number> {
+  // An IPv6-only pool of /80s needs one /80: an assign on the primary ENI, or one ENI made for it.
+  if (ipv6Only(spec) && spec.ipv6Mode === 'Prefix' && want > 0)
+    return spec.usePrimaryENI ? { AssignIpv6Addresses: 1 } : { CreateNetworkInterface: 1, AttachNetworkInterface: 1 };
   // What one create carries, its own primary included (as scaleUpWant counts an ENI's room).
   const perCreate = ipv6Only(spec)
     ? (limits.ipv6PerEni ?? 0)

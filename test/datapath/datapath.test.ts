@@ -214,12 +214,21 @@ beforeAll(async () => {
     ipv6Mode: 'Prefix',
     nodeSelector: { matchLabels: { datapath: 'dp' } },
   });
-  // Nodes 8 and 9 (zone j) are IPv6-only: their pods have an IPv6 address and no IPv4 one.
+  // Nodes 8 and 9 (zone j) are IPv6-only: their pods have an IPv6 address and no IPv4 one. Node 8's
+  // are single addresses of its ENIs.
   await c.addClass('six', {
     ...common,
     vSwitchIDs: ['vsw-j-pods'],
     ipFamilies: ['IPv6'],
     nodeSelector: { matchLabels: { datapath: 'six' } },
+  });
+  // Node 9's pods take theirs from one /80 (ipv6Mode Prefix).
+  await c.addClass('six80', {
+    ...common,
+    vSwitchIDs: ['vsw-j-pods'],
+    ipFamilies: ['IPv6'],
+    ipv6Mode: 'Prefix',
+    nodeSelector: { matchLabels: { datapath: 'six80' } },
   });
   // Node 10 (zone j) is dual-stack on its primary ENI (usePrimaryENI): vsw-j-nodes has an IPv6 CIDR.
   await c.addClass('p6', {
@@ -240,7 +249,7 @@ beforeAll(async () => {
     { instance: 'i-demo-03', label: 'd', routing: true },
     { instance: 'i-demo-06', label: 'dp', routing: true },
     { instance: 'i-demo-09', label: 'six', routing: true },
-    { instance: 'i-demo-12', label: 'six', routing: true },
+    { instance: 'i-demo-12', label: 'six80', routing: true },
     { instance: 'i-demo-15', label: 'p6', routing: true },
   ];
   const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
@@ -506,11 +515,14 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     }, 10_000);
   }, 90_000);
 
-  it('IPv6-only: pods get one IPv6 address of their node’s ENI and no IPv4 one, and reach each other across nodes and the VPC host through that ENI', async () => {
+  it('IPv6-only: pods get one IPv6 address of their node’s ENI (a single one, or one of its /80) and no IPv4 one, and reach each other across nodes and the VPC host through that ENI', async () => {
     const [s1, s2] = [nodes[7]!, nodes[8]!];
     const [a, b] = [await startPod(s1, 'six-1'), await startPod(s2, 'six-2')];
     const host = vpc.vpcHost!;
-    const eniOf6 = (addr: string) => [...c.ecs.world.enis.values()].find((e) => e.ipv6.includes(addr))!;
+    const eniOf6 = (addr: string) =>
+      [...c.ecs.world.enis.values()].find(
+        (e) => e.ipv6.includes(addr) || e.ipv6Prefixes.some((p) => inIpv6Prefix(addr, p)),
+      )!;
     for (const p of [a, b]) {
       // The one address of the result is IPv6, of an ENI of the pod's own node that holds no IPv4 for pods.
       expect(p.ip).toMatch(/^2408:4005:3c0:a100:/);
@@ -521,6 +533,11 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
       await eventually(async () => Boolean((await c.pool(p.node.name)).status?.used?.[p.ip]), 10_000, 50);
       expect(await inNs(p.netns, 'ip', '-4', 'addr', 'show', 'dev', 'eth0')).not.toContain('inet ');
     }
+    // Node 8's pod holds a single address of its ENI, node 9's one of its ENI's /80 (which holds no single one).
+    expect(eniOf6(a.ip).ipv6).toContain(a.ip);
+    const prefixB = eniOf6(b.ip).ipv6Prefixes.find((p) => inIpv6Prefix(b.ip, p));
+    expect(prefixB).toBeDefined();
+    expect(eniOf6(b.ip).ipv6).toEqual([]);
     const table = TABLE_BASE + (await c.pool(s1.name)).status!.enis!.find((e) => e.ipv6s?.includes(a.ip))!.deviceIndex!;
     expect(await inNs(s1.netns, 'ip', '-6', 'rule', 'show')).toContain(
       `${EGRESS}:\tfrom ${a.ip} lookup ${table} proto 236`,
@@ -541,6 +558,9 @@ describeDatapath('pods on secondary ENIs, on the strict VPC, through the shipped
     expect(seen).toMatch(new RegExp(`^\\S+ ${eni.mac} > `, 'm'));
     // Negative control: an address the ENI no longer holds is neither delivered nor let out.
     await droppedOnceUnassigned(a, eni.id, 'UnassignIpv6Addresses', { 'Ipv6Address.1': a.ip }, host.ipv6!);
+    // The same for node 9's /80: delivered whole to its ENI while it holds it, dropped once it does not.
+    await ping6(b, host.ipv6!);
+    await droppedOnceUnassigned(b, eniOf6(b.ip).id, 'UnassignIpv6Addresses', { 'Ipv6Prefix.1': prefixB! }, host.ipv6!);
     await stopPod(b);
     expect(await inNs(s2.netns, 'ip', '-6', 'rule', 'show')).not.toContain(b.ip);
   }, 90_000);

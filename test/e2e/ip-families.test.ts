@@ -284,6 +284,55 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
     expect(calls.AssignIpv6Addresses).toBeUndefined();
   }, 60_000);
 
+  it('IPv6-only with a /80: one ENI made for it, or one assign on the primary ENI, then no call as pods come', async () => {
+    const cluster = (c = await testCluster());
+    const six80 = { ...DUAL, ipFamilies: ['IPv6'] as Array<'IPv4' | 'IPv6'>, ipv6Mode: 'Prefix' as const };
+    await cluster.addClass('six80', { ...six80, nodeSelector: { matchLabels: { family: 'six80' } } });
+    await cluster.addClass('six80p', {
+      ...six80,
+      usePrimaryENI: true,
+      nodeSelector: { matchLabels: { family: 'six80p' } },
+    });
+    const node = await cluster.addNode('i-demo-03', { family: 'six80' });
+    const onPrimary = await cluster.addNode('i-demo-06', { family: 'six80p' });
+    await cluster.startOperator();
+    const pool = await poolWhere(cluster, node, (p) => ready(p) && (p.status?.summary?.ipv6Prefixes ?? 0) === 1);
+    const primaryPool = await poolWhere(
+      cluster,
+      onPrimary,
+      (p) => ready(p) && (p.status?.summary?.ipv6Prefixes ?? 0) === 1,
+    );
+    expect(cluster.mutatingCalls()).toEqual({
+      CreateNetworkInterface: 1,
+      AttachNetworkInterface: 1,
+      AssignIpv6Addresses: 1,
+    });
+    const [eni] = pool.status!.enis!;
+    const cloud = cluster.ecs.world.enis.get(eni!.id)!;
+    expect([cloud.secondaryIps, cloud.ipv6, cloud.ipv6Prefixes.length]).toEqual([[], [], 1]);
+    const primary = cluster.ecs.world.enis.get(cluster.ecs.world.instances.get('i-demo-06')!.primaryEniId)!;
+    expect(primary.ipv6Prefixes).toHaveLength(1);
+    expect(primaryPool.status!.enis!.map((e) => e.id)).toEqual([primary.id]);
+    expect(pool.status!.summary!.available).toBeGreaterThanOrEqual(40);
+
+    agent = await startAgentFor(cluster, node, { cooldownMs: 100, statusIntervalMs: 200 });
+    const ips = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const l = await agent.allocate({ containerId: `c${i}`, ifName: 'eth0', pod: `default/p${i}` });
+      if (l === 'pool-empty') throw new Error(`pool empty at pod ${i}`);
+      expect(l).toMatchObject({ eniId: eni!.id, gateway: 'fe80::1' });
+      expect(inIpv6Prefix(l.ip, cloud.ipv6Prefixes[0]!)).toBe(true);
+      ips.add(l.ip);
+    }
+    expect(ips.size).toBe(40);
+    await poolWhere(cluster, node, (p) => Object.keys(p.status?.used ?? {}).length === 40 && ready(p));
+    expect(cluster.mutatingCalls()).toEqual({
+      CreateNetworkInterface: 1,
+      AttachNetworkInterface: 1,
+      AssignIpv6Addresses: 1,
+    });
+  }, 60_000);
+
   it('refuses a dual-stack class whose vSwitches have no IPv6 CIDR, and the API server IPv6 with /28 prefixes', async () => {
     const cluster = (c = await testCluster());
     await cluster.addClass('dual', {
@@ -325,7 +374,6 @@ describe('IPv6: dual-stack (ipFamilies [IPv4, IPv6]) and IPv6-only ([IPv6]) on t
       [{ ipFamilies: ['IPv6', 'IPv4'] }, families],
       [{ ipFamilies: ['IPv6'], ipv4Mode: 'Prefix' }, families],
       [{ ipFamilies: ['IPv4', 'IPv6'], ipv4Mode: 'Prefix' }, families],
-      [{ ipFamilies: ['IPv6'], ipv6Mode: 'Prefix' }, prefixes],
       [{ ipv6Mode: 'Prefix' }, prefixes],
     ];
     for (const [spec, message] of refused) {

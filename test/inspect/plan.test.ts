@@ -211,6 +211,11 @@ const modeArb = fc.constantFrom<Partial<ENIPoolClassSpec>>(
   { ipFamilies: ['IPv4', 'IPv6'] },
   { ipFamilies: ['IPv4', 'IPv6'], ipv6Mode: 'Prefix' },
   { ipFamilies: ['IPv6'] },
+  { ipFamilies: ['IPv6'], ipv6Mode: 'Prefix' },
+  { ipFamilies: ['IPv6'], ipv6Mode: 'Prefix', usePrimaryENI: true },
+  { ipFamilies: ['IPv4', 'IPv6'], usePrimaryENI: true },
+  { ipFamilies: ['IPv6'], usePrimaryENI: true },
+  { ipFamilies: ['IPv4', 'IPv6'], ipv4Mode: 'Prefix', ipv6Mode: 'Prefix' },
 );
 const specArb = fc
   .record({
@@ -240,6 +245,7 @@ const inputArb = (free: fc.Arbitrary<number>) =>
       frees: fc.array(free, { minLength: 1, maxLength: 3 }),
       ipv6: fc.boolean(),
       nodeFree: free,
+      nodeIpv6: fc.boolean(),
       create: quotaArb,
       attach: quotaArb,
       assign: quotaArb,
@@ -257,7 +263,10 @@ const inputArb = (free: fc.Arbitrary<number>) =>
       vpcId: 'vpc-a',
       vSwitches: [
         ...r.frees.map((f, i) => vsw(`vsw-${i}`, f, r.ipv6 || i > 0 ? { ipv6Cidr: `2408:4005:3c0:a10${i}::/64` } : {})),
-        vsw('vsw-nodes', r.nodeFree, { tags: { role: 'nodes' } }),
+        vsw('vsw-nodes', r.nodeFree, {
+          tags: { role: 'nodes' },
+          ...(r.nodeIpv6 ? { ipv6Cidr: '2408:4005:3c0:a1ff::/64' } : {}),
+        }),
       ],
       nodeVSwitchId: 'vsw-nodes',
       quotas: {
@@ -275,7 +284,10 @@ function ceilingOf(i: WhatIfInput): number {
   const { spec } = i;
   const v6only = spec.ipFamilies?.length === 1 && spec.ipFamilies[0] === 'IPv6';
   const limits = v6only ? { ...i.limits, ipv4PerEni: (i.limits.ipv6PerEni ?? 0) + 1 } : familyLimits(i.limits, spec);
-  const capacity = podIpCapacity(limits, spec.usePrimaryENI === true, spec.ipv4Mode === 'Prefix');
+  // With IPv6, the primary ENI serves pods only where the nodes' vSwitch has IPv6.
+  const nodeIpv6 = i.vSwitches.some((v) => v.id === i.nodeVSwitchId && v.ipv6Cidr);
+  const primary = spec.usePrimaryENI === true && (!spec.ipFamilies?.includes('IPv6') || nodeIpv6);
+  const capacity = podIpCapacity(limits, primary, spec.ipv4Mode === 'Prefix');
   return spec.maxAllocate ? Math.min(spec.maxAllocate, capacity) : capacity;
 }
 const podAddresses = (i: WhatIfInput, n: WhatIf['perNode']) =>
@@ -328,7 +340,11 @@ describe('whatIf properties', () => {
         const servable =
           i.spec.ipFamilies?.includes('IPv6') !== true ||
           ((i.limits.ipv6PerEni ?? 0) > 0 && i.vSwitches.some((v) => v.tags.role === 'pods' && v.ipv6Cidr));
-        if (servable) expect(w.nodesReady).toBe(i.nodes);
+        // An IPv6-only pool of /80s needs its /80 whatever it holds: an ENI slot, or the primary ENI with IPv6.
+        const nodeIpv6 = i.vSwitches.some((v) => v.id === i.nodeVSwitchId && v.ipv6Cidr);
+        const slot = i.limits.eniQuantity > 1 || (i.spec.usePrimaryENI === true && nodeIpv6);
+        const needsSlot = i.spec.ipFamilies?.join() === 'IPv6' && i.spec.ipv6Mode === 'Prefix';
+        if (servable && (slot || !needsSlot)) expect(w.nodesReady).toBe(i.nodes);
         if (w.nodesReady === i.nodes) {
           expect(w.predictedSeconds).toBeGreaterThanOrEqual(w.boundSeconds - 1e-9);
           for (const [action, n] of Object.entries(w.boundCalls))

@@ -6,7 +6,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { ASSIGN_MAX_IPV6, UNASSIGN_IPV6_BATCH, planCompanions, type CompanionInput } from '../../src/ipam/families.js';
-import { planPool, type EniFact, type PoolObservation } from '../../src/ipam/pool-plan.js';
+import { planPool, type EniFact, type PoolObservation, type PoolPlan } from '../../src/ipam/pool-plan.js';
 import type { FailureRecord } from '../../src/ipam/failure-record.js';
 import type { Ack } from '../../src/ipam/release.js';
 import { VSW6, observation, v4, v6 } from './observation.js';
@@ -466,7 +466,7 @@ describe('dual-stack with both prefixes (ipv4Mode Prefix, ipv6Mode Prefix): /28s
     ...o,
     pool: { ...o.pool, spec: { ...o.pool.spec, ipv4Mode: 'Prefix', ipv6Mode: 'Prefix' } },
   });
-  const PREFIX80 = '2408:4005:3c0:a100:0:1::/80';
+  const PREFIX80 = '2408:4005:3c0:a100:1::/80';
   const prefixEni = (prefixes: string[]): EniFact => ({
     ...eni('eni-a', 0, 0),
     ipv4Prefixes: prefixes,
@@ -496,5 +496,87 @@ describe('dual-stack with both prefixes (ipv4Mode Prefix, ipv6Mode Prefix): /28s
     expect(Object.keys(plan.status.releaseRequests)).toEqual([]);
     // The status as it will be once the /28 is assigned: each IPv4 pod address has an IPv6 one in the /80.
     expect(plan.status.summary).toMatchObject({ available: 32, used: 16, availableIPv6: 32 });
+  });
+});
+
+describe('IPv6-only pools of /80s (ipFamilies [IPv6], ipv6Mode Prefix): one /80 serves every pod of the node', () => {
+  const PREFIX80 = '2408:4005:3c0:a100:1::/80';
+  const in80 = (k: number) => `2408:4005:3c0:a100:1::${(k + 1).toString(16)}`;
+  const only80 = (o: PoolObservation, extra: Partial<PoolObservation['pool']['spec']> = {}): PoolObservation => ({
+    ...o,
+    pool: { ...o.pool, spec: { ...o.pool.spec, ipFamilies: ['IPv6'], ipv6Mode: 'Prefix', ...extra } },
+  });
+  const holder = (singles = 0): EniFact => ({ ...eni('eni-a', 0, singles), ipv6Prefixes: [PREFIX80] });
+  const readyOf = (plan: PoolPlan) => plan.status.conditions.find((c) => c.type === 'Ready')!;
+
+  it('creates one ENI for the /80 (no IPv4 secondary, no single IPv6), and says the node waits for it', () => {
+    const plan = planPool(only80(observe({ vSwitches: [VSW4, VSW6], preAllocate: 8 })), { failures: [] });
+    expect(plan.create).toEqual([{ vSwitchId: 'vsw-6', ips: 0, ipv6Prefixes: 1 }]);
+    expect([plan.assign, plan.assignIpv6, plan.assignIpv6Prefixes]).toEqual([[], [], []]);
+    expect(plan.securityGroupIds).toEqual(['sg-a']);
+    expect(readyOf(plan)).toMatchObject({ status: 'False', reason: 'IPv6PrefixPending' });
+    // While it is made and attached, no second one.
+    const again = planPool(only80({ ...observe({ vSwitches: [VSW6] }), inFlight: { enis: 1, ips: 0 } }), {
+      failures: [],
+    });
+    expect(again.create).toEqual([]);
+  });
+
+  it('with usePrimaryENI, assigns the /80 to the primary ENI: Ready after one call, the node’s pods its room', () => {
+    const base = observe({ vSwitches: [VSW6] });
+    const primary: EniFact = { ...eni('eni-primary', 0, 0, 40), ours: false, primary: true };
+    const o = { ...only80(base, { usePrimaryENI: true }), primaryEni: primary, podCapacity: 64 };
+    const plan = planPool(o, { failures: [] });
+    expect(plan.create).toEqual([]);
+    expect(plan.assignIpv6Prefixes).toEqual([{ eniId: 'eni-primary', count: 1 }]);
+    expect(plan.status.summary).toMatchObject({ available: 64, availableIPv6: 64, ipv6Prefixes: 1 });
+    expect(readyOf(plan).status).toBe('True');
+  });
+
+  it('with a /80, makes no call as pods come: the pool is Ready with the node’s pods as its room', () => {
+    const used = Array.from({ length: 30 }, (_, k) => in80(k));
+    const plan = planPool(only80({ ...observe({ enis: [holder()], used }), podCapacity: 110 }), { failures: [] });
+    expect([plan.create, plan.assign, plan.assignIpv6, plan.assignIpv6Prefixes]).toEqual([[], [], [], []]);
+    expect(plan.status.summary).toMatchObject({ available: 110, used: 30, availableIPv6: 110, usedIPv6: 30 });
+    expect(readyOf(plan).status).toBe('True');
+  });
+
+  it('never releases or deletes the /80’s ENI, with no pod on it and deleteEmptyENIs; withdraws a request left for its /80', () => {
+    const o = only80(observe({ enis: [holder()], requests: { [PREFIX80]: OLD } }), { deleteEmptyENIs: true });
+    const plan = planPool(o, { failures: [] });
+    expect([plan.deleteEnis, plan.unassignIpv6Prefixes]).toEqual([[], []]);
+    expect(plan.status.releaseRequests).toEqual({});
+  });
+
+  it('says so when the instance has no ENI slot for the /80, and takes nothing for addresses no ENI holds', () => {
+    const full = { ...observe({ vSwitches: [VSW6] }), limits: { eniQuantity: 1, ipv4PerEni: 15, ipv6PerEni: 6 } };
+    const plan = planPool(only80(full), { failures: [] });
+    expect([plan.create, plan.assignIpv6Prefixes]).toEqual([[], []]);
+    expect(readyOf(plan)).toMatchObject({ status: 'False', reason: 'IPv6PrefixPending' });
+    expect(readyOf(plan).message).toMatch(/no ENI slot free for the \/80/);
+    // A pod's address that is in no /80 and on no ENI (its ENI gone) asks for no single address.
+    const stale = planPool(only80(observe({ enis: [holder()], used: ['2408:4005:3c0:a100:9::1'] })), {
+      failures: [],
+    });
+    expect([stale.create, stale.assignIpv6]).toEqual([[], []]);
+  });
+
+  it('gives back single IPv6 addresses left from SecondaryIP mode once free, keeps those pods hold', () => {
+    const o = only80(observe({ enis: [holder(3)], used: [v6(0), in80(0)] }));
+    const plan = planPool(o, { failures: [] });
+    expect(Object.keys(plan.status.releaseRequests).sort()).toEqual([v6(1), v6(2)].sort());
+    const acked = planPool(
+      only80(
+        observe({
+          enis: [holder(3)],
+          used: [v6(0), in80(0)],
+          requests: { [v6(1)]: STAMP, [v6(2)]: STAMP },
+          acks: { [v6(1)]: { answer: 'ready', requestedAt: STAMP }, [v6(2)]: { answer: 'ready', requestedAt: STAMP } },
+        }),
+      ),
+      { failures: [] },
+    );
+    expect(acked.unassignIpv6).toEqual([{ eniId: 'eni-a', ips: [v6(1), v6(2)] }]);
+    expect(acked.unassignIpv6.flatMap((u) => u.ips)).not.toContain(v6(0));
   });
 });

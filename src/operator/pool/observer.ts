@@ -89,6 +89,7 @@ export async function observePool(
     primaryEni: primary && { ...fact(primary), ours: false, primary: true },
     inFlight: { enis: work.enis, ips: work.ips },
     pendingPods: deps.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
+    ...podCapacityOf(deps.cache.node(pool.spec.nodeName)?.status?.allocatable?.pods),
     vSwitches: vSwitches.map((v) => ({
       id: v.id,
       zoneId: v.zoneId,
@@ -116,3 +117,9 @@ export async function observePool(
 
 /** A pod scheduled to the node that still waits for an IP from the pool (host-network pods need none). */
 const waitsForIp = (p: V1Pod, node: string) => p.spec?.nodeName === node && !p.status?.podIP && !p.spec?.hostNetwork;
+
+/** The Node's allocatable pods, when it says a whole number of them. */
+function podCapacityOf(pods: string | undefined): { podCapacity?: number } {
+  const n = Number(pods);
+  return pods !== undefined && Number.isInteger(n) && n > 0 ? { podCapacity: n } : {};
+}

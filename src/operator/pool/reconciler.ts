@@ -4,7 +4,7 @@ import type { ENIPool } from '../../api/types.js';
 import { CloudError, unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
 import { degradedCondition } from '../../ipam/failure-record.js';
-import { ipv6Room } from '../../ipam/ipv6-prefix.js';
+import { ipv6PrefixMode, ipv6Room } from '../../ipam/ipv6-prefix.js';
 import { planPool, type PoolObservation, type PoolPlan } from '../../ipam/pool-plan.js';
 import { PREFIX_SIZE } from '../../ipam/prefix.js';
 import { apiErrorMessage, isConflict } from '../../kube/errors.js';
@@ -340,8 +340,13 @@ export class PoolReconciler {
     );
     // The summary counts the pool's pod family (IPv6 in an IPv6-only pool).
     const pods = ipv6Only(pool.spec) ? inUse6 : inUse;
-    if (enis.length !== eniIds.length || pods !== summary.available || inUse6 !== (summary.availableIPv6 ?? inUse6))
-      return false;
+    // An IPv6-only pool's /80 serves every pod the node runs: that room is the planner's word (ipv6-only-prefix.ts).
+    const servedBy80 =
+      ipv6Only(pool.spec) &&
+      ipv6PrefixMode(pool.spec) &&
+      enis.some((e) => e.state === 'InUse' && (e.ipv6Prefixes?.length ?? 0) > 0);
+    const roomDiffers = pods !== summary.available || inUse6 !== (summary.availableIPv6 ?? inUse6);
+    if (enis.length !== eniIds.length || (!servedBy80 && roomDiffers)) return false;
     const m = this.deps.metrics.poolIps;
     for (const kind of ['available', 'used', 'needed', 'releasing', 'batch'] as const)
       m.set({ node: name, kind }, summary[kind] ?? 0);

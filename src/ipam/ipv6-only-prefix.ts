@@ -1,0 +1,169 @@
+import type { ENIPool } from '../api/types.js';
+import { conditionTime, setCondition } from './conditions.js';
+import { heldBack } from './failure-record.js';
+import { IPV6_PREFIXES_PER_ENI, inIpv6Prefix } from './ipv6-prefix.js';
+import { candidateVSwitches, securityGroupsFor } from './placement.js';
+import type { EniFact, PoolMemory, PoolObservation, PoolPlan } from './pool-plan.js';
+
+/**
+ * IPv6-only pools with IPv6 prefixes (`ipFamilies: [IPv6]`, `ipv6Mode: Prefix`): the node's pods
+ * take their addresses from one /80, which holds more than any node runs pods, so the pool needs
+ * one /80 and no call more as the node grows. It goes to the primary ENI with usePrimaryENI (one
+ * assign, no create), else to an ENI of ours with an IPv6 entry free, else to one ENI created for
+ * it (its primary IPv4 is the node's; it takes no other address). What the ENIs hold besides
+ * (single IPv6 addresses and IPv4 left from an earlier spell of the class) is planned by the
+ * single-address planner as a pool that needs nothing more: pods keep what they hold, and the
+ * rest goes back through the release handshake. The /80s are never its to release or delete.
+ */
+
+/** Pods a node runs when its Node says nothing (the kubelet's default maxPods). */
+export const DEFAULT_POD_CAPACITY = 110;
+
+/** The ENIs of the pool that hold a /80 and serve pods from it: InUse on the instance, ours or the usable primary. */
+function holdersOf(o: PoolObservation, primary: EniFact | undefined): EniFact[] {
+  const ours = o.instanceEnis.filter((e) => e.ours && !e.removing && e.status === 'InUse');
+  return [...(primary ? [primary] : []), ...ours].filter((e) => (e.ipv6Prefixes?.length ?? 0) > 0);
+}
+
+/** An address held (or cooling) in one of the holders' /80s: the /80 step's, not the single-address planner's. */
+const inHeld = (holders: EniFact[]) => {
+  const prefixes = holders.flatMap((e) => e.ipv6Prefixes ?? []);
+  return (key: string) => prefixes.includes(key) || prefixes.some((p) => inIpv6Prefix(key, p));
+};
+
+/**
+ * The pool as the single-address planner sees it: sized to nothing beyond what pods hold of
+ * the ENIs' single addresses; the holders' /80s, and every address of the pool's that is no
+ * single address of its ENIs (in a /80, or gone with its ENI), out of sight.
+ */
+function leftoversView(o: PoolObservation, holders: EniFact[]): PoolObservation {
+  const inPrefix = inHeld(holders);
+  const enis = [...o.instanceEnis, ...o.ownedEnis, ...(o.primaryEni ? [o.primaryEni] : [])];
+  const singles = new Set(enis.flatMap((e) => [...(e.ipv6 ?? []), ...e.secondaryIps]));
+  const held = (key: string) => inPrefix(key) || (key.includes(':') && !key.includes('/') && !singles.has(key));
+  const ids = new Set(holders.map((e) => e.id));
+  const strip = (e: EniFact): EniFact => (ids.has(e.id) ? { ...e, ipv6Prefixes: [] } : e);
+  const status = o.pool.status;
+  const without = <T>(record: Record<string, T> | undefined) =>
+    record && Object.fromEntries(Object.entries(record).filter(([ip]) => !held(ip)));
+  const spec: ENIPool['spec'] = {
+    ...o.pool.spec,
+    ipv6Mode: 'SecondaryIP',
+    preAllocate: 0,
+    minAllocate: 0,
+    maxBatch: 0,
+  };
+  return {
+    ...o,
+    pendingPods: 0,
+    instanceEnis: o.instanceEnis.map(strip),
+    ownedEnis: o.ownedEnis.map(strip),
+    primaryEni: o.primaryEni && strip(o.primaryEni),
+    pool: {
+      ...o.pool,
+      spec,
+      ...(status
+        ? {
+            status: {
+              ...status,
+              used: without(status.used),
+              cooling: without(status.cooling),
+              releaseRequests: without(status.releaseRequests),
+            },
+          }
+        : {}),
+    },
+  };
+}
+
+/**
+ * Plans an IPv6-only /80 pool: `planSingles` (the planner of single addresses) for what the ENIs
+ * hold besides the /80s, then the /80 step; the summary counts the node's pods as the room a /80
+ * gives, and the pool is Ready once an ENI holds one.
+ */
+export function planIpv6OnlyPrefix(
+  o: PoolObservation,
+  m: PoolMemory,
+  planSingles: (o: PoolObservation, m: PoolMemory) => PoolPlan,
+  usablePrimary: EniFact | undefined,
+): PoolPlan {
+  const spec = o.pool.spec;
+  const holders = holdersOf(o, usablePrimary);
+  const plan = planSingles(leftoversView(o, holders), m);
+  const kept = new Set(holders.map((e) => e.id));
+  const deleteEnis = plan.deleteEnis.filter((id) => !kept.has(id));
+  // Requests for the holders' /80s (left from a spell without them) are withdrawn: the pool uses them.
+  const releaseRequests = { ...plan.status.releaseRequests };
+  const assignIpv6Prefixes: PoolPlan['assignIpv6Prefixes'] = [];
+  const create: PoolPlan['create'] = [];
+  let securityGroupIds: string[] = [];
+  const blocked = (action: string) => heldBack(m.failures, action, o.now) !== undefined;
+  const planned = plan.status.conditions.find((c) => c.type === 'Ready');
+  const unknown = !o.limits || planned?.reason === 'UnknownInstanceType' || planned?.reason === 'NoIPv6OnInstanceType';
+  let waiting: string | undefined;
+  if (!holders.length && o.mode !== 'read-only' && !unknown && !o.unservable) {
+    const perEni = o.limits?.ipv6PerEni ?? 0;
+    const entries = (e: EniFact) => (e.ipv6?.length ?? 0) + (e.ipv6Prefixes?.length ?? 0);
+    const room = (e: EniFact) => e.status === 'InUse' && !e.removing && entries(e) < perEni;
+    const ours = o.instanceEnis.filter((e) => e.ours && !deleteEnis.includes(e.id));
+    const target = [...(usablePrimary ? [usablePrimary] : []), ...ours].find(room);
+    const coming = o.inFlight.enis > 0 || o.ownedEnis.some((e) => !e.removing && e.status !== 'InUse');
+    if (target) {
+      if (!blocked('AssignIpv6Addresses')) assignIpv6Prefixes.push({ eniId: target.id, count: IPV6_PREFIXES_PER_ENI });
+      waiting = `assigning a /80 to ENI ${target.id}`;
+    } else if (coming) {
+      waiting = 'waiting for the ENI being created and attached for its /80';
+    } else if (o.instanceEnis.length >= Math.max(0, (o.limits?.eniQuantity ?? 0) - 1)) {
+      waiting =
+        `instance ${spec.instanceID} (${spec.instanceType}) has no ENI slot free for the /80 ` +
+        `and no ENI of the pool with an IPv6 entry free`;
+    } else {
+      const vSwitch = candidateVSwitches(spec, o.vSwitches, o.vpcId, spec.zoneID!)
+        // The ENI's own primary IPv4 needs one free address of the vSwitch.
+        .filter((v) => v.ipv6Cidr && !v.blocked && v.free > 0)
+        .sort((a, b) => b.free - a.free)[0];
+      const groups = o.securityGroups ? securityGroupsFor(spec, o.securityGroups, o.vpcId) : [];
+      if (!vSwitch) waiting = `no vSwitch of the class in zone ${spec.zoneID} has an IPv6 CIDR and room for an ENI`;
+      else if (!groups.length) waiting = 'no security group of the class is known for the ENI of its /80';
+      else if (blocked('CreateNetworkInterface') || blocked('AttachNetworkInterface'))
+        waiting = 'creating the ENI for its /80 is held back after a failure';
+      else {
+        create.push({ vSwitchId: vSwitch.id, ips: 0, ipv6Prefixes: IPV6_PREFIXES_PER_ENI });
+        securityGroupIds = groups;
+        waiting = `creating an ENI in ${vSwitch.id} with a /80`;
+      }
+    }
+  }
+  const used = Object.keys(o.pool.status?.used ?? {}).filter((ip) => ip.includes(':')).length;
+  const capacity = o.podCapacity ?? DEFAULT_POD_CAPACITY;
+  // A /80 serves every pod the node runs (as the status will be once an assign planned now is
+  // done); before one, what single addresses the ENIs hold.
+  const serving = holders.length > 0 || assignIpv6Prefixes.length > 0;
+  const available = serving ? Math.max(capacity, used) : plan.status.summary.available;
+  const prefixes = holders.reduce((n, e) => n + (e.ipv6Prefixes?.length ?? 0), 0);
+  const summary = {
+    ...plan.status.summary,
+    available,
+    used,
+    availableIPv6: available,
+    usedIPv6: used,
+    ...(prefixes + assignIpv6Prefixes.length + create.length
+      ? { ipv6Prefixes: prefixes + assignIpv6Prefixes.length + create.length }
+      : {}),
+  };
+  let conditions = plan.status.conditions;
+  if (!serving && waiting && planned?.status !== 'False')
+    conditions = setCondition(
+      conditions,
+      { type: 'Ready', status: 'False', reason: 'IPv6PrefixPending', message: `the node has no /80 yet: ${waiting}` },
+      conditionTime(o.now),
+    );
+  return {
+    ...plan,
+    deleteEnis,
+    assignIpv6Prefixes: [...plan.assignIpv6Prefixes, ...assignIpv6Prefixes],
+    create: [...plan.create, ...create],
+    securityGroupIds: create.length ? securityGroupIds : plan.securityGroupIds,
+    status: { ...plan.status, summary, releaseRequests, conditions },
+  };
+}
