@@ -167,8 +167,14 @@ export function freeAddresses(
   // enough, as each allocation looks again.
   if (family === 6 && pool && (dualStack(pool.spec) || (ipv6Only(pool.spec) && ipv6PrefixMode(pool.spec)))) {
     const holds = new Set([...inUse, ...Object.keys(state.cooling), ...(exclude ?? [])]);
+    // An IPv6-only pool's /80 comes first: the single addresses left beside it are draining.
+    const first = ipv6Only(pool.spec);
     for (const { prefix } of poolIpv6Prefixes(pool))
-      if (!requested.has(prefix)) free.push(firstFreeInIpv6Prefix(prefix, (ip) => holds.has(ip)));
+      if (!requested.has(prefix)) {
+        const ip = firstFreeInIpv6Prefix(prefix, (x) => holds.has(x));
+        if (first) free.unshift(ip);
+        else free.push(ip);
+      }
   }
   if (!prefixOf.size) return free;
   const taken = new Map<string, number>();

@@ -121,8 +121,11 @@ export function whatIf(input: WhatIfInput): WhatIf {
   const nodes = outcomes.map((o) => o.node);
   const calls: Record<string, number> = {};
   for (const n of nodes) addCalls(calls, n.calls);
-  // The bound counts the primary ENI's room only where it can be had: a known vSwitch with room at all.
-  const usesPrimary = primaryUsable(input) && input.vSwitches.some((v) => v.id === input.nodeVSwitchId && v.free > 0);
+  // The bound counts the primary ENI's room only where it can be had: a known vSwitch with room at
+  // all (IPv4's; an IPv6-only pool's primary takes none).
+  const usesPrimary =
+    primaryUsable(input) &&
+    (ipv6Only(input.spec) || input.vSwitches.some((v) => v.id === input.nodeVSwitchId && v.free > 0));
   const boundSpec = { ...input.spec, usePrimaryENI: usesPrimary };
   const boundCalls: Record<string, number> = {};
   addCalls(

@@ -42,7 +42,8 @@ function leftoversView(o: PoolObservation, holders: EniFact[]): PoolObservation 
   const singles = new Set(enis.flatMap((e) => [...(e.ipv6 ?? []), ...e.secondaryIps]));
   const held = (key: string) => inPrefix(key) || (key.includes(':') && !key.includes('/') && !singles.has(key));
   const ids = new Set(holders.map((e) => e.id));
-  const strip = (e: EniFact): EniFact => (ids.has(e.id) ? { ...e, ipv6Prefixes: [] } : e);
+  // Kept whole: its singles go, once free, by unassign, never with the ENI.
+  const strip = (e: EniFact): EniFact => (ids.has(e.id) ? { ...e, ipv6Prefixes: [], keep: true } : e);
   const status = o.pool.status;
   const without = <T>(record: Record<string, T> | undefined) =>
     record && Object.fromEntries(Object.entries(record).filter(([ip]) => !held(ip)));
@@ -51,6 +52,7 @@ function leftoversView(o: PoolObservation, holders: EniFact[]): PoolObservation 
     ipv6Mode: 'SecondaryIP',
     preAllocate: 0,
     minAllocate: 0,
+    maxAboveWatermark: 0,
     maxBatch: 0,
   };
   return {
@@ -103,16 +105,20 @@ export function planIpv6OnlyPrefix(
   let waiting: string | undefined;
   if (!holders.length && o.mode !== 'read-only' && !unknown && !o.unservable) {
     const perEni = o.limits?.ipv6PerEni ?? 0;
-    const entries = (e: EniFact) => (e.ipv6?.length ?? 0) + (e.ipv6Prefixes?.length ?? 0);
+    // IPv6 entries once this plan's unassigns are done (the shell unassigns before it assigns).
+    const leaving = (e: EniFact) =>
+      plan.unassignIpv6.filter((u) => u.eniId === e.id).reduce((n, u) => n + u.ips.length, 0);
+    const entries = (e: EniFact) => (e.ipv6?.length ?? 0) + (e.ipv6Prefixes?.length ?? 0) - leaving(e);
     const room = (e: EniFact) => e.status === 'InUse' && !e.removing && entries(e) < perEni;
     const ours = o.instanceEnis.filter((e) => e.ours && !deleteEnis.includes(e.id));
     const target = [...(usablePrimary ? [usablePrimary] : []), ...ours].find(room);
+    // An ENI on its way (created, attaching, parked) brings the /80 it was made with: nothing more meanwhile.
     const coming = o.inFlight.enis > 0 || o.ownedEnis.some((e) => !e.removing && e.status !== 'InUse');
-    if (target) {
+    if (coming) {
+      waiting = 'waiting for the ENI being created and attached for its /80';
+    } else if (target) {
       if (!blocked('AssignIpv6Addresses')) assignIpv6Prefixes.push({ eniId: target.id, count: IPV6_PREFIXES_PER_ENI });
       waiting = `assigning a /80 to ENI ${target.id}`;
-    } else if (coming) {
-      waiting = 'waiting for the ENI being created and attached for its /80';
     } else if (o.instanceEnis.length >= Math.max(0, (o.limits?.eniQuantity ?? 0) - 1)) {
       waiting =
         `instance ${spec.instanceID} (${spec.instanceType}) has no ENI slot free for the /80 ` +

@@ -59,6 +59,8 @@ export interface EniFact {
   attaching: boolean;
   /** The instance's primary ENI: never created, attached, detached or deleted by the operator. */
   primary?: boolean;
+  /** Never deleted by the release step, though emptied (an IPv6-only pool's ENI of its /80). */
+  keep?: boolean;
 }
 
 /** Everything one reconcile of a pool looks at, read once, as plain data. */
@@ -83,6 +85,8 @@ export interface PoolObservation {
   inFlight: { enis: number; ips: number };
   /** Pods scheduled to the node that still wait for an IP. */
   pendingPods: number;
+  /** The node's own addresses (its Node's InternalIPs): on the primary ENI, they are no pod's. */
+  nodeAddresses?: string[];
   /** Pods the node runs at most (its Node's allocatable pods), where known: the room a /80 gives an IPv6-only pool. */
   podCapacity?: number;
   /** `fragmented`: refused a /28 lately though it had free addresses. */
@@ -232,6 +236,9 @@ const primaryOf = (o: PoolObservation): EniFact | undefined =>
 const primaryLacksIpv6 = (o: PoolObservation, primary: EniFact): boolean =>
   needsIpv6(o.pool.spec) && !o.vSwitches.find((v) => v.id === primary.vSwitchId)?.ipv6Cidr;
 
+/** Whether `e` is the primary ENI and gives a dual-stack pool's pods their IPv6 addresses. */
+const servesIpv6 = (o: PoolObservation, e: EniFact): boolean => dualStack(o.pool.spec) && usablePrimary(o)?.id === e.id;
+
 /** The primary ENI, if the pool gives pods its secondaries (usePrimaryENI): it takes new addresses. */
 const usablePrimary = (o: PoolObservation): EniFact | undefined => {
   const primary = o.pool.spec.usePrimaryENI ? primaryOf(o) : undefined;
@@ -295,12 +302,26 @@ const noChanges = (): Changes => ({
  * read once from the observation; the release step goes first, and the allocation is sized on
  * what the node keeps after it.
  */
-export function planPool(o: PoolObservation, m: PoolMemory): PoolPlan {
+export function planPool(observed: PoolObservation, m: PoolMemory): PoolPlan {
+  const o = nodeAddressesAside(observed);
   const spec = o.pool.spec;
   // An IPv6-only pool of /80s needs one of them, and plans what else its ENIs hold as single addresses.
   if (ipv6Only(spec) && ipv6PrefixMode(spec)) return planIpv6OnlyPrefix(o, m, planPool, usablePrimary(o));
   // An IPv6-only pool is planned in IPv6 pod addresses by the same steps (ipv6-only.ts).
   return ipv6Only(spec) ? ipv6OnlyPlan(planInFamily(ipv6OnlyView(o), ipv6OnlyMemory(m))) : planInFamily(o, m);
+}
+
+/**
+ * The observation with the node's own addresses (its Node's InternalIPs, such as an IPv6 address
+ * the instance was given) taken off the primary ENI: never a pod's, never counted as room, never
+ * released.
+ */
+function nodeAddressesAside(o: PoolObservation): PoolObservation {
+  const own = new Set(o.nodeAddresses ?? []);
+  if (!o.primaryEni || !own.size) return o;
+  const mine = (ip: string) => !own.has(ip);
+  const p = o.primaryEni;
+  return { ...o, primaryEni: { ...p, secondaryIps: p.secondaryIps.filter(mine), ipv6: p.ipv6?.filter(mine) } };
 }
 
 /** planPool in the pool's pod family: its ENIs' pod addresses are `secondaryIps` and `ipv4Prefixes`. */
@@ -388,7 +409,14 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
         blocked,
       )
     : { releaseRequests: {}, unassign: [], deleteEnis: [], leaving: 0, requeueAfterMs: undefined };
-  const usage: Usage = { available: available - release.leaving, used: busy, pending: o.pendingPods };
+  // A primary ENI that cannot serve the class's IPv6 is drained (the release step gives its
+  // addresses back first), and what it keeps is no room: a dual-stack pod takes both families
+  // from one ENI.
+  const dead =
+    pooled && !primaryServes
+      ? ipsOf(pooled) - sum(release.unassign.filter((u) => u.eniId === pooled.id).map(unassignedIps))
+      : 0;
+  const usage: Usage = { available: available - release.leaving - dead, used: busy, pending: o.pendingPods };
 
   // Our ENIs that another operator instance left half-done are finished, not replaced.
   const adopt: PoolPlan['adopt'] = [];
@@ -632,9 +660,10 @@ function planIpv6Step(
   const ofPrefix = (e: EniFact) => holdsIpv6Prefix(e, pool.spec);
   const inUseSingles = (e: EniFact) => (e.ipv6 ?? []).filter((ip) => ip in used).length;
   const plan = planCompanions({
-    // The primary ENI's IPv6 is planned only for dual-stack pods on it: left alone otherwise (the node's own may be there).
+    // The primary ENI's IPv6 is planned only where it serves dual-stack pods: left alone otherwise
+    // (the node's own may be there, and a primary without IPv6 in its vSwitch could get none).
     enis: inUse
-      .filter((e) => (!e.primary || dualStack(pool.spec)) && !deleted.has(e.id))
+      .filter((e) => (!e.primary || servesIpv6(o, e)) && !deleted.has(e.id))
       .map((e) => ({
         id: e.id,
         attached: e.status === 'InUse',
@@ -700,8 +729,9 @@ function planIpv6PrefixStep(
   const { pool, now } = o;
   const spec = pool.spec;
   const deleted = new Set(changes.deleteEnis);
-  // The primary ENI too: a dual-stack pool's pods on it take their IPv6 from its /80 as on any ENI.
-  const enis = inUse.filter((e) => !deleted.has(e.id));
+  // The primary ENI too where it serves dual-stack pods (they take their IPv6 from its /80 as on
+  // any ENI); otherwise its /80s are left alone, as the pool cannot tell one it gave from the node's.
+  const enis = inUse.filter((e) => (!e.primary || servesIpv6(o, e)) && !deleted.has(e.id));
   const assignIpv6Prefixes: PoolPlan['assignIpv6Prefixes'] = [];
   const unassignIpv6Prefixes: PoolPlan['unassignIpv6Prefixes'] = [];
   const requests = new Map(Object.entries(pool.status?.releaseRequests ?? {}).filter(([key]) => isIpv6PrefixKey(key)));
@@ -778,9 +808,9 @@ function planReleaseStep(
       primaryIp: e.primaryIp,
       secondaryIps: e.secondaryIps,
       prefixes: (e.ipv4Prefixes ?? []).map((prefix) => ({ prefix, ips: prefixAddresses(prefix) })),
-      keep: e.primary,
+      keep: e.primary || e.keep,
       // Given back first: a primary ENI no longer used, and an ENI of the mode the class left.
-      drain: (e.primary && !spec.usePrimaryENI) || (!e.primary && offMode(e, o)),
+      drain: (e.primary && !usablePrimary(o)) || (!e.primary && offMode(e, o)),
     })),
     used: new Set(Object.keys(pool.status?.used ?? {})),
     excess: ex,
@@ -886,7 +916,9 @@ function plannedStatus(
     sum((s.changes?.unassign ?? []).map((u) => u.prefixes?.length ?? 0));
   const used = usedInFamily(pool.status, pool.spec);
   const busy = used + cooling;
-  const ipv6 = dualStack(pool.spec) || published.some((e) => e.ipv6?.length || e.ipv6Prefixes?.length);
+  // The primary ENI's IPv6 is the pool's only where it serves dual-stack pods (else it may be the node's, and is not published).
+  const sixOf = (e: EniFact) => !e.primary || servesIpv6(o, e);
+  const ipv6 = dualStack(pool.spec) || published.some((e) => sixOf(e) && (e.ipv6?.length || e.ipv6Prefixes?.length));
   // Per ENI once the changes are made: its single IPv6 addresses, and, where it holds a /80, one
   // for each of its IPv4 pod addresses (ipv6Room, the count the publish check makes too).
   const onEni = <T>(list: T[] | undefined, id: string, n: (x: T) => number) =>
@@ -894,7 +926,7 @@ function plannedStatus(
   let ipv6Prefixes = 0;
   const availableIPv6 = sum(
     published
-      .filter((e) => e.status === 'InUse')
+      .filter((e) => e.status === 'InUse' && sixOf(e))
       .map((e) => {
         const c = s.changes;
         const singles =

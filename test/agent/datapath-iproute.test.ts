@@ -33,6 +33,9 @@ beforeAll(async () => {
   await inNs(NS, 'ip', 'link', 'set', 'peer7', 'master', 'br0');
   await inNs(NS, 'ip', 'link', 'set', 'lan7', 'up');
   await inNs(NS, 'ip', 'addr', 'add', '10.1.3.5/24', 'dev', 'lan7');
+  // A global IPv6 address the node itself uses (its own, as an image configures it); its link-local one is no pod's.
+  await inNs(NS, 'sysctl', '-qw', 'net.ipv6.conf.lan7.disable_ipv6=0');
+  await inNs(NS, 'ip', '-6', 'addr', 'add', '2408:4005:3c0:a200::5/64', 'dev', 'lan7', 'nodad');
   await inNs(NS, 'ip', 'route', 'add', '10.1.3.253', 'dev', 'lan7', 'scope', 'link', 'table', '3002', 'proto', '236');
   await inNs(NS, 'ip', 'route', 'add', 'default', 'via', '10.1.3.253', 'dev', 'lan7', 'table', '3002', 'proto', '236');
   await inNs(
@@ -59,14 +62,14 @@ afterAll(() => {
 });
 
 maybe('iproute2 as the agent reads and drives it (root)', () => {
-  it('reads links (MAC in lower case, MTU, up, master, peer, IPv4 addresses), routes and rules as numbers', async () => {
+  it('reads links (MAC in lower case, MTU, up, master, peer, IPv4 and global IPv6 addresses), routes and rules as numbers', async () => {
     const view = await new IpRouteKernel({ netns: NS }).read();
     expect(view.links.find((l) => l.name === 'lan7')).toMatchObject({
       mac: '00:16:3e:aa:00:07',
       mtu: 1400,
       up: true,
       parent: 'peer7',
-      addresses: ['10.1.3.5'],
+      addresses: ['10.1.3.5', '2408:4005:3c0:a200::5'],
     });
     expect(view.links.find((l) => l.name === 'peer7')).toMatchObject({ master: 'br0', up: false });
     expect(view.routes.filter((r) => r.table === 3002)).toEqual([

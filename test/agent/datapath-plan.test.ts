@@ -29,12 +29,12 @@ const PRIMARY_MAC = '00:16:3e:00:00:00';
 const MACS = ['00:16:3e:00:00:01', '00:16:3e:00:00:02', '00:16:3e:00:00:03', '00:16:3e:00:00:04'];
 const IPS = ['10.0.0.10', '10.0.0.11', '10.0.0.12', '10.0.0.13', '10.0.0.14', '10.0.1.20'];
 const GATEWAYS = ['10.0.0.253', '10.0.1.253'];
-const TABLES = [MAIN_TABLE, 3001, 3002, 3003, 3004, 3300, 100, 2999];
+const TABLES = [MAIN_TABLE, 3000, 3001, 3002, 3003, 3004, 3300, 100, 2999];
 
 // Ownership as docs/datapath.md states it, written out here rather than taken from the code under test.
 const ours = {
   rule: (r: KernelRule) => (r.priority === 20 || r.priority === 111) && r.protocol === 236 && !r.extra,
-  route: (r: KernelRoute) => r.table > 3000 && r.table <= 3255 && r.protocol === 236,
+  route: (r: KernelRoute) => r.table >= 3000 && r.table <= 3255 && r.protocol === 236,
 };
 
 const key = (x: object) => JSON.stringify(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1)));
@@ -139,6 +139,8 @@ const eniArb = (i: number) =>
       { arbitrary: fc.constantFrom(...GATEWAYS), weight: 8 },
       { arbitrary: fc.constant(''), weight: 1 },
     ),
+    // Dual-stack now and then: the IPv6 next hop (the primary ENI's goes in table base + 0).
+    gatewayIPv6: fc.option(fc.constant('fe80::ecff:ffff:feff:ffff'), { nil: undefined, freq: 3 }),
     // Its device: present (any name, up or down, any MTU, maybe with a DHCP'd address) or not yet.
     device: fc.option(
       fc.record({
@@ -167,6 +169,7 @@ const worldArb: fc.Arbitrary<{ desired: Desired; kernel: KernelView }> = fc
       mac: e.mac,
       vSwitchCIDR: '10.0.0.0/24',
       gatewayIP: e.gatewayIP,
+      ...(e.gatewayIPv6 ? { gatewayIPv6: e.gatewayIPv6 } : {}),
       ...(e.deviceIndex === undefined ? {} : { deviceIndex: e.deviceIndex }),
     }));
     const devices: KernelLink[] = w.enis.flatMap((e, i) =>
@@ -244,7 +247,9 @@ describe('the datapath planner', () => {
           expect(dev.master).toBeUndefined();
           expect(eniMacs.has(dev.mac)).toBe(true);
         }
-        for (const r of plan.addRoutes) expect(primary.has(r.dev!)).toBe(false);
+        // Through the primary interface only the primary ENI's IPv6 default, in its own table (base + 0).
+        for (const r of plan.addRoutes)
+          if (primary.has(r.dev!)) expect(r).toMatchObject({ family: 6, table: CONFIG.tableBase, dst: 'default' });
         // Whatever is not ours is still there after the plan.
         const after = apply(kernel, plan);
         for (const r of kernel.rules.filter((x) => !ours.rule(x))) expect(after.rules).toContainEqual(r);
@@ -281,10 +286,9 @@ describe('the datapath planner', () => {
             );
             continue;
           }
-          expect(after.routes.filter((r) => r.table === table)).toEqual(
-            expect.arrayContaining(eniRoutes(eni.gatewayIP, dev, table)),
-          );
-          expect(after.routes.filter((r) => r.table === table)).toHaveLength(2);
+          const routes = eniRoutes(eni.gatewayIP, dev, table, eni.gatewayIPv6);
+          expect(after.routes.filter((r) => r.table === table)).toEqual(expect.arrayContaining(routes));
+          expect(after.routes.filter((r) => r.table === table)).toHaveLength(routes.length);
           const link = after.links.find((l) => l.name === dev)!;
           expect([link.up, link.mtu]).toEqual([true, CONFIG.mtu]);
         }
@@ -509,12 +513,13 @@ describe('the datapath planner', () => {
       routes: [...node.routes, { table: 3000, type: 1, dst: '10.9.0.0/16', dev: 'eth0', scope: 253, protocol: 3 }],
     };
     const refused = planDatapath(desired, foreign, CONFIG);
+    // Only its IPv6 pods are refused: the IPv4 ones leave by main.
     expect(refused.problems.map((p) => [p.kind, p.ip])).toEqual([
       ['foreign-routes', undefined],
-      ['foreign-routes', pod4],
       ['foreign-routes', pod6],
     ]);
     expect(refused.problems[0]!.message).toMatch(/route table 3000 .* choose another --route-table-base/);
     expect(refused.addRoutes).toEqual([]);
+    expect(refused.addRules.map((r) => r.src ?? r.dst)).toEqual([`${pod4}/32`, `${pod4}/32`]);
   });
 });

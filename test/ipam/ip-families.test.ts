@@ -461,6 +461,92 @@ describe('usePrimaryENI with IPv6: the primary ENI serves dual-stack and IPv6-on
   });
 });
 
+describe('the primary ENI’s IPv6 is planned only where it serves dual-stack pods (found by review)', () => {
+  const NODE6 = { ...VSW6, id: 'vsw-node6', ipv6Cidr: '2408:4005:3c0:a200::/64' };
+  const NODE4 = { ...VSW4, id: 'vsw-node4' };
+  const NODE_V6 = '2408:4005:3c0:a200::5';
+  const P80 = '2408:4005:3c0:a200:1::/80';
+  const primary = (vSwitchId: string, ipv4: string[], ipv6: string[], ipv6Prefixes: string[] = []): EniFact => ({
+    ...eni('eni-p', 0, 0, 40),
+    vSwitchId,
+    secondaryIps: ipv4,
+    ipv6,
+    ipv6Prefixes,
+    ours: false,
+    primary: true,
+  });
+  const obs = (
+    spec: Partial<PoolObservation['pool']['spec']>,
+    p: EniFact,
+    nodeVSwitch: typeof NODE6 | typeof NODE4,
+    extra: { requests?: Record<string, string>; acks?: Record<string, Ack>; nodeAddresses?: string[] } = {},
+  ): PoolObservation => {
+    const o = observe({ vSwitches: [VSW6, nodeVSwitch], preAllocate: 0, requests: extra.requests, acks: extra.acks });
+    return {
+      ...o,
+      primaryEni: p,
+      ...(extra.nodeAddresses ? { nodeAddresses: extra.nodeAddresses } : {}),
+      pool: {
+        ...o.pool,
+        spec: { ...o.pool.spec, ipFamilies: ['IPv4'], ...spec },
+        status: { ...o.pool.status, enis: [{ id: 'eni-p', deviceIndex: 0 } as never] },
+      },
+    };
+  };
+  const DS = { ipFamilies: ['IPv4', 'IPv6'] as Array<'IPv4' | 'IPv6'> };
+  const onP = (xs: Array<{ eniId: string }>) => xs.filter((x) => x.eniId === 'eni-p');
+
+  it('a primary whose vSwitch has no IPv6 gets no IPv6, is no room for dual-stack pods, and is drained first', () => {
+    const p = primary('vsw-node4', [v4(40), v4(41), v4(42), v4(43)], []);
+    const plan = planPool(obs({ ...DS, usePrimaryENI: true, preAllocate: 4 }, p, NODE4), { failures: [] });
+    expect(onP(plan.assignIpv6)).toEqual([]);
+    expect(onP(plan.assignIpv6Prefixes)).toEqual([]);
+    expect(plan.create.length).toBeGreaterThan(0);
+    // Once an ENI of the class serves the pods, the primary's addresses are the excess given back.
+    const withEni = obs({ ...DS, usePrimaryENI: true, preAllocate: 4 }, p, NODE4);
+    const served = { ...withEni, instanceEnis: [eni('eni-a', 4, 4)], ownedEnis: [eni('eni-a', 4, 4)] };
+    const next = planPool(served, { failures: [] });
+    expect(Object.keys(next.status.releaseRequests).sort()).toEqual([v4(40), v4(41), v4(42), v4(43)].sort());
+    expect(next.create).toEqual([]);
+  });
+
+  it('a primary being drained (usePrimaryENI off) in dual-stack gets no IPv6, and its IPv6 is left alone', () => {
+    const p = primary('vsw-node6', [v4(40), v4(41)], [NODE_V6]);
+    for (const mode of [{}, { ipv6Mode: 'Prefix' as const }]) {
+      const plan = planPool(obs({ ...DS, ...mode, usePrimaryENI: false }, p, NODE6), { failures: [] });
+      expect([onP(plan.assignIpv6), onP(plan.assignIpv6Prefixes)]).toEqual([[], []]);
+      expect(Object.keys(plan.status.releaseRequests)).not.toContain(NODE_V6);
+    }
+  });
+
+  it('an IPv4 pool on the primary ENI never gives back a /80 or an IPv6 address it holds', () => {
+    const p = primary('vsw-node6', [v4(40)], [NODE_V6], [P80]);
+    const first = planPool(obs({ usePrimaryENI: true }, p, NODE6), { failures: [] });
+    expect(Object.keys(first.status.releaseRequests)).not.toContain(P80);
+    expect(Object.keys(first.status.releaseRequests)).not.toContain(NODE_V6);
+    const acked = planPool(
+      obs({ usePrimaryENI: true }, p, NODE6, {
+        requests: { [P80]: OLD },
+        acks: { [P80]: { answer: 'ready', requestedAt: OLD } },
+      }),
+      { failures: [] },
+    );
+    expect(acked.unassignIpv6Prefixes).toEqual([]);
+  });
+
+  it('the node’s own IPv6 (its Node’s InternalIP) on the primary is no pod’s companion and never released', () => {
+    const p = primary('vsw-node6', [], [NODE_V6]);
+    const plan = planPool(obs({ ...DS, usePrimaryENI: true, preAllocate: 4 }, p, NODE6, { nodeAddresses: [NODE_V6] }), {
+      failures: [],
+    });
+    expect(onP(plan.assignIpv6)).toEqual([{ eniId: 'eni-p', count: 4 }]);
+    const six = planPool(obs({ ipFamilies: ['IPv6'], usePrimaryENI: true }, p, NODE6, { nodeAddresses: [NODE_V6] }), {
+      failures: [],
+    });
+    expect(Object.keys(six.status.releaseRequests)).not.toContain(NODE_V6);
+  });
+});
+
 describe('dual-stack with both prefixes (ipv4Mode Prefix, ipv6Mode Prefix): /28s for IPv4, one /80 per ENI for IPv6', () => {
   const both = (o: PoolObservation): PoolObservation => ({
     ...o,
@@ -546,6 +632,29 @@ describe('IPv6-only pools of /80s (ipFamilies [IPv6], ipv6Mode Prefix): one /80 
     const plan = planPool(o, { failures: [] });
     expect([plan.deleteEnis, plan.unassignIpv6Prefixes]).toEqual([[], []]);
     expect(plan.status.releaseRequests).toEqual({});
+  });
+
+  it('asks no second /80 while an ENI is on its way, and gives the /80 to an ENI its unassigns make room on', () => {
+    const used = [v6(2), v6(3), v6(4), v6(5)];
+    const full = { ...eni('eni-old', 0, 6) };
+    const acks = {
+      [v6(0)]: { answer: 'ready' as const, requestedAt: STAMP },
+      [v6(1)]: { answer: 'ready' as const, requestedAt: STAMP },
+    };
+    const first = planPool(
+      only80(observe({ enis: [full], used, requests: { [v6(0)]: STAMP, [v6(1)]: STAMP }, acks })),
+      {
+        failures: [],
+      },
+    );
+    expect(first.unassignIpv6).toEqual([{ eniId: 'eni-old', ips: [v6(0), v6(1)] }]);
+    expect(first.assignIpv6Prefixes).toEqual([{ eniId: 'eni-old', count: 1 }]);
+    expect(first.create).toEqual([]);
+    const roomy = { ...eni('eni-old', 0, 4) };
+    const coming = planPool(only80({ ...observe({ enis: [roomy], used }), inFlight: { enis: 1, ips: 0 } }), {
+      failures: [],
+    });
+    expect([coming.create, coming.assignIpv6Prefixes]).toEqual([[], []]);
   });
 
   it('says so when the instance has no ENI slot for the /80, and takes nothing for addresses no ENI holds', () => {

@@ -131,3 +131,68 @@ describe('IPv6 /80 prefixes in the reconciler and teardown', () => {
     expect(f.ecs.calls.filter((c) => c.action === 'UnassignIpv6Addresses')).toEqual([]);
   });
 });
+
+describe('IPv6-only pools of /80s in the reconciler and teardown (found by review)', () => {
+  const ONLY80 = { ipFamilies: ['IPv6'] as Array<'IPv4' | 'IPv6'>, ipv6Mode: 'Prefix' as const };
+  const PFX_NODE = '2408:4005:3c0:a200:1::/80';
+  const NODES6 = vSwitch('vsw-nodes', 100, { ipv6Cidr: '2408:4005:3c0:a200::/64' });
+
+  it('with deleteEmptyENIs, keeps the /80’s ENI once its leftover singles are confirmed free, unassigns them, and publishes', async () => {
+    const singles = [single(0), single(1)];
+    const at = '2026-03-01T11:50:00.000Z';
+    const f = fixture({
+      spec: { ...ONLY80, deleteEmptyENIs: true, releaseDelaySeconds: 0 },
+      instanceTypes: [TYPE6],
+      vSwitches: [VSW6],
+      enis: [eni(1, 0, { ipv6Prefixes: [PFX], ipv6: singles })],
+      status: {
+        used: {},
+        releaseRequests: Object.fromEntries(singles.map((s) => [s, at])),
+        releaseAcks: Object.fromEntries(singles.map((s) => [s, { answer: 'ready' as const, requestedAt: at }])),
+      },
+    });
+    const results = [];
+    for (let i = 0; i < 3; i++) {
+      results.push(await f.reconcile());
+      f.sync();
+    }
+    expect(results).not.toContainEqual({ requeueAfterMs: 100 });
+    expect(f.enis.calls.map((c) => c.action)).not.toContain('deleteEni');
+    expect(f.ecs.calls).toContainEqual({ action: 'UnassignIpv6Addresses', args: ['eni-1', singles] });
+    expect(f.cache.pool(NODE)!.status?.enis?.map((e) => e.id)).toEqual(['eni-1']);
+  });
+
+  it('a deleted pool gives back the /80 it had on the primary ENI, and none of the primary’s IPv4 (the node’s)', async () => {
+    const f = fixture({
+      metadata: { deletionTimestamp: '2026-03-01T11:59:00Z' },
+      spec: { ...ONLY80, usePrimaryENI: true },
+      instanceTypes: [TYPE6],
+      vSwitches: [VSW6, NODES6],
+      liveNodes: [],
+      status: {
+        used: {},
+        enis: [
+          {
+            id: 'eni-primary',
+            state: 'InUse',
+            deviceIndex: 0,
+            vSwitchID: 'vsw-nodes',
+            vSwitchCIDR: '10.0.0.0/16',
+            gatewayIP: '10.0.0.253',
+            // As an older operator published it: the primary's IPv4 secondaries among the pool's.
+            ips: ['10.0.0.50'],
+            ipv6s: [],
+            ipv6Prefixes: [PFX_NODE],
+            vSwitchIPv6CIDR: '2408:4005:3c0:a200::/64',
+          },
+        ],
+      },
+    });
+    const held = { ...f.cloud.get('eni-primary')!, secondaryIps: ['10.0.0.50'], ipv6Prefixes: [PFX_NODE] };
+    f.cloud.upsert(held);
+    f.describe.enis = f.describe.enis.map((e) => (e.id === 'eni-primary' ? held : e));
+    await f.reconcile();
+    const unassigns = f.ecs.calls.filter((c) => c.action.startsWith('Unassign'));
+    expect(unassigns).toEqual([{ action: 'UnassignIpv6Addresses', args: ['eni-primary', { prefixes: [PFX_NODE] }] }]);
+  });
+});

@@ -45,7 +45,14 @@ export function parseLinks(items: Array<Record<string, unknown>>): KernelLink[] 
       up: flags.includes('UP'),
       ...(typeof l.master === 'string' ? { master: l.master } : {}),
       ...(typeof l.link === 'string' ? { parent: l.link } : {}),
-      addresses: addrInfo.filter((a) => a.family === 'inet' && typeof a.local === 'string').map((a) => String(a.local)),
+      // IPv4, and global IPv6 (scope 0, as -N prints it; every device has a link-local one, no pod's anyway).
+      addresses: addrInfo
+        .filter(
+          (a) =>
+            typeof a.local === 'string' &&
+            (a.family === 'inet' || (a.family === 'inet6' && ['0', 'global'].includes(String(a.scope)))),
+        )
+        .map((a) => String(a.local)),
     };
   });
 }

@@ -151,7 +151,12 @@ interface EniCheck {
    * the node's, and a node without an IPv6 address of its own has no IPv6 default route there.
    */
   table6?: number;
+  /** Why the primary ENI's IPv6 table cannot be used: its pods' IPv6 addresses are refused, their IPv4 ones not. */
+  problem6?: Problem;
 }
+
+/** What keeps a pod address of the ENI from being routed, if anything. */
+const problemFor = (c: EniCheck, ip: string): Problem | undefined => c.problem ?? (isIpv6(ip) ? c.problem6 : undefined);
 
 /** The table a pod address's packets leave by: its ENI's, or for IPv6 the one kept for that family. */
 const egressTable = (c: EniCheck, ip: string): number => (isIpv6(ip) && c.table6 !== undefined ? c.table6 : c.table!);
@@ -224,8 +229,12 @@ function checkEnis(desired: Desired, kernel: KernelView, config: DatapathConfig)
     const ownTable = check.primary ? check.table6 : check.table;
     if (ownTable !== undefined) {
       const foreign = kernel.routes.filter((r) => r.table === ownTable && r.protocol !== RT_PROTOCOL);
+      // The primary ENI's IPv4 pods leave by main: only its IPv6 ones need the table.
+      const refuse = check.primary
+        ? (kind: Problem['kind'], message: string) => (check.problem6 = { kind, eniId: eni.id, message })
+        : fail;
       if (foreign.length)
-        fail(
+        refuse(
           'foreign-routes',
           `route table ${ownTable} (ENI ${eni.id}, deviceIndex ${index}) holds routes eni-ipam did not add ` +
             `(${foreign.slice(0, 2).map(describeRoute).join('; ')}); eni-ipam leaves it alone: ` +
@@ -282,7 +291,8 @@ export function planDatapath(
     if (!inScopeEni(c.eni.id)) continue;
     // The node's own interface and main table are the node's: only the primary ENI's IPv6 table is ours.
     if (c.primary) {
-      if (c.table6 === undefined) continue;
+      if (c.problem6) problems.push(c.problem6);
+      if (c.table6 === undefined || c.problem6) continue;
       const routes6 = eniRoutes(c.eni.gatewayIP, dev.name, c.table6, c.eni.gatewayIPv6).filter((r) => r.family === 6);
       syncTable(routes6, c.table6, c.eni.id);
       continue;
@@ -317,8 +327,8 @@ export function planDatapath(
           ip: a.ip,
           message: `ENI ${a.eniId} of ${a.ip} is not an InUse ENI of the pool`,
         });
-      } else if (c.problem) {
-        problems.push({ ...c.problem, ip: a.ip });
+      } else if (problemFor(c, a.ip)) {
+        problems.push({ ...problemFor(c, a.ip)!, ip: a.ip });
       } else if (c.device!.addresses.includes(a.ip)) {
         problems.push({
           kind: 'address-on-device',
@@ -336,7 +346,7 @@ export function planDatapath(
       continue;
     }
     // A pod's address whose ENI is not ready (its device gone for now, a foreign table) keeps what it has.
-    if (c && !c.problem) wanted.set(a.ip, { rules: podRules(a.ip, egressTable(c, a.ip)), eniId: a.eniId });
+    if (c && !problemFor(c, a.ip)) wanted.set(a.ip, { rules: podRules(a.ip, egressTable(c, a.ip)), eniId: a.eniId });
     else keep.add(a.ip);
   }
   const addRules: RuleAdd[] = [];

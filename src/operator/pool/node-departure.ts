@@ -1,5 +1,7 @@
 import type { ENIPool } from '../../api/types.js';
 import { unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
+import { UNASSIGN_IPV6_BATCH, ipv6Only } from '../../ipam/families.js';
+import { UNASSIGN_IPV6_PREFIX_BATCH } from '../../ipam/ipv6-prefix.js';
 import { UNASSIGN_BATCH } from '../../ipam/pool-plan.js';
 import { keyCovers } from '../../ipam/prefix.js';
 import { acksOf, answerTo } from '../../ipam/release.js';
@@ -13,6 +15,9 @@ export interface DepartureDeps extends PoolSide {
 }
 
 type Result = { requeueAfterMs?: number };
+
+/** What the pool gave pods on the primary ENI: its published secondaries of both families and /80s. */
+const keysOfPrimary = (e: NetworkInterface) => [...e.secondaryIps, ...e.ipv6, ...e.ipv6Prefixes];
 
 /** What a release request of an ENI names: its primary, each secondary, each /28 prefix whole. */
 const keysOf = (e: NetworkInterface) => [
@@ -126,10 +131,17 @@ export class NodeDeparture {
     // no pod uses it) stays the node's and does not hold the pool back.
     const primaryKept: string[] = [];
     if (primary) {
-      const verdicts = primary.secondaryIps.map((ip) => [ip, answers?.verdict(ip) ?? 'free'] as const);
-      const free = verdicts.filter(([, v]) => v === 'free').map(([ip]) => ip);
-      if (free.length) await this.unassignPrimary(pool, { ...primary, secondaryIps: free });
-      if (verdicts.some(([, v]) => v === 'wait')) primaryKept.push(primary.id);
+      const verdict = (key: string) => answers?.verdict(key) ?? 'free';
+      const free = (keys: string[]) => keys.filter((key) => verdict(key) === 'free');
+      const freed = {
+        ...primary,
+        secondaryIps: free(primary.secondaryIps),
+        ipv6: free(primary.ipv6),
+        ipv6Prefixes: free(primary.ipv6Prefixes),
+      };
+      if (freed.secondaryIps.length + freed.ipv6.length + freed.ipv6Prefixes.length)
+        await this.unassignPrimary(pool, freed);
+      if (keysOfPrimary(primary).some((key) => verdict(key) === 'wait')) primaryKept.push(primary.id);
     }
     // An ENI already being deleted (an emptied one, in the background) is waited for, not deleted twice.
     const free = (e: NetworkInterface) =>
@@ -225,7 +237,7 @@ export class NodeDeparture {
   /** The primary ENI, if it still holds published addresses the node does not keep for itself. */
   private primaryLeft(pool: ENIPool, answers: { verdict: (key: string) => string } | undefined): NetworkInterface[] {
     const primary = this.publishedPrimary(pool);
-    return primary && primary.secondaryIps.some((ip) => answers?.verdict(ip) !== 'node') ? [primary] : [];
+    return primary && keysOfPrimary(primary).some((key) => answers?.verdict(key) !== 'node') ? [primary] : [];
   }
 
   /**
@@ -236,22 +248,52 @@ export class NodeDeparture {
   private publishedPrimary(pool: ENIPool): NetworkInterface | undefined {
     const instanceId = pool.spec.instanceID;
     const eni = instanceId ? this.deps.cloud.enisOfInstance(instanceId).find((e) => e.type === 'Primary') : undefined;
-    const published = new Set(pool.status?.enis?.find((e) => e.id === eni?.id)?.ips ?? []);
-    const ips = eni ? eni.secondaryIps.filter((ip) => published.has(ip)) : [];
-    return eni && ips.length ? { ...eni, primaryIp: '', secondaryIps: ips, ipv4Prefixes: [] } : undefined;
+    const shown = pool.status?.enis?.find((e) => e.id === eni?.id);
+    if (!eni || !shown) return undefined;
+    const of = (held: string[], published: string[] | undefined) => held.filter((k) => (published ?? []).includes(k));
+    const given = {
+      ...eni,
+      primaryIp: '',
+      // An IPv6-only pool gave pods none of its IPv4 (whatever an older status shows).
+      secondaryIps: ipv6Only(pool.spec) ? [] : of(eni.secondaryIps, shown.ips),
+      ipv4Prefixes: [],
+      ipv6: of(eni.ipv6, shown.ipv6s),
+      ipv6Prefixes: of(eni.ipv6Prefixes, shown.ipv6Prefixes),
+    };
+    return keysOfPrimary(given).length ? given : undefined;
   }
 
-  /** Gives the primary ENI's published secondaries back (the ENI itself is the instance's). */
+  /** Gives the primary ENI's published addresses back, both families (the ENI itself is the instance's). */
   private async unassignPrimary(pool: ENIPool, primary: NetworkInterface): Promise<void> {
     if (!this.deps.mayWrite()) return;
     const { cloud, ecs, events } = this.deps;
-    for (let i = 0; i < primary.secondaryIps.length; i += UNASSIGN_BATCH) {
-      const ips = primary.secondaryIps.slice(i, i + UNASSIGN_BATCH);
-      await ecs.unassignPrivateIpAddresses(primary.id, ips).catch(unlessAlreadyUnassigned);
-      const now = cloud.get(primary.id);
-      if (now) cloud.upsert({ ...now, secondaryIps: now.secondaryIps.filter((ip) => !ips.includes(ip)) });
-    }
-    const message = `pool ${pool.metadata.name} is deleted: unassigned its ${primary.secondaryIps.length} IPs from the primary ENI ${primary.id}`;
+    const gone = new Set<string>();
+    const inBatches = async (keys: string[], size: number, call: (batch: string[]) => Promise<void>) => {
+      for (let i = 0; i < keys.length; i += size) {
+        const batch = keys.slice(i, i + size);
+        await call(batch).catch(unlessAlreadyUnassigned);
+        batch.forEach((k) => gone.add(k));
+      }
+    };
+    await inBatches(primary.secondaryIps, UNASSIGN_BATCH, (ips) => ecs.unassignPrivateIpAddresses(primary.id, ips));
+    await inBatches(primary.ipv6, UNASSIGN_IPV6_BATCH, (ips) => ecs.unassignIpv6Addresses(primary.id, ips));
+    await inBatches(primary.ipv6Prefixes, UNASSIGN_IPV6_PREFIX_BATCH, (p) => ecs.unassignIpv6Prefixes(primary.id, p));
+    const now = cloud.get(primary.id);
+    const kept = (keys: string[]) => keys.filter((k) => !gone.has(k));
+    if (now)
+      cloud.upsert({
+        ...now,
+        secondaryIps: kept(now.secondaryIps),
+        ipv6: kept(now.ipv6),
+        ipv6Prefixes: kept(now.ipv6Prefixes),
+      });
+    const counted = [
+      [primary.secondaryIps.length, 'IPs'],
+      [primary.ipv6.length, 'IPv6 addresses'],
+      [primary.ipv6Prefixes.length, 'IPv6 /80 prefixes'],
+    ] as const;
+    const what = counted.filter(([n]) => n > 0).map(([n, kind]) => `${n} ${kind}`);
+    const message = `pool ${pool.metadata.name} is deleted: unassigned its ${what.join(', ')} from the primary ENI ${primary.id}`;
     events.record(pool, 'Normal', 'ReleasedIPs', message);
   }
 

@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { ENIPool } from '../../api/types.js';
 import type { NetworkInterface } from '../../cloud/index.js';
 import { heldBack, type FailureRecord } from '../../ipam/failure-record.js';
@@ -90,6 +90,7 @@ export async function observePool(
     inFlight: { enis: work.enis, ips: work.ips },
     pendingPods: deps.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
     ...podCapacityOf(deps.cache.node(pool.spec.nodeName)?.status?.allocatable?.pods),
+    nodeAddresses: nodeAddressesOf(deps.cache.node(pool.spec.nodeName)),
     vSwitches: vSwitches.map((v) => ({
       id: v.id,
       zoneId: v.zoneId,
@@ -122,4 +123,9 @@ const waitsForIp = (p: V1Pod, node: string) => p.spec?.nodeName === node && !p.s
 function podCapacityOf(pods: string | undefined): { podCapacity?: number } {
   const n = Number(pods);
   return pods !== undefined && Number.isInteger(n) && n > 0 ? { podCapacity: n } : {};
+}
+
+/** A Node's own addresses, as its kubelet reports them (InternalIP, both families where it has them). */
+export function nodeAddressesOf(node: V1Node | undefined): string[] {
+  return (node?.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
 }

@@ -14,7 +14,7 @@ import { FINALIZER, type OperatorConfig } from '../config.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { NodeDeparture } from './node-departure.js';
 import type { PoolSide } from './ports.js';
-import { describeHeldBack, observePool } from './observer.js';
+import { describeHeldBack, nodeAddressesOf, observePool } from './observer.js';
 import { publishedEnis, statusPatch } from './status.js';
 import { deficitMet } from './node-memory.js';
 
@@ -326,7 +326,8 @@ export class PoolReconciler {
     const name = pool.metadata.name;
     const { eniIds, summary, ...rest } = plan.status;
     const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
-    const enis = publishedEnis(current, await cloud.vSwitches(), needsIpv6(pool.spec));
+    const own = nodeAddressesOf(this.deps.cache.node(pool.spec.nodeName));
+    const enis = publishedEnis(current, await cloud.vSwitches(), needsIpv6(pool.spec), own, !ipv6Only(pool.spec));
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
     // A /80 serves pods only in a dual-stack pool (the planner counts alike).
     const prefixesServe = dualStack(pool.spec);

@@ -10,8 +10,17 @@ import { prefixAddresses } from '../../ipam/prefix.js';
  * prefixes, are usable by pods once it is InUse (its own primary address is the node's: an image
  * configures it on the device).
  */
-export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[], routesIpv6 = false): PoolENI[] {
+export function publishedEnis(
+  enis: NetworkInterface[],
+  vSwitches: VSwitch[],
+  routesIpv6 = false,
+  /** The node's own addresses (its Node's InternalIPs): never published as a pod's, on the primary ENI. */
+  nodeAddresses: readonly string[] = [],
+  /** False in an IPv6-only pool: the primary ENI's IPv4 secondaries are none of its (they may be the node's). */
+  ipv4Pods = true,
+): PoolENI[] {
   return enis
+    .map((eni) => withoutNodeAddresses(eni, nodeAddresses))
     .map((e) => {
       const vsw = vSwitches.find((v) => v.id === e.vSwitchId);
       return {
@@ -24,11 +33,15 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[], ro
         securityGroupIDs: e.securityGroupIds,
         state: e.status,
         deviceIndex: e.deviceIndex,
-        ips: e.status === 'InUse' ? [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)] : [],
+        ips:
+          e.status === 'InUse' && (ipv4Pods || e.type !== 'Primary')
+            ? [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)]
+            : [],
         ...(e.ipv4Prefixes.length ? { prefixes: [...e.ipv4Prefixes] } : {}),
         // The ENI's IPv6 addresses (the agent answers release requests for them), and, where the
-        // pool's pods use IPv6, the next hop the node routes them through (families.ts).
-        ...(e.ipv6.length || e.ipv6Prefixes.length || (routesIpv6 && vsw?.ipv6Cidr)
+        // pool's pods use IPv6, the next hop the node routes them through (families.ts). The
+        // primary ENI's only where they do: its IPv6 may be the node's own, and no pod's route.
+        ...(showsIpv6(e, routesIpv6, vsw)
           ? {
               ipv6s: e.status === 'InUse' ? [...e.ipv6] : [],
               ...(e.ipv6Prefixes.length ? { ipv6Prefixes: e.status === 'InUse' ? [...e.ipv6Prefixes] : [] } : {}),
@@ -42,6 +55,26 @@ export function publishedEnis(enis: NetworkInterface[], vSwitches: VSwitch[], ro
       };
     })
     .sort((a, b) => (a.deviceIndex ?? 99) - (b.deviceIndex ?? 99) || (a.id < b.id ? -1 : 1));
+}
+
+/** The primary ENI without the node's own addresses among its secondaries (the node's, not a pod's). */
+export function withoutNodeAddresses<E extends { type?: string; secondaryIps: string[]; ipv6?: string[] }>(
+  e: E,
+  own: readonly string[],
+): E {
+  if (e.type !== 'Primary' || !own.length) return e;
+  const mine = (ip: string) => !own.includes(ip);
+  return { ...e, secondaryIps: e.secondaryIps.filter(mine), ...(e.ipv6 ? { ipv6: e.ipv6.filter(mine) } : {}) };
+}
+
+/**
+ * Whether the pool publishes an ENI's IPv6 addresses: a secondary ENI's whenever it holds any
+ * (pods keep their route while they hold one of a pool that stopped using IPv6) or the pool's
+ * pods use IPv6 in its vSwitch; the primary ENI's only in the latter case.
+ */
+function showsIpv6(e: NetworkInterface, routesIpv6: boolean, vsw: VSwitch | undefined): boolean {
+  const inUse = routesIpv6 && Boolean(vsw?.ipv6Cidr);
+  return e.type === 'Primary' ? inUse : e.ipv6.length > 0 || e.ipv6Prefixes.length > 0 || inUse;
 }
 
 /** The operator's part of a pool's status, for a merge patch (the agent's fields are left alone). */
