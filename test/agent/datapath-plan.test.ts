@@ -37,6 +37,24 @@ const ours = {
   route: (r: KernelRoute) => r.table >= 3000 && r.table <= 3255 && r.protocol === 236,
 };
 
+/** A node's primary ENI as its pool publishes it (usePrimaryENI), and the node: eth0 with its DHCP'd address and default route. */
+const primaryNode = () => ({
+  primaryEni: {
+    id: 'eni-p',
+    mac: PRIMARY_MAC,
+    deviceIndex: 0,
+    gatewayIP: '192.168.0.253',
+    vSwitchCIDR: '192.168.0.0/24',
+  },
+  node: {
+    links: [{ index: 2, name: 'eth0', mac: PRIMARY_MAC, mtu: 9000, up: true, addresses: ['192.168.0.5'] }],
+    routes: [
+      { table: MAIN_TABLE, type: 1, dst: 'default', gateway: '192.168.0.253', dev: 'eth0', scope: 0, protocol: 3 },
+    ],
+    rules: [],
+  } as KernelView,
+});
+
 const key = (x: object) => JSON.stringify(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1)));
 const strip = <T extends object>(x: T): T => {
   const { eniId: _e, ip: _i, ...rest } = x as Record<string, unknown>;
@@ -408,20 +426,7 @@ describe('the datapath planner', () => {
   });
 
   it('routes pods of the primary ENI (usePrimaryENI) by the main table through the node’s own interface, which it never changes', () => {
-    const primaryEni = {
-      id: 'eni-p',
-      mac: PRIMARY_MAC,
-      deviceIndex: 0,
-      gatewayIP: '192.168.0.253',
-      vSwitchCIDR: '192.168.0.0/24',
-    };
-    const node: KernelView = {
-      links: [{ index: 2, name: 'eth0', mac: PRIMARY_MAC, mtu: 9000, up: true, addresses: ['192.168.0.5'] }],
-      routes: [
-        { table: MAIN_TABLE, type: 1, dst: 'default', gateway: '192.168.0.253', dev: 'eth0', scope: 0, protocol: 3 },
-      ],
-      rules: [],
-    };
+    const { primaryEni, node } = primaryNode();
     const plan = planDatapath(
       { enis: [primaryEni], addresses: [{ ip: '192.168.0.77', eniId: 'eni-p' }], fresh: ['192.168.0.77'] },
       node,
@@ -455,22 +460,9 @@ describe('the datapath planner', () => {
 
   it('routes IPv6 pods of the primary ENI through a table of its own (base + 0), the node’s interface and main table untouched', () => {
     const gatewayIPv6 = 'fe80::ecff:ffff:feff:ffff';
-    const primaryEni = {
-      id: 'eni-p',
-      mac: PRIMARY_MAC,
-      deviceIndex: 0,
-      gatewayIP: '192.168.0.253',
-      gatewayIPv6,
-      vSwitchCIDR: '192.168.0.0/24',
-    };
     // A node without an IPv6 address of its own: main has no IPv6 default route.
-    const node: KernelView = {
-      links: [{ index: 2, name: 'eth0', mac: PRIMARY_MAC, mtu: 9000, up: true, addresses: ['192.168.0.5'] }],
-      routes: [
-        { table: MAIN_TABLE, type: 1, dst: 'default', gateway: '192.168.0.253', dev: 'eth0', scope: 0, protocol: 3 },
-      ],
-      rules: [],
-    };
+    const { primaryEni: v4only, node } = primaryNode();
+    const primaryEni = { ...v4only, gatewayIPv6 };
     const pod4 = '192.168.0.77';
     const pod6 = '2408:4005:3c0:a200::77';
     const desired = {
@@ -504,7 +496,6 @@ describe('the datapath planner', () => {
       [],
     ]);
     // The pool stops using IPv6 (no gatewayIPv6): the table goes, IPv4 stays as it was.
-    const { gatewayIPv6: _gone, ...v4only } = primaryEni;
     const dropped = planDatapath({ enis: [v4only], addresses: [{ ip: pod4, eniId: 'eni-p' }] }, after, CONFIG);
     expect(dropped.delRoutes).toEqual([expect.objectContaining({ family: 6, table: 3000 })]);
     // A route of someone else's in table base: the primary ENI is refused, naming the table.
