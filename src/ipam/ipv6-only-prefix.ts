@@ -34,7 +34,8 @@ const inHeld = (holders: EniFact[]) => {
 /**
  * The pool as the single-address planner sees it: sized to nothing beyond what pods hold of
  * the ENIs' single addresses; the holders' /80s, and every address of the pool's that is no
- * single address of its ENIs (in a /80, or gone with its ENI), out of sight.
+ * single address of its ENIs (in a /80, or gone with its ENI), out of sight. A release request
+ * left for a holder's /80 (from a spell without it) is out of sight too, so the plan withdraws it.
  */
 function leftoversView(o: PoolObservation, holders: EniFact[]): PoolObservation {
   const inPrefix = inHeld(holders);
@@ -94,8 +95,6 @@ export function planIpv6OnlyPrefix(
   const plan = planSingles(leftoversView(o, holders), m);
   const kept = new Set(holders.map((e) => e.id));
   const deleteEnis = plan.deleteEnis.filter((id) => !kept.has(id));
-  // Requests for the holders' /80s (left from a spell without them) are withdrawn: the pool uses them.
-  const releaseRequests = { ...plan.status.releaseRequests };
   const assignIpv6Prefixes: PoolPlan['assignIpv6Prefixes'] = [];
   const create: PoolPlan['create'] = [];
   let securityGroupIds: string[] = [];
@@ -116,8 +115,10 @@ export function planIpv6OnlyPrefix(
     const coming = o.inFlight.enis > 0 || o.ownedEnis.some((e) => !e.removing && e.status !== 'InUse');
     if (coming) {
       waiting = 'waiting for the ENI being created and attached for its /80';
+    } else if (target && blocked('AssignIpv6Addresses')) {
+      waiting = `assigning a /80 to ENI ${target.id} is held back after a failure`;
     } else if (target) {
-      if (!blocked('AssignIpv6Addresses')) assignIpv6Prefixes.push({ eniId: target.id, count: IPV6_PREFIXES_PER_ENI });
+      assignIpv6Prefixes.push({ eniId: target.id, count: IPV6_PREFIXES_PER_ENI });
       waiting = `assigning a /80 to ENI ${target.id}`;
     } else if (o.instanceEnis.length >= Math.max(0, (o.limits?.eniQuantity ?? 0) - 1)) {
       waiting =
@@ -170,6 +171,6 @@ export function planIpv6OnlyPrefix(
     assignIpv6Prefixes: [...plan.assignIpv6Prefixes, ...assignIpv6Prefixes],
     create: [...plan.create, ...create],
     securityGroupIds: create.length ? securityGroupIds : plan.securityGroupIds,
-    status: { ...plan.status, summary, releaseRequests, conditions },
+    status: { ...plan.status, summary, conditions },
   };
 }

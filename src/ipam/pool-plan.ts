@@ -317,11 +317,17 @@ export function planPool(observed: PoolObservation, m: PoolMemory): PoolPlan {
  * released.
  */
 function nodeAddressesAside(o: PoolObservation): PoolObservation {
-  const own = new Set(o.nodeAddresses ?? []);
-  if (!o.primaryEni || !own.size) return o;
-  const mine = (ip: string) => !own.has(ip);
-  const p = o.primaryEni;
-  return { ...o, primaryEni: { ...p, secondaryIps: p.secondaryIps.filter(mine), ipv6: p.ipv6?.filter(mine) } };
+  if (!o.primaryEni || !o.nodeAddresses?.length) return o;
+  return { ...o, primaryEni: withoutAddresses(o.primaryEni, o.nodeAddresses) };
+}
+
+/** An ENI without `own` among its secondaries of either family (the primary ENI less the node's own addresses). */
+export function withoutAddresses<E extends { secondaryIps: string[]; ipv6?: string[] }>(
+  e: E,
+  own: readonly string[],
+): E {
+  const mine = (ip: string) => !own.includes(ip);
+  return { ...e, secondaryIps: e.secondaryIps.filter(mine), ...(e.ipv6 ? { ipv6: e.ipv6.filter(mine) } : {}) };
 }
 
 /** planPool in the pool's pod family: its ENIs' pod addresses are `secondaryIps` and `ipv4Prefixes`. */

@@ -196,3 +196,32 @@ describe('IPv6-only pools of /80s in the reconciler and teardown (found by revie
     expect(unassigns).toEqual([{ action: 'UnassignIpv6Addresses', args: ['eni-primary', { prefixes: [PFX_NODE] }] }]);
   });
 });
+
+describe('the node’s own addresses on the primary ENI (its Node’s InternalIPs)', () => {
+  it('are neither published nor counted: a dual-stack primary pool publishes, tops its IPv6 up past them, and asks none back', async () => {
+    const own6 = '2408:4005:3c0:a200::5';
+    const f = fixture({
+      spec: { ipFamilies: ['IPv4', 'IPv6'], usePrimaryENI: true, preAllocate: 2, releaseDelaySeconds: 0 },
+      instanceTypes: [TYPE6],
+      vSwitches: [VSW6, vSwitch('vsw-nodes', 100, { ipv6Cidr: '2408:4005:3c0:a200::/64' })],
+      status: { used: {}, releaseRequests: {}, releaseAcks: {} },
+    });
+    const held = { ...f.cloud.get('eni-primary')!, ipv6: [own6] };
+    f.cloud.upsert(held);
+    f.describe.enis = f.describe.enis.map((e) => (e.id === 'eni-primary' ? held : e));
+    const node = f.cache.node(NODE)!;
+    node.status = { addresses: [{ type: 'InternalIP', address: own6 }] };
+    const results = [];
+    for (let i = 0; i < 3; i++) {
+      results.push(await f.reconcile());
+      f.sync();
+    }
+    expect(results).not.toContainEqual({ requeueAfterMs: 100 });
+    const assigned6 = f.ecs.calls.filter((c) => c.action === 'AssignIpv6Addresses' && c.args[0] === 'eni-primary');
+    expect(assigned6).toHaveLength(1);
+    const published = f.cache.pool(NODE)!.status!.enis!.find((e) => e.id === 'eni-primary')!;
+    expect(published.ipv6s).toHaveLength(2);
+    expect(published.ipv6s).not.toContain(own6);
+    expect(Object.keys(f.cache.pool(NODE)!.status?.releaseRequests ?? {})).not.toContain(own6);
+  });
+});

@@ -3,6 +3,7 @@ import type { ENIPoolStatus, PoolENI } from '../../api/types.js';
 import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
 import { IPV6_GATEWAY } from '../../ipam/families.js';
 import { vSwitchGateway } from '../../ipam/gateway.js';
+import { withoutAddresses } from '../../ipam/pool-plan.js';
 import { prefixAddresses } from '../../ipam/prefix.js';
 
 /**
@@ -19,52 +20,45 @@ export function publishedEnis(
   /** False in an IPv6-only pool: the primary ENI's IPv4 secondaries are none of its (they may be the node's). */
   ipv4Pods = true,
 ): PoolENI[] {
-  return enis
-    .map((eni) => withoutNodeAddresses(eni, nodeAddresses))
-    .map((e) => {
-      const vsw = vSwitches.find((v) => v.id === e.vSwitchId);
-      return {
-        id: e.id,
-        mac: e.mac,
-        vSwitchID: e.vSwitchId,
-        vSwitchCIDR: vsw?.cidr ?? '',
-        gatewayIP: vsw ? vSwitchGateway(vsw.cidr) : '',
-        primaryIP: e.primaryIp,
-        securityGroupIDs: e.securityGroupIds,
-        state: e.status,
-        deviceIndex: e.deviceIndex,
-        ips:
-          e.status === 'InUse' && (ipv4Pods || e.type !== 'Primary')
-            ? [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)]
-            : [],
-        ...(e.ipv4Prefixes.length ? { prefixes: [...e.ipv4Prefixes] } : {}),
-        // The ENI's IPv6 addresses (the agent answers release requests for them), and, where the
-        // pool's pods use IPv6, the next hop the node routes them through (families.ts). The
-        // primary ENI's only where they do: its IPv6 may be the node's own, and no pod's route.
-        ...(showsIpv6(e, routesIpv6, vsw)
-          ? {
-              ipv6s: e.status === 'InUse' ? [...e.ipv6] : [],
-              ...(e.ipv6Prefixes.length ? { ipv6Prefixes: e.status === 'InUse' ? [...e.ipv6Prefixes] : [] } : {}),
-              ...(vsw?.ipv6Cidr ? { vSwitchIPv6CIDR: vsw.ipv6Cidr } : {}),
-              // Also while pods still hold IPv6 of a pool that stopped using it: they keep their route.
-              ...((routesIpv6 || e.ipv6.length || e.ipv6Prefixes.length) && vsw?.ipv6Cidr
-                ? { gatewayIPv6: IPV6_GATEWAY }
-                : {}),
-            }
-          : {}),
-      };
-    })
-    .sort((a, b) => (a.deviceIndex ?? 99) - (b.deviceIndex ?? 99) || (a.id < b.id ? -1 : 1));
-}
-
-/** The primary ENI without the node's own addresses among its secondaries (the node's, not a pod's). */
-export function withoutNodeAddresses<E extends { type?: string; secondaryIps: string[]; ipv6?: string[] }>(
-  e: E,
-  own: readonly string[],
-): E {
-  if (e.type !== 'Primary' || !own.length) return e;
-  const mine = (ip: string) => !own.includes(ip);
-  return { ...e, secondaryIps: e.secondaryIps.filter(mine), ...(e.ipv6 ? { ipv6: e.ipv6.filter(mine) } : {}) };
+  return (
+    enis
+      // The node's own addresses on the primary ENI are no pod's (the planner leaves them out alike).
+      .map((eni) => (eni.type === 'Primary' ? withoutAddresses(eni, nodeAddresses) : eni))
+      .map((e) => {
+        const vsw = vSwitches.find((v) => v.id === e.vSwitchId);
+        return {
+          id: e.id,
+          mac: e.mac,
+          vSwitchID: e.vSwitchId,
+          vSwitchCIDR: vsw?.cidr ?? '',
+          gatewayIP: vsw ? vSwitchGateway(vsw.cidr) : '',
+          primaryIP: e.primaryIp,
+          securityGroupIDs: e.securityGroupIds,
+          state: e.status,
+          deviceIndex: e.deviceIndex,
+          ips:
+            e.status === 'InUse' && (ipv4Pods || e.type !== 'Primary')
+              ? [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)]
+              : [],
+          ...(e.ipv4Prefixes.length ? { prefixes: [...e.ipv4Prefixes] } : {}),
+          // The ENI's IPv6 addresses (the agent answers release requests for them), and, where the
+          // pool's pods use IPv6, the next hop the node routes them through (families.ts). The
+          // primary ENI's only where they do: its IPv6 may be the node's own, and no pod's route.
+          ...(showsIpv6(e, routesIpv6, vsw)
+            ? {
+                ipv6s: e.status === 'InUse' ? [...e.ipv6] : [],
+                ...(e.ipv6Prefixes.length ? { ipv6Prefixes: e.status === 'InUse' ? [...e.ipv6Prefixes] : [] } : {}),
+                ...(vsw?.ipv6Cidr ? { vSwitchIPv6CIDR: vsw.ipv6Cidr } : {}),
+                // Also while pods still hold IPv6 of a pool that stopped using it: they keep their route.
+                ...((routesIpv6 || e.ipv6.length || e.ipv6Prefixes.length) && vsw?.ipv6Cidr
+                  ? { gatewayIPv6: IPV6_GATEWAY }
+                  : {}),
+              }
+            : {}),
+        };
+      })
+      .sort((a, b) => (a.deviceIndex ?? 99) - (b.deviceIndex ?? 99) || (a.id < b.id ? -1 : 1))
+  );
 }
 
 /**
