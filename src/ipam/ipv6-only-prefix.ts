@@ -1,9 +1,10 @@
 import type { ENIPool } from '../api/types.js';
 import { conditionTime, setCondition } from './conditions.js';
 import { heldBack } from './failure-record.js';
-import { IPV6_PREFIXES_PER_ENI, inIpv6Prefix } from './ipv6-prefix.js';
+import { IPV6_PREFIXES_PER_ENI, inIpv6Prefix, isIpv6PrefixKey } from './ipv6-prefix.js';
 import { candidateVSwitches, securityGroupsFor } from './placement.js';
 import type { EniFact, PoolMemory, PoolObservation, PoolPlan } from './pool-plan.js';
+import { acksOf, planRelease } from './release.js';
 
 /**
  * IPv6-only pools with IPv6 prefixes (`ipFamilies: [IPv6]`, `ipv6Mode: Prefix`): the node's pods
@@ -19,10 +20,61 @@ import type { EniFact, PoolMemory, PoolObservation, PoolPlan } from './pool-plan
 /** Pods a node runs when its Node says nothing (the kubelet's default maxPods). */
 export const DEFAULT_POD_CAPACITY = 110;
 
-/** The ENIs of the pool that hold a /80 and serve pods from it: InUse on the instance, ours or the usable primary. */
+/** The ENIs of the pool that hold a /80: InUse on the instance, ours or the usable primary. */
 function holdersOf(o: PoolObservation, primary: EniFact | undefined): EniFact[] {
   const ours = o.instanceEnis.filter((e) => e.ours && !e.removing && e.status === 'InUse');
   return [...(primary ? [primary] : []), ...ours].filter((e) => (e.ipv6Prefixes?.length ?? 0) > 0);
+}
+
+/**
+ * The /80 the node keeps: the one pods hold most addresses of (the primary ENI's first on a tie,
+ * then the first listed). Any other (an assign whose answer was lost and was made again on a
+ * stale picture) goes back once no pod holds or cools an address of it.
+ */
+function keptPrefix(holders: EniFact[], busy: string[]): string | undefined {
+  const all = holders.flatMap((e) => e.ipv6Prefixes ?? []);
+  const pods = (p: string) => busy.filter((ip) => inIpv6Prefix(ip, p)).length;
+  return all.reduce<string | undefined>(
+    (best, p) => (best === undefined || pods(p) > pods(best) ? p : best),
+    undefined,
+  );
+}
+
+/** The release handshake for the /80s beyond the kept one: requested once untouched, unassigned on the agent's ready. */
+function planExtraPrefixes(o: PoolObservation, holders: EniFact[], kept: string | undefined, busy: string[]) {
+  const requests = new Map(
+    Object.entries(o.pool.status?.releaseRequests ?? {}).filter(([key]) => isIpv6PrefixKey(key)),
+  );
+  const releaseRequests: Record<string, string> = {};
+  const unassignIpv6Prefixes: PoolPlan['unassignIpv6Prefixes'] = [];
+  const releases = o.mode === 'normal' && o.pool.spec.releaseExcessIPs !== false && !o.sharingInstance?.length;
+  for (const e of holders) {
+    const extras = (e.ipv6Prefixes ?? []).filter((p) => p !== kept);
+    if (!extras.length) continue;
+    if (!releases) {
+      for (const p of extras) if (requests.has(p)) releaseRequests[p] = requests.get(p)!;
+      continue;
+    }
+    const release = planRelease({
+      enis: [{ id: e.id, primaryIp: '', secondaryIps: extras, keep: true }],
+      used: new Set(extras.filter((p) => busy.some((ip) => inIpv6Prefix(ip, p)))),
+      excess: extras.length,
+      excessSince: o.now,
+      now: o.now,
+      delayMs: 0,
+      requests: new Map([...requests].filter(([key]) => extras.includes(key))),
+      acks: acksOf(o.pool.status),
+      deleteEmptyEnis: false,
+    });
+    const stays = (key: string) => requests.has(key) && !release.withdraw.includes(key);
+    for (const p of extras) if (stays(p)) releaseRequests[p] = requests.get(p)!;
+    for (const p of release.request) releaseRequests[p] = o.requestStamp;
+    for (const u of release.unassign) {
+      unassignIpv6Prefixes.push({ eniId: e.id, prefixes: u.ips });
+      for (const p of u.ips) delete releaseRequests[p];
+    }
+  }
+  return { releaseRequests, unassignIpv6Prefixes };
 }
 
 /** An address held (or cooling) in one of the holders' /80s: the /80 step's, not the single-address planner's. */
@@ -38,6 +90,7 @@ const inHeld = (holders: EniFact[]) => {
  * left for a holder's /80 (from a spell without it) is out of sight too, so the plan withdraws it.
  */
 function leftoversView(o: PoolObservation, holders: EniFact[]): PoolObservation {
+  // Every /80 of the holders is the /80 step's, the kept one and any extra alike.
   const inPrefix = inHeld(holders);
   const enis = [...o.instanceEnis, ...o.ownedEnis, ...(o.primaryEni ? [o.primaryEni] : [])];
   const singles = new Set(enis.flatMap((e) => [...(e.ipv6 ?? []), ...e.secondaryIps]));
@@ -93,6 +146,8 @@ export function planIpv6OnlyPrefix(
   const spec = o.pool.spec;
   const holders = holdersOf(o, usablePrimary);
   const plan = planSingles(leftoversView(o, holders), m);
+  const busy = [...Object.keys(o.pool.status?.used ?? {}), ...Object.keys(o.pool.status?.cooling ?? {})];
+  const extra = planExtraPrefixes(o, holders, keptPrefix(holders, busy), busy);
   const kept = new Set(holders.map((e) => e.id));
   const deleteEnis = plan.deleteEnis.filter((id) => !kept.has(id));
   const assignIpv6Prefixes: PoolPlan['assignIpv6Prefixes'] = [];
@@ -147,7 +202,9 @@ export function planIpv6OnlyPrefix(
   // done); before one, what single addresses the ENIs hold.
   const serving = holders.length > 0 || assignIpv6Prefixes.length > 0;
   const available = serving ? Math.max(capacity, used) : plan.status.summary.available;
-  const prefixes = holders.reduce((n, e) => n + (e.ipv6Prefixes?.length ?? 0), 0);
+  const prefixes =
+    holders.reduce((n, e) => n + (e.ipv6Prefixes?.length ?? 0), 0) -
+    extra.unassignIpv6Prefixes.reduce((n, u) => n + u.prefixes.length, 0);
   const summary = {
     ...plan.status.summary,
     available,
@@ -169,8 +226,14 @@ export function planIpv6OnlyPrefix(
     ...plan,
     deleteEnis,
     assignIpv6Prefixes: [...plan.assignIpv6Prefixes, ...assignIpv6Prefixes],
+    unassignIpv6Prefixes: [...plan.unassignIpv6Prefixes, ...extra.unassignIpv6Prefixes],
     create: [...plan.create, ...create],
     securityGroupIds: create.length ? securityGroupIds : plan.securityGroupIds,
-    status: { ...plan.status, summary, conditions },
+    status: {
+      ...plan.status,
+      summary,
+      conditions,
+      releaseRequests: { ...plan.status.releaseRequests, ...extra.releaseRequests },
+    },
   };
 }

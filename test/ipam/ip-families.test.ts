@@ -657,6 +657,35 @@ describe('IPv6-only pools of /80s (ipFamilies [IPv6], ipv6Mode Prefix): one /80 
     expect([coming.create, coming.assignIpv6Prefixes]).toEqual([[], []]);
   });
 
+  it('keeps one /80 (the one pods hold most of) and gives any other back through the handshake, never one a pod holds', () => {
+    const P2 = '2408:4005:3c0:a100:2::/80';
+    const in2 = (k: number) => `2408:4005:3c0:a100:2::${k + 1}`;
+    const second: EniFact = { ...eni('eni-b', 0, 0, 20), ipv6Prefixes: [P2] };
+    const both = (used: string[], extra: { requests?: Record<string, string>; acks?: Record<string, Ack> } = {}) =>
+      only80(observe({ enis: [holder(), second], used, ...extra }));
+    const first = planPool(both([in80(0), in80(1)]), { failures: [] });
+    expect(Object.keys(first.status.releaseRequests)).toEqual([P2]);
+    expect([first.create, first.assignIpv6Prefixes, first.deleteEnis]).toEqual([[], [], []]);
+    const acked = planPool(
+      both([in80(0), in80(1)], { requests: { [P2]: STAMP }, acks: { [P2]: { answer: 'ready', requestedAt: STAMP } } }),
+      { failures: [] },
+    );
+    expect(acked.unassignIpv6Prefixes).toEqual([{ eniId: 'eni-b', prefixes: [P2] }]);
+    expect(acked.status.releaseRequests).toEqual({});
+    // A pod on the other /80: it stays (asked for only once untouched), and a request left for it is withdrawn.
+    const held = planPool(both([in80(0), in80(1), in2(0)], { requests: { [P2]: STAMP } }), { failures: [] });
+    expect(held.status.releaseRequests).toEqual({});
+    expect(held.unassignIpv6Prefixes).toEqual([]);
+    // Two /80s on one ENI (an assign made twice): the same.
+    const twice = planPool(
+      only80(observe({ enis: [{ ...holder(), ipv6Prefixes: [PREFIX80, P2] }], used: [in80(0)] })),
+      {
+        failures: [],
+      },
+    );
+    expect(Object.keys(twice.status.releaseRequests)).toEqual([P2]);
+  });
+
   it('says so when the instance has no ENI slot for the /80, and takes nothing for addresses no ENI holds', () => {
     const full = { ...observe({ vSwitches: [VSW6] }), limits: { eniQuantity: 1, ipv4PerEni: 15, ipv6PerEni: 6 } };
     const plan = planPool(only80(full), { failures: [] });
