@@ -78,6 +78,7 @@ export async function observePool(
   const secondary = onInstance.filter((e) => e.type !== 'Primary');
   // Read whether the class uses it or not: one it stopped using is drained (see planPool).
   const primary = onInstance.find((e) => e.type === 'Primary');
+  const node = deps.cache.node(pool.spec.nodeName);
   return {
     now,
     mode: config.mode,
@@ -89,8 +90,8 @@ export async function observePool(
     primaryEni: primary && { ...fact(primary), ours: false, primary: true },
     inFlight: { enis: work.enis, ips: work.ips },
     pendingPods: deps.cache.pendingPodsOn(pool.spec.nodeName).filter((p) => waitsForIp(p, pool.spec.nodeName)).length,
-    ...podCapacityOf(deps.cache.node(pool.spec.nodeName)?.status?.allocatable?.pods),
-    nodeAddresses: nodeAddressesOf(deps.cache.node(pool.spec.nodeName)),
+    ...podCapacityOf(node?.status?.allocatable?.pods),
+    nodeAddresses: nodeAddressesOf(node),
     vSwitches: vSwitches.map((v) => ({
       id: v.id,
       zoneId: v.zoneId,
@@ -126,6 +127,6 @@ function podCapacityOf(pods: string | undefined): { podCapacity?: number } {
 }
 
 /** A Node's own addresses, as its kubelet reports them (InternalIP, both families where it has them). */
-export function nodeAddressesOf(node: V1Node | undefined): string[] {
+function nodeAddressesOf(node: V1Node | undefined): string[] {
   return (node?.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
 }

@@ -1,5 +1,5 @@
 import { sameJson } from '../../kube/same-json.js';
-import { dualStack, ipv6Only, needsIpv6 } from '../../ipam/families.js';
+import { dualStack, ipv6Only } from '../../ipam/families.js';
 import type { ENIPool } from '../../api/types.js';
 import { CloudError, unlessAlreadyUnassigned, type NetworkInterface } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
@@ -14,7 +14,7 @@ import { FINALIZER, type OperatorConfig } from '../config.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { NodeDeparture } from './node-departure.js';
 import type { PoolSide } from './ports.js';
-import { describeHeldBack, nodeAddressesOf, observePool } from './observer.js';
+import { describeHeldBack, observePool } from './observer.js';
 import { publishedEnis, statusPatch } from './status.js';
 import { deficitMet } from './node-memory.js';
 
@@ -105,7 +105,7 @@ export class PoolReconciler {
       return { requeueAfterMs: failure.held ? AGAIN_MS : undefined };
     }
     // The cloud changed under the plan (an ENI landed or went meanwhile): plan again on it.
-    if (!(await this.publish(observation.pool, plan))) return { requeueAfterMs: AGAIN_MS };
+    if (!(await this.publish(observation, plan))) return { requeueAfterMs: AGAIN_MS };
     if (!(await this.liftStartupTaint(observation.pool, plan))) return { requeueAfterMs: TAINT_RETRY_MS };
     return { requeueAfterMs: plan.requeueAfterMs };
   }
@@ -321,13 +321,14 @@ export class PoolReconciler {
    * False when the cloud no longer matches the plan (a background ENI landed or went while it
    * acted): nothing is written, the pool is planned again.
    */
-  private async publish(pool: ENIPool, plan: PoolPlan): Promise<boolean> {
+  private async publish(observation: PoolObservation, plan: PoolPlan): Promise<boolean> {
+    const { pool } = observation;
     const { cloud } = this.deps;
     const name = pool.metadata.name;
     const { eniIds, summary, ...rest } = plan.status;
     const current = eniIds.map((id) => cloud.get(id)).filter((e): e is NetworkInterface => e !== undefined);
-    const own = nodeAddressesOf(this.deps.cache.node(pool.spec.nodeName));
-    const enis = publishedEnis(current, await cloud.vSwitches(), needsIpv6(pool.spec), own, !ipv6Only(pool.spec));
+    // The node's own addresses as the plan saw them: the status and the plan count alike.
+    const enis = publishedEnis(current, await cloud.vSwitches(), pool.spec, observation.nodeAddresses);
     const inUse = enis.reduce((n, e) => n + (e.state === 'InUse' ? (e.ips?.length ?? 0) : 0), 0);
     // A /80 serves pods only in a dual-stack pool (the planner counts alike).
     const prefixesServe = dualStack(pool.spec);
@@ -396,7 +397,7 @@ export class PoolReconciler {
   /** The pool cannot be served now (its node is gone): Ready is false for this reason. */
   private async publishNotReady(pool: ENIPool, reason: string, message: string): Promise<void> {
     const observation = await this.observe(pool, { reason, message });
-    if (observation) await this.publish(observation.pool, this.decide(observation));
+    if (observation) await this.publish(observation, this.decide(observation));
   }
 }
 

@@ -1,5 +1,6 @@
 import { sameJson } from '../../kube/same-json.js';
-import type { ENIPoolStatus, PoolENI } from '../../api/types.js';
+import type { ENIPool, ENIPoolStatus, PoolENI } from '../../api/types.js';
+import { ipv6Only, needsIpv6 } from '../../ipam/families.js';
 import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
 import { IPV6_GATEWAY } from '../../ipam/families.js';
 import { vSwitchGateway } from '../../ipam/gateway.js';
@@ -14,12 +15,13 @@ import { prefixAddresses } from '../../ipam/prefix.js';
 export function publishedEnis(
   enis: NetworkInterface[],
   vSwitches: VSwitch[],
-  routesIpv6 = false,
+  spec: Pick<ENIPool['spec'], 'ipFamilies' | 'ipv6Mode'>,
   /** The node's own addresses (its Node's InternalIPs): never published as a pod's, on the primary ENI. */
   nodeAddresses: readonly string[] = [],
-  /** False in an IPv6-only pool: the primary ENI's IPv4 secondaries are none of its (they may be the node's). */
-  ipv4Pods = true,
 ): PoolENI[] {
+  const routesIpv6 = needsIpv6(spec);
+  // An IPv6-only pool's pods take none of the primary ENI's IPv4 (it may be the node's).
+  const ipv4Pods = !ipv6Only(spec);
   return (
     enis
       // The node's own addresses on the primary ENI are no pod's (the planner leaves them out alike).
