@@ -35,7 +35,9 @@ import {
 import { DatapathMetrics } from './datapath/metrics.js';
 import type { KernelPort } from './datapath/kernel.js';
 import type { DatapathConfig, PodAddress, PoolEni } from './datapath/model.js';
+import { ExclusiveDatapath } from './datapath/exclusive.js';
 import { DatapathError, NodeRouting } from './datapath/node-routing.js';
+import { exclusiveMode } from '../ipam/exclusive.js';
 import { AgentMetrics } from './metrics.js';
 import { DEFAULT_POD_EVENT_POLICY, PodEvents, type PodEventPolicy, type PodRef } from './pod-events.js';
 import { StateFile, type JournalOps } from './state-file.js';
@@ -78,7 +80,12 @@ export interface DatapathOptions {
   deviceTimeoutMs?: number;
   /** A full reconcile at least this often (default 60 s). */
   resyncMs?: number;
+  /** The node's network namespace as a path, where exclusive ENI devices return (default: the agent's own). */
+  nodeNetns?: string;
 }
+
+/** The extended resource a pod requests to get a whole ENI (eniMode Exclusive). */
+export const ENI_RESOURCE = 'eniipam.io/eni';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -100,6 +107,10 @@ export interface AddRequest extends PodRef {
   containerId: string;
   ifName: string;
   network?: string;
+  /** The pod's network namespace (CNI_NETNS), where an exclusive ENI's device goes. */
+  netns?: string;
+  /** The runtime's bandwidth capability (bits per second and bits), for an exclusive ENI's device. */
+  bandwidth?: { ingressRate?: number; ingressBurst?: number; egressRate?: number; egressBurst?: number };
 }
 
 /** The answer to an ADD whose address a DEL released while it waited for the datapath. */
@@ -142,6 +153,8 @@ export class Agent {
   private readonly podEvents: PodEvents;
   /** The node's datapath, when the agent sets it up. */
   readonly routing?: NodeRouting;
+  /** Moves exclusive ENIs' devices into pods and back (with the node's datapath). */
+  private readonly exclusive?: ExclusiveDatapath;
 
   constructor(private readonly options: AgentOptions) {
     this.clock = options.clock ?? systemClock;
@@ -195,6 +208,7 @@ export class Agent {
         poolEnis: () => this.routedEnis(),
         addresses: () => this.routedAddresses(),
       });
+    if (options.datapath) this.exclusive = new ExclusiveDatapath({ nodeNetns: options.datapath.nodeNetns });
     this.status = new StatusWriter({
       node: options.node,
       clock: this.clock,
@@ -251,6 +265,8 @@ export class Agent {
   private routedEnis(): PoolEni[] | undefined {
     const pool = this.current();
     if (!this.pool.synced || !pool) return undefined;
+    // An Exclusive pool's ENIs are their pods' devices: the node routes none of them.
+    if (exclusiveMode(pool.spec)) return [];
     return (pool.status?.enis ?? [])
       .filter((e) => e.state === 'InUse')
       .map((e) => ({
@@ -266,7 +282,7 @@ export class Agent {
 
   private routedAddresses(): PodAddress[] {
     return Object.values(this.state.allocations)
-      .filter((a) => a.eniId)
+      .filter((a) => a.eniId && !a.exclusive)
       .map((a) => ({ ip: a.ip, eniId: a.eniId }));
   }
 
@@ -364,7 +380,7 @@ export class Agent {
     if (!Object.values(this.state.allocations).some((a) => a.recovered)) return;
     const pods = await this.nodePods();
     if (!pods) return;
-    for (const a of departedRecoveries(this.state, pods)) this.release(a.containerId, a.ifName);
+    for (const a of departedRecoveries(this.state, pods)) await this.removePod(a.containerId, a.ifName);
   }
 
   private onPoolChange(): void {
@@ -402,15 +418,11 @@ export class Agent {
     return r === 'pool-empty' ? r : r.lease;
   }
 
-  private take(req: { containerId: string; ifName: string; pod: string; network?: string }) {
-    const r = allocate(
-      this.state,
-      this.current(),
-      req,
-      this.clock.now(),
-      this.routing?.heldByNode(),
-      this.routing?.ready(),
-    );
+  private take(
+    req: { containerId: string; ifName: string; pod: string; network?: string; netns?: string },
+    ready = this.routing?.ready(),
+  ) {
+    const r = allocate(this.state, this.current(), req, this.clock.now(), this.routing?.heldByNode(), ready);
     if ('error' in r) {
       this.metrics.emptyPool.inc();
       return 'pool-empty' as const;
@@ -450,6 +462,8 @@ export class Agent {
 
   private async setUpPod(req: AddRequest): Promise<Lease | 'pool-empty'> {
     if (this.recovering) return 'pool-empty';
+    const pool = this.current();
+    if (pool && exclusiveMode(pool.spec)) return this.setUpExclusive(req, pool);
     const end = this.metrics.latency.startTimer();
     try {
       const r = this.take(req);
@@ -491,6 +505,100 @@ export class Agent {
     }
   }
 
+  /**
+   * An Exclusive pool's ADD: the pod must ask for the extended resource (the scheduler counted
+   * it against the node's ENIs); it takes a whole ENI, one whose device is on the node first,
+   * and the device moves into its namespace before the ADD answers. When that fails, a fresh
+   * allocation is released again, its device brought back (nothing half-set).
+   */
+  private async setUpExclusive(req: AddRequest, pool: ENIPool): Promise<Lease | 'pool-empty'> {
+    const key = allocationKey(req.containerId, req.ifName);
+    const fail = (reason: 'apply-failed', message: string, transient = false) => {
+      throw new DatapathError('', reason, message, transient);
+    };
+    if (!this.exclusive)
+      fail(
+        'apply-failed',
+        `node ${this.options.node}'s pool is eniMode Exclusive, but the agent runs without its node datapath ` +
+          '(--node-routing=false): it cannot move an ENI into the pod',
+      );
+    if (!req.netns) fail('apply-failed', 'CNI_NETNS is not set: an exclusive ENI needs the pod’s network namespace');
+    if (!this.state.allocations[key]) await this.mustRequestEni(req);
+    const end = this.metrics.latency.startTimer();
+    try {
+      const macs = await this.exclusive!.presentMacs();
+      const onNode = new Set(
+        (pool.status?.enis ?? []).filter((e) => macs.has((e.mac ?? '').toLowerCase())).map((e) => e.id),
+      );
+      const r = this.take(req, onNode);
+      if (r === 'pool-empty') return r;
+      const taken = this.state.allocations[key];
+      try {
+        await this.exclusive!.attach({
+          eniId: r.lease.eniId,
+          mac: r.lease.mac,
+          netns: req.netns!,
+          ifName: req.ifName,
+          ip: r.lease.ip,
+          prefixLength: r.lease.prefixLength,
+          gateway: r.lease.gateway,
+          mtu: this.options.datapath?.config.mtu ?? 1500,
+          ...(req.bandwidth ? { bandwidth: req.bandwidth } : {}),
+        });
+        if (this.state.allocations[key] !== taken) throw released(r.lease);
+      } catch (e) {
+        const err =
+          e instanceof DatapathError
+            ? new DatapathError(r.lease.eniId, e.reason, e.message, e.transient)
+            : new DatapathError(r.lease.eniId, 'apply-failed', (e as Error).message, false);
+        this.routing?.metrics.podFailures.inc({ eni: err.eniId, reason: err.reason });
+        this.options.logger.warn(
+          {
+            node: this.options.node,
+            eni: err.eniId,
+            ip: r.lease.ip,
+            pod: req.pod,
+            reason: err.reason,
+            err: err.message,
+          },
+          'an exclusive ENI could not be moved into its pod; the ADD fails and the ENI is brought back',
+        );
+        if (r.fresh && this.state.allocations[key] === taken) await this.removePod(req.containerId, req.ifName);
+        throw err;
+      }
+      return r.lease;
+    } finally {
+      end();
+    }
+  }
+
+  /** A pod on an Exclusive node that does not request eniipam.io/eni is refused, saying what it lacks. */
+  private async mustRequestEni(req: AddRequest): Promise<void> {
+    const [namespace, name] = req.pod.split('/');
+    let requests = 0;
+    try {
+      const pod = await this.core.readNamespacedPod({ namespace: namespace!, name: name! });
+      for (const c of pod.spec?.containers ?? [])
+        requests += Number(c.resources?.limits?.[ENI_RESOURCE] ?? c.resources?.requests?.[ENI_RESOURCE] ?? 0);
+    } catch (e) {
+      throw new DatapathError(
+        '',
+        'apply-failed',
+        `cannot read pod ${req.pod} to see whether it requests ${ENI_RESOURCE}: ${(e as Error).message}`,
+        true,
+      );
+    }
+    if (requests < 1)
+      throw new DatapathError(
+        '',
+        'no-eni-request',
+        `pod ${req.pod} does not request ${ENI_RESOURCE}: node ${this.options.node}'s pool is eniMode Exclusive, ` +
+          `where each pod takes a whole ENI; add resources.limits ${ENI_RESOURCE}: 1 to one of its containers, ` +
+          'or run it on a node of a Shared class',
+        false,
+      );
+  }
+
   release(containerId: string, ifName?: string): string[] {
     return this.drop(containerId, ifName).released;
   }
@@ -507,6 +615,14 @@ export class Agent {
 
   /** A pod's DEL: its addresses released, and their rules gone from the node before it answers. */
   async removePod(containerId: string, ifName?: string): Promise<string[]> {
+    // An exclusive ENI's device is back on the node before the ENI is free for another pod (a
+    // failure fails the DEL, which the runtime retries: the allocation stays meanwhile).
+    for (const a of Object.values(this.state.allocations)) {
+      if (a.containerId !== containerId || (ifName !== undefined && a.ifName !== ifName)) continue;
+      const mac =
+        a.exclusive?.mac ?? this.current()?.status?.enis?.find((e) => e.id === a.eniId && a.ip === e.primaryIP)?.mac;
+      if (mac && this.exclusive) await this.exclusive.detach(a.eniId, mac, a.exclusive?.netns);
+    }
     const r = this.drop(containerId, ifName);
     await r.unrouted;
     return r.released;
@@ -557,6 +673,12 @@ export class Agent {
   async persisted(): Promise<void> {
     if (this.unsaved && !this.queued && !this.stopped) this.persist();
     await this.covering;
+  }
+
+  /** The eniMode of the node's pool, once seen. */
+  eniMode(): 'Shared' | 'Exclusive' | undefined {
+    const pool = this.current();
+    return pool ? (exclusiveMode(pool.spec) ? 'Exclusive' : 'Shared') : undefined;
   }
 
   /** The agent's time (its clock). */

@@ -8,6 +8,7 @@ import {
   isIpv6Prefix80,
   isIpv6PrefixKey,
 } from '../ipam/ipv6-prefix.js';
+import { exclusiveMode, isEniKey } from '../ipam/exclusive.js';
 import { addressesOfKey, isPrefixKey, keyCovers, prefixMembership } from '../ipam/prefix.js';
 
 /** One pod interface's address, as the agent hands it out and records it. */
@@ -27,6 +28,11 @@ export interface Allocation {
   recovered?: boolean;
   /** The CNI network (the configuration's `name`) that asked for it; GC only releases its own. */
   network?: string;
+  /**
+   * eniMode Exclusive: the whole ENI is the pod's (its address is the ENI's primary), its device
+   * moved into the pod's network namespace `netns`; `mac` finds it there and back.
+   */
+  exclusive?: { mac: string; netns?: string };
 }
 
 /** The agent's own state: what it handed out, and released IPs cooling down before reuse. */
@@ -51,6 +57,8 @@ export interface Lease {
   vSwitchCidr: string;
   /** Dual-stack: the interface's IPv6 address, on the same ENI. */
   ipv6?: { ip: string; prefixLength: number; gateway: string };
+  /** eniMode Exclusive: the ENI is the pod's whole, its address the ENI's primary. */
+  exclusive?: true;
 }
 type Where = Omit<Lease, 'ip' | 'ipv6'>;
 
@@ -112,6 +120,20 @@ const whereOn = (eni: PoolENI, cidr: string, gateway: string | undefined): Where
 
 function walkPool(pool: ENIPool): Map<string, Where> {
   const out = new Map<string, Where>();
+  // An Exclusive pool's pod addresses are its secondary ENIs' primaries, each ENI a pod's whole.
+  if (exclusiveMode(pool.spec)) {
+    for (const eni of pool.status?.enis ?? [])
+      if (
+        eni.state === 'InUse' &&
+        eni.vSwitchCIDR &&
+        eni.primaryIP &&
+        eni.mac &&
+        (eni.deviceIndex ?? 0) > 0 &&
+        !eni.ips?.length
+      )
+        out.set(eni.primaryIP, { ...whereOn(eni, eni.vSwitchCIDR, eni.gatewayIP), exclusive: true });
+    return out;
+  }
   for (const eni of pool?.status?.enis ?? []) {
     if (eni.state !== 'InUse' || !eni.vSwitchCIDR) continue;
     for (const ip of eni.ips ?? []) out.set(ip, whereOn(eni, eni.vSwitchCIDR, eni.gatewayIP));
@@ -153,10 +175,13 @@ export function freeAddresses(
   const requested = new Set(Object.keys(pool?.status?.releaseRequests ?? {}));
   const prefixOf = poolPrefixes(pool);
   const inUse = new Set(Object.values(state.allocations).map((a) => a.ip));
-  const free = [...poolAddresses(pool).keys()].filter(
+  const addresses = poolAddresses(pool);
+  const free = [...addresses.keys()].filter(
     (ip) =>
       isIpv6(ip) === (family === 6) &&
       !requested.has(ip) &&
+      // An Exclusive pool's requests name whole ENIs.
+      !requested.has(addresses.get(ip)!.eniId) &&
       !requested.has(prefixOf.get(ip) ?? '') &&
       !inUse.has(ip) &&
       !((state.cooling[ip] ?? 0) > now) &&
@@ -200,7 +225,7 @@ export type AllocateResult =
 export function allocate(
   state: AgentState,
   pool: ENIPool | undefined,
-  req: { containerId: string; ifName: string; pod: string; network?: string },
+  req: { containerId: string; ifName: string; pod: string; network?: string; netns?: string },
   now: number,
   exclude?: ReadonlySet<string>,
   readyEnis?: ReadonlySet<string>,
@@ -212,7 +237,15 @@ export function allocate(
     const where = at(existing.ip);
     const lease: Lease = where
       ? { ip: existing.ip, ...where }
-      : { ip: existing.ip, prefixLength: 32, gateway: '', eniId: existing.eniId, mac: '', vSwitchCidr: '' };
+      : {
+          ip: existing.ip,
+          prefixLength: 32,
+          gateway: '',
+          eniId: existing.eniId,
+          mac: existing.exclusive?.mac ?? '',
+          vSwitchCidr: '',
+          ...(existing.exclusive ? { exclusive: true as const } : {}),
+        };
     const six = state.allocations[ipv6Key(req.containerId, req.ifName)];
     const at6 = six && at(six.ip);
     if (six) lease.ipv6 = { ip: six.ip, prefixLength: at6?.prefixLength ?? 128, gateway: at6?.gateway ?? '' };
@@ -238,6 +271,7 @@ export function allocate(
     eniId: where.eniId,
     allocatedAt: now,
     ...(req.network ? { network: req.network } : {}),
+    ...(where.exclusive ? { exclusive: { mac: where.mac, ...(req.netns ? { netns: req.netns } : {}) } } : {}),
   });
   const allocations = { ...state.allocations, [key]: allocationOf(ip) };
   const lease: Lease = { ip, ...where };
@@ -307,7 +341,11 @@ export function agentStatus(
   const prefixes6 = new Set(poolIpv6Prefixes(pool).map((p) => p.prefix));
   // The addresses a key stands for here; none when the pool's ENIs do not hold it (it is not this
   // agent's to give). A /80's are never listed: those held, cooling or the node's stand for it.
+  const exclusive = pool !== undefined && exclusiveMode(pool.spec);
   const membersOf = (key: string): string[] => {
+    // An Exclusive pool's whole ENI: its one pod address, its primary.
+    if (exclusive && isEniKey(key))
+      return [...poolAddresses(pool).entries()].filter(([, w]) => w.eniId === key).map(([ip]) => ip);
     if (isIpv6PrefixKey(key)) {
       if (!prefixes6.has(key)) return [];
       const touched = [...Object.keys(used), ...Object.keys(cooling), ...(heldByNode ?? [])];

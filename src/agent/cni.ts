@@ -58,11 +58,16 @@ export interface CniAgent {
   whyEmpty(): string;
   /** The agent's clock (GC leaves alone what was allocated within its grace period). */
   now(): number;
+  /** The eniMode of the node's pool, once seen. */
+  eniMode?(): 'Shared' | 'Exclusive' | undefined;
 }
 
 interface NetConf {
   cniVersion: string;
   name?: unknown;
+  /** eni-ipam-cni itself when it is the main plugin (eniMode Exclusive); ptp's, when it is ptp's IPAM. */
+  type?: unknown;
+  runtimeConfig?: { bandwidth?: AddRequest['bandwidth'] };
   ipam?: { socket?: unknown; timeoutSeconds?: unknown };
   prevResult?: { ips?: Array<{ address?: unknown }> };
   'cni.dev/valid-attachments'?: unknown;
@@ -153,6 +158,40 @@ function validAttachments(conf: NetConf): Set<string> {
   return keys;
 }
 
+/** The main plugin's result (eniMode Exclusive): the pod's own ENI as its interface, in its namespace. */
+function exclusiveResult(conf: NetConf, lease: Lease, ifName: string, netns: string): unknown {
+  const versioned = conf.cniVersion.startsWith('0.') ? { version: '4' } : {};
+  return {
+    cniVersion: conf.cniVersion,
+    interfaces: [{ name: ifName, mac: lease.mac, sandbox: netns }],
+    ips: [{ ...versioned, address: `${lease.ip}/${lease.prefixLength}`, gateway: lease.gateway, interface: 0 }],
+    routes: [{ dst: '0.0.0.0/0', gw: lease.gateway }],
+    dns: {},
+    eniIpam: { eniId: lease.eniId, mac: lease.mac, vSwitchCidr: lease.vSwitchCidr, exclusive: true },
+  };
+}
+
+/**
+ * The configuration must match the pool's eniMode: an Exclusive pool's ENI is the pod's
+ * interface, set by eni-ipam-cni as the main plugin; a Shared pool's addresses go on ptp's veth.
+ */
+function checkMode(conf: NetConf, mode: 'Shared' | 'Exclusive' | undefined): void {
+  const main = conf.type === 'eni-ipam-cni';
+  if (mode === 'Exclusive' && !main)
+    throw new CniError(
+      CNI_ERRORS.invalidConfig,
+      "this node's ENIPool is eniMode Exclusive: the CNI configuration must run eni-ipam-cni as the main plugin " +
+        '(examples/10-eni-ipam-exclusive.conflist), not as the IPAM of ' +
+        `${typeof conf.type === 'string' ? conf.type : 'another plugin'}`,
+    );
+  if (mode === 'Shared' && main)
+    throw new CniError(
+      CNI_ERRORS.invalidConfig,
+      "this node's ENIPool is eniMode Shared: eni-ipam-cni is the IPAM of ptp there " +
+        '(examples/10-eni-ipam.conflist); as the main plugin it serves Exclusive pools only',
+    );
+}
+
 function addResult(conf: NetConf, lease: Lease): unknown {
   // Results before 1.0.0 carry the IP version in each address. An IPv6-only pod's one address is IPv6.
   const versioned = (v: '4' | '6') => (conf.cniVersion.startsWith('0.') ? { version: v } : {});
@@ -218,10 +257,19 @@ async function run(agent: CniAgent, req: CniRequest, now: number): Promise<unkno
   const containerId = need(req.env, 'CNI_CONTAINERID');
   const ifName = need(req.env, 'CNI_IFNAME');
   if (command === 'ADD') {
-    need(req.env, 'CNI_NETNS');
+    const netns = need(req.env, 'CNI_NETNS');
+    checkMode(conf, agent.eniMode?.());
+    const bandwidth = conf.runtimeConfig?.bandwidth;
     let lease: Lease | 'pool-empty';
     try {
-      lease = await agent.addPod({ containerId, ifName, ...podOf(req.env), network });
+      lease = await agent.addPod({
+        containerId,
+        ifName,
+        ...podOf(req.env),
+        network,
+        netns,
+        ...(bandwidth && typeof bandwidth === 'object' ? { bandwidth } : {}),
+      });
     } catch (e) {
       // A device that has not appeared yet may appear: the runtime tries again. Anything else is an I/O failure.
       if (e instanceof DatapathError)
@@ -229,8 +277,13 @@ async function run(agent: CniAgent, req: CniRequest, now: number): Promise<unkno
       throw e;
     }
     if (lease === 'pool-empty')
-      throw new CniError(CNI_ERRORS.tryAgainLater, `no free pod IP on this node yet: ${agent.whyEmpty()}`);
-    return addResult(conf, lease);
+      throw new CniError(
+        CNI_ERRORS.tryAgainLater,
+        agent.eniMode?.() === 'Exclusive'
+          ? `no free exclusive ENI on this node yet: ${agent.whyEmpty()}`
+          : `no free pod IP on this node yet: ${agent.whyEmpty()}`,
+      );
+    return lease.exclusive ? exclusiveResult(conf, lease, ifName, netns) : addResult(conf, lease);
   }
   if (command === 'DEL') {
     await agent.removePod(containerId, ifName);

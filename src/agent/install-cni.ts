@@ -47,9 +47,10 @@ export function installCni(o: InstallCniOptions): string[] {
   } catch (e) {
     throw new Error(`the conflist ${o.conflist} cannot be installed: ${(e as Error).message}`);
   }
-  const plugins = (conflist as { plugins?: Array<{ ipam?: { type?: string } }> }).plugins;
-  if (!Array.isArray(plugins) || !plugins.some((p) => p.ipam?.type === 'eni-ipam-cni')) {
-    throw new Error(`the conflist ${o.conflist} has no plugin whose ipam.type is eni-ipam-cni`);
+  const plugins = (conflist as { plugins?: Array<{ type?: string; ipam?: { type?: string } }> }).plugins;
+  // eni-ipam-cni is ptp's IPAM (Shared pools) or the main plugin itself (Exclusive pools).
+  if (!Array.isArray(plugins) || !plugins.some((p) => p.ipam?.type === 'eni-ipam-cni' || p.type === 'eni-ipam-cni')) {
+    throw new Error(`the conflist ${o.conflist} has no plugin of type, or with ipam.type, eni-ipam-cni`);
   }
   const source = o.pluginBinary ?? PLUGIN_BINARY;
   if (!existsSync(source))

@@ -102,6 +102,11 @@ const placementAndSizing = {
     description:
       'An ENI\u2019s IPv6 addresses one by one, or from one /80 prefix: dual-stack, one /80 per ENI, given at its creation, from which every pod of the ENI takes its IPv6 address; IPv6-only, one /80 for the node (on the primary ENI with usePrimaryENI, else on one ENI made for it), from which every pod takes its address. No IPv6 call as the pool grows. An ENI keeps the mode it was given: a change affects new ENIs only.',
   }),
+  eniMode: s.enum(['Shared', 'Exclusive'] as const, {
+    default: 'Shared',
+    description:
+      'Shared: pods take secondary addresses of the node\u2019s ENIs (many pods per ENI). Exclusive: each pod that requests the extended resource eniipam.io/eni gets a whole secondary ENI moved into its network namespace (its primary address is the pod\u2019s): few pods per node, as many as the instance type has secondary ENIs; minAllocate, preAllocate and maxAllocate count ENIs. Exclusive takes IPv4 secondary-IP pools only (no usePrimaryENI, no prefixes, no IPv6).',
+  }),
   usePrimaryENI: s.bool({
     default: false,
     description:
@@ -134,6 +139,17 @@ const FAMILY_RULE = {
     'and ipv6Mode Prefix (a /28 serves 16 pods per slot: single IPv6 addresses cannot pair them)',
 };
 
+/** Exclusive ENIs are IPv4 ENIs of their own (refused with this rule's message otherwise). */
+const ENI_MODE_RULE = {
+  rule:
+    "!has(self.eniMode) || self.eniMode == 'Shared' || " +
+    "((!has(self.usePrimaryENI) || !self.usePrimaryENI) && (!has(self.ipv4Mode) || self.ipv4Mode == 'SecondaryIP') && " +
+    "(!has(self.ipFamilies) || (size(self.ipFamilies) == 1 && self.ipFamilies[0] == 'IPv4')))",
+  message:
+    'eniMode Exclusive gives each pod a whole secondary ENI: it takes no usePrimaryENI, no ipv4Mode Prefix and ' +
+    'ipFamilies [IPv4] only',
+};
+
 /** The policy fields a class sets and its nodes' pools carry, resolved (every one of them). */
 export const POLICY_FIELDS = Object.keys(placementAndSizing) as Array<keyof typeof placementAndSizing>;
 
@@ -156,7 +172,7 @@ export const eniPoolClassSpec = s.object(
   },
   {
     description: 'Pool policy for the nodes its selector matches.',
-    validations: [SIZING_RULE, FAMILY_RULE, IPV6_MODE_RULE],
+    validations: [SIZING_RULE, FAMILY_RULE, IPV6_MODE_RULE, ENI_MODE_RULE],
   },
 );
 
@@ -215,7 +231,7 @@ export const eniPoolSpec = s.object(
   {
     required: ['nodeName'],
     description: 'One node\u2019s pool: its instance and the resolved policy of its class.',
-    validations: [SIZING_RULE, FAMILY_RULE, IPV6_MODE_RULE],
+    validations: [SIZING_RULE, FAMILY_RULE, IPV6_MODE_RULE, ENI_MODE_RULE],
   },
 );
 
@@ -284,10 +300,15 @@ export const eniPoolStatus = s.object({
     }),
     usedIPv6: s.int({ minimum: 0, description: 'IPv6 addresses pods hold (dual-stack).' }),
     ipv6Prefixes: s.int({ minimum: 0, description: 'IPv6 /80 prefixes on attached ENIs (ipv6Mode Prefix).' }),
+    podENIs: s.int({
+      minimum: 0,
+      description:
+        'eniMode Exclusive: the ENIs pods of the node may have at most (the instance type\u2019s secondary ENIs less those in other use, within maxAllocate); the agent advertises it as the extended resource eniipam.io/eni.',
+    }),
   }),
   releaseRequests: s.map(s.string({ format: 'date-time' }), {
     description:
-      'IP, or /28 or /80 prefix (all its addresses at once), -> when its release was requested (operator); ' +
+      'IP, or /28 or /80 prefix (all its addresses at once), or ENI id (eniMode Exclusive: the whole ENI), -> when its release was requested (operator); ' +
       'the time names the request, and an ack answers only the request it names.',
   }),
   conditions: s.array(condition, { listType: 'map', listMapKeys: ['type'] }),

@@ -36,6 +36,15 @@ export function degradedCondition(failures: readonly FailureRecord[]): PlannedCo
   return { type: 'Degraded', status: 'True', reason, message: failing.message };
 }
 
+/** A failure of this node's own calls says more than a fleet-wide outage; the outage, more than nothing. */
+export function degradedOrOutage(
+  failures: readonly FailureRecord[],
+  outage: { reason: string; message: string } | undefined,
+): PlannedCondition {
+  const own = degradedCondition(failures);
+  return own.status === 'True' || !outage ? own : { type: 'Degraded', status: 'True', ...outage };
+}
+
 /**
  * The record after one more failure of an action: transient failures hold it back from 1 s to a
  * minute, permanent ones from 5 s to ten minutes, so that a missing permission costs a few calls

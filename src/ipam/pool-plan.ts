@@ -3,7 +3,9 @@ import { planAllocation, type EniView, type VSwitchView } from './allocate.js';
 import { podIpCapacity, podIpsPerEni, type InstanceLimits } from './capacity.js';
 import { conditionTime, setCondition, type PlannedCondition } from './conditions.js';
 import { batchHorizonMs, batchOf, carry, keptBatch, observeDemand, type Demand } from './demand.js';
-import { degradedCondition, heldBack, nextAttempt, type FailureRecord } from './failure-record.js';
+import { adoptions } from './adopt.js';
+import { degradedOrOutage, heldBack, nextAttempt, type FailureRecord } from './failure-record.js';
+import { exclusiveMode, planExclusive } from './exclusive.js';
 import {
   MAX_SECURITY_GROUPS_PER_ENI,
   candidateVSwitches,
@@ -305,6 +307,8 @@ const noChanges = (): Changes => ({
 export function planPool(observed: PoolObservation, m: PoolMemory): PoolPlan {
   const o = nodeAddressesAside(observed);
   const spec = o.pool.spec;
+  // An Exclusive pool is sized in whole ENIs, one per pod (exclusive.ts).
+  if (exclusiveMode(spec)) return planExclusive(o, m);
   // An IPv6-only pool of /80s needs one of them, and plans what else its ENIs hold as single addresses.
   if (ipv6Only(spec) && ipv6PrefixMode(spec)) return planIpv6OnlyPrefix(o, m, planPool, usablePrimary(o));
   // An IPv6-only pool is planned in IPv6 pod addresses by the same steps (ipv6-only.ts).
@@ -425,14 +429,7 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
   const usage: Usage = { available: available - release.leaving - dead, used: busy, pending: o.pendingPods };
 
   // Our ENIs that another operator instance left half-done are finished, not replaced.
-  const adopt: PoolPlan['adopt'] = [];
-  if (mayAllocate && !blocked('AttachNetworkInterface')) {
-    for (const e of o.ownedEnis.filter(idle)) {
-      if (e.status === 'Available' && !e.instanceId) adopt.push({ eniId: e.id, alreadyAttaching: false });
-      else if (e.status === 'Attaching' && e.instanceId === spec.instanceID)
-        adopt.push({ eniId: e.id, alreadyAttaching: true });
-    }
-  }
+  const adopt = adoptions(o, blocked);
   // On their way: ENIs in flight, ours parked Available (an attach held back or adopted now),
   // and ours Attaching that nobody waits for yet. Those on the instance already hold a slot there.
   const parked = o.ownedEnis.filter((e) => idle(e) && e.status === 'Available' && !e.instanceId);
@@ -1047,15 +1044,6 @@ function duplicate(o: PoolObservation): PlannedCondition | undefined {
       'or a renamed node whose old Node stays): nothing is released from either until one is fixed or deleted; ' +
       'each counts only the ENIs made for it',
   };
-}
-
-/** A failure of this node's own calls says more than a fleet-wide outage; the outage, more than nothing. */
-function degradedOrOutage(
-  failures: readonly FailureRecord[],
-  outage: PoolObservation['cloudOutage'],
-): PlannedCondition {
-  const own = degradedCondition(failures);
-  return own.status === 'True' || !outage ? own : { type: 'Degraded', status: 'True', ...outage };
 }
 
 function noVSwitchInZoneMessage(spec: ENIPool['spec'], zones: string[]): string {

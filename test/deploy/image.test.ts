@@ -234,7 +234,7 @@ describe('eni-ipam install-cni (the init container)', () => {
     ]);
     expect(r).toMatchObject({
       code: 2,
-      stderr: `eni-ipam install-cni: the conflist ${join(dir, 'other.conflist')} has no plugin whose ipam.type is eni-ipam-cni\n`,
+      stderr: `eni-ipam install-cni: the conflist ${join(dir, 'other.conflist')} has no plugin of type, or with ipam.type, eni-ipam-cni\n`,
     });
   });
 });

@@ -33,7 +33,7 @@ export interface NodeRoutingOptions {
   addresses(): PodAddress[];
 }
 
-export type DatapathFailure = ProblemKind | 'apply-failed' | 'read-failed' | 'released';
+export type DatapathFailure = ProblemKind | 'apply-failed' | 'read-failed' | 'released' | 'no-eni-request';
 
 /** The datapath of a pod address could not be set up: which ENI, why, and whether trying again may help. */
 export class DatapathError extends Error {

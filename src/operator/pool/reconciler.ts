@@ -1,3 +1,4 @@
+import { exclusiveMode } from '../../ipam/exclusive.js';
 import { sameJson } from '../../kube/same-json.js';
 import { dualStack, ipv6Only } from '../../ipam/families.js';
 import type { ENIPool } from '../../api/types.js';
@@ -340,8 +341,12 @@ export class PoolReconciler {
           : 0),
       0,
     );
-    // The summary counts the pool's pod family (IPv6 in an IPv6-only pool).
-    const pods = ipv6Only(pool.spec) ? inUse6 : inUse;
+    // The summary counts the pool's pod family (IPv6 in an IPv6-only pool); an Exclusive pool's, ENIs a pod may take whole.
+    const pods = exclusiveMode(pool.spec)
+      ? enis.filter((e) => e.state === 'InUse' && !e.ips?.length && !e.prefixes?.length).length
+      : ipv6Only(pool.spec)
+        ? inUse6
+        : inUse;
     // An IPv6-only pool's /80 serves every pod the node runs: that room is the planner's word (ipv6-only-prefix.ts).
     const servedBy80 =
       ipv6Only(pool.spec) &&
