@@ -140,6 +140,9 @@ export class Agent {
   /** The last save failed: what it carried is on disk only once a later save succeeds. */
   private unsaved = false;
   private cancelCooling?: Cancel;
+  private cancelAdvertise?: Cancel;
+  /** What the Node's status says of eniipam.io/eni, as last written (null: nothing); undefined before the first write. */
+  private advertised?: string | null;
   private lastWritten = '';
   private readonly flagged = new Set<string>();
   private readonly core: CoreV1Api;
@@ -383,7 +386,36 @@ export class Agent {
     for (const a of departedRecoveries(this.state, pods)) await this.removePod(a.containerId, a.ifName);
   }
 
+  /**
+   * eniMode Exclusive: the node's ENIs for pods (the pool's podENIs) as the extended resource
+   * eniipam.io/eni in the Node's capacity and allocatable, so that the scheduler places a pod
+   * requesting one only where one can be had; none on a Shared node (taken away after a switch).
+   * Written when it changes, and again after a failed write.
+   */
+  private async advertise(): Promise<void> {
+    const pool = this.current();
+    if (!pool || this.recovering || this.stopped) return;
+    const want = exclusiveMode(pool.spec) ? String(pool.status?.summary?.podENIs ?? 0) : null;
+    if (want === this.advertised) return;
+    const resource = { [ENI_RESOURCE]: want };
+    try {
+      await this.core.patchNodeStatus(
+        { name: this.options.node, body: { status: { capacity: resource, allocatable: resource } } },
+        merge,
+      );
+      this.advertised = want;
+    } catch (e) {
+      this.options.logger.warn(
+        { node: this.options.node, err: (e as Error).message, resource: ENI_RESOURCE, value: want },
+        'cannot write the node’s exclusive ENIs to its status; trying again in 5 s',
+      );
+      this.cancelAdvertise?.();
+      this.cancelAdvertise = this.clock.after(5000, () => void this.advertise());
+    }
+  }
+
   private onPoolChange(): void {
+    void this.advertise();
     for (const a of strayAllocations(this.state, this.current())) {
       if (this.flagged.has(a.ip) || !this.current()) continue;
       this.flagged.add(a.ip);
@@ -577,7 +609,10 @@ export class Agent {
     const [namespace, name] = req.pod.split('/');
     let requests = 0;
     try {
-      const pod = await this.core.readNamespacedPod({ namespace: namespace!, name: name! });
+      // A list by name: the agent's role lists pods, and gets none.
+      const list = await this.core.listNamespacedPod({ namespace: namespace!, fieldSelector: `metadata.name=${name}` });
+      const pod = list.items[0];
+      if (!pod) throw new Error('the API server has no such pod');
       for (const c of pod.spec?.containers ?? [])
         requests += Number(c.resources?.limits?.[ENI_RESOURCE] ?? c.resources?.requests?.[ENI_RESOURCE] ?? 0);
     } catch (e) {
@@ -743,6 +778,7 @@ export class Agent {
     this.cancelRecoveryRetry?.();
     this.cancelDepartures?.();
     this.cancelCooling?.();
+    this.cancelAdvertise?.();
     await this.status.stop();
     await this.pool.stop();
     await this.flushing;

@@ -244,6 +244,20 @@ describeDatapath('eniMode Exclusive: a whole ENI in each pod, on the strict VPC'
     }
   }, 120_000);
 
+  it('advertises each Exclusive node’s ENIs for pods as eniipam.io/eni in its status, and none on a Shared node', async () => {
+    const core = c.kc.makeApiClient(CoreV1Api);
+    for (const n of nodes) {
+      const type = c.ecs.world.instanceTypes.get(c.ecs.world.instances.get(n.instance)!.instanceType)!;
+      const want = n.conflist === EXCLUSIVE ? String(type.eniQuantity - 1) : undefined;
+      await eventually(
+        async () => (await core.readNode({ name: n.name })).status?.allocatable?.[ENI_RESOURCE] === want,
+        10_000,
+        100,
+      );
+      expect((await core.readNode({ name: n.name })).status?.capacity?.[ENI_RESOURCE]).toBe(want);
+    }
+  }, 30_000);
+
   it('connects exclusive pods to each other, to the VPC host and to a pod of a Shared node, by ping and TCP', async () => {
     const shared = await startPod(nodes[2]!, 'sh-a', { eni: false });
     const host = vpc.vpcHost!;

@@ -120,6 +120,8 @@ describe('the Helm chart', () => {
       { groups: ['eniipam.io'], resources: ['enipools'], verbs: ['list', 'watch'], names: undefined },
       { groups: ['eniipam.io'], resources: ['enipools/status'], verbs: ['patch'], names: undefined },
       { groups: [''], resources: ['pods'], verbs: ['list'], names: undefined },
+      // eniMode Exclusive: its node's eniipam.io/eni.
+      { groups: [''], resources: ['nodes/status'], verbs: ['patch'], names: undefined },
       // On the pods that wait for an address, in their namespaces: any namespace.
       { groups: [''], resources: ['events'], verbs: ['create', 'patch'], names: undefined },
     ]);
