@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { churn } from './churn.js';
 import { cniPlugin } from './cni-plugin.js';
+import { datapathBench } from './datapath.js';
 import { footprint } from './footprint.js';
 import { GROWTH_RATES, growth } from './growth.js';
 import { kubeWatch } from './kube-watch.js';
@@ -104,6 +105,12 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
     help: 'the CNI plugin per call, Node.js before and static binary after; bursts of ADDs through it [--runs 50] [--parallel 50] [--rounds 5]',
     flags: ['runs', 'parallel', 'rounds'],
     run: (f) => cniPlugin({ runs: num(f, 'runs', 50), parallel: num(f, 'parallel', 50), rounds: num(f, 'rounds', 5) }),
+  },
+  datapath: {
+    help: 'exclusive ENI against the shared path and host to host, on the strict VPC emulation (root) [--rounds 3] [--seconds 5] [--pings 200]',
+    flags: ['rounds', 'seconds', 'pings'],
+    run: (f) =>
+      datapathBench({ rounds: num(f, 'rounds', 3), seconds: num(f, 'seconds', 5), pings: num(f, 'pings', 200) }),
   },
   footprint: {
     help: 'operator RSS, heap and full-resync cost at scale [--nodes 1000,5000] [--ips-per-node 20] [--time-scale 20]',

@@ -61,13 +61,38 @@ export function hostPorts(podSpec: any): HostPort[] {
 const portsClash = (a: HostPort, b: HostPort) =>
   a.port === b.port && a.protocol === b.protocol && (a.ip === b.ip || a.ip === '0.0.0.0' || b.ip === '0.0.0.0');
 
+/** Resources the emulated nodes do not account (no kubelet reports them): only extended resources are fitted. */
+const NATIVE = /^(cpu|memory|ephemeral-storage|pods|hugepages-.*|storage)$/;
+
+/**
+ * The extended resources (a vendor's `domain/name`, e.g. eniipam.io/eni) a pod requests, as the
+ * NodeResourcesFit filter sums them: each container's request (its limit when it sets no
+ * request: extended resources cannot be overcommitted), and the larger of that and any one init
+ * container's.
+ */
+export function extendedRequests(podSpec: any): Map<string, number> {
+  const of = (c: any): Record<string, unknown> => ({
+    ...(c.resources?.limits ?? {}),
+    ...(c.resources?.requests ?? {}),
+  });
+  const out = new Map<string, number>();
+  for (const c of podSpec?.containers ?? [])
+    for (const [k, v] of Object.entries(of(c)))
+      if (!NATIVE.test(k) && k.includes('/')) out.set(k, (out.get(k) ?? 0) + Number(v));
+  for (const c of podSpec?.initContainers ?? [])
+    for (const [k, v] of Object.entries(of(c)))
+      if (!NATIVE.test(k) && k.includes('/')) out.set(k, Math.max(out.get(k) ?? 0, Number(v)));
+  return out;
+}
+
 /** The taint the node lifecycle controller puts on a node whose Ready condition is not True. */
 export const NOT_READY_TAINT = { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' };
 
 /**
  * Why a pod cannot go to a node, or undefined when it fits, in the scheduler's filter order:
  * taints with NoSchedule or NoExecute effects the pod does not tolerate (`extraTaints` too),
- * then nodeSelector and required node affinity, then host ports another pod of the node
+ * then nodeSelector and required node affinity, then extended resources (the node's allocatable
+ * less what its pods request), then host ports another pod of the node
  * (`podsOnNode`: every pod bound to it that has not finished, terminating ones included)
  * already holds.
  */
@@ -92,6 +117,12 @@ export function unfitReason(
   const terms = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
   if (terms?.length && !terms.some((t: any) => termMatches(t, node)))
     return "didn't match Pod's node affinity/selector";
+  // NodeResourcesFit, for extended resources: what the node's pods request leaves enough of its allocatable.
+  for (const [name, want] of extendedRequests(podSpec)) {
+    const allocatable = Number(node.status?.allocatable?.[name] ?? 0);
+    const held = (o.podsOnNode ?? []).reduce((n, p) => n + (extendedRequests(p.spec).get(name) ?? 0), 0);
+    if (held + want > allocatable) return `Insufficient ${name}`;
+  }
   const wanted = hostPorts(podSpec);
   if (wanted.length) {
     const held = (o.podsOnNode ?? []).flatMap((p) => hostPorts(p.spec));

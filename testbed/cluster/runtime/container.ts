@@ -267,21 +267,33 @@ export function setprivArgv(c: ContainerSpec): string[] {
 }
 
 /** Starts a container: its process is the entrypoint itself (every step execs), so signals reach it. */
-/** nsenter's arguments for a shell script in the pod's network namespace, with a mount and UTS namespace of its own. */
-export function inPodNamespaces(netns: string, script: string): string[] {
+/**
+ * nsenter's arguments for a shell script in the pod's network namespace, with a mount and UTS
+ * namespace of its own: private, or a slave of the machine's where a mount asks for the
+ * machine's later mounts (mountPropagation HostToContainer), as a runtime makes it rslave.
+ */
+export function inPodNamespaces(netns: string, script: string, fromHost = false): string[] {
   return [
     ...[`--net=/run/netns/${netns}`, '--'],
-    ...['unshare', '--mount', '--uts', '--propagation', 'private', '--'],
+    ...['unshare', '--mount', '--uts', '--propagation', fromHost ? 'slave' : 'private', '--'],
     ...['/bin/sh', '-c', script],
   ];
 }
 
 export function startContainer(c: ContainerSpec, log: LogBuffer): ChildProcess {
   mkdirSync(c.stageDir, { recursive: true });
-  const child = spawn('nsenter', inPodNamespaces(c.netns, containerScript(c)), {
-    env: c.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'nsenter',
+    inPodNamespaces(
+      c.netns,
+      containerScript(c),
+      c.mounts.some((m) => m.fromHost),
+    ),
+    {
+      env: c.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout!.on('data', (d: Buffer) => log.write(d));
   child.stderr!.on('data', (d: Buffer) => log.write(d));
   child.on('close', () => log.end());

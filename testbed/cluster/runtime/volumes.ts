@@ -21,7 +21,16 @@ export interface Mount {
   readOnly: boolean;
   /** With the mounts below the source (a folder of namespace files, say). */
   recursive?: boolean;
+  /** mountPropagation HostToContainer: mounts made on the machine later appear in the container (rslave). */
+  fromHost?: boolean;
 }
+
+/**
+ * Where a node keeps its pods' network namespaces (CNI_NETNS): the emulated runtime makes them in
+ * the machine's /run/netns, so a hostPath of either name is that folder, with its namespace mounts.
+ */
+const NETNS_DIRS = ['/var/run/netns', '/run/netns'];
+export const MACHINE_NETNS_DIR = '/run/netns';
 
 /** A projected token to rewrite before it expires (at 80% of its life, as the kubelet does). */
 export interface TokenFile {
@@ -201,6 +210,10 @@ export async function setUpVolumes(ctx: VolumeContext, tokens: TokenFile[]): Pro
     const dir = join(ctx.podDir, 'volumes', v.name);
     const fail = (e: Error) => new MountError(`MountVolume.SetUp failed for volume "${v.name}" : ${e.message}`);
     try {
+      if (v.hostPath && NETNS_DIRS.includes(v.hostPath.path.replace(/\/+$/, ''))) {
+        dirs.set(v.name, MACHINE_NETNS_DIR);
+        continue;
+      }
       if (v.hostPath) {
         const path = join(ctx.nodeRoot, v.hostPath.path);
         const type = v.hostPath.type ?? '';
@@ -272,7 +285,14 @@ export function containerMounts(container: any, dirs: Map<string, string>): Moun
   for (const m of container.volumeMounts ?? []) {
     const dir = dirs.get(m.name);
     if (!dir) throw new MountError(`volumeMount "${m.name}" names no volume of the pod`);
-    out.push({ source: m.subPath ? join(dir, m.subPath) : dir, target: m.mountPath, readOnly: Boolean(m.readOnly) });
+    const fromHost = m.mountPropagation === 'HostToContainer' || m.mountPropagation === 'Bidirectional';
+    out.push({
+      source: m.subPath ? join(dir, m.subPath) : dir,
+      target: m.mountPath,
+      readOnly: Boolean(m.readOnly),
+      ...(fromHost || dir === MACHINE_NETNS_DIR ? { recursive: true } : {}),
+      ...(fromHost ? { fromHost: true } : {}),
+    });
   }
   const sa = dirs.get('kube-api-access');
   if (sa && !out.some((m) => m.target === SA_MOUNT)) out.push({ source: sa, target: SA_MOUNT, readOnly: true });
