@@ -148,16 +148,17 @@ export async function datapathBench(o: DatapathBenchOptions): Promise<void> {
       nodeSelector: { matchLabels: { bench: 'exclusive' } },
     });
     await addClass('shared', { ...common, preAllocate: 2, nodeSelector: { matchLabels: { bench: 'shared' } } });
-    let operator: Operator | undefined;
+    // The client asks the operator whether it may change the cloud; the operator needs the client.
+    const ref: { operator?: Operator } = {};
     const client = createCloudClient({
       region: 'cn-hangzhou',
       ecsEndpoint: ecs.url,
       vpcEndpoint: ecs.url,
       credentials: staticCredentials(KEY),
       registry: new Registry(),
-      mayMutate: () => operator?.mayMutate() ?? false,
+      mayMutate: () => ref.operator?.mayMutate() ?? false,
     });
-    operator = new Operator({
+    const operator = new Operator({
       kc,
       api: client.api,
       logger: silentLogger(),
@@ -170,8 +171,9 @@ export async function datapathBench(o: DatapathBenchOptions): Promise<void> {
       },
       credentialsSource: staticCredentials(KEY).source,
     });
+    ref.operator = operator;
     await operator.start();
-    cleanups.push(() => operator!.stop());
+    cleanups.push(() => operator.stop());
     // Two nodes per path in zone h: ecs.g7.large for the exclusive pods, ecs.g7.xlarge for the others.
     const plan = [
       { instance: 'i-demo-01', label: 'exclusive' },

@@ -141,6 +141,8 @@ export class Agent {
   private unsaved = false;
   private cancelCooling?: Cancel;
   private cancelAdvertise?: Cancel;
+  /** The exclusive ADD or DEL under way per container (see serially). */
+  private readonly inProgress = new Map<string, Promise<void>>();
   /** What the Node's status says of eniipam.io/eni, as last written (null: nothing); undefined before the first write. */
   private advertised?: string | null;
   private lastWritten = '';
@@ -268,10 +270,13 @@ export class Agent {
   private routedEnis(): PoolEni[] | undefined {
     const pool = this.current();
     if (!this.pool.synced || !pool) return undefined;
-    // An Exclusive pool's ENIs are their pods' devices: the node routes none of them.
-    if (exclusiveMode(pool.spec)) return [];
+    // An exclusive ENI is its pod's device: the node routes none of them (an Exclusive pool's ENIs
+    // without secondaries, and any ENI a pod holds whole, left from a switch of the class); ENIs
+    // holding secondary addresses keep their Shared pods' routes.
+    const exclusive = exclusiveMode(pool.spec);
+    const whole = new Set(Object.values(this.state.allocations).flatMap((a) => (a.exclusive ? [a.eniId] : [])));
     return (pool.status?.enis ?? [])
-      .filter((e) => e.state === 'InUse')
+      .filter((e) => e.state === 'InUse' && !whole.has(e.id) && !(exclusive && !e.ips?.length))
       .map((e) => ({
         id: e.id,
         mac: e.mac ?? '',
@@ -395,7 +400,10 @@ export class Agent {
   private async advertise(): Promise<void> {
     const pool = this.current();
     if (!pool || this.recovering || this.stopped) return;
-    const want = exclusiveMode(pool.spec) ? String(pool.status?.summary?.podENIs ?? 0) : null;
+    const podEnis = pool.status?.summary?.podENIs;
+    // Not known yet (the operator has not sized the pool): the Node keeps what it says.
+    if (exclusiveMode(pool.spec) && podEnis === undefined) return;
+    const want = exclusiveMode(pool.spec) ? String(podEnis) : null;
     if (want === this.advertised) return;
     const resource = { [ENI_RESOURCE]: want };
     try {
@@ -495,7 +503,7 @@ export class Agent {
   private async setUpPod(req: AddRequest): Promise<Lease | 'pool-empty'> {
     if (this.recovering) return 'pool-empty';
     const pool = this.current();
-    if (pool && exclusiveMode(pool.spec)) return this.setUpExclusive(req, pool);
+    if (pool && exclusiveMode(pool.spec)) return this.serially(req.containerId, () => this.setUpExclusive(req, pool));
     const end = this.metrics.latency.startTimer();
     try {
       const r = this.take(req);
@@ -595,7 +603,7 @@ export class Agent {
           },
           'an exclusive ENI could not be moved into its pod; the ADD fails and the ENI is brought back',
         );
-        if (r.fresh && this.state.allocations[key] === taken) await this.removePod(req.containerId, req.ifName);
+        if (r.fresh && this.state.allocations[key] === taken) await this.unplug(req.containerId, req.ifName, req.netns);
         throw err;
       }
       return r.lease;
@@ -649,14 +657,37 @@ export class Agent {
   }
 
   /** A pod's DEL: its addresses released, and their rules gone from the node before it answers. */
-  async removePod(containerId: string, ifName?: string): Promise<string[]> {
+  /**
+   * A pod's DEL (`netns`: its CNI_NETNS, where a device of an allocation recovered without it
+   * is looked for). Waits for an ADD of the same container still moving its device.
+   */
+  removePod(containerId: string, ifName?: string, netns?: string): Promise<string[]> {
+    return this.serially(containerId, () => this.unplug(containerId, ifName, netns));
+  }
+
+  /** One exclusive ADD or DEL of a container at a time: a DEL never overtakes the ADD it cancels. */
+  private serially<T>(containerId: string, op: () => Promise<T>): Promise<T> {
+    const before = this.inProgress.get(containerId) ?? Promise.resolve();
+    const mine = before.then(op, op);
+    const settled = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inProgress.set(containerId, settled);
+    void settled.then(() => {
+      if (this.inProgress.get(containerId) === settled) this.inProgress.delete(containerId);
+    });
+    return mine;
+  }
+
+  private async unplug(containerId: string, ifName?: string, netns?: string): Promise<string[]> {
     // An exclusive ENI's device is back on the node before the ENI is free for another pod (a
     // failure fails the DEL, which the runtime retries: the allocation stays meanwhile).
     for (const a of Object.values(this.state.allocations)) {
       if (a.containerId !== containerId || (ifName !== undefined && a.ifName !== ifName)) continue;
       const mac =
         a.exclusive?.mac ?? this.current()?.status?.enis?.find((e) => e.id === a.eniId && a.ip === e.primaryIP)?.mac;
-      if (mac && this.exclusive) await this.exclusive.detach(a.eniId, mac, a.exclusive?.netns);
+      if (mac && this.exclusive) await this.exclusive.detach(a.eniId, mac, a.exclusive?.netns ?? netns);
     }
     const r = this.drop(containerId, ifName);
     await r.unrouted;

@@ -52,7 +52,7 @@ export interface CniAgent {
   /** An address for the pod interface, its datapath on the node set up (see Agent.addPod). */
   addPod(req: AddRequest): Promise<Lease | 'pool-empty'>;
   /** Releases the container's (interface's) addresses and takes their rules off the node. */
-  removePod(containerId: string, ifName?: string): Promise<string[]>;
+  removePod(containerId: string, ifName?: string, netns?: string): Promise<string[]>;
   list(): Allocation[];
   /** Why an ADD finds no address now, in the pool's words. */
   whyEmpty(): string;
@@ -286,7 +286,8 @@ async function run(agent: CniAgent, req: CniRequest, now: number): Promise<unkno
     return lease.exclusive ? exclusiveResult(conf, lease, ifName, netns) : addResult(conf, lease);
   }
   if (command === 'DEL') {
-    await agent.removePod(containerId, ifName);
+    // CNI_NETNS may be empty on DEL (the namespace is gone); where given, a device is looked for there.
+    await agent.removePod(containerId, ifName, req.env.CNI_NETNS || undefined);
     return undefined;
   }
   // The interface's first address: IPv4, or IPv6 in an IPv6-only pool (a dual-stack one holds both).

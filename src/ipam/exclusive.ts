@@ -71,6 +71,7 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
     summary: { available: number; used: number; needed: number },
     ready: Omit<PlannedCondition, 'type'>,
     releaseRequests: Record<string, string>,
+    podENIs: number | null = ceiling,
   ) => {
     const planned: PlannedCondition[] = [
       { type: 'Ready', ...ready },
@@ -90,7 +91,7 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
         ...summary,
         releasing: Object.keys(releaseRequests).length,
         batch: 0,
-        podENIs: ceiling,
+        ...(podENIs === null ? {} : { podENIs }),
       },
       releaseRequests,
       conditions,
@@ -103,6 +104,9 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
     return ms === undefined ? r : r === undefined ? ms : Math.min(ms, r);
   };
   const busyIps = exclusiveBusy(pool.status, now);
+  // The ENIs pods may take: ours, InUse on the instance (attached, though the attach is still
+  // being confirmed), holding no secondary address; what the status renders as room.
+  const inUse = o.instanceEnis.filter((e) => offered(e) && e.status === 'InUse');
   const notReady = (reason: string, message: string, requeueAfterMs?: number): PoolPlan => ({
     ...nothing,
     events,
@@ -110,9 +114,11 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
     requeueAfterMs: later(requeueAfterMs),
     status: statusOf(
       mine.map((e) => e.id),
-      { available: 0, used: Object.keys(pool.status?.used ?? {}).length, needed: 0 },
+      { available: inUse.length, used: Object.keys(pool.status?.used ?? {}).length, needed: 0 },
       { status: 'False', reason, message },
       pool.status?.releaseRequests ?? {},
+      // Unknown without the instance type: the node's advertisement stays as it was.
+      o.limits ? ceiling : null,
     ),
   });
   if (o.unservable) return notReady(o.unservable.reason, o.unservable.message);
@@ -128,8 +134,6 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
     return notReady('UnknownInstanceType', `instance type ${spec.instanceType} is unknown`, 60_000);
   }
 
-  // The ENIs pods may take: ours, InUse on the instance, holding no secondary address.
-  const inUse = o.instanceEnis.filter((e) => offered(e) && e.status === 'InUse' && !e.attaching);
   const busy = (e: EniFact) => busyIps.has(e.primaryIp);
   const used = inUse.filter(busy).length;
   const sizing: Sizing = {
@@ -175,12 +179,15 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
 
   const adopt = adoptions(o, blocked);
   // On their way: ENIs being created, ours parked or attaching (adopted now, or waited for).
-  const parked = o.ownedEnis.filter((e) => offered(e) && !e.attaching && e.status === 'Available' && !e.instanceId);
+  const parkedAll = o.ownedEnis.filter((e) => !e.removing && !e.attaching && e.status === 'Available' && !e.instanceId);
+  const parked = parkedAll.filter(offered);
   const waiting = o.instanceEnis.filter((e) => offered(e) && !e.attaching && e.status === 'Attaching');
-  const onInstance = o.instanceEnis.filter((e) => e.attaching).length;
-  // Not on the instance yet: being created, or parked.
-  const arriving = Math.max(0, o.inFlight.enis - onInstance) + parked.length;
-  const coming = arriving + onInstance + waiting.length;
+  const onInstance = o.instanceEnis.filter((e) => e.attaching);
+  // Not on the instance yet, each to take a slot: being created, or parked (adopted now, any of ours).
+  const created = Math.max(0, o.inFlight.enis - onInstance.length);
+  const arriving = created + parkedAll.length;
+  // Coming for pods: those, less parked ones holding addresses, and ours attaching not InUse yet.
+  const coming = created + parked.length + onInstance.filter((e) => e.status !== 'InUse').length + waiting.length;
   const kept = { ...usage, available: inUse.length - deleteEnis.length + coming };
   const want = o.mode === 'read-only' ? 0 : Math.max(0, toAllocate(sizing, kept));
   if (needed(sizing, usage) > 0 && memory.deficitSince === undefined) memory.deficitSince = now;

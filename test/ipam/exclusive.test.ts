@@ -147,6 +147,27 @@ describe('an Exclusive pool', () => {
     }
   });
 
+  it('publishes its attached ENIs as room when it cannot plan, and while an attach is still being confirmed', () => {
+    // What the status renders (InUse ENIs with no address) is the room: the publish check compares the two.
+    const unknown = plan(exclusive({ limits: undefined, enis: [eni(1), eni(2)] }));
+    expect(unknown.status.summary).toMatchObject({ enis: 2, available: 2 });
+    // Unknown type: no ceiling is said, so the node's advertisement stays.
+    expect(unknown.status.summary.podENIs).toBeUndefined();
+    const gone = plan(exclusive({ enis: [eni(1)], unservable: { reason: 'NodeGone', message: 'gone' } }));
+    expect(gone.status.summary.available).toBe(1);
+    const attaching = plan(exclusive({ enis: [eni(1, { attaching: true }), eni(2)] }));
+    expect(attaching.status.summary.available).toBe(2);
+    expect(attaching.create).toEqual([]);
+  });
+
+  it('counts a parked ENI of ours that holds addresses as taking a slot when it is adopted', () => {
+    const parked = eni(9, { status: 'Available', instanceId: undefined, secondaryIps: ['192.168.0.90'] });
+    const p = plan(exclusive({ enis: [parked], spec: { preAllocate: 3 } }));
+    expect(p.adopt).toEqual([{ eniId: 'eni-9', alreadyAttaching: false }]);
+    // Three secondary slots: the adopted ENI takes one, two are created.
+    expect(p.create).toHaveLength(2);
+  });
+
   // Random nodes: ENIs ours or not, attached or on their way, held by pods or cooling, with
   // requests and acks, old and current.
   const eniArb = fc.record({
@@ -167,6 +188,7 @@ describe('an Exclusive pool', () => {
     maxAllocate: fc.nat(5),
     pendingPods: fc.nat(3),
     inFlight: fc.nat(2),
+    parked: fc.nat(2),
   });
   it('never plans more ENIs than the instance holds, nor releases or requests an ENI a pod holds or cools', () => {
     fc.assert(
@@ -207,8 +229,14 @@ describe('an Exclusive pool', () => {
           ),
         );
         const inFlight = Math.min(k.inFlight, Math.max(0, k.eniQuantity - 1 - enis.length));
+        // Ours parked (created, not attached): adopted, each takes a slot, with addresses or without.
+        const parked = Array.from(
+          { length: Math.min(k.parked, Math.max(0, k.eniQuantity - 1 - enis.length - inFlight)) },
+          (_, i) =>
+            eni(50 + i, { status: 'Available', instanceId: undefined, secondaryIps: i % 2 ? ['192.168.2.1'] : [] }),
+        );
         const o = exclusive({
-          enis,
+          enis: [...enis, ...parked],
           limits: { eniQuantity: k.eniQuantity, ipv4PerEni: 6 },
           pendingPods: k.pendingPods,
           inFlight: { enis: inFlight, ips: 0 },
@@ -221,11 +249,14 @@ describe('an Exclusive pool', () => {
         });
         const p = plan(o);
         // Within the instance: what is attached, on its way and created now fits its secondary ENIs.
-        expect(enis.length + inFlight + p.create.length).toBeLessThanOrEqual(Math.max(0, k.eniQuantity - 1));
+        expect(enis.length + inFlight + parked.length + p.create.length).toBeLessThanOrEqual(
+          Math.max(0, k.eniQuantity - 1),
+        );
         // Nor above maxAllocate, counting only ENIs pods may take.
         if (k.maxAllocate > 0) {
           const offered = enis.filter((e) => e.ours && !e.removing && !e.secondaryIps.length).length;
-          if (p.create.length) expect(offered + inFlight + p.create.length).toBeLessThanOrEqual(k.maxAllocate);
+          if (p.create.length)
+            expect(offered - p.deleteEnis.length + inFlight + p.create.length).toBeLessThanOrEqual(k.maxAllocate);
         }
         const held = new Set(enis.filter((e) => e.primaryIp in used || e.primaryIp in cooling).map((e) => e.id));
         for (const id of p.deleteEnis) {
