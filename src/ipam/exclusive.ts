@@ -3,7 +3,14 @@ import { conditionTime, setCondition, type PlannedCondition } from './conditions
 import { adoptions } from './adopt.js';
 import { degradedOrOutage, heldBack, nextAttempt } from './failure-record.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, candidateVSwitches, securityGroupsFor } from './placement.js';
-import type { EniFact, PlannedEvent, PoolMemory, PoolObservation, PoolPlan } from './pool-plan.js';
+import {
+  noChanges,
+  type EniFact,
+  type PlannedEvent,
+  type PoolMemory,
+  type PoolObservation,
+  type PoolPlan,
+} from './pool-plan.js';
 import { acksOf, planRelease } from './release.js';
 import { excess, needed, toAllocate, type Sizing } from './sizing.js';
 
@@ -52,18 +59,7 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
   const blocked = (action: string) => heldBack(failures, action, now) !== undefined;
   const { failures, ...remembered } = m;
   const memory: PoolPlan['memory'] = { ...remembered };
-  const nothing = {
-    adopt: [],
-    assign: [],
-    create: [],
-    assignIpv6: [],
-    unassignIpv6: [],
-    assignIpv6Prefixes: [],
-    unassignIpv6Prefixes: [],
-    securityGroupIds: [],
-    unassign: [],
-    deleteEnis: [],
-  };
+  const nothing = noChanges();
   const ceiling = podEniCeiling(o);
   const mine = o.ownedEnis.filter((e) => !e.removing && (e.instanceId === spec.instanceID || e.status === 'Available'));
   const statusOf = (

@@ -285,7 +285,8 @@ type Changes = Pick<
   | 'assignIpv6Prefixes'
   | 'unassignIpv6Prefixes'
 >;
-const noChanges = (): Changes => ({
+/** A plan's changes when it changes nothing (each step fills in its own). */
+export const noChanges = (): Changes => ({
   adopt: [],
   assign: [],
   create: [],
