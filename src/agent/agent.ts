@@ -35,9 +35,10 @@ import {
 import { DatapathMetrics } from './datapath/metrics.js';
 import type { KernelPort } from './datapath/kernel.js';
 import type { DatapathConfig, PodAddress, PoolEni } from './datapath/model.js';
-import { ExclusiveDatapath } from './datapath/exclusive.js';
+import { ExclusiveDatapath, exclusiveUnavailable } from './datapath/exclusive.js';
 import { DatapathError, NodeRouting } from './datapath/node-routing.js';
 import { exclusiveMode } from '../ipam/exclusive.js';
+import { type ConflistByMode } from './conflist.js';
 import { AgentMetrics } from './metrics.js';
 import { DEFAULT_POD_EVENT_POLICY, PodEvents, type PodEventPolicy, type PodRef } from './pod-events.js';
 import { StateFile, type JournalOps } from './state-file.js';
@@ -71,6 +72,8 @@ export interface AgentOptions {
   clock?: Clock;
   /** How often a waiting pod's Event is written again (DEFAULT_POD_EVENT_POLICY unless given). */
   podEvents?: PodEventPolicy;
+  /** The node's CNI configuration, kept to the pool's eniMode (none: the agent leaves it alone). */
+  cniConf?: ConflistByMode;
 }
 
 export interface DatapathOptions {
@@ -82,6 +85,8 @@ export interface DatapathOptions {
   resyncMs?: number;
   /** The node's network namespace as a path, where exclusive ENI devices return (default: the agent's own). */
   nodeNetns?: string;
+  /** Why exclusive ENIs cannot be moved into pods here (default: exclusiveUnavailable(), the agent's capabilities). */
+  exclusiveUnavailable?: string;
 }
 
 /** The extended resource a pod requests to get a whole ENI (eniMode Exclusive). */
@@ -160,6 +165,9 @@ export class Agent {
   readonly routing?: NodeRouting;
   /** Moves exclusive ENIs' devices into pods and back (with the node's datapath). */
   private readonly exclusive?: ExclusiveDatapath;
+  /** Why this agent cannot give a pod a whole ENI (its capabilities, its flags), if it cannot. */
+  private readonly cannotPlug?: string;
+  private toldCannotPlug = false;
 
   constructor(private readonly options: AgentOptions) {
     this.clock = options.clock ?? systemClock;
@@ -213,7 +221,13 @@ export class Agent {
         poolEnis: () => this.routedEnis(),
         addresses: () => this.routedAddresses(),
       });
-    if (options.datapath) this.exclusive = new ExclusiveDatapath({ nodeNetns: options.datapath.nodeNetns });
+    if (options.datapath) {
+      this.exclusive = new ExclusiveDatapath({ nodeNetns: options.datapath.nodeNetns });
+      this.cannotPlug =
+        'exclusiveUnavailable' in options.datapath ? options.datapath.exclusiveUnavailable : exclusiveUnavailable();
+    } else
+      this.cannotPlug =
+        '--node-routing=false: the agent runs without its node datapath and cannot move an ENI into a pod';
     this.status = new StatusWriter({
       node: options.node,
       clock: this.clock,
@@ -402,8 +416,9 @@ export class Agent {
     if (!pool || this.recovering || this.stopped) return;
     const podEnis = pool.status?.summary?.podENIs;
     // Not known yet (the operator has not sized the pool): the Node keeps what it says.
-    if (exclusiveMode(pool.spec) && podEnis === undefined) return;
-    const want = exclusiveMode(pool.spec) ? String(podEnis) : null;
+    if (exclusiveMode(pool.spec) && podEnis === undefined && !this.cannotPlug) return;
+    // An agent that cannot move ENIs into pods offers none: such pods wait Pending, not fail.
+    const want = exclusiveMode(pool.spec) ? String(this.cannotPlug ? 0 : podEnis) : null;
     if (want === this.advertised) return;
     const resource = { [ENI_RESOURCE]: want };
     try {
@@ -423,6 +438,22 @@ export class Agent {
   }
 
   private onPoolChange(): void {
+    const mode = this.eniMode();
+    // The conflist first: the scheduler sends exclusive pods here only once advertise() says so.
+    if (mode) this.options.cniConf?.follow(mode);
+    if (mode === 'Exclusive' && this.cannotPlug && !this.toldCannotPlug) {
+      this.toldCannotPlug = true;
+      this.options.logger.error(
+        { node: this.options.node, resource: ENI_RESOURCE, err: this.cannotPlug },
+        'the pool is eniMode Exclusive, but this agent cannot give pods ENIs; it offers none',
+      );
+      void this.events.record(
+        this.target(this.current()!),
+        'Warning',
+        'ExclusiveENIsUnavailable',
+        `the pool is eniMode Exclusive, but the agent offers no ${ENI_RESOURCE}: ${this.cannotPlug}`,
+      );
+    }
     void this.advertise();
     for (const a of strayAllocations(this.state, this.current())) {
       if (this.flagged.has(a.ip) || !this.current()) continue;
@@ -556,12 +587,8 @@ export class Agent {
     const fail = (reason: 'apply-failed', message: string, transient = false) => {
       throw new DatapathError('', reason, message, transient);
     };
-    if (!this.exclusive)
-      fail(
-        'apply-failed',
-        `node ${this.options.node}'s pool is eniMode Exclusive, but the agent runs without its node datapath ` +
-          '(--node-routing=false): it cannot move an ENI into the pod',
-      );
+    if (this.cannotPlug || !this.exclusive)
+      fail('apply-failed', `node ${this.options.node}'s pool is eniMode Exclusive, but ${this.cannotPlug}`);
     if (!req.netns) fail('apply-failed', 'CNI_NETNS is not set: an exclusive ENI needs the pod’s network namespace');
     if (!this.state.allocations[key]) await this.mustRequestEni(req);
     const end = this.metrics.latency.startTimer();

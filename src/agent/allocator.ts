@@ -134,6 +134,12 @@ function walkPool(pool: ENIPool): Map<string, Where> {
         out.set(eni.primaryIP, { ...whereOn(eni, eni.vSwitchCIDR, eni.gatewayIP), exclusive: true });
     return out;
   }
+  return secondaryAddresses(pool);
+}
+
+/** The secondary addresses (IPv4 and IPv6) of the pool's InUse ENIs: a Shared pool's pod addresses. */
+function secondaryAddresses(pool: ENIPool): Map<string, Where> {
+  const out = new Map<string, Where>();
   for (const eni of pool?.status?.enis ?? []) {
     if (eni.state !== 'InUse' || !eni.vSwitchCIDR) continue;
     for (const ip of eni.ips ?? []) out.set(ip, whereOn(eni, eni.vSwitchCIDR, eni.gatewayIP));
@@ -336,12 +342,14 @@ export function agentStatus(
   // about whose it is (two pools naming one instance), and a pod elsewhere may hold it. One the
   // node itself uses (an address on eth0, with usePrimaryENI) is the node's: not released either.
   // A prefix is answered for all its addresses at once: ready only when none is used or cooling.
-  const own = (ip: string) => locate(pool, ip) !== undefined;
+  const exclusive = pool !== undefined && exclusiveMode(pool.spec);
+  // An Exclusive pool's ENIs may still hold secondaries of a Shared spell, which the operator drains.
+  const leftover = exclusive ? secondaryAddresses(pool) : undefined;
+  const own = (ip: string) => locate(pool, ip) !== undefined || leftover?.has(ip) === true;
   const prefixOf = poolPrefixes(pool);
   const prefixes6 = new Set(poolIpv6Prefixes(pool).map((p) => p.prefix));
   // The addresses a key stands for here; none when the pool's ENIs do not hold it (it is not this
   // agent's to give). A /80's are never listed: those held, cooling or the node's stand for it.
-  const exclusive = pool !== undefined && exclusiveMode(pool.spec);
   const membersOf = (key: string): string[] => {
     // An Exclusive pool's whole ENI: its one pod address, its primary.
     if (exclusive && isEniKey(key))

@@ -1,15 +1,7 @@
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname, join } from 'node:path';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readConflist, replaceAtomically, writeConflist } from './conflist.js';
 
 export interface InstallCniOptions {
   /** The host's CNI plugin folder (mounted), e.g. /host/opt/cni/bin. */
@@ -28,30 +20,12 @@ export const PLUGIN_BINARY = join(dirname(fileURLToPath(import.meta.url)), '..',
 // What versions before the static binary installed: a Node.js runtime and the plugin's code.
 const OLD_RUNTIME_DIRS = ['eni-ipam.d', 'eni-ipam.d.new', 'eni-ipam.d.old'];
 
-/** Writes a file under a temporary name and renames it: a reader sees the old or the new one, never half of one. */
-function replaceAtomically(path: string, write: (tmp: string) => void): void {
-  const tmp = `${path}.new`;
-  rmSync(tmp, { force: true });
-  write(tmp);
-  renameSync(tmp, path);
-}
-
 /**
  * Installs eni-ipam-cni on a node: one static executable (libc only, linked in) that carries
  * each CNI call to the node's agent, so the host needs nothing else. Then the conflist.
  */
 export function installCni(o: InstallCniOptions): string[] {
-  let conflist: unknown;
-  try {
-    conflist = JSON.parse(readFileSync(o.conflist, 'utf8'));
-  } catch (e) {
-    throw new Error(`the conflist ${o.conflist} cannot be installed: ${(e as Error).message}`);
-  }
-  const plugins = (conflist as { plugins?: Array<{ type?: string; ipam?: { type?: string } }> }).plugins;
-  // eni-ipam-cni is ptp's IPAM (Shared pools) or the main plugin itself (Exclusive pools).
-  if (!Array.isArray(plugins) || !plugins.some((p) => p.ipam?.type === 'eni-ipam-cni' || p.type === 'eni-ipam-cni')) {
-    throw new Error(`the conflist ${o.conflist} has no plugin of type, or with ipam.type, eni-ipam-cni`);
-  }
+  const { conflist } = readConflist(o.conflist);
   const source = o.pluginBinary ?? PLUGIN_BINARY;
   if (!existsSync(source))
     throw new Error(
@@ -66,8 +40,6 @@ export function installCni(o: InstallCniOptions): string[] {
   });
   for (const d of OLD_RUNTIME_DIRS) rmSync(join(o.binDir, d), { recursive: true, force: true });
 
-  mkdirSync(o.confDir, { recursive: true });
-  const conf = join(o.confDir, o.conflist.split('/').pop()!);
-  replaceAtomically(conf, (tmp) => writeFileSync(tmp, `${JSON.stringify(conflist, null, 2)}\n`));
+  const conf = writeConflist(o.confDir, basename(o.conflist), conflist);
   return [plugin, conf];
 }

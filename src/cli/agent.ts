@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.js';
 import { SocketInUseError, clearStaleSocket, serveAgentApi } from '../agent/api.js';
 import { DEFAULT_SOCKET } from '../agent/cni.js';
+import { ConflistByMode } from '../agent/conflist.js';
 import { DEFAULT_POD_EVENT_POLICY, podEventPolicy } from '../agent/pod-events.js';
 import { IpRouteKernel } from '../agent/datapath/kernel.js';
 import { DEFAULT_TABLE_BASE, MAX_DEVICE_INDEX } from '../agent/datapath/model.js';
@@ -31,6 +33,34 @@ function groupId(group: string): number {
       `--socket-group ${group}: no such group in /etc/group; give a group name of this host or a numeric id`,
     );
   return Number(line.split(':')[2]);
+}
+
+/** --cni-conf-dir with both conflists, checked before anything starts; undefined without it. */
+function conflistFlags(f: Record<string, unknown>, logger: Logger): ConflistByMode | undefined {
+  const confDir = f['cni-conf-dir'] as string | undefined;
+  const shared = f['shared-conflist'] as string | undefined;
+  const exclusive = f['exclusive-conflist'] as string | undefined;
+  if (confDir === undefined) {
+    if (shared !== undefined || exclusive !== undefined)
+      throw new UsageError(
+        '--shared-conflist and --exclusive-conflist go with --cni-conf-dir, the folder to install in',
+      );
+    return undefined;
+  }
+  if (shared === undefined || exclusive === undefined)
+    throw new UsageError(
+      '--cni-conf-dir needs --shared-conflist and --exclusive-conflist: the conflist of each eniMode',
+    );
+  try {
+    return new ConflistByMode({
+      confDir,
+      sources: { Shared: shared, Exclusive: exclusive },
+      logger,
+      node: String(f.node),
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
 }
 
 export const agentCommand: CommandSpec = {
@@ -132,6 +162,26 @@ export const agentCommand: CommandSpec = {
       help: 'a pod that waits for an address is told why in an Event at once, then again at most this often (repeats fold into its count)',
       check: (v) => (Number(v) > 0 && Number(v) <= 3600 ? undefined : 'must be greater than 0 and at most 3600'),
     },
+    {
+      name: 'cni-conf-dir',
+      type: 'string',
+      value: 'DIR',
+      help:
+        'keep the conflist in this host CNI folder to the pool’s eniMode: --shared-conflist or --exclusive-conflist, ' +
+        'installed under the first’s file name (the chart passes its ConfigMap’s two files)',
+    },
+    {
+      name: 'shared-conflist',
+      type: 'string',
+      value: 'FILE',
+      help: 'with --cni-conf-dir: the conflist of Shared pools',
+    },
+    {
+      name: 'exclusive-conflist',
+      type: 'string',
+      value: 'FILE',
+      help: 'with --cni-conf-dir: the conflist of Exclusive pools',
+    },
     addressFlag('metrics-addr', '0.0.0.0:9091', 'serve /metrics here'),
     addressFlag('health-addr', '0.0.0.0:8081', 'serve /healthz and /readyz (pool seen) here'),
     {
@@ -147,6 +197,7 @@ export const agentCommand: CommandSpec = {
     if (!f.node) throw new UsageError('--node is required (or set NODE_NAME)');
     const socketGid = f['socket-group'] === undefined ? undefined : groupId(String(f['socket-group']));
     const logger = createLogger({ level: String(f['log-level']), name: 'eni-ipam-agent' });
+    const cniConf = conflistFlags(f, logger);
     exitOnUnhandledErrors(logger, 'agent');
     const kc = new KubeConfig();
     loadKubeconfig(kc, f.kubeconfig as string | undefined);
@@ -192,6 +243,7 @@ export const agentCommand: CommandSpec = {
         statusIntervalMs: (f['status-interval'] as number) * 1000,
         eventNamespace: String(f['event-namespace']),
         podEvents: podEventPolicy((f['pod-event-interval'] as number) * 1000),
+        ...(cniConf ? { cniConf } : {}),
         logger,
         registry,
         ...(f['node-routing']

@@ -4,13 +4,16 @@ import { adoptions } from './adopt.js';
 import { degradedOrOutage, heldBack, nextAttempt } from './failure-record.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, candidateVSwitches, securityGroupsFor } from './placement.js';
 import {
+  coolingIps,
   noChanges,
+  unassignCalls,
   type EniFact,
   type PlannedEvent,
   type PoolMemory,
   type PoolObservation,
   type PoolPlan,
 } from './pool-plan.js';
+import { PREFIX_SIZE, prefixAddresses } from './prefix.js';
 import { acksOf, planRelease } from './release.js';
 import { excess, needed, toAllocate, type Sizing } from './sizing.js';
 
@@ -149,6 +152,7 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
   let deleteEnis: string[] = [];
   let requeueAfterMs: number | undefined;
   const delayMs = (spec.releaseDelaySeconds ?? 180) * 1000;
+  let unassign: PoolPlan['unassign'] = [];
   if (releases) {
     const release = planRelease({
       enis: inUse.map((e) => ({ id: e.id, primaryIp: '', secondaryIps: [e.id] })),
@@ -159,12 +163,15 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
       excessSince: memory.excessSince,
       now,
       delayMs,
-      requests,
+      requests: new Map([...requests].filter(([key]) => isEniKey(key))),
       acks: acksOf(pool.status),
       deleteEmptyEnis: true,
     });
-    for (const [key, at] of requests) if (!release.withdraw.includes(key)) releaseRequests[key] = at;
+    for (const [key, at] of requests) if (isEniKey(key) && !release.withdraw.includes(key)) releaseRequests[key] = at;
     for (const key of release.request) releaseRequests[key] = o.requestStamp;
+    const drained = planDrain(o, requests, blocked);
+    Object.assign(releaseRequests, drained.releaseRequests);
+    unassign = drained.unassign;
     deleteEnis = blocked('DetachNetworkInterface') || blocked('DeleteNetworkInterface') ? [] : release.deleteEnis;
     for (const id of deleteEnis) delete releaseRequests[id];
     if (ex > 0 && now - memory.excessSince! < delayMs) requeueAfterMs = delayMs - (now - memory.excessSince!) + 50;
@@ -265,6 +272,7 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
   return {
     ...nothing,
     adopt,
+    unassign,
     create,
     securityGroupIds,
     deleteEnis,
@@ -278,6 +286,53 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
       releaseRequests,
     ),
   };
+}
+
+/**
+ * What a Shared spell of the class left: ENIs of ours holding secondary addresses, which take
+ * slots pods could have. Each address no pod holds or cools is requested at once (the switch was
+ * the user's word; the release delay guards against demand coming back, and this demand is in
+ * ENIs now), and unassigned once the agent confirms it. An ENI so emptied is one a pod may take;
+ * one a pod of the Shared spell still uses keeps that address, and stays other use, until it leaves.
+ */
+function planDrain(
+  o: PoolObservation,
+  requests: ReadonlyMap<string, string>,
+  blocked: (action: string) => boolean,
+): { releaseRequests: Record<string, string>; unassign: PoolPlan['unassign'] } {
+  const { pool, now } = o;
+  const leftovers = o.instanceEnis.filter(
+    (e) =>
+      e.ours &&
+      !e.removing &&
+      !e.primary &&
+      e.status === 'InUse' &&
+      (e.secondaryIps.length > 0 || (e.ipv4Prefixes?.length ?? 0) > 0),
+  );
+  const enis = leftovers.map((e) => ({
+    id: e.id,
+    primaryIp: e.primaryIp,
+    secondaryIps: e.secondaryIps,
+    prefixes: (e.ipv4Prefixes ?? []).map((prefix) => ({ prefix, ips: prefixAddresses(prefix) })),
+  }));
+  const release = planRelease({
+    enis,
+    used: new Set(Object.keys(pool.status?.used ?? {})),
+    cooling: new Set(coolingIps(pool.status, now).map((c) => c.ip)),
+    excess: enis.reduce((n, e) => n + e.secondaryIps.length + e.prefixes.length * PREFIX_SIZE, 0),
+    excessSince: now,
+    now,
+    delayMs: 0,
+    requests: new Map([...requests].filter(([key]) => !isEniKey(key))),
+    acks: acksOf(pool.status),
+    deleteEmptyEnis: false,
+  });
+  const releaseRequests: Record<string, string> = {};
+  for (const [key, at] of requests) if (!isEniKey(key) && !release.withdraw.includes(key)) releaseRequests[key] = at;
+  for (const key of release.request) releaseRequests[key] = o.requestStamp;
+  if (blocked('UnassignPrivateIpAddresses')) return { releaseRequests, unassign: [] };
+  for (const u of release.unassign) for (const key of [...u.ips, ...(u.prefixes ?? [])]) delete releaseRequests[key];
+  return { releaseRequests, unassign: release.unassign.flatMap(unassignCalls) };
 }
 
 const warning = (reason: string, message: string): PlannedEvent => ({ type: 'Warning', reason, message });

@@ -787,6 +787,17 @@ function planIpv6PrefixStep(
   return { assignIpv6Prefixes, unassignIpv6Prefixes };
 }
 
+/** An ENI's confirmed addresses and prefixes as unassign calls, each within what one call takes. */
+export function unassignCalls(u: { eniId: string; ips: string[]; prefixes?: string[] }): PoolPlan['unassign'] {
+  const calls: PoolPlan['unassign'] = [];
+  for (let i = 0; i < u.ips.length; i += UNASSIGN_BATCH)
+    calls.push({ eniId: u.eniId, ips: u.ips.slice(i, i + UNASSIGN_BATCH) });
+  const prefixes = u.prefixes ?? [];
+  for (let i = 0; i < prefixes.length; i += UNASSIGN_PREFIX_BATCH)
+    calls.push({ eniId: u.eniId, ips: [], prefixes: prefixes.slice(i, i + UNASSIGN_PREFIX_BATCH) });
+  return calls;
+}
+
 /**
  * The release handshake's step: requests, withdrawals, unassigns of confirmed IPs (in batches
  * of 50), ENIs confirmed empty; how many IPs leave the node now, and when the delay ends.
@@ -845,14 +856,8 @@ function planReleaseStep(
   const unassign: PoolPlan['unassign'] = [];
   if (!blocked('UnassignPrivateIpAddresses')) {
     for (const u of [...release.unassign, ...kept]) {
-      for (let i = 0; i < u.ips.length; i += UNASSIGN_BATCH) {
-        unassign.push({ eniId: u.eniId, ips: u.ips.slice(i, i + UNASSIGN_BATCH) });
-      }
-      const prefixes = u.prefixes ?? [];
-      for (let i = 0; i < prefixes.length; i += UNASSIGN_PREFIX_BATCH) {
-        unassign.push({ eniId: u.eniId, ips: [], prefixes: prefixes.slice(i, i + UNASSIGN_PREFIX_BATCH) });
-      }
-      for (const key of [...u.ips, ...prefixes]) delete releaseRequests[key];
+      unassign.push(...unassignCalls(u));
+      for (const key of [...u.ips, ...(u.prefixes ?? [])]) delete releaseRequests[key];
     }
   }
   for (const key of deleted.flatMap((e) => [

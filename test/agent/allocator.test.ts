@@ -114,6 +114,20 @@ describe('agent allocation', () => {
     });
   });
 
+  it('in an Exclusive pool, hands out no address a Shared spell left on an ENI, and answers its release (the drain)', () => {
+    // eni-a holds secondaries from the Shared spell; one is still a pod's (its allocation kept).
+    const shared = pool(IPS.slice(0, 3));
+    const a = allocate(emptyState(), shared, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    const p = pool(IPS.slice(0, 3), { requested: ['192.168.16.1', '192.168.16.2'] });
+    p.spec.eniMode = 'Exclusive';
+    expect(freeAddresses(a.state, p, 0)).toEqual([]);
+    expect(agentStatus(a.state, p, 0).releaseAcks).toEqual({
+      '192.168.16.1': { answer: 'do-not-release', requestedAt: '2026-01-01T00:00:00Z' },
+      '192.168.16.2': { answer: 'ready', requestedAt: '2026-01-01T00:00:00Z' },
+    });
+  });
+
   it('never gives up an address the node itself uses (configured on one of its devices, as eth0 may be)', () => {
     const p = pool(IPS.slice(0, 2), { requested: ['192.168.16.2', '192.168.16.3'] });
     expect(agentStatus(emptyState(), p, 0, new Set(['192.168.16.3'])).releaseAcks).toEqual({

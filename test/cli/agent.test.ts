@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { KubeEmulator } from '../../testbed/kube/index.js';
+import { ROOT } from '../helpers/helm.js';
 import { agentClient, agentRequest } from '../../src/agent/client.js';
 import type { Lease } from '../../src/agent/allocator.js';
 import { BIN, isLogEntry, runCli, startCli } from '../helpers/cli.js';
@@ -16,6 +18,7 @@ import { kubeWithPool } from '../helpers/kube.js';
 import { agentArgs, servingOf } from '../../testbed/harness/process.js';
 
 let emu: KubeEmulator;
+let custom: CustomObjectsApi;
 let dir: string;
 beforeAll(async () => {
   const k = await kubeWithPool('node-9', {
@@ -24,6 +27,7 @@ beforeAll(async () => {
     ips: ['10.1.0.7', ...Array.from({ length: 80 }, (_, i) => `10.1.0.${i + 100}`)],
   });
   emu = k.emu;
+  custom = k.custom;
   dir = mkdtempSync(join(tmpdir(), 'agent-cli-'));
   writeFileSync(join(dir, 'kubeconfig'), emu.kubeconfig);
 });
@@ -249,5 +253,55 @@ describe('eni-ipam agent', () => {
       ),
     });
     expect(readFileSync(join(dir, 'not-a-socket'), 'utf8')).toBe('data');
+  }, 60_000);
+
+  it('keeps the host’s conflist to its pool’s eniMode, and refuses conflist flags that do not fit', async () => {
+    const confDir = join(dir, 'net.d');
+    const shared = `${ROOT}examples/10-eni-ipam.conflist`;
+    const exclusive = `${ROOT}examples/10-eni-ipam-exclusive.conflist`;
+    const base = agentArgs({
+      node: 'node-9',
+      kubeconfig: join(dir, 'kubeconfig'),
+      stateDir: join(dir, 'state-conf'),
+      socket: join(dir, 'run-conf', 'agent.sock'),
+    });
+    const flags = ['--cni-conf-dir', confDir, '--shared-conflist', shared, '--exclusive-conflist', exclusive];
+    const usage = async (args: string[], message: string) =>
+      expect(await runCli([...base, ...args])).toMatchObject({ code: 2, stderr: expect.stringContaining(message) });
+    await usage(['--cni-conf-dir', confDir], '--cni-conf-dir needs --shared-conflist and --exclusive-conflist');
+    await usage(['--shared-conflist', shared], '--shared-conflist and --exclusive-conflist go with --cni-conf-dir');
+    await usage(
+      ['--cni-conf-dir', confDir, '--shared-conflist', exclusive, '--exclusive-conflist', exclusive],
+      `the Shared conflist ${exclusive} is for Exclusive pools`,
+    );
+    const installed = join(confDir, '10-eni-ipam.conflist');
+    const content = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+    const setMode = (eniMode: 'Shared' | 'Exclusive') =>
+      custom.patchClusterCustomObject(
+        { group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools', name: 'node-9', body: { spec: { eniMode } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    const child = spawn(BIN, [...base, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.resume();
+    child.stderr!.resume();
+    try {
+      await eventually(() => {
+        try {
+          return content(installed).plugins[0].type === 'ptp';
+        } catch {
+          return false;
+        }
+      }, 15_000);
+      expect(content(installed)).toEqual(content(shared));
+      await setMode('Exclusive');
+      await eventually(() => content(installed).plugins[0].type === 'eni-ipam-cni', 15_000);
+      expect(content(installed)).toEqual(content(exclusive));
+      await setMode('Shared');
+      await eventually(() => content(installed).plugins[0].type === 'ptp', 15_000);
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+      await setMode('Shared');
+    }
   }, 60_000);
 });

@@ -290,9 +290,69 @@ describe('the Helm chart', () => {
     )[1];
     expect(unrouted.args).toContain('--node-routing=false');
     expect(unrouted.securityContext.capabilities).toEqual({ drop: ['ALL'] });
-    // The conflist it installs is the example the datapath test uses, with the socket the agent serves.
-    const conflist = JSON.parse(find(objs, 'ConfigMap', '-cni').data['10-eni-ipam.conflist']);
-    expect(conflist).toEqual(JSON.parse(readFileSync(`${ROOT}examples/10-eni-ipam.conflist`, 'utf8')));
+    // The conflists it installs are the examples the datapath tests use, with the socket the agent serves.
+    const conflists = find(objs, 'ConfigMap', '-cni').data;
+    for (const name of ['10-eni-ipam.conflist', '10-eni-ipam-exclusive.conflist'])
+      expect(JSON.parse(conflists[name])).toEqual(JSON.parse(readFileSync(`${ROOT}examples/${name}`, 'utf8')));
+    // The agent keeps the host's conflist to its pool's eniMode: both files mounted, the host folder writable.
+    expect(agent.args).toEqual(
+      expect.arrayContaining([
+        '--cni-conf-dir=/host/cni/net.d',
+        '--shared-conflist=/etc/eni-ipam/cni/10-eni-ipam.conflist',
+        '--exclusive-conflist=/etc/eni-ipam/cni/10-eni-ipam-exclusive.conflist',
+      ]),
+    );
+    expect(agent.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: 'cni-conf', mountPath: '/host/cni/net.d' },
+        { name: 'cni-config', mountPath: '/etc/eni-ipam/cni', readOnly: true },
+      ]),
+    );
+    // Without exclusiveENIs: no SYS_ADMIN, no pod namespaces.
+    expect(agent.volumeMounts.map((m: any) => m.name)).not.toContain('netns');
+  });
+
+  it('agent.exclusiveENIs: SYS_ADMIN for the agent (setns), the host’s /var/run/netns HostToContainer; refused without node routing or with an Exclusive default class but no agents able to serve it', async () => {
+    const ds = find(
+      await template([...REQUIRED, ...CREDENTIAL_FORMS.secret!, 'agent.exclusiveENIs=true']),
+      'DaemonSet',
+      '-agent',
+    );
+    const [init, agent] = containers(ds);
+    expect(agent.securityContext.capabilities).toEqual({ drop: ['ALL'], add: ['NET_ADMIN', 'SYS_ADMIN'] });
+    expect(init.securityContext.capabilities.add).toBeUndefined();
+    expect(agent.volumeMounts).toContainEqual({
+      name: 'netns',
+      mountPath: '/var/run/netns',
+      mountPropagation: 'HostToContainer',
+    });
+    expect(ds.spec.template.spec.volumes).toContainEqual({
+      name: 'netns',
+      hostPath: { path: '/var/run/netns', type: 'DirectoryOrCreate' },
+    });
+    const refused = async (values: string[], message: string) => {
+      const r = await helm(['template', 'x', CHART, ...setArgs([...REQUIRED, ...CREDENTIAL_FORMS.secret!, ...values])]);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain(message);
+    };
+    await refused(
+      ['agent.exclusiveENIs=true', 'agent.nodeRouting=false'],
+      'agent.exclusiveENIs=true needs agent.nodeRouting=true',
+    );
+    await refused(
+      ['defaultClass.create=true', 'defaultClass.spec.eniMode=Exclusive'],
+      'defaultClass.spec.eniMode is Exclusive but agent.exclusiveENIs is false',
+    );
+    // With the agents able to, an Exclusive default class renders.
+    const ok = await template([
+      ...REQUIRED,
+      ...CREDENTIAL_FORMS.secret!,
+      'agent.exclusiveENIs=true',
+      'defaultClass.create=true',
+      'defaultClass.spec.eniMode=Exclusive',
+      'defaultClass.spec.preAllocate=1',
+    ]);
+    expect(find(ok, 'ENIPoolClass', 'default').spec.eniMode).toBe('Exclusive');
   });
 
   it('renders what a cluster admin sets: extra args and env, pod labels and annotations, security contexts, strategies, the disruption budget, the pod network', async () => {

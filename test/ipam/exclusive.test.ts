@@ -11,6 +11,7 @@ import { observation } from './observation.js';
  */
 const NOW = Date.parse('2026-01-01T01:00:00.000Z');
 const STAMP = new Date(NOW - 30_000).toISOString();
+const STAMP_NOW = new Date(NOW).toISOString();
 const LIMITS = { eniQuantity: 4, ipv4PerEni: 6 };
 const VSW = { id: 'vsw-a', zoneId: 'zone-a', vpcId: 'vpc-a', free: 50, tags: {}, blocked: false };
 const SG = [{ id: 'sg-a', vpcId: 'vpc-a', tags: {} }];
@@ -160,6 +161,41 @@ describe('an Exclusive pool', () => {
     expect(attaching.create).toEqual([]);
   });
 
+  it('drains what a Shared spell left: idle addresses requested at once and unassigned on ready; one a pod holds stays', () => {
+    // The class switched from Shared: an ENI of ours with three secondaries, one still a pod's.
+    const leftover = eni(8, { secondaryIps: ['192.168.0.80', '192.168.0.81', '192.168.0.82'] });
+    const used = { '192.168.0.82': owner(82) };
+    const first = plan(exclusive({ spec: { releaseDelaySeconds: 600 }, enis: [leftover], status: { used } }));
+    // The release delay does not hold these back: the demand is in ENIs now.
+    expect(first.status.releaseRequests).toEqual({ '192.168.0.80': STAMP_NOW, '192.168.0.81': STAMP_NOW });
+    expect(first.unassign).toEqual([]);
+    expect(first.deleteEnis).toEqual([]);
+    const releaseRequests = { '192.168.0.80': STAMP, '192.168.0.81': STAMP };
+    const acked = plan(
+      exclusive({
+        spec: { releaseDelaySeconds: 600 },
+        enis: [leftover],
+        status: {
+          used,
+          releaseRequests,
+          releaseAcks: {
+            '192.168.0.80': { answer: 'ready', requestedAt: STAMP },
+            '192.168.0.81': { answer: 'do-not-release', requestedAt: STAMP },
+          },
+        },
+      }),
+    );
+    expect(acked.unassign).toEqual([{ eniId: 'eni-8', ips: ['192.168.0.80'] }]);
+    // A refusal (the agent had not seen the ENI yet, say) is answered by a new request; the ENI is
+    // never deleted under a pod.
+    expect(acked.status.releaseRequests).toEqual({ '192.168.0.81': STAMP_NOW });
+    expect(acked.deleteEnis).toEqual([]);
+    // Emptied, it is an ENI a pod may take: counted as room, not created anew.
+    const emptied = plan(exclusive({ enis: [eni(8)], spec: { preAllocate: 1 } }));
+    expect(emptied.create).toEqual([]);
+    expect(emptied.status.summary).toMatchObject({ available: 1, podENIs: 3 });
+  });
+
   it('counts a parked ENI of ours that holds addresses as taking a slot when it is adopted', () => {
     const parked = eni(9, { status: 'Available', instanceId: undefined, secondaryIps: ['192.168.0.90'] });
     const p = plan(exclusive({ enis: [parked], spec: { preAllocate: 3 } }));
@@ -175,6 +211,7 @@ describe('an Exclusive pool', () => {
     status: fc.constantFrom('InUse', 'InUse', 'InUse', 'Attaching'),
     removing: fc.boolean(),
     secondary: fc.boolean(),
+    secondaryUsed: fc.boolean(),
     used: fc.boolean(),
     cooling: fc.boolean(),
     requested: fc.boolean(),
@@ -203,28 +240,34 @@ describe('an Exclusive pool', () => {
           }),
         );
         const used = Object.fromEntries(
-          k.enis.flatMap((x, i) => (x.used && i < enis.length ? [[enis[i]!.primaryIp, owner(i)]] : [])),
+          k.enis.flatMap((x, i) => [
+            ...(x.used && i < enis.length ? [[enis[i]!.primaryIp, owner(i)]] : []),
+            // A pod of the Shared spell on a leftover address.
+            ...(x.secondaryUsed && i < enis.length && enis[i]!.secondaryIps.length
+              ? [[enis[i]!.secondaryIps[0]!, owner(100 + i)]]
+              : []),
+          ]),
         );
         const cooling = Object.fromEntries(
           k.enis.flatMap((x, i) =>
             x.cooling && i < enis.length ? [[enis[i]!.primaryIp, new Date(NOW + 5000).toISOString()]] : [],
           ),
         );
+        // Requests and acks name the ENI, and its leftover address too where it has one.
+        const keysOf = (i: number) => [enis[i]!.id, ...enis[i]!.secondaryIps];
         const releaseRequests = Object.fromEntries(
-          k.enis.flatMap((x, i) => (x.requested && i < enis.length ? [[enis[i]!.id, STAMP]] : [])),
+          k.enis.flatMap((x, i) => (x.requested && i < enis.length ? keysOf(i).map((key) => [key, STAMP]) : [])),
         );
         const releaseAcks = Object.fromEntries(
           k.enis.flatMap((x, i) =>
             x.ack && i < enis.length
-              ? [
-                  [
-                    enis[i]!.id,
-                    {
-                      answer: x.ack === 'stale' ? ('ready' as const) : x.ack,
-                      requestedAt: x.ack === 'stale' ? new Date(NOW - 90_000).toISOString() : STAMP,
-                    },
-                  ],
-                ]
+              ? keysOf(i).map((key) => [
+                  key,
+                  {
+                    answer: x.ack === 'stale' ? ('ready' as const) : x.ack!,
+                    requestedAt: x.ack === 'stale' ? new Date(NOW - 90_000).toISOString() : STAMP,
+                  },
+                ])
               : [],
           ),
         );
@@ -272,6 +315,18 @@ describe('an Exclusive pool', () => {
           if (e) expect(e.primaryIp in used).toBe(false);
         }
         for (const e of enis.filter((x) => !x.ours || x.secondaryIps.length)) expect(p.deleteEnis).not.toContain(e.id);
+        // Leftover addresses: never one a pod holds requested or unassigned; unassigned only on a
+        // ready answering its current request, and only ours.
+        for (const ip of Object.keys(p.status.releaseRequests))
+          expect(ip in used && !(ip in releaseRequests)).toBe(false);
+        for (const u of p.unassign) {
+          expect(enis.find((e) => e.id === u.eniId)?.ours).toBe(true);
+          for (const ip of u.ips) {
+            expect(ip in used).toBe(false);
+            expect(releaseAcks[ip]).toEqual({ answer: 'ready', requestedAt: STAMP });
+            expect(releaseRequests[ip]).toBe(STAMP);
+          }
+        }
         expect(p.assign).toEqual([]);
       }),
       { numRuns: 500 },

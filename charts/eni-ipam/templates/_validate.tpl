@@ -100,6 +100,12 @@ names the value and the fix.
 {{- fail "operator.updateStrategy.rollingUpdate: maxSurge and maxUnavailable are both 0, so no pod could ever be replaced; set maxUnavailable to 1" -}}
 {{- end -}}
 {{- end -}}
+{{- if and $a.exclusiveENIs (not $a.nodeRouting) -}}
+{{- fail "agent.exclusiveENIs=true needs agent.nodeRouting=true: moving an ENI into a pod is part of the node's datapath" -}}
+{{- end -}}
+{{- if and .Values.defaultClass.create (eq (toString (dig "eniMode" "Shared" (.Values.defaultClass.spec | default dict))) "Exclusive") (not $a.exclusiveENIs) -}}
+{{- fail "defaultClass.spec.eniMode is Exclusive but agent.exclusiveENIs is false: the agents could not move ENIs into pods; set agent.exclusiveENIs=true" -}}
+{{- end -}}
 {{- /* The ENIPoolClass CRD's CEL rule, which JSON schema cannot write. */ -}}
 {{- if .Values.defaultClass.create -}}
 {{- $spec := .Values.defaultClass.spec | default dict -}}

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { DatapathError } from './node-routing.js';
 
 /**
@@ -43,6 +43,27 @@ interface Link {
 
 /** The name a device returned to the node gets: its MAC's, so it never clashes with another (15 characters). */
 export const nodeName = (mac: string): string => `eni${mac.replace(/:/g, '').toLowerCase()}`;
+
+const CAP_SYS_ADMIN = 21n;
+
+/**
+ * Why this process cannot move ENI devices into pods, or undefined: entering a pod's network
+ * namespace (setns, through nsenter) takes CAP_SYS_ADMIN. `status`: /proc/self/status's text.
+ */
+export function exclusiveUnavailable(status?: string): string | undefined {
+  let text = status;
+  try {
+    text ??= readFileSync('/proc/self/status', 'utf8');
+  } catch {
+    return undefined; // no /proc: nothing to tell; nsenter says what fails
+  }
+  const effective = /^CapEff:\s*([0-9a-f]+)$/im.exec(text)?.[1];
+  if (effective === undefined || (BigInt(`0x${effective}`) >> CAP_SYS_ADMIN) & 1n) return undefined;
+  return (
+    'the agent lacks CAP_SYS_ADMIN, which entering a pod’s network namespace takes; ' +
+    'with the chart, set agent.exclusiveENIs=true (it adds the capability and mounts the host’s /var/run/netns)'
+  );
+}
 
 export class ExclusiveDatapath {
   private readonly node: string;
@@ -104,7 +125,13 @@ export class ExclusiveDatapath {
    */
   async attach(i: ExclusiveInterface): Promise<void> {
     if (!existsSync(i.netns))
-      throw new DatapathError(i.eniId, 'apply-failed', `the pod's network namespace ${i.netns} does not exist`, false);
+      throw new DatapathError(
+        i.eniId,
+        'apply-failed',
+        `the pod's network namespace ${i.netns} does not exist here: the pod is gone, or the agent does not see the ` +
+          'host’s /var/run/netns (with the chart, set agent.exclusiveENIs=true: it mounts it, HostToContainer)',
+        false,
+      );
     let inPod = await this.find(i.netns, i.mac);
     if (!inPod) {
       const onNode = await this.find(this.node, i.mac);

@@ -26,7 +26,7 @@ import { NODE_CNI_BIN_DIR, NODE_CNI_CONF_DIR, NODE_CNI_DIRS, installNodeImage } 
 import { PodSandboxes, SandboxError, type PodSandbox } from './pod-sandbox.js';
 import { runProbe } from './probes.js';
 import { podStatus, recordPodEvent, type ContainerRun, type PodRun } from './pod-status.js';
-import { MountError, containerMounts, setUpVolumes, type Mount, type TokenMinter } from './volumes.js';
+import { MountError, containerMounts, isNetnsDir, setUpVolumes, type Mount, type TokenMinter } from './volumes.js';
 
 export interface KubeletOptions {
   objects: Objects;
@@ -222,7 +222,9 @@ export class Kubelet {
       }
     }
     if (!dirs) return;
-    for (const v of spec.volumes ?? []) if (v.hostPath) this.hostPaths.add(v.hostPath.path);
+    // The pods' network namespaces are the machine's folder, which nodeMounts() mounts as such.
+    for (const v of spec.volumes ?? [])
+      if (v.hostPath && !isNetnsDir(v.hostPath.path)) this.hostPaths.add(v.hostPath.path);
     for (const t of run.tokens) {
       const every = Math.max(1000, t.expirationSeconds * 800);
       run.tokenTimers.push(

@@ -32,6 +32,9 @@ export interface Mount {
 const NETNS_DIRS = ['/var/run/netns', '/run/netns'];
 export const MACHINE_NETNS_DIR = '/run/netns';
 
+/** Whether a hostPath is the node's folder of pods' network namespaces (the machine's, not under the node's root). */
+export const isNetnsDir = (path: string): boolean => NETNS_DIRS.includes(path.replace(/\/+$/, ''));
+
 /** A projected token to rewrite before it expires (at 80% of its life, as the kubelet does). */
 export interface TokenFile {
   path: string;
@@ -210,7 +213,7 @@ export async function setUpVolumes(ctx: VolumeContext, tokens: TokenFile[]): Pro
     const dir = join(ctx.podDir, 'volumes', v.name);
     const fail = (e: Error) => new MountError(`MountVolume.SetUp failed for volume "${v.name}" : ${e.message}`);
     try {
-      if (v.hostPath && NETNS_DIRS.includes(v.hostPath.path.replace(/\/+$/, ''))) {
+      if (v.hostPath && isNetnsDir(v.hostPath.path)) {
         dirs.set(v.name, MACHINE_NETNS_DIR);
         continue;
       }
