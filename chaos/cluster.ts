@@ -17,6 +17,7 @@ import { CRDS } from '../src/api/crds.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
 import { TAGS } from '../src/operator/eni/cloud-state.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../testbed/ecs/index.js';
+import { agentRequest } from '../src/agent/client.js';
 import { kubeconfigFor } from '../testbed/kube/auth/kubeconfig.js';
 import { startKubeEmulator, type KubeEmulator } from '../testbed/kube/index.js';
 import { startMetadataRelay, type MetadataRelay } from '../testbed/ecs/metadata-relay.js';
@@ -469,7 +470,13 @@ export class ChaosCluster {
    * store directly: those components are not under test, and their writes must not be hit by
    * the operator's Kubernetes faults.
    */
-  recordPod(node: string, name: string, ip: string | undefined | 'gone'): void {
+  recordPod(
+    node: string,
+    name: string,
+    ip: string | undefined | 'gone',
+    /** Its container's resource limits (eniipam.io/eni, say). */
+    limits?: Record<string, string>,
+  ): void {
     const store = this.kube.store;
     const t = store.types.get('pods')!;
     const previous = store.get(t, 'default', name);
@@ -492,7 +499,12 @@ export class ChaosCluster {
         apiVersion: 'v1',
         kind: 'Pod',
         metadata,
-        spec: { nodeName: node, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] },
+        spec: {
+          nodeName: node,
+          containers: [
+            { name: 'app', image: 'registry.k8s.io/pause:3.10', ...(limits ? { resources: { limits } } : {}) },
+          ],
+        },
         status,
       },
       previous,
@@ -586,4 +598,16 @@ function watchStepDown(child: ChildProcess): (cb: (s: SteppedDown) => void) => v
     listener = cb;
     if (seen) cb(seen);
   };
+}
+
+/** What the agent says it holds now (GET /v1/allocations), container -> IP; undefined when it does not answer. */
+export async function agentHolds(a: AgentProcess): Promise<Map<string, string> | undefined> {
+  try {
+    const r = await agentRequest(a.socket, 'GET', '/v1/allocations', undefined, 2000);
+    if (r.status !== 200) return undefined;
+    const list = (JSON.parse(r.text) as { allocations: Array<{ containerId: string; ip: string }> }).allocations;
+    return new Map(list.map((x) => [x.containerId, x.ip]));
+  } catch {
+    return undefined;
+  }
 }

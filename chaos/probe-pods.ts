@@ -29,12 +29,25 @@ export interface Probe {
 /** What the kubelet allows a pod's sandbox set-up before it gives up and starts again. */
 const ADD_DEADLINE_MS = 30_000;
 
+/** A pod's sandbox on a node: its own network namespace, set up and torn down through the node's conflist. */
+export interface ProbeSandbox {
+  /** The namespace's name (under /run/netns). */
+  netns: string;
+  containerId: string;
+  /** CNI ADD: the pod's address, or the plugin's error. */
+  add(): Promise<string | undefined>;
+  /** CNI DEL. */
+  del(): Promise<void>;
+  /** The namespace goes (after a DEL that answered, as the runtime does). */
+  remove(): Promise<void>;
+}
+
 /**
  * Pods the way a pod uses the network, on a chaos cluster with `vpc`: the shipped conflist
- * (ptp, eni-ipam-cni, bandwidth) run by the container runtime's CNI code in the node's namespace
- * for a sandbox namespace of its own, retried as the kubelet does while eni-ipam-cni says "try
- * again"; then one ping from the pod to the VPC host, and DEL. An ADD answers only once the pod's
- * path works, so the first ping must get through.
+ * (ptp, eni-ipam-cni, bandwidth; or the Exclusive one) run by the container runtime's CNI code in
+ * the node's namespace for a sandbox namespace of its own, retried as the kubelet does while
+ * eni-ipam-cni says "try again"; then one ping from the pod to the VPC host, and DEL. An ADD
+ * answers only once the pod's path works, so the first ping must get through.
  */
 export class ProbePods {
   readonly probes: Probe[] = [];
@@ -43,11 +56,12 @@ export class ProbePods {
   private seq = 0;
 
   constructor(
-    private readonly vpcHost: string,
+    readonly vpcHost: string,
     private readonly prefix: string,
     root: string,
+    conflist = 'examples/10-eni-ipam.conflist',
   ) {
-    this.conflist = readFileSync(join(root, 'examples/10-eni-ipam.conflist'), 'utf8');
+    this.conflist = readFileSync(join(root, conflist), 'utf8');
     this.cniPath = [join(root, 'bin'), SYSTEM_CNI_DIR];
   }
 
@@ -82,8 +96,8 @@ export class ProbePods {
     });
   }
 
-  /** One probe pod on the node of `a`: ADD (retried), a ping to the VPC host, DEL. */
-  async run(a: AgentProcess): Promise<Probe> {
+  /** A new sandbox (namespace made) of pod `name` on the node of `a`. */
+  async sandbox(a: AgentProcess, name: string): Promise<ProbeSandbox> {
     const id = `probe${++this.seq}`;
     const netns = `${this.prefix}${id}`;
     const list = this.listFor(a);
@@ -95,20 +109,31 @@ export class ProbePods {
       args: [
         ['IgnoreUnknown', '1'],
         ['K8S_POD_NAMESPACE', 'default'],
-        ['K8S_POD_NAME', id],
+        ['K8S_POD_NAME', name],
       ] as Array<[string, string]>,
       capabilityArgs: {},
     };
     await exec('ip', ['netns', 'add', netns]);
+    return {
+      netns,
+      containerId: attachment.containerId,
+      add: async () => (await cni.add(list, attachment))?.ips?.[0]?.address.split('/')[0],
+      del: () => cni.del(list, attachment),
+      remove: async () => void (await exec('ip', ['netns', 'del', netns])),
+    };
+  }
+
+  /** One probe pod on the node of `a`: ADD (retried), a ping to the VPC host, DEL. */
+  async run(a: AgentProcess): Promise<Probe> {
+    const sandbox = await this.sandbox(a, `probe${this.seq + 1}`);
     const t0 = Date.now();
     const probe: Probe = { node: a.node, startedAt: t0, addMs: 0, retries: 0 };
     this.probes.push(probe);
     try {
       for (;;) {
         try {
-          const result = await cni.add(list, attachment);
+          probe.ip = await sandbox.add();
           probe.addMs = Date.now() - t0;
-          probe.ip = result?.ips?.[0]?.address.split('/')[0];
           break;
         } catch (e) {
           const again = e instanceof CniPluginError && e.code === 11 && Date.now() - t0 < ADD_DEADLINE_MS;
@@ -120,12 +145,16 @@ export class ProbePods {
           await new Promise((r) => setTimeout(r, 1000));
         }
       }
-      const ping = await exec('ip', ['netns', 'exec', netns, 'ping', '-c1', '-W3', '-n', this.vpcHost]);
-      probe.reached = ping.code === 0;
+      probe.reached = await this.reaches(sandbox.netns);
       return probe;
     } finally {
-      await cni.del(list, attachment).catch((e: unknown) => (probe.error ??= `DEL: ${(e as Error).message}`));
-      await exec('ip', ['netns', 'del', netns]);
+      await sandbox.del().catch((e: unknown) => (probe.error ??= `DEL: ${(e as Error).message}`));
+      await sandbox.remove();
     }
+  }
+
+  /** Whether one ping from the namespace reaches the VPC host. */
+  async reaches(netns: string): Promise<boolean> {
+    return (await exec('ip', ['netns', 'exec', netns, 'ping', '-c1', '-W3', '-n', this.vpcHost])).code === 0;
   }
 }

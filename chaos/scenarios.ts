@@ -1,13 +1,13 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { agentRequest } from '../src/agent/client.js';
 import { LOCK_FILE } from '../src/agent/state-lock.js';
 import { StateFile } from '../src/agent/state-file.js';
 import type { ENIPool } from '../src/api/types.js';
 import type { FaultSpec } from '../testbed/ecs/index.js';
 import type { KubeFaultRule } from '../testbed/kube/index.js';
 import { exec } from '../testbed/vpc/exec.js';
-import { ROOT, type AgentProcess, type ChaosCluster, type OperatorProcess } from './cluster.js';
+import { ROOT, agentHolds, type AgentProcess, type ChaosCluster, type OperatorProcess } from './cluster.js';
+import { agentKilledMidExclusive } from './exclusive-kill.js';
 import { ProbePods, type Probe } from './probe-pods.js';
 import { RETRY_PERIOD_MS, mutatingCallsOf, type Verdict } from './invariants.js';
 import { sleep, type Scenario, type ScenarioContext } from './scenario.js';
@@ -142,18 +142,6 @@ function nothingDeleted(c: ChaosCluster, pools: number, since: number): Verdict 
         ok: false,
         detail: `${pools - left} pools deleted, ${deletes} DeleteNetworkInterface calls while Nodes could not be listed`,
       };
-}
-
-/** What the agent says it holds now (GET /v1/allocations), container -> IP; undefined when it does not answer. */
-async function agentHolds(a: AgentProcess): Promise<Map<string, string> | undefined> {
-  try {
-    const r = await agentRequest(a.socket, 'GET', '/v1/allocations', undefined, 2000);
-    if (r.status !== 200) return undefined;
-    const list = (JSON.parse(r.text) as { allocations: Array<{ containerId: string; ip: string }> }).allocations;
-    return new Map(list.map((x) => [x.containerId, x.ip]));
-  } catch {
-    return undefined;
-  }
 }
 
 /** The agent's status writes (merge patches of its pool's status) in [from, to). */
@@ -1028,6 +1016,25 @@ export const SCENARIOS: Scenario[] = [
         await sleep(8000);
       }
     },
+  },
+  {
+    name: 'agent-killed-mid-exclusive',
+    group: 'Processes',
+    summary:
+      'eniMode Exclusive on the strict VPC (real pods, each a whole ENI): the agent SIGKILLed in the middle of ' +
+      'each pod’s ADD (its device on the way in) and DEL (on the way back), restarted 1 s later',
+    cluster: {
+      nodes: 2,
+      replicas: 1,
+      vpc: { deviceDelayMs: 0 },
+      classSpec: { eniMode: 'Exclusive', preAllocate: 1, releaseDelaySeconds: 0 },
+    },
+    // The pods are the fault's own (real sandboxes); the socket workload takes no whole ENI.
+    workload: false,
+    faultMs: 60_000,
+    quickFaultMs: 20_000,
+    recoverWithinMs: 60_000,
+    fault: agentKilledMidExclusive,
   },
   {
     name: 'second-agent',

@@ -428,8 +428,8 @@ export function podInterfaces(
 
 /**
  * Takes into the agent's state every address of the pool that someone else says is in use but
- * the state does not hold: the agent's own last report (`status.used`, after a state file was
- * lost) and the pods the API server places on the node. Such an address is kept, never handed
+ * the state does not hold (nor saw released, still cooling down): the agent's own last report
+ * (`status.used`, after a state file was lost) and the pods the API server places on the node. Such an address is kept, never handed
  * out again, until its pod is gone. Returns the new state and what it had to take in.
  */
 export function recoverAllocations(
@@ -438,7 +438,12 @@ export function recoverAllocations(
   pods: NodePod[] | undefined,
   now: number,
 ): { state: AgentState; recovered: Allocation[] } {
-  const held = new Set(Object.values(state.allocations).map((a) => a.ip));
+  // Cooling down: this state saw its pod's DEL, so an older word (a status.used not yet rewritten,
+  // a pod still showing its podIP while it terminates) does not bring it back.
+  const released = Object.entries(state.cooling)
+    .filter(([, until]) => until > now)
+    .map(([ip]) => ip);
+  const held = new Set([...Object.values(state.allocations).map((a) => a.ip), ...released]);
   const allocations = { ...state.allocations };
   const cooling = { ...state.cooling };
   const recovered: Allocation[] = [];

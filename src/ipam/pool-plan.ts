@@ -449,8 +449,13 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
     secondaryIps: e.secondaryIps.filter((ip) => !gone.has(ip)),
     ipv4Prefixes: e.ipv4Prefixes?.filter((p) => !gone.has(p)),
   });
+  // An ENI a pod holds whole (its primary is the pod's: left by an Exclusive spell of the class)
+  // takes no secondary while that pod runs: its device is in the pod, not on the node.
+  // (A Shared ENI whose primary an old pod holds has secondaries: it still takes more.)
+  const heldWhole = (e: EniFact) =>
+    !e.primary && !e.secondaryIps.length && !e.ipv4Prefixes?.length && e.primaryIp in (pool.status?.used ?? {});
   const views: EniView[] = o.instanceEnis.map((e) => {
-    if (!mine(e) || deleted.has(e.id))
+    if (!mine(e) || deleted.has(e.id) || heldWhole(e))
       return { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: podIpsPerEni(limits) };
     const after = afterRelease(e);
     return {

@@ -338,6 +338,19 @@ describe('agent state file', () => {
     expect(StateFile.in(dir).load().cooling.last).toBe(99);
   });
 
+  it('does not take back an address the state saw released and still cools: the old status.used and a terminating pod say otherwise', () => {
+    // The DEL was saved (the address cools down), then the agent died before its next status write.
+    const p = pool(IPS.slice(0, 2));
+    p.status!.used = { '192.168.16.1': { pod: 'd/a', containerID: 'c1', ifName: 'eth0' } };
+    const a = allocate(emptyState(), p, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    const released = release(a.state, 'c1', 'eth0', 100, 30_000).state;
+    const pods = [{ pod: 'd/a', podIP: '192.168.16.1' }];
+    expect(recoverAllocations(released, p, pods, 1000).recovered).toEqual([]);
+    // Once it has cooled down, nothing in the state speaks for it: the pod's word is kept again.
+    expect(recoverAllocations(released, p, pods, 40_000).recovered.map((x) => x.ip)).toEqual(['192.168.16.1']);
+  });
+
   it('takes back in what a lost state file held: status.used and the pods of the node, until their pods are gone', () => {
     const p = pool(IPS.slice(0, 4));
     p.status!.used = { '192.168.16.1': { pod: 'd/a', containerID: 'c1' } };

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -339,6 +339,30 @@ describeDatapath('eniMode Exclusive: a whole ENI in each pod, on the strict VPC'
     for (const p of mine) await ping(p, vpc.vpcHost!.ip);
   }, 60_000);
 
+  it('restarted without its state file, the agent keeps the pods’ ENIs (from its last status) and a DEL still brings the device home', async () => {
+    const node = nodes[0]!;
+    const mine = pods.filter((p) => p.node === node);
+    node.server.close();
+    await node.agent.stop();
+    rmSync(join(node.dir, 'allocations.json'), { force: true });
+    Object.assign(node, await startAgent(node));
+    // Taken back in: held for their pods, handed to no one else.
+    const held = node.agent.list().map((a) => a.ip);
+    for (const p of mine) expect(held).toContain(p.ip);
+    const pod = mine.at(-1)!;
+    const eni = eniWithPrimary(pod.ip);
+    await pod.node.runtime.del(pod);
+    const back = (await links(pod.node.netns)).find((l) => l.address === eni.mac)!;
+    expect(back).toMatchObject({ ifname: nodeName(eni.mac), operstate: 'DOWN' });
+    expect(node.agent.list().map((a) => a.ip)).not.toContain(pod.ip);
+    // The pod starts again on an ENI: the same one, now free.
+    await ip('netns', 'del', pod.netns);
+    await ip('netns', 'add', pod.netns);
+    const again = await eventually(() => pod.node.runtime.add(pod).catch(() => undefined), 30_000, 500);
+    expect(again.ips[0]!.address.split('/')[0]).toBe(eni.primaryIp);
+    await ping(pod, vpc.vpcHost!.ip);
+  }, 90_000);
+
   it('DEL brings the device back to the node, down and without address; the ENI serves the next pod', async () => {
     const pod = pods.shift()!;
     const eni = eniWithPrimary(pod.ip);
@@ -352,6 +376,46 @@ describeDatapath('eniMode Exclusive: a whole ENI in each pod, on the strict VPC'
     expect(next.ip).toBe(eni.primaryIp);
     await ping(next, vpc.vpcHost!.ip);
     pods.push(next);
+  }, 60_000);
+
+  it('a DEL that comes while its ADD is still moving the device in waits for that ADD, then brings the device home', async () => {
+    const node = nodes[1]!;
+    const core = c.kc.makeApiClient(CoreV1Api);
+    await core.createNamespacedPod({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'race' },
+        spec: {
+          nodeName: node.name,
+          containers: [{ name: 'main', image: 'x', resources: { limits: { [ENI_RESOURCE]: '1' } } }],
+        },
+      },
+    });
+    const race: PodSpec = { id: 'ctr-race', namespace: 'default', name: 'race', netns: `${P}race` };
+    await ip('netns', 'add', race.netns);
+    const before = new Set((await links(node.netns)).map((l) => l.address));
+    // The runtime gives up on the ADD and tears the sandbox down while the agent is mid-move.
+    const add = node.runtime.add(race).then(
+      (r) => r.ips[0]!.address.split('/')[0]!,
+      () => undefined,
+    );
+    // The ENI taken (the allocation saved), its device on its way: then the DEL.
+    await eventually(() => node.agent.list().some((a) => a.containerId === race.id), 10_000, 1);
+    let movedYet = false;
+    const del = node.runtime.del(race);
+    movedYet = (await links(race.netns)).some((l) => l.ifname === 'eth0');
+    await del;
+    const ip4 = await add;
+    // Whatever the ADD answered, the DEL came after it: nothing held, the device (if one moved) home.
+    expect(node.agent.list().filter((a) => a.containerId === race.id)).toEqual([]);
+    expect((await links(race.netns)).filter((l) => l.ifname !== 'lo')).toEqual([]);
+    const home = new Set((await links(node.netns)).map((l) => l.address));
+    for (const mac of before) expect(home.has(mac)).toBe(true);
+    if (ip4) expect(home.has(eniWithPrimary(ip4).mac)).toBe(true);
+    // The DEL did come mid-ADD: the device was not in the pod yet when it was sent.
+    expect(movedYet).toBe(false);
+    await ip('netns', 'del', race.netns);
+    await core.deleteNamespacedPod({ namespace: 'default', name: 'race', gracePeriodSeconds: 0 });
   }, 60_000);
 
   it('holds an exclusive pod with egress-bandwidth 4M to about 4 Mbit/s, on its own device', async () => {

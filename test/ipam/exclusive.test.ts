@@ -196,6 +196,22 @@ describe('an Exclusive pool', () => {
     expect(emptied.status.summary).toMatchObject({ available: 1, podENIs: 3 });
   });
 
+  it('switched back to Shared: an ENI a pod holds whole takes no secondary address and is not deleted; a free one does take', () => {
+    const used = { '192.168.0.1': owner(1) };
+    const p = plan(
+      exclusive({
+        enis: [eni(1), eni(2)],
+        status: { used },
+        spec: { eniMode: 'Shared', preAllocate: 4, deleteEmptyENIs: true },
+      }),
+    );
+    // eni-1's device is in its pod: nothing goes to it, nor is it deleted under the pod.
+    expect(p.assign.map((a) => a.eniId)).not.toContain('eni-1');
+    // preAllocate 4 above the one used: 5, all on eni-2.
+    expect(p.assign).toEqual([{ kind: 'assign', eniId: 'eni-2', vSwitchId: 'vsw-a', count: 5 }]);
+    expect(p.deleteEnis).not.toContain('eni-1');
+  });
+
   it('counts a parked ENI of ours that holds addresses as taking a slot when it is adopted', () => {
     const parked = eni(9, { status: 'Available', instanceId: undefined, secondaryIps: ['192.168.0.90'] });
     const p = plan(exclusive({ enis: [parked], spec: { preAllocate: 3 } }));
