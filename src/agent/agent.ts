@@ -548,20 +548,10 @@ export class Agent {
         if (r.lease.ipv6) await this.routing.ensure({ ip: r.lease.ipv6.ip, eniId: r.lease.eniId });
         if (!ours()) throw released(r.lease);
       } catch (e) {
-        const err =
-          e instanceof DatapathError
-            ? e
-            : new DatapathError(r.lease.eniId, 'apply-failed', (e as Error).message, false);
-        this.routing.metrics.podFailures.inc({ eni: err.eniId, reason: err.reason });
-        this.options.logger.warn(
-          {
-            node: this.options.node,
-            eni: err.eniId,
-            ip: r.lease.ip,
-            pod: req.pod,
-            reason: err.reason,
-            err: err.message,
-          },
+        const err = this.podFailed(
+          e,
+          r.lease,
+          req,
           r.fresh
             ? 'the datapath of a pod address could not be set up; the ADD fails and the address is released'
             : 'the datapath of a pod address could not be set up; the ADD fails',
@@ -614,29 +604,35 @@ export class Agent {
         });
         if (this.state.allocations[key] !== taken) throw released(r.lease);
       } catch (e) {
-        const err =
-          e instanceof DatapathError
-            ? new DatapathError(r.lease.eniId, e.reason, e.message, e.transient)
-            : new DatapathError(r.lease.eniId, 'apply-failed', (e as Error).message, false);
-        this.routing?.metrics.podFailures.inc({ eni: err.eniId, reason: err.reason });
-        this.options.logger.warn(
-          {
-            node: this.options.node,
-            eni: err.eniId,
-            ip: r.lease.ip,
-            pod: req.pod,
-            reason: err.reason,
-            err: err.message,
-          },
+        const err = this.podFailed(
+          e,
+          r.lease,
+          req,
           'an exclusive ENI could not be moved into its pod; the ADD fails and the ENI is brought back',
         );
-        if (r.fresh && this.state.allocations[key] === taken) await this.unplug(req.containerId, req.ifName, req.netns);
+        // A device not there yet never left the node: its ENI is free again at once, no cool-down.
+        if (r.fresh && this.state.allocations[key] === taken)
+          await this.unplug(req.containerId, req.ifName, req.netns, err.reason !== 'device-missing');
         throw err;
       }
       return r.lease;
     } finally {
       end();
     }
+  }
+
+  /** A pod's datapath that could not be set up: the error, with its lease's ENI, counted and logged. */
+  private podFailed(e: unknown, lease: Lease, req: AddRequest, message: string): DatapathError {
+    const err =
+      e instanceof DatapathError
+        ? new DatapathError(lease.eniId, e.reason, e.message, e.transient)
+        : new DatapathError(lease.eniId, 'apply-failed', (e as Error).message, false);
+    this.routing?.metrics.podFailures.inc({ eni: err.eniId, reason: err.reason });
+    this.options.logger.warn(
+      { node: this.options.node, eni: err.eniId, ip: lease.ip, pod: req.pod, reason: err.reason, err: err.message },
+      message,
+    );
+    return err;
   }
 
   /** A pod on an Exclusive node that does not request eniipam.io/eni is refused, saying what it lacks. */
@@ -673,8 +669,8 @@ export class Agent {
     return this.drop(containerId, ifName).released;
   }
 
-  private drop(containerId: string, ifName?: string): { released: string[]; unrouted: Promise<void> } {
-    const r = release(this.state, containerId, ifName, this.clock.now(), this.options.cooldownMs);
+  private drop(containerId: string, ifName?: string, cool = true): { released: string[]; unrouted: Promise<void> } {
+    const r = release(this.state, containerId, ifName, this.clock.now(), cool ? this.options.cooldownMs : 0);
     if (r.released.length) {
       this.state = r.state;
       this.persist();
@@ -707,7 +703,7 @@ export class Agent {
     return mine;
   }
 
-  private async unplug(containerId: string, ifName?: string, netns?: string): Promise<string[]> {
+  private async unplug(containerId: string, ifName?: string, netns?: string, cool = true): Promise<string[]> {
     // An exclusive ENI's device is back on the node before the ENI is free for another pod (a
     // failure fails the DEL, which the runtime retries: the allocation stays meanwhile).
     for (const a of Object.values(this.state.allocations)) {
@@ -716,7 +712,7 @@ export class Agent {
         a.exclusive?.mac ?? this.current()?.status?.enis?.find((e) => e.id === a.eniId && a.ip === e.primaryIP)?.mac;
       if (mac && this.exclusive) await this.exclusive.detach(a.eniId, mac, a.exclusive?.netns ?? netns);
     }
-    const r = this.drop(containerId, ifName);
+    const r = this.drop(containerId, ifName, cool);
     await r.unrouted;
     return r.released;
   }

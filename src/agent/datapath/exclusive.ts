@@ -39,7 +39,12 @@ interface Link {
   ifname: string;
   address?: string;
   master?: string;
+  /** With -d: what kind of device it is (vlan, macvlan...); none for a physical one. */
+  linkinfo?: { info_kind?: string };
 }
+
+/** Devices on top of another that share its MAC: never the ENI's own device. */
+const STACKED = new Set(['vlan', 'macvlan', 'macvtap', 'ipvlan', 'ipvtap', 'bond', 'team']);
 
 /** The name a device returned to the node gets: its MAC's, so it never clashes with another (15 characters). */
 export const nodeName = (mac: string): string => `eni${mac.replace(/:/g, '').toLowerCase()}`;
@@ -103,13 +108,14 @@ export class ExclusiveDatapath {
     return r.stdout;
   }
 
-  /** The device with `mac` in a namespace (not one enslaved to another, nor a VLAN on it). */
+  /** The device with `mac` in a namespace (not one enslaved to another, nor a VLAN or the like on it). */
   private async find(netns: string, mac: string): Promise<string | undefined> {
-    const r = await this.run(netns, ['ip', '-j', 'link', 'show']);
+    const r = await this.run(netns, ['ip', '-j', '-d', 'link', 'show']);
     if (r.code !== 0) return undefined;
     const links = JSON.parse(r.stdout || '[]') as Link[];
-    return links.find((l) => l.address?.toLowerCase() === mac.toLowerCase() && !l.master && !l.ifname.includes('@'))
-      ?.ifname;
+    return links.find(
+      (l) => l.address?.toLowerCase() === mac.toLowerCase() && !l.master && !STACKED.has(l.linkinfo?.info_kind ?? ''),
+    )?.ifname;
   }
 
   /** The MACs of the devices in the node's namespace: the ENIs an ADD can take at once. */
