@@ -1,12 +1,11 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
+import { runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
 import { cniPluginsUnavailable } from '../../testbed/cluster/runtime/node-image.js';
 import { eventually } from '../helpers/ecs.js';
-import { CHART, setArgs } from '../helpers/helm.js';
 import { type Kubectl } from '../helpers/kube.js';
 import { inNs } from '../helpers/netns.js';
-import { allPoolsReady, chartCluster, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
+import { allPoolsReady, chartCluster, kubectlJson, type Helm, installChart } from '../helpers/chart-cluster.js';
 
 // eniMode Exclusive as a user runs it: the chart installed with agent.exclusiveENIs, an Exclusive
 // class for two nodes beside the default Shared one, and toolbox pods that request eniipam.io/eni.
@@ -92,15 +91,7 @@ maybe('exclusive ENIs through the chart on the emulated cluster (root)', () => {
       const labelled = await kubectl(['label', 'node', node, 'eni-mode=exclusive']);
       if (labelled.code !== 0) throw new Error(`kubectl label: ${labelled.stderr}`);
     }
-    const install = await helm([
-      'install',
-      'eni-ipam',
-      CHART,
-      '--wait',
-      '--timeout',
-      '90s',
-      ...setArgs([...chartValues(cluster), 'agent.exclusiveENIs=true', 'defaultClass.spec.preAllocate=4']),
-    ]);
+    const install = await installChart(helm, cluster, ['agent.exclusiveENIs=true', 'defaultClass.spec.preAllocate=4']);
     if (install.code !== 0) throw new Error(`helm install failed: ${install.stderr}`);
     const exclusiveClass = {
       apiVersion: 'eniipam.io/v1alpha1',

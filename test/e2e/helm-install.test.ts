@@ -1,10 +1,17 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
+import { runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { CHART, setArgs } from '../helpers/helm.js';
 import { type Kubectl } from '../helpers/kube.js';
-import { allPoolsReady, chartCluster, isReady, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
+import {
+  allPoolsReady,
+  chartCluster,
+  isReady,
+  kubectlJson,
+  type Helm,
+  installChart,
+} from '../helpers/chart-cluster.js';
 import { nodeCni } from '../helpers/node-cni.js';
 
 // The chart installed for real: `helm install --wait` into an emulated cluster whose nodes run
@@ -54,15 +61,7 @@ maybe('helm install into an emulated cluster (root)', () => {
   });
 
   test('helm install --wait brings up both operator replicas and one agent per node, all Ready; every pool becomes Ready', async () => {
-    const r = await helm([
-      'install',
-      'eni-ipam',
-      CHART,
-      '--wait',
-      '--timeout',
-      '90s',
-      ...setArgs(chartValues(cluster)),
-    ]);
+    const r = await installChart(helm, cluster);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     // helm --wait lets a DaemonSet or a Deployment be short of maxUnavailable (the agents' 10%, at

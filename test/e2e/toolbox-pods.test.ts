@@ -1,11 +1,10 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
+import { runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
 import { cniPluginsUnavailable } from '../../testbed/cluster/runtime/node-image.js';
 import { eventually } from '../helpers/ecs.js';
-import { CHART, setArgs } from '../helpers/helm.js';
 import { type Kubectl } from '../helpers/kube.js';
-import { allPoolsReady, chartCluster, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
+import { allPoolsReady, chartCluster, kubectlJson, type Helm, installChart } from '../helpers/chart-cluster.js';
 
 // Workload pods with the chart installed, as a user tries it: `kubectl run` toolbox pods get ENI
 // addresses from their node's pool through the CNI chain the agent's init container installed
@@ -34,15 +33,7 @@ maybe('toolbox pods on the emulated cluster with the chart installed (root)', ()
   beforeAll(async () => {
     let helm: Helm;
     ({ cluster, kubectl, helm } = await chartCluster({ nodes: 2, backoffBaseMs: 1000, name: 'toolbox-e2e' }));
-    const install = await helm([
-      'install',
-      'eni-ipam',
-      CHART,
-      '--wait',
-      '--timeout',
-      '90s',
-      ...setArgs(chartValues(cluster)),
-    ]);
+    const install = await installChart(helm, cluster);
     if (install.code !== 0) throw new Error(`helm install failed: ${install.stderr}`);
     await until(() => allPoolsReady(json, cluster), 90_000);
   }, 180_000);

@@ -2,8 +2,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAccessKeySecret, startCluster, type EmulatedCluster } from '../../testbed/cluster/index.js';
-import { run, tool } from './helm.js';
+import { chartValues, createAccessKeySecret, startCluster, type EmulatedCluster } from '../../testbed/cluster/index.js';
+import { CHART, run, setArgs, tool } from './helm.js';
 import { kubectlFor, type Kubectl } from './kube.js';
 
 export type Helm = (args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
@@ -32,6 +32,10 @@ export async function chartCluster(o: {
   createAccessKeySecret(cluster);
   return { cluster, kubectl, helm };
 }
+
+/** `helm install eni-ipam --wait` of the chart with the cluster's values and `extra` ones, as a user installs it. */
+export const installChart = (helm: Helm, cluster: EmulatedCluster, extra: string[] = []) =>
+  helm(['install', 'eni-ipam', CHART, '--wait', '--timeout', '90s', ...setArgs([...chartValues(cluster), ...extra])]);
 
 /** `kubectl <args> -o json`, parsed; throws with the command and kubectl's error. */
 export const kubectlJson = (kubectl: () => Kubectl) => async (args: string[]) => {
