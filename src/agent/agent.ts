@@ -24,6 +24,7 @@ import {
   departedRecoveries,
   emptyPoolReason,
   freeAddresses,
+  holdsNoAddress,
   podInterfaces,
   recoverAllocations,
   release,
@@ -168,6 +169,8 @@ export class Agent {
   /** Why this agent cannot give a pod a whole ENI (its capabilities, its flags), if it cannot. */
   private readonly cannotPlug?: string;
   private toldCannotPlug = false;
+  /** Whether the node's CNI configuration is its pool's mode's (true when the agent does not keep it). */
+  private conflistFollows = true;
 
   constructor(private readonly options: AgentOptions) {
     this.clock = options.clock ?? systemClock;
@@ -290,7 +293,7 @@ export class Agent {
     const exclusive = exclusiveMode(pool.spec);
     const whole = new Set(Object.values(this.state.allocations).flatMap((a) => (a.exclusive ? [a.eniId] : [])));
     return (pool.status?.enis ?? [])
-      .filter((e) => e.state === 'InUse' && !whole.has(e.id) && !(exclusive && !e.ips?.length))
+      .filter((e) => e.state === 'InUse' && !whole.has(e.id) && !(exclusive && holdsNoAddress(e)))
       .map((e) => ({
         id: e.id,
         mac: e.mac ?? '',
@@ -416,9 +419,10 @@ export class Agent {
     if (!pool || this.recovering || this.stopped) return;
     const podEnis = pool.status?.summary?.podENIs;
     // Not known yet (the operator has not sized the pool): the Node keeps what it says.
-    if (exclusiveMode(pool.spec) && podEnis === undefined && !this.cannotPlug) return;
+    const offersNone = this.cannotPlug !== undefined || !this.conflistFollows;
+    if (exclusiveMode(pool.spec) && podEnis === undefined && !offersNone) return;
     // An agent that cannot move ENIs into pods offers none: such pods wait Pending, not fail.
-    const want = exclusiveMode(pool.spec) ? String(this.cannotPlug ? 0 : podEnis) : null;
+    const want = exclusiveMode(pool.spec) ? String(offersNone ? 0 : podEnis) : null;
     if (want === this.advertised) return;
     const resource = { [ENI_RESOURCE]: want };
     try {
@@ -439,8 +443,9 @@ export class Agent {
 
   private onPoolChange(): void {
     const mode = this.eniMode();
-    // The conflist first: the scheduler sends exclusive pods here only once advertise() says so.
-    if (mode) this.options.cniConf?.follow(mode);
+    // The conflist first: the scheduler sends exclusive pods here only once advertise() says so,
+    // and advertise() offers none while the node's configuration is not the Exclusive one.
+    if (mode) this.conflistFollows = this.options.cniConf?.follow(mode) ?? true;
     if (mode === 'Exclusive' && this.cannotPlug && !this.toldCannotPlug) {
       this.toldCannotPlug = true;
       this.options.logger.error(

@@ -109,6 +109,25 @@ export function locate(pool: ENIPool | undefined, ip: string): Where | undefined
   return poolAddresses(pool).get(ip) ?? poolIpv6Prefixes(pool).find((p) => inIpv6Prefix(ip, p.prefix))?.where;
 }
 
+const leftoversOf = new WeakMap<ENIPool, ReadonlyMap<string, Where>>();
+
+/**
+ * Where an address of the pool lives, a pod's to take or not: also, in an Exclusive pool, a
+ * secondary address a Shared spell left on an ENI (a pod of that spell may hold it; the operator
+ * drains the rest). For recovery, strays and release answers; never handed out (locate is).
+ */
+function known(pool: ENIPool | undefined, ip: string): Where | undefined {
+  const found = locate(pool, ip);
+  if (found || !pool || !exclusiveMode(pool.spec)) return found;
+  let leftovers = leftoversOf.get(pool);
+  if (!leftovers) leftoversOf.set(pool, (leftovers = secondaryAddresses(pool)));
+  return leftovers.get(ip);
+}
+
+/** An ENI a pod of an Exclusive pool may take whole: it holds no address but its primary. */
+export const holdsNoAddress = (eni: PoolENI): boolean =>
+  !eni.ips?.length && !eni.ipv6s?.length && !eni.prefixes?.length && !eni.ipv6Prefixes?.length;
+
 /** Where an address of `eni` in its vSwitch's `cidr` (IPv4 or IPv6) lives, and its gateway. */
 const whereOn = (eni: PoolENI, cidr: string, gateway: string | undefined): Where => ({
   prefixLength: Number(cidr.split('/')[1]),
@@ -129,7 +148,7 @@ function walkPool(pool: ENIPool): Map<string, Where> {
         eni.primaryIP &&
         eni.mac &&
         (eni.deviceIndex ?? 0) > 0 &&
-        !eni.ips?.length
+        holdsNoAddress(eni)
       )
         out.set(eni.primaryIP, { ...whereOn(eni, eni.vSwitchCIDR, eni.gatewayIP), exclusive: true });
     return out;
@@ -344,8 +363,7 @@ export function agentStatus(
   // A prefix is answered for all its addresses at once: ready only when none is used or cooling.
   const exclusive = pool !== undefined && exclusiveMode(pool.spec);
   // An Exclusive pool's ENIs may still hold secondaries of a Shared spell, which the operator drains.
-  const leftover = exclusive ? secondaryAddresses(pool) : undefined;
-  const own = (ip: string) => locate(pool, ip) !== undefined || leftover?.has(ip) === true;
+  const own = (ip: string) => known(pool, ip) !== undefined;
   const prefixOf = poolPrefixes(pool);
   const prefixes6 = new Set(poolIpv6Prefixes(pool).map((p) => p.prefix));
   // The addresses a key stands for here; none when the pool's ENIs do not hold it (it is not this
@@ -376,7 +394,7 @@ export function agentStatus(
 
 /** Allocations whose address the pool no longer has (after a restart, or an ENI taken away). */
 export function strayAllocations(state: AgentState, pool: ENIPool | undefined): Allocation[] {
-  return Object.values(state.allocations).filter((a) => !locate(pool, a.ip));
+  return Object.values(state.allocations).filter((a) => !known(pool, a.ip));
 }
 
 /** Who holds an address, as status.used records it. */
@@ -470,7 +488,7 @@ export function recoverAllocations(
       pod,
       containerId,
       ifName: ifName ?? '*',
-      eniId: locate(pool, ip)?.eniId ?? '',
+      eniId: known(pool, ip)?.eniId ?? '',
       allocatedAt: now,
       recovered: true,
     };
@@ -482,7 +500,7 @@ export function recoverAllocations(
   // Any address a pod of the node holds in one of the pool's vSwitches, whatever its ENI's state now.
   const cidrs = (pool?.status?.enis ?? []).flatMap((e) => (e.vSwitchCIDR ? [ipaddr.parseCIDR(e.vSwitchCIDR)] : []));
   const ours = (ip: string) =>
-    locate(pool, ip) !== undefined ||
+    known(pool, ip) !== undefined ||
     (ipaddr.isValid(ip) && cidrs.some((c) => ipaddr.parse(ip).kind() === c[0].kind() && ipaddr.parse(ip).match(c)));
   for (const p of pods ?? []) {
     if (p.hostNetwork) continue;

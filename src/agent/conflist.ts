@@ -75,9 +75,12 @@ export class ConflistByMode {
     this.name = basename(options.sources.Shared);
   }
 
-  /** Installs the conflist of `mode` unless it is installed already; a failure is logged and tried on the next call. */
-  follow(mode: EniMode): void {
-    if (mode === this.installed) return;
+  /**
+   * Installs the conflist of `mode` unless it is installed already; a failure is logged and tried
+   * on the next call. Whether the node's configuration is now that mode's.
+   */
+  follow(mode: EniMode): boolean {
+    if (mode === this.installed) return true;
     try {
       const path = writeConflist(this.options.confDir, this.name, readConflist(this.options.sources[mode]).conflist);
       this.installed = mode;
@@ -85,11 +88,13 @@ export class ConflistByMode {
         { node: this.options.node, mode, conflist: path },
         'installed the conflist of the pool’s eniMode',
       );
+      return true;
     } catch (e) {
       this.options.logger.error(
         { node: this.options.node, mode, confDir: this.options.confDir, err: (e as Error).message },
         'cannot install the conflist of the pool’s eniMode; pods get the other mode’s CNI error until it is',
       );
+      return false;
     }
   }
 }

@@ -51,8 +51,14 @@ export function podEniCeiling(o: PoolObservation): number {
   return Math.max(0, Math.min(slots - other, max > 0 ? max : Infinity));
 }
 
-/** An ENI of ours a pod may take whole: no address but its own primary. */
-const offered = (e: EniFact) => e.ours && !e.removing && !e.secondaryIps.length && !e.ipv4Prefixes?.length;
+/** An ENI of ours a pod may take whole: no address but its own primary (IPv6 ones of a spell before too). */
+const offered = (e: EniFact) =>
+  e.ours &&
+  !e.removing &&
+  !e.secondaryIps.length &&
+  !e.ipv4Prefixes?.length &&
+  !e.ipv6?.length &&
+  !e.ipv6Prefixes?.length;
 
 /** Plans an Exclusive pool (see above): what to create, request, delete, and the status. */
 export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
@@ -290,7 +296,8 @@ export function planExclusive(o: PoolObservation, m: PoolMemory): PoolPlan {
 
 /**
  * What a Shared spell of the class left: ENIs of ours holding secondary addresses, which take
- * slots pods could have. Each address no pod holds or cools is requested at once (the switch was
+ * slots pods could have. (IPv6 ones are not drained: such an ENI stays other use, never a pod's
+ * whole, until the node is replaced; the class refuses IPv6 with Exclusive.) Each address no pod holds or cools is requested at once (the switch was
  * the user's word; the release delay guards against demand coming back, and this demand is in
  * ENIs now), and unassigned once the agent confirms it. An ENI so emptied is one a pod may take;
  * one a pod of the Shared spell still uses keeps that address, and stays other use, until it leaves.
@@ -317,8 +324,8 @@ function planDrain(
   }));
   const release = planRelease({
     enis,
-    used: new Set(Object.keys(pool.status?.used ?? {})),
-    cooling: new Set(coolingIps(pool.status, now).map((c) => c.ip)),
+    // Cooling counts as used here, whatever an ack says: the agent let it go moments ago.
+    used: new Set([...Object.keys(pool.status?.used ?? {}), ...coolingIps(pool.status, now).map((c) => c.ip)]),
     excess: enis.reduce((n, e) => n + e.secondaryIps.length + e.prefixes.length * PREFIX_SIZE, 0),
     excessSince: now,
     now,

@@ -3,7 +3,7 @@ import { conditionTime, setCondition } from './conditions.js';
 import { heldBack } from './failure-record.js';
 import { IPV6_PREFIXES_PER_ENI, inIpv6Prefix, isIpv6PrefixKey } from './ipv6-prefix.js';
 import { candidateVSwitches, securityGroupsFor } from './placement.js';
-import type { EniFact, PoolMemory, PoolObservation, PoolPlan } from './pool-plan.js';
+import { heldWhole, type EniFact, type PoolMemory, type PoolObservation, type PoolPlan } from './pool-plan.js';
 import { acksOf, planRelease } from './release.js';
 
 /**
@@ -163,7 +163,8 @@ export function planIpv6OnlyPrefix(
     const leaving = (e: EniFact) =>
       plan.unassignIpv6.filter((u) => u.eniId === e.id).reduce((n, u) => n + u.ips.length, 0);
     const entries = (e: EniFact) => (e.ipv6?.length ?? 0) + (e.ipv6Prefixes?.length ?? 0) - leaving(e);
-    const room = (e: EniFact) => e.status === 'InUse' && !e.removing && entries(e) < perEni;
+    const room = (e: EniFact) =>
+      e.status === 'InUse' && !e.removing && entries(e) < perEni && !heldWhole(e, o.pool.status);
     const ours = o.instanceEnis.filter((e) => e.ours && !deleteEnis.includes(e.id));
     const target = [...(usablePrimary ? [usablePrimary] : []), ...ours].find(room);
     // An ENI on its way (created, attaching, parked) brings the /80 it was made with: nothing more meanwhile.

@@ -216,6 +216,19 @@ const offMode = (e: EniFact, o: PoolObservation) =>
     ? e.secondaryIps.length > 0 && !e.ipv4Prefixes?.length && !fallsBack(e, o)
     : (e.ipv4Prefixes?.length ?? 0) > 0;
 
+/**
+ * An ENI a pod holds whole (its primary is the pod's: left by an Exclusive spell of the class): it
+ * takes no address while that pod runs, its device being in the pod, not on the node. (A Shared
+ * ENI whose primary an old pod holds has secondaries: it still takes more.)
+ */
+export const heldWhole = (e: EniFact, status: ENIPoolStatus | undefined): boolean =>
+  !e.primary &&
+  !e.secondaryIps.length &&
+  !e.ipv4Prefixes?.length &&
+  !e.ipv6?.length &&
+  !e.ipv6Prefixes?.length &&
+  e.primaryIp in (status?.used ?? {});
+
 /** A pool's sizing with the ceiling resolved against what its instance type holds. */
 export const sizingOf = (spec: ENIPool['spec'], limits: InstanceLimits): Sizing => ({
   minAllocate: spec.minAllocate ?? 0,
@@ -449,13 +462,8 @@ function planInFamily(o: PoolObservation, m: PoolMemory): PoolPlan {
     secondaryIps: e.secondaryIps.filter((ip) => !gone.has(ip)),
     ipv4Prefixes: e.ipv4Prefixes?.filter((p) => !gone.has(p)),
   });
-  // An ENI a pod holds whole (its primary is the pod's: left by an Exclusive spell of the class)
-  // takes no secondary while that pod runs: its device is in the pod, not on the node.
-  // (A Shared ENI whose primary an old pod holds has secondaries: it still takes more.)
-  const heldWhole = (e: EniFact) =>
-    !e.primary && !e.secondaryIps.length && !e.ipv4Prefixes?.length && e.primaryIp in (pool.status?.used ?? {});
   const views: EniView[] = o.instanceEnis.map((e) => {
-    if (!mine(e) || deleted.has(e.id) || heldWhole(e))
+    if (!mine(e) || deleted.has(e.id) || heldWhole(e, pool.status))
       return { id: e.id, vSwitchId: e.vSwitchId, attached: false, ips: podIpsPerEni(limits) };
     const after = afterRelease(e);
     return {
@@ -762,7 +770,8 @@ function planIpv6PrefixStep(
       for (const p of prefixes) delete releaseRequests[p];
       const entries =
         (e.ipv6?.length ?? 0) - sum(changes.unassignIpv6.filter((u) => u.eniId === e.id).map((u) => u.ips.length));
-      const wanted = ipv6PrefixMode(spec) && prefixes.length === 0 && e.status === 'InUse';
+      const wanted =
+        ipv6PrefixMode(spec) && prefixes.length === 0 && e.status === 'InUse' && !heldWhole(e, pool.status);
       if (wanted && mayAllocate && !blocked('AssignIpv6Addresses') && entries < (limits.ipv6PerEni ?? 0))
         assignIpv6Prefixes.push({ eniId: e.id, count: IPV6_PREFIXES_PER_ENI });
       continue;

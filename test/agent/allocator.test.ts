@@ -128,6 +128,25 @@ describe('agent allocation', () => {
     });
   });
 
+  it('in an Exclusive pool, a Shared spell’s pod on a leftover address is no stray, and is taken back with its ENI; an ENI holding IPv6 is no pod’s whole', () => {
+    const shared = pool(IPS.slice(0, 3));
+    const a = allocate(emptyState(), shared, { containerId: 'c1', ifName: 'eth0', pod: 'd/a' }, 0);
+    if ('error' in a) throw new Error('no lease');
+    const p = pool(IPS.slice(0, 3));
+    p.spec.eniMode = 'Exclusive';
+    expect(strayAllocations(a.state, p)).toEqual([]);
+    p.status!.used = { '192.168.16.1': { pod: 'd/a', containerID: 'c1', ifName: 'eth0' } };
+    expect(recoverAllocations(emptyState(), p, [], 0).recovered.map((x) => [x.ip, x.eniId])).toEqual([
+      ['192.168.16.1', 'eni-a'],
+    ]);
+    // eni-a with only IPv6 left (a pod holds one): neither handed out whole nor released whole.
+    const v6 = pool([], { requested: ['eni-a'] });
+    v6.spec.eniMode = 'Exclusive';
+    Object.assign(v6.status!.enis![0]!, { primaryIP: '192.168.16.200', deviceIndex: 1, ipv6s: ['2408:4000::5'] });
+    expect(freeAddresses(emptyState(), v6, 0)).toEqual([]);
+    expect(agentStatus(emptyState(), v6, 0).releaseAcks['eni-a']).toMatchObject({ answer: 'do-not-release' });
+  });
+
   it('never gives up an address the node itself uses (configured on one of its devices, as eth0 may be)', () => {
     const p = pool(IPS.slice(0, 2), { requested: ['192.168.16.2', '192.168.16.3'] });
     expect(agentStatus(emptyState(), p, 0, new Set(['192.168.16.3'])).releaseAcks).toEqual({

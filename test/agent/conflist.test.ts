@@ -64,11 +64,12 @@ describe('the conflist by eniMode', () => {
       logger,
       node: 'n',
     });
-    expect(() => byMode.follow('Exclusive')).not.toThrow();
+    // Said, not thrown: the agent then offers no exclusive ENI until it is in place.
+    expect(byMode.follow('Exclusive')).toBe(false);
     // Nothing was installed, so the same mode is tried again once the folder is one.
     rmSync(blocked);
     mkdirSync(blocked);
-    byMode.follow('Exclusive');
+    expect(byMode.follow('Exclusive')).toBe(true);
     expect(parsed(join(blocked, '10-eni-ipam.conflist'))).toEqual(parsed(EXCLUSIVE));
   });
 });

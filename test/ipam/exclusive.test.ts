@@ -212,6 +212,56 @@ describe('an Exclusive pool', () => {
     expect(p.deleteEnis).not.toContain('eni-1');
   });
 
+  it('never offers, requests or deletes an ENI holding IPv6 addresses of a spell before, nor unassigns a cooling leftover', () => {
+    const v6 = '2408:4000::80';
+    const withV6 = eni(1, { ipv6: [v6] });
+    const o = exclusive({ enis: [withV6], spec: { preAllocate: 0 }, status: { used: { [v6]: owner(6) } } });
+    expect(podEniCeiling(o)).toBe(2);
+    const first = plan(o);
+    expect(first.status.releaseRequests).toEqual({});
+    expect(first.status.summary.available).toBe(0);
+    const acked = plan(
+      exclusive({
+        enis: [withV6],
+        spec: { preAllocate: 0 },
+        status: {
+          used: { [v6]: owner(6) },
+          releaseRequests: { 'eni-1': STAMP },
+          releaseAcks: { 'eni-1': { answer: 'ready', requestedAt: STAMP } },
+        },
+      }),
+    );
+    expect(acked.deleteEnis).toEqual([]);
+    // A leftover address still cooling is not unassigned, whatever an ack says.
+    const cooling = plan(
+      exclusive({
+        enis: [eni(8, { secondaryIps: ['192.168.0.80'] })],
+        status: {
+          cooling: { '192.168.0.80': new Date(NOW + 20_000).toISOString() },
+          releaseRequests: { '192.168.0.80': STAMP },
+          releaseAcks: { '192.168.0.80': { answer: 'ready', requestedAt: STAMP } },
+        },
+      }),
+    );
+    expect(cooling.unassign).toEqual([]);
+  });
+
+  it('switched back to Shared with IPv6 /80s: an ENI a pod holds whole gets no /80', () => {
+    const used = { '192.168.0.1': owner(1) };
+    for (const ipFamilies of [['IPv4', 'IPv6'], ['IPv6']] as const) {
+      const p = plan(
+        exclusive({
+          enis: [eni(1), eni(2)],
+          limits: { ...LIMITS, ipv6PerEni: 10 },
+          vSwitches: [{ ...VSW, ipv6Cidr: '2408:4000::/64' }],
+          status: { used },
+          spec: { eniMode: 'Shared', ipFamilies: [...ipFamilies], ipv6Mode: 'Prefix', preAllocate: 2 },
+        }),
+      );
+      expect(p.assignIpv6Prefixes.map((a) => a.eniId)).toEqual(['eni-2']);
+    }
+  });
+
   it('counts a parked ENI of ours that holds addresses as taking a slot when it is adopted', () => {
     const parked = eni(9, { status: 'Available', instanceId: undefined, secondaryIps: ['192.168.0.90'] });
     const p = plan(exclusive({ enis: [parked], spec: { preAllocate: 3 } }));
