@@ -12,7 +12,7 @@ import {
   rrsaFromEnv,
   type CredentialsProvider,
 } from '../cloud/index.js';
-import { DEFAULT_OPERATOR_CONFIG, type OperatorMode } from '../operator/config.js';
+import { DEFAULT_OPERATOR_CONFIG, POOL_APIS, type OperatorMode, type PoolApi } from '../operator/config.js';
 import { Operator } from '../operator/operator.js';
 import { createLogger, servingLogger } from '../observability/logger.js';
 import { collectProcessMetrics } from '../observability/process-metrics.js';
@@ -154,6 +154,14 @@ export const operatorCommand: CommandSpec = {
       default: 'normal',
       choices: ['normal', 'no-release', 'read-only'],
       help: 'no-release never unassigns or deletes; read-only makes no mutating cloud call',
+    },
+    {
+      name: 'pool-api',
+      type: 'string',
+      value: 'API',
+      default: 'enipool',
+      choices: [...POOL_APIS],
+      help: 'where node agents read their pool: enipool (eni-ipam agent) or ciliumnode (cilium-agent --ipam=alibabacloud)',
     },
     {
       name: 'api-limits',
@@ -322,6 +330,7 @@ export const operatorCommand: CommandSpec = {
         clusterId: String(f['cluster-id']),
         vpcId: String(f['vpc-id']),
         mode: f.mode as OperatorMode,
+        poolApi: f['pool-api'] as PoolApi,
         workers: f.workers as number,
         resyncIntervalMs: (f['resync-interval'] as number) * 1000,
         gcIntervalMs: (f['gc-interval'] as number) * 1000,
@@ -348,6 +357,7 @@ export const operatorCommand: CommandSpec = {
         vpc: f['vpc-id'],
         cluster: f['cluster-id'],
         mode: f.mode,
+        poolApi: f['pool-api'],
         credentials: creds.source,
         metrics: endpoints.metricsUrl,
         health: endpoints.healthUrl,

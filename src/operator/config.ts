@@ -2,11 +2,19 @@ import type { TaintSpec } from '../kube/taint.js';
 
 export type OperatorMode = 'normal' | 'no-release' | 'read-only';
 
+/**
+ * Where node agents read their pool: eni-ipam's ENIPool (its own agent), or Cilium's CiliumNode
+ * (unmodified cilium-agents with --ipam=alibabacloud; the operator keeps its ENIPools beside).
+ */
+export type PoolApi = 'enipool' | 'ciliumnode';
+export const POOL_APIS: readonly PoolApi[] = ['enipool', 'ciliumnode'];
+
 /** The operator's settings, from flags (see cli/operator.ts) with these defaults. */
 export interface OperatorConfig {
   clusterId: string;
   vpcId: string;
   mode: OperatorMode;
+  poolApi: PoolApi;
   workers: number;
   /** Full ENI resync and re-enqueue of every pool. */
   resyncIntervalMs: number;
@@ -28,6 +36,7 @@ export interface OperatorConfig {
 
 export const DEFAULT_OPERATOR_CONFIG: Omit<OperatorConfig, 'clusterId' | 'vpcId'> = {
   mode: 'normal',
+  poolApi: 'enipool',
   workers: 8,
   resyncIntervalMs: 5 * 60_000,
   gcIntervalMs: 10 * 60_000,

@@ -27,6 +27,9 @@ import { StatePoller } from './eni/poller.js';
 import { NodePlacement } from './class/node-placement.js';
 import { KubePlacementStore, objectEvents } from './class/store.js';
 import { CloudHealth } from './cloud-health.js';
+import { CiliumReconciler } from './cilium/reconciler.js';
+import { KubeCiliumNodeStore } from './cilium/store.js';
+import { CILIUM_API_VERSION, CILIUM_GROUP, CILIUM_NODES, CILIUM_VERSION, type CiliumNode } from './cilium/types.js';
 
 /** Node's timers take at most 2^31-1 ms; a longer delay would fire at once, over and over. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -37,15 +40,18 @@ const PROBE_MS = 30_000;
 const CLASS_REFRESH_MS = 5_000;
 
 /** The work queue's keys: a pool (named after its node), a class, or a node to place, as `kind/name`. */
-export type QueueKey = `pool/${string}` | `class/${string}` | `node/${string}`;
-type KeyKind = 'pool' | 'class' | 'node';
+export type QueueKey = `pool/${string}` | `class/${string}` | `node/${string}` | `cilium/${string}`;
+type KeyKind = 'pool' | 'class' | 'node' | 'cilium';
 export const poolKey = (name: string): QueueKey => `pool/${name}`;
+/** `--pool-api ciliumnode`: the node's CiliumNode, published from its pool. */
+export const ciliumKey = (name: string): QueueKey => `cilium/${name}`;
 export const classKey = (name: string): QueueKey => `class/${name}`;
 export const nodeKey = (name: string): QueueKey => `node/${name}`;
 export function parseKey(key: string): { kind: KeyKind; name: string } {
   const slash = key.indexOf('/');
   const kind = key.slice(0, slash);
-  if (kind !== 'pool' && kind !== 'class' && kind !== 'node') throw new Error(`not a work queue key: "${key}"`);
+  if (kind !== 'pool' && kind !== 'class' && kind !== 'node' && kind !== 'cilium')
+    throw new Error(`not a work queue key: "${key}"`);
   return { kind, name: key.slice(slash + 1) };
 }
 
@@ -89,6 +95,9 @@ export class Operator {
   private readonly classes: Informer<ENIPoolClass>;
   private readonly nodes: Informer<V1Node>;
   private readonly pendingPods: Informer<V1Pod>;
+  /** `--pool-api ciliumnode` only. */
+  private readonly ciliumNodes?: Informer<CiliumNode>;
+  private readonly ciliumReconciler?: CiliumReconciler;
   private readonly poolReconciler: PoolReconciler;
   private readonly enis: EniLifecycle;
   private readonly classReconciler: ClassReconciler;
@@ -133,6 +142,7 @@ export class Operator {
         const k = parseKey(key);
         if (k.kind === 'class') return Number.MAX_SAFE_INTEGER;
         if (k.kind === 'node') return Number.MAX_SAFE_INTEGER - 1;
+        // What a pool got reaches the agent through its CiliumNode: as urgent as the pool was.
         return this.poolDeficit(k.name);
       },
       clock,
@@ -148,6 +158,7 @@ export class Operator {
     });
     const custom = kc.makeApiClient(CustomObjectsApi);
     const core = kc.makeApiClient(CoreV1Api);
+    const cilium = config.poolApi === 'ciliumnode';
     const enqueuePool = (name: string, afterMs?: number) =>
       afterMs ? this.queue.addAfter(poolKey(name), afterMs) : this.queue.add(poolKey(name));
     const enqueueNodes = () => this.nodes.list().forEach((n) => this.queue.add(nodeKey(n.metadata!.name!)));
@@ -162,6 +173,7 @@ export class Operator {
       onChange: (type, p) => {
         poolsByInstance.onChange(type, p);
         enqueuePool(p.metadata.name);
+        if (cilium) this.queue.add(ciliumKey(p.metadata.name));
         // A pool deleted while its node stays is made again at once.
         if (type === 'delete') this.queue.add(nodeKey(p.metadata.name));
       },
@@ -203,11 +215,37 @@ export class Operator {
         if (p.spec?.nodeName) enqueuePool(p.spec.nodeName);
       },
     });
+    // The agent writes its CiliumNode often (each LocalNode change, its used addresses): each
+    // write is published onto (an address it used may end a handshake) and may change its pool's spec.
+    if (cilium)
+      this.ciliumNodes = new Informer<CiliumNode>({
+        clock,
+        kc,
+        path: `/apis/${CILIUM_GROUP}/${CILIUM_VERSION}/ciliumnodes`,
+        list: () => custom.listClusterCustomObject(CILIUM_NODES),
+        logger,
+        onChange: (_, n) => {
+          this.queue.add(ciliumKey(n.metadata.name));
+          this.queue.add(nodeKey(n.metadata.name));
+        },
+      });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger, { clock });
     // The pool side: one memory per node, shared by the reconciler and the background ENI work;
     // the ENI work in flight is the lifecycle's ledger, which the reconciler reads through it.
     const memory = new NodeMemories();
-    const pool = { events: poolEvents(events), health: this.health, memory, logger, now, enqueue: enqueuePool };
+    // Events about a node's pool go where its users look: the CiliumNode, in that mode.
+    const onCiliumNode = (name: string) => {
+      const n = this.ciliumNodes?.get(name);
+      return n && { apiVersion: CILIUM_API_VERSION, kind: 'CiliumNode', name, uid: n.metadata.uid };
+    };
+    const pool = {
+      events: poolEvents(events, onCiliumNode),
+      health: this.health,
+      memory,
+      logger,
+      now,
+      enqueue: enqueuePool,
+    };
     const failures = new CloudFailures({ ...pool, cloud: this.cloud });
     this.enis = new EniLifecycle({
       ...pool,
@@ -239,6 +277,16 @@ export class Operator {
       mayWrite: () => this.mayMutate(),
       stamps: new RequestStamps(),
     });
+    const poolStore = new KubePoolStore(kc);
+    if (cilium)
+      this.ciliumReconciler = new CiliumReconciler({
+        cache: { pool: (name) => this.pools.get(name), ciliumNode: (name) => this.ciliumNodes?.get(name) },
+        store: new KubeCiliumNodeStore(kc),
+        patchPoolStatus: (name, patch) => poolStore.patchStatus(name, undefined, patch),
+        cloud: this.cloud,
+        mayWrite: () => this.mayMutate(),
+        logger,
+      });
     this.metrics.fleet = () => this.fleet();
     const placement = {
       cache: {
@@ -247,6 +295,7 @@ export class Operator {
         nodes: () => this.nodes.list(),
         node: (name: string) => this.nodes.get(name),
         pool: (name: string) => this.pools.get(name),
+        ciliumNode: (name: string) => this.ciliumNodes?.get(name),
       },
       store: new KubePlacementStore(kc),
       events: objectEvents(events),
@@ -317,7 +366,13 @@ export class Operator {
   }
 
   private get informers() {
-    return { enipools: this.pools, enipoolclasses: this.classes, nodes: this.nodes, pods: this.pendingPods };
+    return {
+      enipools: this.pools,
+      enipoolclasses: this.classes,
+      nodes: this.nodes,
+      pods: this.pendingPods,
+      ...(this.ciliumNodes ? { ciliumnodes: this.ciliumNodes } : {}),
+    };
   }
 
   /**
@@ -559,6 +614,7 @@ export class Operator {
     this.classes.list().forEach((c) => this.queue.add(classKey(c.metadata.name)));
     this.nodes.list().forEach((n) => this.queue.add(nodeKey(n.metadata!.name!)));
     this.pools.list().forEach((p) => this.queue.add(poolKey(p.metadata.name)));
+    this.ciliumNodes?.list().forEach((n) => this.queue.add(ciliumKey(n.metadata.name)));
   }
 
   private async reconcile(key: string): Promise<ReconcileOutcome> {
@@ -567,6 +623,7 @@ export class Operator {
     try {
       if (kind === 'class') return await this.classReconciler.reconcile(name);
       if (kind === 'node') return await this.placement.reconcile(name);
+      if (kind === 'cilium') return (await this.ciliumReconciler?.reconcile(name)) ?? {};
       const outcome = await this.poolReconciler.reconcile(name);
       this.refreshClassesSoon();
       return outcome;
@@ -609,6 +666,6 @@ export class Operator {
       await new Promise((r) => setTimeout(r, 50));
     await this.elector?.stop({ release: this.options.api.mutationsInFlight === 0 });
     this.leading = false;
-    await Promise.all([this.pools.stop(), this.classes.stop(), this.nodes.stop(), this.pendingPods.stop()]);
+    await Promise.all(Object.values(this.informers).map((i) => i.stop()));
   }
 }

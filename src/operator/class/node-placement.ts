@@ -6,6 +6,7 @@ import { isConflict } from '../../kube/errors.js';
 import type { ClassVerdict } from './reconciler.js';
 import type { OperatorConfig } from '../config.js';
 import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
+import { ciliumSpecFields } from '../cilium/node-spec.js';
 import type { InstanceLookup, PlacementSide, PoolPatch } from './ports.js';
 
 /** A pool with this annotation set to "true" is the user's: the operator never rewrites its spec. */
@@ -188,16 +189,18 @@ export class NodePlacement {
     // Being deleted: a new pool is made once it is gone (its deletion is an event too).
     if (existing?.metadata.deletionTimestamp) return;
     if (!this.deps.mayWrite()) return;
+    // The Node says which instance it is; its CiliumNode, where it has one, says it otherwise.
+    const cilium = ciliumSpecFields(this.deps.cache.ciliumNode?.(node.name));
     const spec: PoolPatch['spec'] & ENIPoolSpec = {
       nodeName: node.name,
-      instanceID: await this.instanceOf(node),
-      instanceType: node.instanceType,
-      zoneID: node.zoneId,
+      instanceID: node.instanceId ?? cilium.instanceID ?? (await this.instanceOf(node)),
+      instanceType: node.instanceType ?? cilium.instanceType,
+      zoneID: node.zoneId ?? cilium.zoneID,
       vpcID: this.deps.config.vpcId,
       className: cls.metadata.name,
     };
     // A field the class drops is dropped from the pool too (null in the merge patch).
-    for (const f of POLICY_FIELDS) (spec as Record<string, unknown>)[f] = cls.spec[f] ?? null;
+    for (const f of POLICY_FIELDS) (spec as Record<string, unknown>)[f] = cilium[f] ?? cls.spec[f] ?? null;
     const labels = { 'eniipam.io/class': cls.metadata.name };
     if (!existing) {
       const clean = Object.fromEntries(

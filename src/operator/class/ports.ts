@@ -4,6 +4,7 @@ import type { EcsApi } from '../../cloud/index.js';
 import type { EventTarget } from '../../kube/events.js';
 import type { Logger } from '../../observability/logger.js';
 import type { CloudState } from '../eni/cloud-state.js';
+import type { CiliumNode } from '../cilium/types.js';
 
 /**
  * The narrow interfaces the class reconciler and the node placement work through: the
@@ -18,6 +19,8 @@ export interface PlacementCache {
   nodes(): readonly V1Node[];
   node(name: string): V1Node | undefined;
   pool(name: string): ENIPool | undefined;
+  /** `--pool-api ciliumnode`: the node's CiliumNode, whose per-node values win over the class (cilium/node-spec.ts). */
+  ciliumNode?(name: string): CiliumNode | undefined;
 }
 
 /**

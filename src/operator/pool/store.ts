@@ -1,7 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, type ENIPool } from '../../api/types.js';
 import { ignoreNotFound } from '../../kube/errors.js';
-import type { EventRecorder } from '../../kube/events.js';
+import type { EventRecorder, EventTarget } from '../../kube/events.js';
 import type { PoolEvents, PoolStore } from './ports.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -51,11 +51,22 @@ export class KubePoolStore implements PoolStore {
   }
 }
 
-/** Pool Events through the recorder; pools are cluster-scoped, so the Event's object has no namespace. */
-export const poolEvents = (recorder: EventRecorder): PoolEvents => ({
+/**
+ * Pool Events through the recorder; pools are cluster-scoped, so the Event's object has no
+ * namespace. `instead` names another object of the node to record them on (its CiliumNode).
+ */
+export const poolEvents = (
+  recorder: EventRecorder,
+  instead: (node: string) => EventTarget | undefined = () => undefined,
+): PoolEvents => ({
   record: (pool, type, reason, message) =>
     void recorder.record(
-      { apiVersion: API_VERSION, kind: 'ENIPool', name: pool.metadata.name, uid: pool.metadata.uid },
+      instead(pool.metadata.name) ?? {
+        apiVersion: API_VERSION,
+        kind: 'ENIPool',
+        name: pool.metadata.name,
+        uid: pool.metadata.uid,
+      },
       type,
       reason,
       message,

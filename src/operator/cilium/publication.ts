@@ -1,0 +1,186 @@
+import type { ENIPool, ReleaseAck } from '../../api/types.js';
+import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
+import { sameJson } from '../../kube/same-json.js';
+import {
+  ENI_INDEX_TAG,
+  type AllocationMap,
+  type CiliumEni,
+  type CiliumNode,
+  type CiliumNodeStatus,
+  type ReleaseState,
+} from './types.js';
+
+/**
+ * What the operator publishes in a CiliumNode, from its own record of the node (the ENIPool the
+ * pool reconciler keeps) and the cloud: pure functions, so that the order the agent needs (an
+ * ENI in status before its addresses in the pool) and its release protocol (§2.4 of
+ * reference/cilium-node.md) are checked on plain data.
+ */
+
+/** The pool's pod addresses, each with its ENI: those of InUse ENIs, IPv4 (Cilium's alibabacloud mode is IPv4). */
+export function publishedAddresses(pool: ENIPool | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of pool?.status?.enis ?? []) if (e.state === 'InUse') for (const ip of e.ips ?? []) out.set(ip, e.id);
+  return out;
+}
+
+/** The pool's release requests of single IPv4 addresses (prefixes and whole ENIs have no Cilium form). */
+function requestedAddresses(pool: ENIPool | undefined): Map<string, string> {
+  return new Map(
+    Object.entries(pool?.status?.releaseRequests ?? {}).filter(([key]) => !key.includes('/') && !key.includes(':')),
+  );
+}
+
+/** An attached ENI as the agent reads it: found by its MAC, routed through table 10 + its index. */
+export function ciliumEni(eni: NetworkInterface, vSwitches: readonly VSwitch[], vpcCidr?: string): CiliumEni {
+  const vsw = vSwitches.find((v) => v.id === eni.vSwitchId);
+  return {
+    'network-interface-id': eni.id,
+    'mac-address': eni.mac,
+    type: eni.type === 'Primary' ? 'Primary' : 'Secondary',
+    ...(eni.instanceId ? { 'instance-id': eni.instanceId } : {}),
+    'security-groupids': [...eni.securityGroupIds],
+    vpc: { 'vpc-id': eni.vpcId, ...(vpcCidr ? { cidr: vpcCidr } : {}) },
+    'zone-id': eni.zoneId,
+    vswitch: { 'vswitch-id': eni.vSwitchId, cidr: vsw?.cidr ?? '' },
+    'primary-ip-address': eni.primaryIp,
+    'private-ipsets': [
+      { 'private-ip-address': eni.primaryIp, primary: true },
+      ...eni.secondaryIps.map((ip) => ({ 'private-ip-address': ip, primary: false })),
+    ],
+    // The device index is unique among the instance's attached ENIs and fixed while attached:
+    // a stable route table per ENI (a missing index would put every ENI in table 10).
+    tags: { ...eni.tags, [ENI_INDEX_TAG]: String(eni.deviceIndex) },
+  };
+}
+
+export interface StatusInput {
+  /** The CiliumNode as read. */
+  node: CiliumNode;
+  /** The operator's record of the node's pool. */
+  pool: ENIPool | undefined;
+  /** The instance's ENIs as the cloud cache has them, its primary ENI included. */
+  instanceEnis: readonly NetworkInterface[];
+  vSwitches: readonly VSwitch[];
+}
+
+/**
+ * The node's status with the operator's fields set: every attached ENI of the instance (the
+ * primary one too: the agent starts only once the list is not empty), and the release states.
+ * An ENI the pool in spec still names stays listed until its addresses have left the pool, so
+ * the agent never holds an address whose ENI it cannot find.
+ */
+export function ciliumStatus(input: StatusInput): CiliumNodeStatus {
+  const { node, pool } = input;
+  const vpcCidr = node.spec['alibaba-cloud']?.['cidr-block'];
+  const enis: Record<string, CiliumEni> = {};
+  for (const eni of input.instanceEnis)
+    if (eni.status === 'InUse' && eni.deviceIndex !== undefined)
+      enis[eni.id] = ciliumEni(eni, input.vSwitches, vpcCidr);
+  const before = node.status?.['alibaba-cloud']?.enis ?? {};
+  const referenced = new Set(
+    [...Object.values(node.spec.ipam?.pool ?? {}), ...Object.values(node.status?.ipam?.used ?? {})].map(
+      (a) => a.resource,
+    ),
+  );
+  for (const [key, eni] of Object.entries(before))
+    if (!(key in enis) && referenced.has(eni['network-interface-id'])) enis[key] = eni;
+  return {
+    ...node.status,
+    'alibaba-cloud': { ...node.status?.['alibaba-cloud'], enis },
+    ipam: { ...node.status?.ipam, 'release-ips': releaseStates(node, pool) },
+  };
+}
+
+/**
+ * The release handshake in the agent's words: a requested address is `marked-for-release` once;
+ * the agent's answer is never overwritten while the request stands; an address unassigned after
+ * `ready-for-release` is `released` (the agent then drops the entry); an entry whose request
+ * ended any other way (no longer excess, or answered `do-not-release`) is withdrawn.
+ */
+export function releaseStates(node: CiliumNode, pool: ENIPool | undefined): Record<string, ReleaseState> {
+  const requested = requestedAddresses(pool);
+  const published = publishedAddresses(pool);
+  const inPool = node.spec.ipam?.pool ?? {};
+  const out: Record<string, ReleaseState> = {};
+  for (const [ip, state] of Object.entries(node.status?.ipam?.['release-ips'] ?? {})) {
+    if (state === 'released') out[ip] = state;
+    else if (requested.has(ip)) out[ip] = state;
+    else if (!published.has(ip) && state === 'ready-for-release') out[ip] = 'released';
+  }
+  // Only an address the agent has in its pool is asked about (another it would answer do-not-release).
+  for (const ip of requested.keys())
+    if (!(ip in out) && published.has(ip) && ip in inPool) out[ip] = 'marked-for-release';
+  return out;
+}
+
+/**
+ * `spec.ipam.pool` as the node should have it: the pool's addresses whose ENI the status (as
+ * written) lists, `{resource: <eni>}` each. An address the agent says is used, or one in a
+ * handshake not yet `released`, never leaves it; a `released` one leaves at once and is not
+ * offered again until the agent has dropped its entry (it would never hand it out meanwhile).
+ */
+export function ciliumPool(node: CiliumNode, pool: ENIPool | undefined): AllocationMap {
+  const listed = new Set(
+    Object.values(node.status?.['alibaba-cloud']?.enis ?? {}).map((e) => e['network-interface-id']),
+  );
+  const states = node.status?.ipam?.['release-ips'] ?? {};
+  const used = node.status?.ipam?.used ?? {};
+  const out: AllocationMap = {};
+  for (const [ip, eni] of publishedAddresses(pool))
+    if (listed.has(eni) && states[ip] !== 'released') out[ip] = { resource: eni };
+  for (const [ip, entry] of Object.entries(node.spec.ipam?.pool ?? {})) {
+    const handshaking = states[ip] !== undefined && states[ip] !== 'released';
+    if (!(ip in out) && (ip in used || handshaking)) out[ip] = entry;
+  }
+  return out;
+}
+
+/**
+ * The agent's fields of the ENIPool, from the CiliumNode: `used` as the agent reports it, and an
+ * ack per release request the agent has answered. `ready` is taken only from a live read
+ * (`live`): a cached `ready-for-release` may belong to a handshake withdrawn since, after which
+ * the agent was free to hand the address out. While the entry stands it is the agent's promise
+ * that the address is free and stays so, whatever request it was written for.
+ */
+export function poolAgentPatch(
+  node: CiliumNode,
+  pool: ENIPool,
+  o: { live: boolean },
+): Record<string, unknown> | undefined {
+  const used = Object.fromEntries(
+    Object.entries(node.status?.ipam?.used ?? {}).map(([ip, a]) => [ip, { pod: a.owner ?? '' }]),
+  );
+  const states = node.status?.ipam?.['release-ips'] ?? {};
+  const acks: Record<string, ReleaseAck> = {};
+  for (const [ip, requestedAt] of requestedAddresses(pool)) {
+    const state = states[ip];
+    if (state === 'do-not-release') acks[ip] = { answer: 'do-not-release', requestedAt };
+    else if (state === 'ready-for-release' && !(ip in used) && o.live) acks[ip] = { answer: 'ready', requestedAt };
+    // Not live: an ack already given stands until a live read says otherwise.
+    else if (state === 'ready-for-release' && !o.live && pool.status?.releaseAcks?.[ip]?.requestedAt === requestedAt)
+      acks[ip] = pool.status.releaseAcks[ip]!;
+  }
+  const patch: Record<string, unknown> = {};
+  const usedPatch = mapPatch(pool.status?.used ?? {}, used);
+  if (usedPatch) patch.used = usedPatch;
+  const ackPatch = mapPatch(pool.status?.releaseAcks ?? {}, acks);
+  if (ackPatch) patch.releaseAcks = ackPatch;
+  return Object.keys(patch).length ? patch : undefined;
+}
+
+/** Whether the cached node answers a request `ready` that the pool has no ack for yet (a live read decides). */
+export function newReadyAnswer(node: CiliumNode, pool: ENIPool): boolean {
+  const states = node.status?.ipam?.['release-ips'] ?? {};
+  return [...requestedAddresses(pool)].some(
+    ([ip, at]) => states[ip] === 'ready-for-release' && pool.status?.releaseAcks?.[ip]?.requestedAt !== at,
+  );
+}
+
+/** A merge patch from one map to another (null removes a key). */
+function mapPatch<T>(current: Record<string, T>, desired: Record<string, T>): Record<string, T | null> | undefined {
+  const patch: Record<string, T | null> = {};
+  for (const key of Object.keys(current)) if (!(key in desired)) patch[key] = null;
+  for (const [key, value] of Object.entries(desired)) if (!sameJson(current[key], value)) patch[key] = value;
+  return Object.keys(patch).length ? patch : undefined;
+}

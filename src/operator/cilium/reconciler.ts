@@ -1,0 +1,100 @@
+import type { ENIPool } from '../../api/types.js';
+import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
+import { isConflict } from '../../kube/errors.js';
+import { sameJson } from '../../kube/same-json.js';
+import type { Logger } from '../../observability/logger.js';
+import { ciliumPool, ciliumStatus, newReadyAnswer, poolAgentPatch } from './publication.js';
+import type { CiliumNodeStore } from './store.js';
+import type { CiliumNode } from './types.js';
+
+export interface CiliumReconcilerDeps {
+  cache: {
+    pool(name: string): ENIPool | undefined;
+    ciliumNode(name: string): CiliumNode | undefined;
+  };
+  store: CiliumNodeStore;
+  /** The agent's fields of the ENIPool (used, releaseAcks): a merge patch of the status. */
+  patchPoolStatus(name: string, patch: Record<string, unknown>): Promise<void>;
+  cloud: {
+    enisOfInstance(instanceId: string): NetworkInterface[];
+    vSwitches(): Promise<VSwitch[]>;
+  };
+  mayWrite: () => boolean;
+  logger: Logger;
+}
+
+/** A write refused because the agent wrote meanwhile is redone on the node read afresh, this often at most. */
+const ATTEMPTS = 3;
+
+/**
+ * `--pool-api ciliumnode`: the operator keeps each node's pool in its ENIPool as always (planned,
+ * acted on and published by the pool reconciler), and this reconciler is the bridge to the
+ * node's cilium-agent. To the agent it is the IPAM operator: it lists the ENIs in the
+ * CiliumNode's status before their addresses enter `spec.ipam.pool`, and speaks the release
+ * handshake. To the pool reconciler it is the node agent: it reports the agent's `used`, and
+ * acks a release request once the agent answered it. Only the operator's fields of the
+ * CiliumNode are written, each time onto the node as read, with its resourceVersion.
+ */
+export class CiliumReconciler {
+  constructor(private readonly deps: CiliumReconcilerDeps) {}
+
+  async reconcile(name: string): Promise<{ backoff?: boolean }> {
+    let node = this.deps.cache.ciliumNode(name);
+    // The agent creates its CiliumNode; until it has, there is nothing to serve.
+    if (!node || !this.deps.mayWrite()) return {};
+    const pool = this.deps.cache.pool(name);
+    // An answer that lets an address go is taken from the API server, never from the cache.
+    let live = false;
+    if (pool && newReadyAnswer(node, pool)) {
+      node = await this.deps.store.read(name);
+      live = true;
+    }
+    for (let attempt = 1; node; attempt++) {
+      try {
+        return await this.publish(node, pool, live);
+      } catch (e) {
+        if (!isConflict(e) || attempt >= ATTEMPTS) {
+          if (isConflict(e)) return { backoff: true };
+          throw e;
+        }
+        // The agent rewrote its object meanwhile: ours are set again onto what it wrote.
+        node = await this.deps.store.read(name);
+        live = true;
+      }
+    }
+    return {};
+  }
+
+  private async publish(read: CiliumNode, pool: ENIPool | undefined, live: boolean): Promise<{ backoff?: boolean }> {
+    const name = read.metadata.name;
+    let node = read;
+    const instanceId = node.spec['instance-id'] || pool?.spec.instanceID;
+    const instanceEnis = instanceId ? this.deps.cloud.enisOfInstance(instanceId) : [];
+    // The status first: the agent fails an allocation whose ENI it cannot find in it.
+    const status = ciliumStatus({ node, pool, instanceEnis, vSwitches: await this.deps.cloud.vSwitches() });
+    if (!sameJson(status, node.status ?? {})) {
+      if (!this.deps.mayWrite()) return {};
+      node = await this.deps.store.replaceStatus({ ...node, status });
+      live = true;
+    }
+    const wanted = ciliumPool(node, pool);
+    if (!sameJson(wanted, node.spec.ipam?.pool ?? {})) {
+      if (!this.deps.mayWrite()) return {};
+      const added = Object.keys(wanted).filter((ip) => !(ip in (node.spec.ipam?.pool ?? {}))).length;
+      const removed = Object.keys(node.spec.ipam?.pool ?? {}).filter((ip) => !(ip in wanted)).length;
+      node = await this.deps.store.replace({
+        ...node,
+        spec: { ...node.spec, ipam: { ...node.spec.ipam, pool: wanted } },
+      });
+      live = true;
+      this.deps.logger.debug(
+        { node: name, added, removed, size: Object.keys(wanted).length },
+        'CiliumNode pool published',
+      );
+    }
+    if (!pool) return {};
+    const patch = poolAgentPatch(node, pool, { live });
+    if (patch && this.deps.mayWrite()) await this.deps.patchPoolStatus(name, patch);
+    return {};
+  }
+}

@@ -1,0 +1,169 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import type { ENIPool } from '../../src/api/types.js';
+import type { NetworkInterface } from '../../src/cloud/index.js';
+import { ciliumPool, ciliumStatus, poolAgentPatch, releaseStates } from '../../src/operator/cilium/publication.js';
+import { ciliumSpecFields } from '../../src/operator/cilium/node-spec.js';
+import type { CiliumNode, ReleaseState } from '../../src/operator/cilium/types.js';
+
+const vsw = {
+  id: 'vsw-1',
+  vpcId: 'vpc-1',
+  zoneId: 'z',
+  cidr: '10.1.2.0/24',
+  availableIpCount: 100,
+  name: '',
+  tags: {},
+};
+const eni = (id: string, deviceIndex: number | undefined, ips: string[], type = 'Secondary'): NetworkInterface => ({
+  id,
+  mac: `00:16:3e:00:00:0${deviceIndex ?? 9}`,
+  status: deviceIndex === undefined ? 'Attaching' : 'InUse',
+  type,
+  vpcId: 'vpc-1',
+  vSwitchId: 'vsw-1',
+  zoneId: 'z',
+  instanceId: 'i-1',
+  deviceIndex,
+  primaryIp: `10.1.2.${100 + (deviceIndex ?? 9)}`,
+  secondaryIps: ips,
+  ipv4Prefixes: [],
+  ipv6: [],
+  ipv6Prefixes: [],
+  securityGroupIds: ['sg-1'],
+  tags: {},
+  creationTime: '',
+});
+const poolOf = (enis: Array<{ id: string; ips: string[]; state?: string }>, extra: Partial<ENIPool['status']> = {}) =>
+  ({
+    metadata: { name: 'n' },
+    spec: { nodeName: 'n' },
+    status: { enis: enis.map((e) => ({ id: e.id, state: e.state ?? 'InUse', ips: e.ips })), ...extra },
+  }) as unknown as ENIPool;
+const nodeOf = (o: Partial<CiliumNode['spec']> = {}, status: CiliumNode['status'] = {}): CiliumNode => ({
+  metadata: { name: 'n' },
+  spec: { 'instance-id': 'i-1', 'alibaba-cloud': { 'cidr-block': '10.0.0.0/8' }, ...o },
+  status,
+});
+
+describe('CiliumNode publication', () => {
+  it('lists every attached ENI with a unique index, the primary at 0, before any of its addresses is pooled', () => {
+    const node = nodeOf();
+    const pool = poolOf([{ id: 'eni-2', ips: ['10.1.2.11'] }]);
+    const status = ciliumStatus({
+      node,
+      pool,
+      instanceEnis: [eni('eni-1', 0, [], 'Primary'), eni('eni-2', 1, ['10.1.2.11']), eni('eni-3', undefined, [])],
+      vSwitches: [vsw],
+    });
+    const enis = status['alibaba-cloud']!.enis!;
+    expect(Object.keys(enis).sort()).toEqual(['eni-1', 'eni-2']);
+    expect(enis['eni-1']!.tags['cilium-eni-index']).toBe('0');
+    expect(enis['eni-2']!).toMatchObject({
+      'network-interface-id': 'eni-2',
+      type: 'Secondary',
+      vswitch: { 'vswitch-id': 'vsw-1', cidr: '10.1.2.0/24' },
+      vpc: { 'vpc-id': 'vpc-1', cidr: '10.0.0.0/8' },
+      tags: { 'cilium-eni-index': '1' },
+    });
+    // The pool as read had no status yet: nothing is pooled before the status is written.
+    expect(ciliumPool(node, pool)).toEqual({});
+    expect(ciliumPool({ ...node, status }, pool)).toEqual({ '10.1.2.11': { resource: 'eni-2' } });
+  });
+
+  it('marks a requested address once, keeps the answer, and says released once it is unassigned', () => {
+    const inPool = { ipam: { pool: { '10.1.2.11': { resource: 'eni-2' } } } };
+    const requested = poolOf([{ id: 'eni-2', ips: ['10.1.2.11'] }], { releaseRequests: { '10.1.2.11': 't1' } });
+    expect(releaseStates(nodeOf(inPool), requested)).toEqual({ '10.1.2.11': 'marked-for-release' });
+    for (const answer of ['ready-for-release', 'do-not-release'] as const) {
+      const answered = nodeOf(inPool, { ipam: { 'release-ips': { '10.1.2.11': answer } } });
+      expect(releaseStates(answered, requested)).toEqual({ '10.1.2.11': answer });
+    }
+    const ready = nodeOf(inPool, { ipam: { 'release-ips': { '10.1.2.11': 'ready-for-release' } } });
+    // Unassigned: no longer published, no longer requested.
+    expect(releaseStates(ready, poolOf([{ id: 'eni-2', ips: [] }]))).toEqual({ '10.1.2.11': 'released' });
+    // Withdrawn: still published, no longer requested.
+    expect(releaseStates(ready, poolOf([{ id: 'eni-2', ips: ['10.1.2.11'] }]))).toEqual({});
+  });
+
+  it('acks ready only from a live read, and never for an address the agent says is used', () => {
+    const requested = poolOf([{ id: 'eni-2', ips: ['10.1.2.11'] }], { releaseRequests: { '10.1.2.11': 't1' } });
+    const ready = nodeOf({}, { ipam: { 'release-ips': { '10.1.2.11': 'ready-for-release' } } });
+    expect(poolAgentPatch(ready, requested, { live: false })).toBeUndefined();
+    expect(poolAgentPatch(ready, requested, { live: true })).toEqual({
+      releaseAcks: { '10.1.2.11': { answer: 'ready', requestedAt: 't1' } },
+    });
+    const used = nodeOf(
+      {},
+      {
+        ipam: {
+          used: { '10.1.2.11': { owner: 'ns/p', resource: 'eni-2' } },
+          'release-ips': { '10.1.2.11': 'ready-for-release' },
+        },
+      },
+    );
+    expect(poolAgentPatch(used, requested, { live: true })).toEqual({ used: { '10.1.2.11': { pod: 'ns/p' } } });
+  });
+
+  it('never drops a used or handshaking address from the pool, nor pools one whose ENI is not listed', () => {
+    const ip = fc.integer({ min: 2, max: 30 }).map((n) => `10.1.2.${n}`);
+    const state = fc.constantFrom<ReleaseState | undefined>(
+      undefined,
+      'marked-for-release',
+      'ready-for-release',
+      'do-not-release',
+      'released',
+    );
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(ip, { maxLength: 12 }),
+        fc.array(fc.tuple(ip, state), { maxLength: 12 }),
+        fc.array(ip, { maxLength: 6 }),
+        fc.array(ip, { maxLength: 12 }),
+        fc.boolean(),
+        (published, states, used, before, listed) => {
+          const releaseIps = Object.fromEntries(states.filter(([, s]) => s !== undefined)) as Record<
+            string,
+            ReleaseState
+          >;
+          const node = nodeOf(
+            { ipam: { pool: Object.fromEntries(before.map((a) => [a, { resource: 'eni-2' }])) } },
+            {
+              'alibaba-cloud': listed
+                ? { enis: { 'eni-2': { 'network-interface-id': 'eni-2' } as never } }
+                : { enis: {} },
+              ipam: {
+                used: Object.fromEntries(used.map((a) => [a, { owner: 'ns/p', resource: 'eni-2' }])),
+                'release-ips': releaseIps,
+              },
+            },
+          );
+          const out = ciliumPool(node, poolOf([{ id: 'eni-2', ips: published }]));
+          for (const a of before) {
+            const handshaking = releaseIps[a] !== undefined && releaseIps[a] !== 'released';
+            if (used.includes(a) || handshaking) expect(out[a]).toBeDefined();
+          }
+          for (const a of Object.keys(out))
+            if (!before.includes(a)) {
+              expect(listed).toBe(true);
+              expect(releaseIps[a]).not.toBe('released');
+            }
+        },
+      ),
+    );
+  });
+
+  it('takes the agent\u2019s non-zero sizing and non-empty placement over the class, and nothing else', () => {
+    const node = nodeOf({
+      'alibaba-cloud': { 'instance-type': 'ecs.g7.large', vswitches: [], 'security-groups': ['sg-9'] },
+      ipam: { 'pre-allocate': 0, 'min-allocate': 4 },
+    });
+    expect(ciliumSpecFields(node)).toEqual({
+      instanceID: 'i-1',
+      instanceType: 'ecs.g7.large',
+      minAllocate: 4,
+      securityGroupIDs: ['sg-9'],
+    });
+    expect(ciliumSpecFields(undefined)).toEqual({});
+  });
+});
