@@ -285,6 +285,16 @@ export class Operator {
         patchPoolStatus: (name, patch) => poolStore.patchStatus(name, undefined, patch),
         cloud: this.cloud,
         mayWrite: () => this.mayMutate(),
+        warn: (n, reason, message) => {
+          logger.warn({ node: n.metadata.name, reason }, message);
+          if (this.mayMutate())
+            void events.record(
+              { apiVersion: CILIUM_API_VERSION, kind: 'CiliumNode', name: n.metadata.name, uid: n.metadata.uid },
+              'Warning',
+              reason,
+              message,
+            );
+        },
         logger,
       });
     this.metrics.fleet = () => this.fleet();

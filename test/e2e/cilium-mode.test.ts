@@ -76,6 +76,30 @@ describe('--pool-api ciliumnode, 8 nodes', () => {
   });
 });
 
+describe('--pool-api ciliumnode, a class agents cannot use', () => {
+  let c: CiliumCluster;
+  beforeAll(async () => {
+    c = await ciliumCluster();
+  });
+  afterAll(() => c.close());
+
+  it('publishes nothing from a prefix class, and says why on the CiliumNode', async () => {
+    await c.addClass('prefix', { ...POD_CLASS, ipv4Mode: 'Prefix', preAllocate: 4 });
+    const agent = await c.addCiliumNode('i-demo-02');
+    await c.startOperator(cilium);
+    const api = c.kc.makeApiClient(CoreV1Api);
+    const warning = await eventually(async () => {
+      const list = await api.listNamespacedEvent({ namespace: 'default' });
+      return list.items.find((e) => e.reason === 'UnservableByCilium' && e.involvedObject.name === agent.name);
+    }, 20_000);
+    expect(warning.involvedObject.kind).toBe('CiliumNode');
+    expect(warning.message).toContain('ipv4Mode Prefix');
+    const cn = await c.ciliumNode(agent.name);
+    expect(cn.spec.ipam?.pool ?? {}).toEqual({});
+    expect(agent.serving()).toBe(false);
+  });
+});
+
 describe('--pool-api ciliumnode, release and restarts', () => {
   let c: CiliumCluster;
   beforeAll(async () => {

@@ -2,7 +2,13 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { ENIPool } from '../../src/api/types.js';
 import type { NetworkInterface } from '../../src/cloud/index.js';
-import { ciliumPool, ciliumStatus, poolAgentPatch, releaseStates } from '../../src/operator/cilium/publication.js';
+import {
+  ciliumPool,
+  ciliumStatus,
+  poolAgentPatch,
+  releaseStates,
+  unservableByCilium,
+} from '../../src/operator/cilium/publication.js';
 import { ciliumSpecFields } from '../../src/operator/cilium/node-spec.js';
 import type { CiliumNode, ReleaseState } from '../../src/operator/cilium/types.js';
 
@@ -165,5 +171,14 @@ describe('CiliumNode publication', () => {
       securityGroupIDs: ['sg-9'],
     });
     expect(ciliumSpecFields(undefined)).toEqual({});
+  });
+
+  it('says which pools cilium-agents cannot use', () => {
+    const spec = { nodeName: 'n', className: 'c' } as ENIPool['spec'];
+    expect(unservableByCilium(spec)).toBeUndefined();
+    expect(unservableByCilium({ ...spec, usePrimaryENI: true })).toBeUndefined();
+    expect(unservableByCilium({ ...spec, eniMode: 'Exclusive' })).toContain('eniMode Exclusive');
+    expect(unservableByCilium({ ...spec, ipv4Mode: 'Prefix' })).toContain('ipv4Mode Prefix');
+    expect(unservableByCilium({ ...spec, ipFamilies: ['IPv4', 'IPv6'] })).toContain('IPv6');
   });
 });

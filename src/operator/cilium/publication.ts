@@ -1,5 +1,7 @@
 import type { ENIPool, ReleaseAck } from '../../api/types.js';
 import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
+import { exclusiveMode } from '../../ipam/exclusive.js';
+import { needsIpv6 } from '../../ipam/families.js';
 import { sameJson } from '../../kube/same-json.js';
 import {
   ENI_INDEX_TAG,
@@ -16,6 +18,26 @@ import {
  * ENI in status before its addresses in the pool) and its release protocol (§2.4 of
  * reference/cilium-node.md) are checked on plain data.
  */
+
+/**
+ * Why a pool cannot be served to cilium-agents, if it cannot: their alibabacloud IPAM takes IPv4
+ * secondary addresses of shared ENIs only (no whole ENI per pod, no /28 prefix, no IPv6).
+ */
+export function unservableByCilium(spec: ENIPool['spec']): string | undefined {
+  const why = exclusiveMode(spec)
+    ? 'eniMode Exclusive'
+    : spec.ipv4Mode === 'Prefix'
+      ? 'ipv4Mode Prefix'
+      : needsIpv6(spec)
+        ? `ipFamilies ${(spec.ipFamilies ?? []).join(', ')}`
+        : undefined;
+  return (
+    why &&
+    `class ${spec.className ?? '(none)'} has ${why}, which cilium-agents cannot use (Cilium's alibabacloud IPAM takes IPv4 ` +
+      'secondary addresses of shared ENIs): its addresses are not published to the CiliumNode; give the Cilium nodes a ' +
+      'class with eniMode Shared, ipv4Mode SecondaryIP and IPv4 only'
+  );
+}
 
 /** The pool's pod addresses, each with its ENI: those of InUse ENIs, IPv4 (Cilium's alibabacloud mode is IPv4). */
 export function publishedAddresses(pool: ENIPool | undefined): Map<string, string> {

@@ -3,7 +3,7 @@ import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
 import { isConflict } from '../../kube/errors.js';
 import { sameJson } from '../../kube/same-json.js';
 import type { Logger } from '../../observability/logger.js';
-import { ciliumPool, ciliumStatus, newReadyAnswer, poolAgentPatch } from './publication.js';
+import { ciliumPool, ciliumStatus, newReadyAnswer, poolAgentPatch, unservableByCilium } from './publication.js';
 import type { CiliumNodeStore } from './store.js';
 import type { CiliumNode } from './types.js';
 
@@ -20,6 +20,8 @@ export interface CiliumReconcilerDeps {
     vSwitches(): Promise<VSwitch[]>;
   };
   mayWrite: () => boolean;
+  /** A Warning about the node, on its CiliumNode. */
+  warn(node: CiliumNode, reason: string, message: string): void;
   logger: Logger;
 }
 
@@ -36,13 +38,24 @@ const ATTEMPTS = 3;
  * CiliumNode are written, each time onto the node as read, with its resourceVersion.
  */
 export class CiliumReconciler {
+  /** Per node, why its pool is not published (said once per reason). */
+  private readonly unservable = new Map<string, string>();
+
   constructor(private readonly deps: CiliumReconcilerDeps) {}
 
   async reconcile(name: string): Promise<{ backoff?: boolean }> {
     let node = this.deps.cache.ciliumNode(name);
     // The agent creates its CiliumNode; until it has, there is nothing to serve.
     if (!node || !this.deps.mayWrite()) return {};
-    const pool = this.deps.cache.pool(name);
+    const cached = this.deps.cache.pool(name);
+    const why = cached && unservableByCilium(cached.spec);
+    if (why) {
+      if (this.unservable.get(name) !== why) this.deps.warn(node, 'UnservableByCilium', why);
+      this.unservable.set(name, why);
+      return {};
+    }
+    this.unservable.delete(name);
+    const pool = cached;
     // An answer that lets an address go is taken from the API server, never from the cache.
     let live = false;
     if (pool && newReadyAnswer(node, pool)) {
