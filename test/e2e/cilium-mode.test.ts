@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { CiliumAgentStandIn } from '../helpers/cilium-agent.js';
+import type { CiliumAgentStandIn } from '../../testbed/cilium/agent.js';
 import { ciliumCluster, type CiliumCluster } from '../helpers/cilium.js';
-import { POD_CLASS, allReady } from '../helpers/cluster.js';
+import { POD_CLASS, allReady, deletePool, eventsFor } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 
 const cilium = { config: { poolApi: 'ciliumnode' as const } };
@@ -68,6 +68,20 @@ describe('--pool-api ciliumnode, 8 nodes', () => {
     });
   });
 
+  it('leaves the CiliumNode alone when the agent writes it back as it reads it (Go drops empty fields)', async () => {
+    const agent = c.agents[1]!;
+    await sleep(1500);
+    const before = agent.foreignWrites();
+    for (let n = 0; n < 3; n++) {
+      const writes = agent.statusWrites.length;
+      // A write of the same used: only the encoding of the operator's fields can differ.
+      agent.release(agent.allocateNext('default/brief').ip);
+      await eventually(() => (agent.statusWrites.length > writes ? true : undefined));
+    }
+    await sleep(1000);
+    expect(agent.foreignWrites()).toBe(before);
+  });
+
   it('records the pool Events on the CiliumNode', async () => {
     const list = await c.kc.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: 'default' });
     const created = list.items.filter((e) => e.reason === 'CreatedENI');
@@ -83,17 +97,28 @@ describe('--pool-api ciliumnode, a class agents cannot use', () => {
   });
   afterAll(() => c.close());
 
-  it('publishes nothing from a prefix class, and says why on the CiliumNode', async () => {
+  it('refuses a prefix class, makes no ENI for it, and says why on the class and the node', async () => {
     await c.addClass('prefix', { ...POD_CLASS, ipv4Mode: 'Prefix', preAllocate: 4 });
     const agent = await c.addCiliumNode('i-demo-02');
     await c.startOperator(cilium);
-    const api = c.kc.makeApiClient(CoreV1Api);
-    const warning = await eventually(async () => {
-      const list = await api.listNamespacedEvent({ namespace: 'default' });
-      return list.items.find((e) => e.reason === 'UnservableByCilium' && e.involvedObject.name === agent.name);
-    }, 20_000);
-    expect(warning.involvedObject.kind).toBe('CiliumNode');
-    expect(warning.message).toContain('ipv4Mode Prefix');
+    const valid = await eventually(async () => {
+      const cls = (await c.custom.getClusterCustomObject({
+        group: 'eniipam.io',
+        version: 'v1alpha1',
+        plural: 'enipoolclasses',
+        name: 'prefix',
+      })) as { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } };
+      return cls.status?.conditions?.find((x) => x.type === 'Valid');
+    });
+    expect(valid).toMatchObject({ status: 'False', reason: 'UnservableByCilium' });
+    expect(valid.message).toContain('ipv4Mode Prefix cannot be served to cilium-agents');
+    await eventually(async () =>
+      (await eventsFor(c, agent.name)).some((e) => e.startsWith('ClassInvalid:') && e.includes('UnservableByCilium'))
+        ? true
+        : undefined,
+    );
+    await sleep(1000);
+    expect(c.mutatingCalls()).toEqual({});
     const cn = await c.ciliumNode(agent.name);
     expect(cn.spec.ipam?.pool ?? {}).toEqual({});
     expect(agent.serving()).toBe(false);
@@ -205,5 +230,57 @@ describe('--pool-api ciliumnode, release and restarts', () => {
     await settled(agent, (n) => n < before, 40_000);
     await nothingInUseLost(c, agent, 'i-demo-01');
     expect(agent.unlisted.size).toBe(0);
+  });
+});
+
+describe('--pool-api ciliumnode, a pool deleted while its node runs', () => {
+  let c: CiliumCluster;
+  beforeAll(async () => {
+    c = await ciliumCluster();
+  });
+  afterAll(() => c.close());
+
+  it('gives an ENI back only once the agent let its address go, through a refusal and a fresh ask', async () => {
+    await c.addClass('cilium', { ...POD_CLASS, preAllocate: 8 });
+    const agent = await c.addCiliumNode('i-demo-01', { updateRateMs: 500 });
+    await c.startOperator(cilium);
+    const [pool] = await allReady(c, [agent.name]);
+    await agent.untilServing();
+    const held = agent.allocateNext('default/web');
+    await eventually(async () => ((await c.pool(agent.name)).status?.used?.[held.ip] ? true : undefined));
+    const enis = pool!.status!.enis!.map((e) => e.id);
+    expect(enis).toContain(held.eni);
+    await deletePool(c, agent.name);
+    // Every other ENI goes; the held one waits on the agent's refusal.
+    await eventually(
+      () => (enis.every((id) => id === held.eni || !c.ecs.world.enis.has(id)) ? true : undefined),
+      20_000,
+    );
+    const refused = await eventually(async () => {
+      const states = (await c.ciliumNode(agent.name)).status?.ipam?.['release-ips'] ?? {};
+      return states[held.ip] === 'do-not-release' ? states : undefined;
+    });
+    expect(refused[held.ip]).toBe('do-not-release');
+    await sleep(1500);
+    expect(c.ecs.world.enis.has(held.eni)).toBe(true);
+    expect(cloudAddresses(c, 'i-demo-01').has(held.ip)).toBe(true);
+    // The pod goes: the refusal is withdrawn, the address asked for afresh, confirmed, and the ENI goes.
+    agent.release(held.ip);
+    await eventually(() => (c.ecs.world.enis.has(held.eni) ? undefined : true), 30_000);
+    // The node still runs and its class selects it: a new pool, and the agent serves from it.
+    const again = await eventually(async () => {
+      const p = (await c.pools()).find((x) => x.metadata.name === agent.name);
+      return p && p.metadata.uid !== pool!.metadata.uid && !p.metadata.deletionTimestamp ? p : undefined;
+    }, 15_000);
+    await allReady(c, [again.metadata.name]);
+    const next = await eventually(async () => {
+      const cn = await c.ciliumNode(agent.name);
+      const inPool = Object.values(cn.spec.ipam?.pool ?? {}).map((a) => a.resource);
+      // The old handshakes end: released, then dropped by the agent.
+      const open = Object.keys(cn.status?.ipam?.['release-ips'] ?? {}).length;
+      return inPool.length >= 8 && inPool.every((id) => !enis.includes(id!)) && open === 0 ? cn : undefined;
+    }, 20_000);
+    expect(next.status?.ipam?.used).toBeUndefined();
+    expect(agent.allocateNext('default/web-2').eni).not.toBe(held.eni);
   });
 });

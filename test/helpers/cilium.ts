@@ -2,7 +2,7 @@
 import { CILIUM_NODES, type CiliumNode } from '../../src/operator/cilium/types.js';
 import { ciliumNodeCrd } from '../../testbed/cilium/index.js';
 import type { Fixture } from '../../testbed/ecs/index.js';
-import { CiliumAgentStandIn, type AgentFlags } from './cilium-agent.js';
+import { CiliumAgentStandIn, type AgentFlags } from '../../testbed/cilium/agent.js';
 import { testCluster, type TestCluster } from './cluster.js';
 import { http } from './kube.js';
 

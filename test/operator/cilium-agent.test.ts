@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { CiliumNode } from '../../src/operator/cilium/types.js';
 import { CILIUM_NODES } from '../../src/operator/cilium/types.js';
-import type { CiliumAgentStandIn } from '../helpers/cilium-agent.js';
-import { gatewayOf } from '../helpers/cilium-agent.js';
+import { gatewayOf, type CiliumAgentStandIn } from '../../testbed/cilium/agent.js';
 import { ciliumCluster, type CiliumCluster } from '../helpers/cilium.js';
 import { eventually } from '../helpers/ecs.js';
 
@@ -124,6 +123,27 @@ describe('the stand-in cilium-agent', () => {
     const gaps = agent.statusWrites.slice(1).map((t, i) => t - agent.statusWrites[i]!);
     expect(agent.statusWrites.length).toBeGreaterThan(1);
     for (const g of gaps) expect(g).toBeGreaterThanOrEqual(RATE_MS - 20);
+  });
+
+  it('sends its status back as Go encodes it: false and empty fields are dropped (omitempty)', async () => {
+    const withEmpties = {
+      ...eni('eni-2', '3'),
+      'private-ipsets': [{ 'private-ip-address': '10.1.2.11', primary: false }],
+    };
+    await operatorWrites({ 'alibaba-cloud': { enis: { 'eni-2': withEmpties as never } }, ipam: { 'release-ips': {} } });
+    await eventually(() =>
+      agent.view()?.status?.['alibaba-cloud']?.enis?.['eni-2']?.['private-ipsets'].length ? true : undefined,
+    );
+    const writes = agent.statusWrites.length;
+    agent.release('10.1.2.11');
+    const after = await eventually(async () =>
+      agent.statusWrites.length > writes ? c.ciliumNode(agent.name) : undefined,
+    );
+    expect(after.status!['alibaba-cloud']!.enis!['eni-2']!['private-ipsets']).toEqual([
+      { 'private-ip-address': '10.1.2.11' },
+    ]);
+    expect(after.status?.ipam?.['release-ips']).toBeUndefined();
+    expect(after.status?.ipam?.used).toBeUndefined();
   });
 
   it('resets its alibaba-cloud spec and labels on every update, leaving the pool alone', async () => {

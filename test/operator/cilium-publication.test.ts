@@ -2,7 +2,9 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { ENIPool } from '../../src/api/types.js';
 import type { NetworkInterface } from '../../src/cloud/index.js';
+import { omitEmpty, sameForAgent } from '../../src/operator/cilium/omit-empty.js';
 import {
+  ciliumEni,
   ciliumPool,
   ciliumStatus,
   poolAgentPatch,
@@ -10,7 +12,7 @@ import {
   unservableByCilium,
 } from '../../src/operator/cilium/publication.js';
 import { ciliumSpecFields } from '../../src/operator/cilium/node-spec.js';
-import type { CiliumNode, ReleaseState } from '../../src/operator/cilium/types.js';
+import type { AllocationMap, CiliumNode, ReleaseState } from '../../src/operator/cilium/types.js';
 
 const vsw = {
   id: 'vsw-1',
@@ -82,7 +84,10 @@ describe('CiliumNode publication', () => {
     const requested = poolOf([{ id: 'eni-2', ips: ['10.1.2.11'] }], { releaseRequests: { '10.1.2.11': 't1' } });
     expect(releaseStates(nodeOf(inPool), requested)).toEqual({ '10.1.2.11': 'marked-for-release' });
     for (const answer of ['ready-for-release', 'do-not-release'] as const) {
-      const answered = nodeOf(inPool, { ipam: { 'release-ips': { '10.1.2.11': answer } } });
+      // A refusal comes with the address in used (the agent writes both at once).
+      const used: AllocationMap =
+        answer === 'do-not-release' ? { '10.1.2.11': { owner: 'ns/p', resource: 'eni-2' } } : {};
+      const answered = nodeOf(inPool, { ipam: { used, 'release-ips': { '10.1.2.11': answer } } });
       expect(releaseStates(answered, requested)).toEqual({ '10.1.2.11': answer });
     }
     const ready = nodeOf(inPool, { ipam: { 'release-ips': { '10.1.2.11': 'ready-for-release' } } });
@@ -136,7 +141,7 @@ describe('CiliumNode publication', () => {
             { ipam: { pool: Object.fromEntries(before.map((a) => [a, { resource: 'eni-2' }])) } },
             {
               'alibaba-cloud': listed
-                ? { enis: { 'eni-2': { 'network-interface-id': 'eni-2' } as never } }
+                ? { enis: { 'eni-2': { 'network-interface-id': 'eni-2', vswitch: { cidr: '10.1.2.0/24' } } as never } }
                 : { enis: {} },
               ipam: {
                 used: Object.fromEntries(used.map((a) => [a, { owner: 'ns/p', resource: 'eni-2' }])),
@@ -176,9 +181,67 @@ describe('CiliumNode publication', () => {
   it('says which pools cilium-agents cannot use', () => {
     const spec = { nodeName: 'n', className: 'c' } as ENIPool['spec'];
     expect(unservableByCilium(spec)).toBeUndefined();
-    expect(unservableByCilium({ ...spec, usePrimaryENI: true })).toBeUndefined();
+    expect(unservableByCilium({ ...spec, usePrimaryENI: true })).toContain('usePrimaryENI');
     expect(unservableByCilium({ ...spec, eniMode: 'Exclusive' })).toContain('eniMode Exclusive');
     expect(unservableByCilium({ ...spec, ipv4Mode: 'Prefix' })).toContain('ipv4Mode Prefix');
     expect(unservableByCilium({ ...spec, ipFamilies: ['IPv4', 'IPv6'] })).toContain('IPv6');
+  });
+
+  const ip = '10.1.2.11';
+  const inPool = { ipam: { pool: { [ip]: { resource: 'eni-2' } } } };
+  const used = { [ip]: { owner: 'ns/p', resource: 'eni-2' } };
+  const listedEni = ciliumEni(eni('eni-2', 1, [ip]), [vsw]);
+
+  it('withdraws a refusal once the address is free, and asks afresh on a later write, not the same one', () => {
+    // The planner withdrew the refused request and asked again for the freed address at once.
+    const again = poolOf([{ id: 'eni-2', ips: [ip] }], {
+      releaseRequests: { [ip]: 't2' },
+      releaseAcks: { [ip]: { answer: 'do-not-release', requestedAt: 't1' } },
+    });
+    const refusedInUse = nodeOf(inPool, { ipam: { used, 'release-ips': { [ip]: 'do-not-release' } } });
+    expect(releaseStates(refusedInUse, again)).toEqual({ [ip]: 'do-not-release' });
+    const refusedFree = nodeOf(inPool, { ipam: { 'release-ips': { [ip]: 'do-not-release' } } });
+    expect(releaseStates(refusedFree, again)).toEqual({});
+    expect(poolAgentPatch(nodeOf(inPool, {}), again, { live: false })).toEqual({ releaseAcks: { [ip]: null } });
+    expect(releaseStates(nodeOf(inPool, {}), again)).toEqual({ [ip]: 'marked-for-release' });
+  });
+
+  it('keeps an address confirmed free on a CiliumNode made anew out of its pool, and the confirmation with it', () => {
+    const confirmed = poolOf([{ id: 'eni-2', ips: [ip, '10.1.2.12'] }], {
+      releaseRequests: { [ip]: 't1' },
+      releaseAcks: { [ip]: { answer: 'ready', requestedAt: 't1' } },
+    });
+    const fresh = nodeOf({}, { 'alibaba-cloud': { enis: { 'eni-2': listedEni } } });
+    expect(ciliumPool(fresh, confirmed)).toEqual({ '10.1.2.12': { resource: 'eni-2' } });
+    expect(poolAgentPatch(fresh, confirmed, { live: true })).toBeUndefined();
+    // Once the pool reconciler gave the request up, the address is the agent's to use again.
+    const withdrawn = poolOf([{ id: 'eni-2', ips: [ip, '10.1.2.12'] }]);
+    expect(Object.keys(ciliumPool(fresh, withdrawn)).sort()).toEqual([ip, '10.1.2.12']);
+    // In the agent's pool with no entry, the old answer holds nothing: it is withdrawn.
+    const held = nodeOf(inPool, { 'alibaba-cloud': { enis: { 'eni-2': listedEni } } });
+    expect(poolAgentPatch(held, confirmed, { live: true })).toEqual({ releaseAcks: { [ip]: null } });
+  });
+
+  it('pools no address of an ENI whose vSwitch CIDR is unknown (the agent would have no gateway)', () => {
+    const unknown = ciliumEni(eni('eni-2', 1, [ip]), []);
+    expect(unknown.vswitch.cidr).toBe('');
+    const node = nodeOf({}, { 'alibaba-cloud': { enis: { 'eni-2': unknown } } });
+    expect(ciliumPool(node, poolOf([{ id: 'eni-2', ips: [ip] }]))).toEqual({});
+  });
+
+  it('writes the status as the agent writes it back, so an agent write is no reason to write again', () => {
+    const pool = poolOf([{ id: 'eni-2', ips: [ip] }]);
+    const input = { pool, instanceEnis: [eni('eni-1', 0, [], 'Primary'), eni('eni-2', 1, [ip])], vSwitches: [vsw] };
+    const status = ciliumStatus({ node: nodeOf(), ...input });
+    expect(status.ipam).toEqual({});
+    expect(status['alibaba-cloud']!.enis!['eni-2']!['private-ipsets']).toEqual([
+      { 'private-ip-address': '10.1.2.101', primary: true },
+      { 'private-ip-address': ip },
+    ]);
+    // A Go agent drops every empty and false field it sends back (omitempty).
+    const echoed = omitEmpty({ ...status, ipam: { used: {}, 'release-ips': {} } });
+    expect(echoed.ipam).toBeUndefined();
+    expect(sameForAgent(ciliumStatus({ node: nodeOf({}, echoed), ...input }), echoed)).toBe(true);
+    expect(sameForAgent(status, { ...status, ipam: { 'release-ips': { [ip]: 'released' } } })).toBe(false);
   });
 });

@@ -142,7 +142,7 @@ function world(o: { classes?: ENIPoolClass[]; nodes?: V1Node[]; pools?: ENIPool[
     ...side,
     cloud,
     health: { outage: () => health.outage, causeOf: (e) => cloudFailureCause(e, 'files in /creds') },
-    config: { vpcId: VPC },
+    config: { vpcId: VPC, poolApi: 'enipool' },
     enqueueNodes: () => enqueued.push('nodes'),
   });
   const verdicts = new Map<string, ClassVerdict>();

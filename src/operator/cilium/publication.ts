@@ -20,22 +20,30 @@ import {
  */
 
 /**
- * Why a pool cannot be served to cilium-agents, if it cannot: their alibabacloud IPAM takes IPv4
- * secondary addresses of shared ENIs only (no whole ENI per pod, no /28 prefix, no IPv6).
+ * What of a class's or pool's settings cilium-agents cannot use, if anything: their alibabacloud
+ * IPAM takes IPv4 secondary addresses of secondary, shared ENIs only (no whole ENI per pod, no
+ * /28 prefix, no IPv6, nothing of the primary ENI: reference/cilium-node.md §7).
  */
+export function ciliumCannotUse(
+  spec: Pick<ENIPool['spec'], 'eniMode' | 'ipv4Mode' | 'ipFamilies' | 'usePrimaryENI'>,
+): string | undefined {
+  if (exclusiveMode(spec)) return 'eniMode Exclusive';
+  if (spec.ipv4Mode === 'Prefix') return 'ipv4Mode Prefix';
+  if (needsIpv6(spec)) return `ipFamilies ${(spec.ipFamilies ?? []).join(', ')}`;
+  return spec.usePrimaryENI ? 'usePrimaryENI' : undefined;
+}
+
+/** What to do about such settings, said to whoever set them. */
+export const CILIUM_CLASS_FIX =
+  'give the Cilium nodes a class with eniMode Shared, ipv4Mode SecondaryIP, IPv4 only and no usePrimaryENI';
+
+/** Why a pool cannot be served to cilium-agents, if it cannot. */
 export function unservableByCilium(spec: ENIPool['spec']): string | undefined {
-  const why = exclusiveMode(spec)
-    ? 'eniMode Exclusive'
-    : spec.ipv4Mode === 'Prefix'
-      ? 'ipv4Mode Prefix'
-      : needsIpv6(spec)
-        ? `ipFamilies ${(spec.ipFamilies ?? []).join(', ')}`
-        : undefined;
+  const why = ciliumCannotUse(spec);
   return (
     why &&
     `class ${spec.className ?? '(none)'} has ${why}, which cilium-agents cannot use (Cilium's alibabacloud IPAM takes IPv4 ` +
-      'secondary addresses of shared ENIs): its addresses are not published to the CiliumNode; give the Cilium nodes a ' +
-      'class with eniMode Shared, ipv4Mode SecondaryIP and IPv4 only'
+      `secondary addresses of secondary, shared ENIs): its addresses are not published to the CiliumNode; ${CILIUM_CLASS_FIX}`
   );
 }
 
@@ -66,9 +74,10 @@ export function ciliumEni(eni: NetworkInterface, vSwitches: readonly VSwitch[], 
     'zone-id': eni.zoneId,
     vswitch: { 'vswitch-id': eni.vSwitchId, cidr: vsw?.cidr ?? '' },
     'primary-ip-address': eni.primaryIp,
+    // `primary` is omitted when false, as the agent's own writes carry it (Go omitempty).
     'private-ipsets': [
       { 'private-ip-address': eni.primaryIp, primary: true },
-      ...eni.secondaryIps.map((ip) => ({ 'private-ip-address': ip, primary: false })),
+      ...eni.secondaryIps.map((ip) => ({ 'private-ip-address': ip })),
     ],
     // The device index is unique among the instance's attached ENIs and fixed while attached:
     // a stable route table per ENI (a missing index would put every ENI in table 10).
@@ -107,10 +116,12 @@ export function ciliumStatus(input: StatusInput): CiliumNodeStatus {
   );
   for (const [key, eni] of Object.entries(before))
     if (!(key in enis) && referenced.has(eni['network-interface-id'])) enis[key] = eni;
+  const { 'release-ips': _old, ...ipam } = node.status?.ipam ?? {};
+  const states = releaseStates(node, pool);
   return {
     ...node.status,
     'alibaba-cloud': { ...node.status?.['alibaba-cloud'], enis },
-    ipam: { ...node.status?.ipam, 'release-ips': releaseStates(node, pool) },
+    ipam: { ...ipam, ...(Object.keys(states).length ? { 'release-ips': states } : {}) },
   };
 }
 
@@ -118,40 +129,64 @@ export function ciliumStatus(input: StatusInput): CiliumNodeStatus {
  * The release handshake in the agent's words: a requested address is `marked-for-release` once;
  * the agent's answer is never overwritten while the request stands; an address unassigned after
  * `ready-for-release` is `released` (the agent then drops the entry); an entry whose request
- * ended any other way (no longer excess, or answered `do-not-release`) is withdrawn.
+ * ended any other way (no longer excess) is withdrawn. So is a `do-not-release` once the agent
+ * no longer uses the address: the planner may ask again for a freed address at once (a new
+ * request, the same address), and an old refusal must not answer it; the address is marked
+ * afresh on a later write, never in the one that withdraws the answer.
  */
 export function releaseStates(node: CiliumNode, pool: ENIPool | undefined): Record<string, ReleaseState> {
   const requested = requestedAddresses(pool);
   const published = publishedAddresses(pool);
   const inPool = node.spec.ipam?.pool ?? {};
+  const used = node.status?.ipam?.used ?? {};
   const out: Record<string, ReleaseState> = {};
+  const withdrawn = new Set<string>();
   for (const [ip, state] of Object.entries(node.status?.ipam?.['release-ips'] ?? {})) {
     if (state === 'released') out[ip] = state;
-    else if (requested.has(ip)) out[ip] = state;
+    else if (requested.has(ip) && (state !== 'do-not-release' || ip in used)) out[ip] = state;
     else if (!published.has(ip) && state === 'ready-for-release') out[ip] = 'released';
+    else withdrawn.add(ip);
   }
   // Only an address the agent has in its pool is asked about (another it would answer do-not-release).
   for (const ip of requested.keys())
-    if (!(ip in out) && published.has(ip) && ip in inPool) out[ip] = 'marked-for-release';
+    if (!(ip in out) && !withdrawn.has(ip) && published.has(ip) && ip in inPool) out[ip] = 'marked-for-release';
   return out;
 }
 
 /**
+ * Whether the pool holds a `ready` ack for the address's current request: the pool reconciler
+ * may unassign it at any moment, so it must stay out of the agent's reach.
+ */
+function readyAcked(pool: ENIPool | undefined, ip: string, requestedAt: string | undefined): boolean {
+  const ack = pool?.status?.releaseAcks?.[ip];
+  return requestedAt !== undefined && ack?.answer === 'ready' && ack.requestedAt === requestedAt;
+}
+
+/**
  * `spec.ipam.pool` as the node should have it: the pool's addresses whose ENI the status (as
- * written) lists, `{resource: <eni>}` each. An address the agent says is used, or one in a
- * handshake not yet `released`, never leaves it; a `released` one leaves at once and is not
- * offered again until the agent has dropped its entry (it would never hand it out meanwhile).
+ * written) lists with the vSwitch CIDR the agent routes by, `{resource: <eni>}` each. An address
+ * the agent says is used, or one in a handshake not yet `released`, never leaves it; a
+ * `released` one leaves at once and is not offered again until the agent has dropped its entry
+ * (it would never hand it out meanwhile). An address out of the pool whose release is confirmed
+ * (a `ready` ack for the request standing, given by an agent that had it; the CiliumNode was
+ * made anew since) is not offered: it may be unassigned at any moment.
  */
 export function ciliumPool(node: CiliumNode, pool: ENIPool | undefined): AllocationMap {
   const listed = new Set(
-    Object.values(node.status?.['alibaba-cloud']?.enis ?? {}).map((e) => e['network-interface-id']),
+    Object.values(node.status?.['alibaba-cloud']?.enis ?? {})
+      .filter((e) => e.vswitch?.cidr)
+      .map((e) => e['network-interface-id']),
   );
   const states = node.status?.ipam?.['release-ips'] ?? {};
   const used = node.status?.ipam?.used ?? {};
+  const requested = requestedAddresses(pool);
+  const before = node.spec.ipam?.pool ?? {};
   const out: AllocationMap = {};
-  for (const [ip, eni] of publishedAddresses(pool))
-    if (listed.has(eni) && states[ip] !== 'released') out[ip] = { resource: eni };
-  for (const [ip, entry] of Object.entries(node.spec.ipam?.pool ?? {})) {
+  for (const [ip, eni] of publishedAddresses(pool)) {
+    const goingOut = !(ip in before) && readyAcked(pool, ip, requested.get(ip));
+    if (listed.has(eni) && states[ip] !== 'released' && !goingOut) out[ip] = { resource: eni };
+  }
+  for (const [ip, entry] of Object.entries(before)) {
     const handshaking = states[ip] !== undefined && states[ip] !== 'released';
     if (!(ip in out) && (ip in used || handshaking)) out[ip] = entry;
   }
@@ -174,14 +209,18 @@ export function poolAgentPatch(
     Object.entries(node.status?.ipam?.used ?? {}).map(([ip, a]) => [ip, { pod: a.owner ?? '' }]),
   );
   const states = node.status?.ipam?.['release-ips'] ?? {};
+  const inPool = node.spec.ipam?.pool ?? {};
   const acks: Record<string, ReleaseAck> = {};
   for (const [ip, requestedAt] of requestedAddresses(pool)) {
     const state = states[ip];
     if (state === 'do-not-release') acks[ip] = { answer: 'do-not-release', requestedAt };
     else if (state === 'ready-for-release' && !(ip in used) && o.live) acks[ip] = { answer: 'ready', requestedAt };
     // Not live: an ack already given stands until a live read says otherwise.
-    else if (state === 'ready-for-release' && !o.live && pool.status?.releaseAcks?.[ip]?.requestedAt === requestedAt)
-      acks[ip] = pool.status.releaseAcks[ip]!;
+    else if (state === 'ready-for-release' && !o.live && readyAcked(pool, ip, requestedAt))
+      acks[ip] = pool.status!.releaseAcks![ip]!;
+    // No entry (the CiliumNode was made anew): the old agent's promise holds while this one cannot have the address.
+    else if (state === undefined && !(ip in inPool) && !(ip in used) && readyAcked(pool, ip, requestedAt))
+      acks[ip] = pool.status!.releaseAcks![ip]!;
   }
   const patch: Record<string, unknown> = {};
   const usedPatch = mapPatch(pool.status?.used ?? {}, used);

@@ -1,8 +1,8 @@
 import type { ENIPool } from '../../api/types.js';
 import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
 import { isConflict } from '../../kube/errors.js';
-import { sameJson } from '../../kube/same-json.js';
 import type { Logger } from '../../observability/logger.js';
+import { sameForAgent } from './omit-empty.js';
 import { ciliumPool, ciliumStatus, newReadyAnswer, poolAgentPatch, unservableByCilium } from './publication.js';
 import type { CiliumNodeStore } from './store.js';
 import type { CiliumNode } from './types.js';
@@ -38,8 +38,8 @@ const ATTEMPTS = 3;
  * CiliumNode are written, each time onto the node as read, with its resourceVersion.
  */
 export class CiliumReconciler {
-  /** Per node, why its pool is not published (said once per reason). */
-  private readonly unservable = new Map<string, string>();
+  /** Per node, why its pool (or part of it) is not published: said once per reason. */
+  private readonly said = new Map<string, string>();
 
   constructor(private readonly deps: CiliumReconcilerDeps) {}
 
@@ -47,18 +47,19 @@ export class CiliumReconciler {
     let node = this.deps.cache.ciliumNode(name);
     // The agent creates its CiliumNode; until it has, there is nothing to serve.
     if (!node || !this.deps.mayWrite()) return {};
-    const cached = this.deps.cache.pool(name);
-    const why = cached && unservableByCilium(cached.spec);
+    const pool = this.deps.cache.pool(name);
+    // No record of the node's pool (not made yet, or not published yet) is no word on it: an
+    // empty pool read as the truth would take every free address from the agent.
+    if (!pool?.status) return {};
+    const why = unservableByCilium(pool.spec);
     if (why) {
-      if (this.unservable.get(name) !== why) this.deps.warn(node, 'UnservableByCilium', why);
-      this.unservable.set(name, why);
+      this.sayOnce(node, 'pool', 'UnservableByCilium', why);
       return {};
     }
-    this.unservable.delete(name);
-    const pool = cached;
+    this.said.delete(`${name}/pool`);
     // An answer that lets an address go is taken from the API server, never from the cache.
     let live = false;
-    if (pool && newReadyAnswer(node, pool)) {
+    if (newReadyAnswer(node, pool)) {
       node = await this.deps.store.read(name);
       live = true;
     }
@@ -78,20 +79,37 @@ export class CiliumReconciler {
     return {};
   }
 
-  private async publish(read: CiliumNode, pool: ENIPool | undefined, live: boolean): Promise<{ backoff?: boolean }> {
+  /** A Warning about one matter of the node, once until the matter is cleared or changes. */
+  private sayOnce(node: CiliumNode, matter: string, reason: string, message: string): void {
+    const key = `${node.metadata.name}/${matter}`;
+    if (this.said.get(key) !== message) this.deps.warn(node, reason, message);
+    this.said.set(key, message);
+  }
+
+  private async publish(read: CiliumNode, pool: ENIPool, live: boolean): Promise<{ backoff?: boolean }> {
     const name = read.metadata.name;
     let node = read;
-    const instanceId = node.spec['instance-id'] || pool?.spec.instanceID;
+    const instanceId = node.spec['instance-id'] || pool.spec.instanceID;
     const instanceEnis = instanceId ? this.deps.cloud.enisOfInstance(instanceId) : [];
+    const unindexed = instanceEnis.filter((e) => e.status === 'InUse' && e.deviceIndex === undefined).map((e) => e.id);
+    if (unindexed.length)
+      this.sayOnce(
+        node,
+        'index',
+        'ENIWithoutDeviceIndex',
+        `ENIs ${unindexed.join(', ')} of instance ${instanceId} have no device index in the cloud's answer: the agent ` +
+          'routes an ENI by its index, so their addresses are not offered to it until DescribeNetworkInterfaces gives one',
+      );
+    else this.said.delete(`${name}/index`);
     // The status first: the agent fails an allocation whose ENI it cannot find in it.
     const status = ciliumStatus({ node, pool, instanceEnis, vSwitches: await this.deps.cloud.vSwitches() });
-    if (!sameJson(status, node.status ?? {})) {
+    if (!sameForAgent(status, node.status)) {
       if (!this.deps.mayWrite()) return {};
       node = await this.deps.store.replaceStatus({ ...node, status });
       live = true;
     }
     const wanted = ciliumPool(node, pool);
-    if (!sameJson(wanted, node.spec.ipam?.pool ?? {})) {
+    if (!sameForAgent(wanted, node.spec.ipam?.pool)) {
       if (!this.deps.mayWrite()) return {};
       const added = Object.keys(wanted).filter((ip) => !(ip in (node.spec.ipam?.pool ?? {}))).length;
       const removed = Object.keys(node.spec.ipam?.pool ?? {}).filter((ip) => !(ip in wanted)).length;
@@ -105,7 +123,6 @@ export class CiliumReconciler {
         'CiliumNode pool published',
       );
     }
-    if (!pool) return {};
     const patch = poolAgentPatch(node, pool, { live });
     if (patch && this.deps.mayWrite()) await this.deps.patchPoolStatus(name, patch);
     return {};

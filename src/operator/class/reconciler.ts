@@ -4,6 +4,7 @@ import { CloudError, type VSwitch } from '../../cloud/index.js';
 import { conditionTime, setCondition, type PlannedCondition } from '../../ipam/conditions.js';
 import { familyProblem, needsIpv6 } from '../../ipam/families.js';
 import { MAX_SECURITY_GROUPS_PER_ENI, securityGroupsFor } from '../../ipam/placement.js';
+import { CILIUM_CLASS_FIX, ciliumCannotUse } from '../cilium/publication.js';
 import { TAGS } from '../eni/cloud-state.js';
 import type { OperatorConfig } from '../config.js';
 import { nodeInfo, winningClass, type NodeInfo } from './node-info.js';
@@ -18,8 +19,17 @@ export async function validateClass(
   c: ENIPoolClass,
   cloud: ClassCloudView,
   vpcId: string,
+  poolApi: OperatorConfig['poolApi'] = 'enipool',
 ): Promise<{ reason?: string; message: string; zones: string[]; vSwitches?: VSwitch[] }> {
   const spec = c.spec;
+  // Its ENIs would be made for nothing: no cilium-agent would hand their addresses out.
+  const forCilium = poolApi === 'ciliumnode' ? ciliumCannotUse(spec) : undefined;
+  if (forCilium)
+    return {
+      reason: 'UnservableByCilium',
+      message: `${forCilium} cannot be served to cilium-agents (the operator runs with --pool-api ciliumnode); ${CILIUM_CLASS_FIX}`,
+      zones: [],
+    };
   const vSwitches = await cloud.vSwitches();
   const sgs = await cloud.securityGroups();
   const inVpc = vSwitches.filter((v) => v.vpcId === vpcId);
@@ -134,7 +144,7 @@ export interface ClassVerdict {
 export interface ClassReconcilerDeps extends PlacementSide {
   cloud: ClassCloudView;
   health: ClassHealthView;
-  config: Pick<OperatorConfig, 'vpcId'>;
+  config: Pick<OperatorConfig, 'vpcId' | 'poolApi'>;
   /** Every node is placed again (a class came, went or changed what it says). */
   enqueueNodes: () => void;
 }
@@ -175,7 +185,7 @@ export class ClassReconciler {
     // What the class can use, for the status: undefined when the cloud could not be read (kept as published).
     let headroom: VSwitch[] | undefined;
     try {
-      const v = await validateClass(cls, cloud, config.vpcId);
+      const v = await validateClass(cls, cloud, config.vpcId, config.poolApi);
       verdict = {
         generation,
         state: v.reason ? 'invalid' : 'valid',

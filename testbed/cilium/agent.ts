@@ -2,6 +2,7 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Informer } from '../../src/kube/informer.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { omitEmpty } from '../../src/operator/cilium/omit-empty.js';
 import {
   CILIUM_API_VERSION,
   CILIUM_NODES,
@@ -82,6 +83,9 @@ export class CiliumAgentStandIn {
   refusedWrites = 0;
   /** Pool addresses seen while their ENI was not in status (an allocation of one would fail). */
   readonly unlisted = new Set<string>();
+  /** Versions of its CiliumNode the agent wrote itself, and every version it was told of. */
+  private readonly ownVersions = new Set<string>();
+  private readonly seenVersions = new Set<string>();
 
   constructor(private readonly o: StandInOptions) {
     this.custom = o.kc.makeApiClient(CustomObjectsApi);
@@ -101,7 +105,10 @@ export class CiliumAgentStandIn {
         this.custom.listClusterCustomObject({ ...CILIUM_NODES, fieldSelector: `metadata.name=${this.o.node}` }),
       fieldSelector: `metadata.name=${this.o.node}`,
       logger: silentLogger(),
-      onChange: (type, n) => this.onUpdate(type === 'delete' ? undefined : n),
+      onChange: (type, n) => {
+        if (type === 'update' && n.metadata.resourceVersion) this.seenVersions.add(n.metadata.resourceVersion);
+        this.onUpdate(type === 'delete' ? undefined : n);
+      },
     });
     await this.informer.start();
     // The initial sync, as the real agent's after its endpoints are restored.
@@ -123,8 +130,12 @@ export class CiliumAgentStandIn {
       }
       const next = this.mutate(current);
       try {
-        if (current) await this.custom.replaceClusterCustomObject({ ...CILIUM_NODES, name: this.o.node, body: next });
-        else await this.custom.createClusterCustomObject({ ...CILIUM_NODES, body: next });
+        const written = (
+          current
+            ? await this.custom.replaceClusterCustomObject({ ...CILIUM_NODES, name: this.o.node, body: next })
+            : await this.custom.createClusterCustomObject({ ...CILIUM_NODES, body: next })
+        ) as CiliumNode;
+        this.wrote(written);
         return;
       } catch (e: any) {
         if (e?.code !== 409 || attempt >= UPDATE_ATTEMPTS) throw e;
@@ -133,7 +144,16 @@ export class CiliumAgentStandIn {
     }
   }
 
+  private wrote(node: CiliumNode): void {
+    if (node.metadata.resourceVersion) this.ownVersions.add(node.metadata.resourceVersion);
+  }
+
+  /** The object as the agent sends it: decoded into Go types and encoded again (omitempty drops empties). */
   private mutate(current: CiliumNode | undefined): CiliumNode {
+    return omitEmpty(this.mutated(current));
+  }
+
+  private mutated(current: CiliumNode | undefined): CiliumNode {
     const m = this.o.metadata;
     const flags = this.o.flags ?? {};
     const spec = { ...(current?.spec ?? {}) };
@@ -270,6 +290,14 @@ export class CiliumAgentStandIn {
     if (this.allocated.delete(ip)) this.triggerSync();
   }
 
+  /**
+   * How many changes to its CiliumNode another writer (the operator) made, for the tests of
+   * churn (counted at the end: a watch event may arrive before the answer to the agent's write).
+   */
+  foreignWrites(): number {
+    return [...this.seenVersions].filter((v) => !this.ownVersions.has(v)).length;
+  }
+
   /** The addresses it has handed out. */
   allocations(): ReadonlyMap<string, AllocationIP> {
     return this.allocated;
@@ -303,7 +331,12 @@ export class CiliumAgentStandIn {
     for (const [ip, a] of this.allocated) used[ip] = { ...pool[ip], owner: a.owner, resource: a.resource };
     node.status = { ...node.status, ipam: { ...node.status?.ipam, used } };
     try {
-      await this.custom.replaceClusterCustomObjectStatus({ ...CILIUM_NODES, name: this.o.node, body: node });
+      const written = await this.custom.replaceClusterCustomObjectStatus({
+        ...CILIUM_NODES,
+        name: this.o.node,
+        body: omitEmpty(node),
+      });
+      this.wrote(written as CiliumNode);
       this.statusWrites.push(Date.now());
     } catch {
       this.refusedWrites++;

@@ -1,0 +1,107 @@
+import { describe, expect, it } from '@jest/globals';
+import type { ENIPool } from '../../src/api/types.js';
+import type { NetworkInterface } from '../../src/cloud/index.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { CiliumReconciler } from '../../src/operator/cilium/reconciler.js';
+import type { CiliumNode } from '../../src/operator/cilium/types.js';
+
+const vsw = { id: 'vsw-1', vpcId: 'vpc-1', zoneId: 'z', cidr: '10.1.2.0/24', availableIpCount: 9, name: '', tags: {} };
+const eni = (id: string, deviceIndex: number | undefined, ips: string[]): NetworkInterface => ({
+  id,
+  mac: '00:16:3e:00:00:01',
+  status: 'InUse',
+  type: deviceIndex === 0 ? 'Primary' : 'Secondary',
+  vpcId: 'vpc-1',
+  vSwitchId: 'vsw-1',
+  zoneId: 'z',
+  instanceId: 'i-1',
+  deviceIndex,
+  primaryIp: `10.1.2.${100 + (deviceIndex ?? 9)}`,
+  secondaryIps: ips,
+  ipv4Prefixes: [],
+  ipv6: [],
+  ipv6Prefixes: [],
+  securityGroupIds: ['sg-1'],
+  tags: {},
+  creationTime: '',
+});
+
+/** One reconcile against fakes of its ports: what it wrote, and what it said. */
+function reconcilerWith(o: { pool?: ENIPool; enis: NetworkInterface[]; node?: CiliumNode }) {
+  let node: CiliumNode = o.node ?? {
+    metadata: { name: 'n', resourceVersion: '1' },
+    spec: {
+      'instance-id': 'i-1',
+      'alibaba-cloud': { 'cidr-block': '10.0.0.0/8' },
+      ipam: { pool: { '10.1.2.11': { resource: 'eni-2' } } },
+    },
+  };
+  const writes: string[] = [];
+  const warnings: string[] = [];
+  const bump = (n: CiliumNode, what: string) => {
+    writes.push(what);
+    node = { ...n, metadata: { ...n.metadata, resourceVersion: String(Number(n.metadata.resourceVersion) + 1) } };
+    return Promise.resolve(node);
+  };
+  const reconciler = new CiliumReconciler({
+    cache: { pool: () => o.pool, ciliumNode: () => node },
+    store: {
+      read: () => Promise.resolve(node),
+      replaceStatus: (n) => bump({ ...node, status: n.status }, 'status'),
+      replace: (n) => bump({ ...n, status: node.status }, 'spec'),
+    },
+    patchPoolStatus: () => {
+      writes.push('pool');
+      return Promise.resolve();
+    },
+    cloud: { enisOfInstance: () => o.enis, vSwitches: () => Promise.resolve([vsw]) },
+    mayWrite: () => true,
+    warn: (_n, reason) => warnings.push(reason),
+    logger: silentLogger(),
+  });
+  return { reconciler, writes, warnings, node: () => node };
+}
+
+const poolWith = (status: ENIPool['status']) =>
+  ({ metadata: { name: 'n' }, spec: { nodeName: 'n', instanceID: 'i-1' }, status }) as unknown as ENIPool;
+
+describe('CiliumReconciler', () => {
+  it('writes nothing while the node has no published pool: absence is no word on the agent\u2019s addresses', async () => {
+    for (const pool of [undefined, poolWith(undefined)]) {
+      const r = reconcilerWith({ pool, enis: [eni('eni-1', 0, []), eni('eni-2', 1, ['10.1.2.11'])] });
+      await r.reconciler.reconcile('n');
+      expect(r.writes).toEqual([]);
+      expect(r.node().spec.ipam?.pool).toEqual({ '10.1.2.11': { resource: 'eni-2' } });
+    }
+  });
+
+  it('publishes status before pool, then leaves the node alone, and says once that an unindexed ENI is kept out', async () => {
+    const pool = poolWith({
+      enis: [
+        { id: 'eni-2', state: 'InUse', ips: ['10.1.2.11'] },
+        { id: 'eni-3', state: 'InUse', ips: ['10.1.2.21'] },
+      ],
+    } as ENIPool['status']);
+    const r = reconcilerWith({
+      pool,
+      enis: [eni('eni-1', 0, []), eni('eni-2', 1, ['10.1.2.11']), eni('eni-3', undefined, ['10.1.2.21'])],
+    });
+    await r.reconciler.reconcile('n');
+    expect(r.writes).toEqual(['status']);
+    expect(Object.keys(r.node().status!['alibaba-cloud']!.enis!).sort()).toEqual(['eni-1', 'eni-2']);
+    expect(Object.keys(r.node().spec.ipam!.pool!)).toEqual(['10.1.2.11']);
+    await r.reconciler.reconcile('n');
+    expect(r.writes).toEqual(['status']);
+    expect(r.warnings).toEqual(['ENIWithoutDeviceIndex']);
+  });
+
+  it('publishes nothing of a pool made for a class agents cannot use (made before the mode changed), and says so once', async () => {
+    const pool = poolWith({ enis: [{ id: 'eni-2', state: 'InUse', ips: ['10.1.2.11'] }] } as ENIPool['status']);
+    pool.spec.ipv4Mode = 'Prefix';
+    const r = reconcilerWith({ pool, enis: [eni('eni-1', 0, []), eni('eni-2', 1, ['10.1.2.11'])] });
+    await r.reconciler.reconcile('n');
+    await r.reconciler.reconcile('n');
+    expect(r.writes).toEqual([]);
+    expect(r.warnings).toEqual(['UnservableByCilium']);
+  });
+});
