@@ -14,6 +14,8 @@ import { DEFAULT_API_LIMITS } from '../src/cloud/limits.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
 import { Informer } from '../src/kube/informer.js';
 import { silentLogger } from '../src/observability/logger.js';
+import { CiliumAgentStandIn } from '../testbed/cilium/agent.js';
+import { ciliumNodeCrd } from '../testbed/cilium/index.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator } from '../testbed/ecs/index.js';
 import { startKubeEmulator, type KubeEmulator } from '../testbed/kube/index.js';
 import YAML from 'yaml';
@@ -31,6 +33,8 @@ const OPERATOR_HEAP = (
 
 export interface BenchClusterOptions extends BenchWorldOptions {
   classSpec: ENIPoolClass['spec'];
+  /** `ciliumnode`: the operator serves stand-in cilium-agents through CiliumNodes (startCiliumAgents). */
+  poolApi?: 'enipool' | 'ciliumnode';
   /** One agent per node with its unix socket API: in this process, or each in its own process as on a node. */
   agents: boolean | 'processes';
   agentCooldownSeconds?: number;
@@ -54,6 +58,10 @@ export class BenchCluster {
   readonly readyAt = new Map<string, number>();
   readonly agents: BenchAgent[] = [];
   readonly nodes: string[] = [];
+  /** `ciliumnode`: the stand-in agents, and when each first served a full pool. */
+  readonly ciliumAgents: CiliumAgentStandIn[] = [];
+  readonly servingAt = new Map<string, number>();
+  private readonly stopWatches: Array<() => void> = [];
   operator?: { child: ChildProcess; metricsUrl: string };
   private pools?: Informer<ENIPool>;
   private readonly dir = join(tmpdir(), `eni-ipam-bench-${process.pid}`);
@@ -75,6 +83,7 @@ export class BenchCluster {
     const custom = kc.makeApiClient(CustomObjectsApi);
     const ext = kc.makeApiClient(ApiextensionsV1Api);
     for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
+    if (o.poolApi === 'ciliumnode') await ext.createCustomResourceDefinition({ body: ciliumNodeCrd() as never });
     await custom.createClusterCustomObject({
       group: GROUP,
       version: VERSION,
@@ -126,6 +135,7 @@ export class BenchCluster {
           .map(([a, perMinute]) => `${a}=${perMinute * this.o.timeScale}:${perMinute}`)
           .join(','),
         '--no-leader-elect',
+        ...(this.o.poolApi === 'ciliumnode' ? ['--pool-api', 'ciliumnode'] : []),
         '--log-level',
         'warn',
         ...(this.o.operatorArgs ?? []),
@@ -221,6 +231,56 @@ export class BenchCluster {
     );
   }
 
+  /**
+   * A stand-in cilium-agent per node (in this process, as each agent's CiliumNode writes are
+   * what matters here), each creating its CiliumNode with `pre-allocate` set, as a Cilium
+   * user's agent flags would; `servingAt` notes when each first serves a full pool.
+   */
+  async startCiliumAgents(preAllocate: number): Promise<void> {
+    const core = this.kc.makeApiClient(CoreV1Api);
+    const vpc = this.ecs.world.vpcs.values().next().value!;
+    const byHost = new Map([...this.ecs.world.instances.values()].map((i) => [i.hostName, i]));
+    const queue = [...this.nodes];
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        for (let node = queue.shift(); node; node = queue.shift()) {
+          const instance = byHost.get(node)!;
+          const agent = new CiliumAgentStandIn({
+            kc: this.kc,
+            node,
+            nodeUid: (await core.readNode({ name: node })).metadata!.uid!,
+            metadata: {
+              instanceId: instance.id,
+              instanceType: instance.instanceType,
+              zoneId: instance.zoneId,
+              vpcId: instance.vpcId,
+              vpcCidr: vpc.cidr,
+            },
+            flags: { preAllocate },
+            updateRateMs: 15_000 / this.o.timeScale,
+          });
+          await agent.start();
+          this.ciliumAgents.push(agent);
+        }
+      }),
+    );
+    const watch = setInterval(() => {
+      for (const a of this.ciliumAgents)
+        if (!this.servingAt.has(a.name) && a.serving()) this.servingAt.set(a.name, Date.now());
+      if (this.servingAt.size === this.nodes.length) clearInterval(watch);
+    }, 50);
+    this.stopWatches.push(() => clearInterval(watch));
+  }
+
+  async waitAllServing(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.servingAt.size < this.nodes.length) {
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return true;
+  }
+
   /** The kubeconfig file the operator and agent processes read (written once). */
   private kubeconfigPath(): string {
     const path = join(this.dir, 'kubeconfig');
@@ -292,7 +352,8 @@ export class BenchCluster {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.agents.map((a) => a.stop()));
+    this.stopWatches.forEach((stop) => stop());
+    await Promise.all([...this.agents, ...this.ciliumAgents].map((a) => a.stop()));
     if (this.operator && this.operator.child.exitCode === null) {
       this.operator.child.kill('SIGTERM');
       await once(this.operator.child, 'exit');

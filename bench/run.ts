@@ -35,12 +35,12 @@ const SCENARIOS: Record<string, { help: string; flags: string[]; run: (f: Flags)
       }),
   },
   'scale-up': {
-    help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8] [--mode secondary|primary-eni|prefix] [--quota-scale 1]',
+    help: 'N nodes join at once; time to all Ready against the quota bound [--nodes 100] [--time-scale 5] [--pre-allocate 8] [--mode secondary|primary-eni|prefix|cilium] [--quota-scale 1]',
     flags: ['nodes', 'time-scale', 'pre-allocate', 'mode', 'quota-scale'],
     run: (f) => {
       const mode = f.mode ?? 'secondary';
-      if (mode !== 'secondary' && mode !== 'primary-eni' && mode !== 'prefix') {
-        console.error(`--mode must be secondary, primary-eni or prefix, got ${JSON.stringify(mode)}`);
+      if (mode !== 'secondary' && mode !== 'primary-eni' && mode !== 'prefix' && mode !== 'cilium') {
+        console.error(`--mode must be secondary, primary-eni, prefix or cilium, got ${JSON.stringify(mode)}`);
         process.exit(2);
       }
       return scaleUp({

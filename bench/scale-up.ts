@@ -2,6 +2,7 @@ import { DEFAULT_API_LIMITS } from '../src/cloud/index.js';
 import { benchWorld } from '../testbed/harness/world.js';
 import { primaryEniMinimumCalls, scaleUpBound } from './bound.js';
 import { bucketCalls, callsChart, perSecond, type CallsOverTime } from './calls.js';
+import { ciliumScaleUp } from './cilium-model.js';
 import { BenchCluster, metric } from './harness.js';
 import { percentile, writeResults } from './report.js';
 import { writeChart } from './svg.js';
@@ -10,13 +11,23 @@ export interface ScaleUpOptions {
   nodes: number;
   timeScale: number;
   preAllocate: number;
-  /** secondary: addresses on new ENIs only; primary-eni: the class sets usePrimaryENI; prefix: ipv4Mode Prefix. */
-  mode: 'secondary' | 'primary-eni' | 'prefix';
+  /**
+   * secondary: addresses on new ENIs only; primary-eni: the class sets usePrimaryENI; prefix:
+   * ipv4Mode Prefix; cilium: secondary, served to stand-in cilium-agents through CiliumNodes
+   * (--pool-api ciliumnode), beside Cilium's own operator computed on the same world.
+   */
+  mode: 'secondary' | 'primary-eni' | 'prefix' | 'cilium';
   /** The API quotas as a share of the defaults (1: the defaults); lowered, a real-time run's queue lasts minutes. */
   quotaScale: number;
 }
 
 const ratio = (a: number, b: number) => (b ? a / b : NaN);
+const MODE_LABEL: Record<ScaleUpOptions['mode'], string> = {
+  secondary: '',
+  'primary-eni': 'usePrimaryENI',
+  prefix: 'ipv4Mode Prefix',
+  cilium: 'cilium-agents through CiliumNodes',
+};
 const x = (v: number) => `${v.toFixed(2)}x`;
 
 /** What a scale-up run's JSON keeps for its charts (`details`). */
@@ -35,18 +46,19 @@ export interface ScaleUpChartData {
  */
 export function drawScaleUp(scenario: string, d: ScaleUpChartData): string[] {
   const o = d.options;
-  const label = o.mode === 'primary-eni' ? ', usePrimaryENI' : o.mode === 'prefix' ? ', ipv4Mode Prefix' : '';
+  const label = MODE_LABEL[o.mode] ? `, ${MODE_LABEL[o.mode]}` : '';
   // Older runs' options have no quotaScale (their quotas were the defaults).
   const how = `(time scale ${o.timeScale}${label}${(o.quotaScale ?? 1) === 1 ? '' : `, quotas ${o.quotaScale}x`})`;
   const xLabel = 'seconds (real) since the nodes joined';
+  const ready = o.mode === 'cilium' ? 'cilium-agents serving' : 'pools Ready';
   return [
     writeChart(scenario, {
       title: `scale-up: ${o.nodes} nodes join at once ${how}`,
       xLabel,
-      yLabel: 'pools Ready',
+      yLabel: ready,
       series: [
         {
-          label: 'pools Ready',
+          label: ready,
           color: '#1f77b4',
           step: true,
           points: [[0, 0], ...d.readyMs.map((t, i) => [t / 1000, i + 1] as [number, number])],
@@ -81,14 +93,26 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
   );
   // Every mode is measured against the secondary-IP mode's bound: the same nodes, the same need.
   const bound = scaleUpBound(benchWorld({ nodes: o.nodes, timeScale: o.timeScale, quotas }), secondary);
-  const c = await BenchCluster.start({ nodes: o.nodes, timeScale: o.timeScale, classSpec, agents: true, quotas });
+  const cilium = o.mode === 'cilium';
+  const c = await BenchCluster.start({
+    nodes: o.nodes,
+    timeScale: o.timeScale,
+    classSpec,
+    agents: !cilium,
+    quotas,
+    ...(cilium ? { poolApi: 'ciliumnode' as const } : {}),
+  });
   try {
     await c.startOperator();
     const t0 = await c.addNodes();
-    await c.startAgents();
-    const ok = await c.waitAllReady(Math.max(120_000, bound.realMs * 10));
-    const allReadyMs = Math.max(...c.readyAt.values()) - t0;
-    const perNode = [...c.readyAt.values()].map((t) => t - t0).sort((a, b) => a - b);
+    // Ready: the pool Ready (our agent), or the cilium-agent serving its full pre-allocate.
+    if (cilium) await c.startCiliumAgents(o.preAllocate);
+    else await c.startAgents();
+    const timeoutMs = Math.max(120_000, bound.realMs * 10);
+    const ok = cilium ? await c.waitAllServing(timeoutMs) : await c.waitAllReady(timeoutMs);
+    const readyAt = cilium ? c.servingAt : c.readyAt;
+    const allReadyMs = Math.max(...readyAt.values()) - t0;
+    const perNode = [...readyAt.values()].map((t) => t - t0).sort((a, b) => a - b);
     const calls = c.ecs.mutatingCalls();
     const minimum = Object.values(bound.calls).reduce((a, b) => a + b, 0);
     const made = Object.values(calls).reduce((a, b) => a + b, 0);
@@ -111,7 +135,15 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
     const met = prefixMode
       ? ok && timeRatio <= 0.6 && perAddress <= 0.5 * secondaryPerAddress && reconcileErrors === 0
       : ok && timeRatio <= 1.2 && made <= 1.05 * primaryMinimum && reconcileErrors === 0;
-    const suffix = primaryMode ? '-primary-eni' : prefixMode ? '-prefix' : '';
+    const suffix = o.mode === 'secondary' ? '' : `-${o.mode}`;
+    // Cilium's operator on the same world, at the same time scale as the bound.
+    const peer = cilium ? ciliumScaleUp(world, o.preAllocate) : undefined;
+    const peerRealMs = peer ? peer.ms / o.timeScale : 0;
+    const peerMutating = peer
+      ? Object.entries(peer.calls)
+          .filter(([a]) => a !== 'DescribeNetworkInterfaces')
+          .reduce((n, [, k]) => n + k, 0)
+      : 0;
     // A row per size, mode, and what differs from the defaults: preAllocate, real time with lowered quotas.
     const realTime = o.timeScale === 1;
     const scenario =
@@ -130,7 +162,7 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
         scenario,
         command: `npm run bench -- scale-up --nodes ${o.nodes} --time-scale ${o.timeScale} --pre-allocate ${o.preAllocate} --mode ${o.mode}${o.quotaScale === 1 ? '' : ` --quota-scale ${o.quotaScale}`}`,
         summary: {
-          nodes: `${o.nodes}${primaryMode ? ' (usePrimaryENI)' : prefixMode ? ' (ipv4Mode Prefix)' : ''}`,
+          nodes: `${o.nodes}${MODE_LABEL[o.mode] ? ` (${MODE_LABEL[o.mode]})` : ''}`,
           clock: o.quotaScale === 1 ? clock : `${clock}, quotas ${o.quotaScale}x`,
           'all Ready / bound': ok ? x(timeRatio) : 'not all Ready',
           'mutating calls / secondary-IP minimum': `${x(callRatio)} (${made} / ${minimum})`,
@@ -138,6 +170,12 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
           ...(prefixMode ? { 'calls per address / secondary-IP minimum’s': x(perAddress / secondaryPerAddress) } : {}),
           ...(primaryMode
             ? { 'calls / usePrimaryENI minimum': `${x(made / primaryMinimum)} (${primaryMinimum})` }
+            : {}),
+          ...(peer
+            ? {
+                'Cilium’s operator, computed: all Ready / bound': `${x(peerRealMs / bound.realMs)} (${x(peerRealMs / allReadyMs)} eni-ipam’s time)`,
+                'Cilium’s mutating calls': `${peerMutating} (${x(peerMutating / made)} eni-ipam’s), ${peer.bucketCalls} through its 4 QPS bucket`,
+              }
             : {}),
           'throttled responses': String(throttled),
           'reconcile failures': String(reconcileErrors),
@@ -151,11 +189,12 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
               : 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile'
           : undefined,
         met: big ? met : undefined,
-        note: `${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}${realTime ? 'Real time (no time scaling)' : `Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts`}${o.quotaScale === 1 ? '' : `; every API quota at ${o.quotaScale}x its default (bursts too), so the queue lasts minutes`}. Charts: results/${scenario}.svg (pools Ready), results/${scenario}-calls.svg (mutating calls per action over time, against each action’s quota).`,
+        note: `${peer ? 'Ready: each stand-in cilium-agent (testbed/cilium/agent.ts) serves its full pre-allocate from its CiliumNode. Cilium’s operator is computed, not run (bench/cilium-model.ts): one cloud change per node per pass, the next after a resync of the instance; Create, Attach and that resync through one bucket of 4 QPS, burst 20; at most 10 addresses per new ENI, its own primary among them; 6 polls 2.5 s apart for InUse. Its full resyncs every minute, worker limit and call latencies are left out, so its figures are a floor. ' : ''}${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}${realTime ? 'Real time (no time scaling)' : `Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts`}${o.quotaScale === 1 ? '' : `; every API quota at ${o.quotaScale}x its default (bursts too), so the queue lasts minutes`}. Charts: results/${scenario}.svg (${cilium ? 'cilium-agents serving' : 'pools Ready'}), results/${scenario}-calls.svg (mutating calls per action over time, against each action’s quota).`,
       },
       {
         options: o,
         bound,
+        ...(peer ? { cilium: { ...peer, realMs: peerRealMs, readyMs: undefined } } : {}),
         allReadyMs,
         perNodeReadyMs: { p50: percentile(perNode, 50), p99: percentile(perNode, 99), max: perNode.at(-1) },
         calls,

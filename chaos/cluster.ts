@@ -16,6 +16,8 @@ import {
 import { CRDS } from '../src/api/crds.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
 import { TAGS } from '../src/operator/eni/cloud-state.js';
+import { CiliumAgentStandIn } from '../testbed/cilium/agent.js';
+import { ciliumNodeCrd } from '../testbed/cilium/index.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../testbed/ecs/index.js';
 import { agentRequest } from '../src/agent/client.js';
 import { kubeconfigFor } from '../testbed/kube/auth/kubeconfig.js';
@@ -75,6 +77,11 @@ export interface ClusterOptions {
    * `deviceDelayMs` after the ENI is InUse.
    */
   vpc?: { deviceDelayMs: number };
+  /**
+   * `ciliumnode`: the operators run with --pool-api ciliumnode and each node runs a stand-in
+   * cilium-agent (testbed/cilium/agent.ts, in this process) instead of eni-ipam's agent.
+   */
+  poolApi?: 'enipool' | 'ciliumnode';
 }
 
 /** When and why an operator stopped leading, from its log line. */
@@ -123,6 +130,8 @@ export interface AgentProcess {
   /** Its requests to the API server (with agentRequestLogs). */
   requests?: RequestLog;
   kubeconfig?: string;
+  /** With poolApi ciliumnode: the node's stand-in cilium-agent (no process, no socket). */
+  cilium?: CiliumAgentStandIn;
 }
 
 /**
@@ -194,6 +203,7 @@ export class ChaosCluster {
     }
     const ext = kc.makeApiClient(ApiextensionsV1Api);
     for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
+    if (o.poolApi === 'ciliumnode') await ext.createCustomResourceDefinition({ body: ciliumNodeCrd() as never });
     const spec = {
       vSwitchTags: { role: 'pods' },
       securityGroupTags: { role: 'pods' },
@@ -296,6 +306,7 @@ export class ChaosCluster {
     const args = [
       BIN,
       ...operatorArgs({ kubeconfig, vpcId: 'vpc-bench', clusterId: CLUSTER_ID, ecs: this.ecs.url }),
+      ...(this.o.poolApi === 'ciliumnode' ? ['--pool-api', 'ciliumnode'] : []),
       '--api-limits',
       Object.entries(this.limits)
         .map(([a, l]) => `${a}=${l.perMinute}:${l.burst}`)
@@ -374,6 +385,7 @@ export class ChaosCluster {
   }
 
   async startAgents(agents: AgentProcess[], opts: { wipeState?: boolean } = {}): Promise<void> {
+    if (this.o.poolApi === 'ciliumnode') return this.startCiliumAgents(agents);
     const queue = [...agents];
     await Promise.all(
       Array.from({ length: 4 }, async () => {
@@ -382,6 +394,33 @@ export class ChaosCluster {
           a.child = this.spawnAgent(a, a.stateDir, ['ignore', 'pipe', process.env.CHAOS_LOGS ? 'inherit' : 'ignore']);
           await untilServing(a.child, 'agent');
         }
+      }),
+    );
+  }
+
+  /** A stand-in cilium-agent per node: it creates its CiliumNode (so its Node must be registered). */
+  private async startCiliumAgents(agents: AgentProcess[]): Promise<void> {
+    const core = this.kc.makeApiClient(CoreV1Api);
+    const vpc = this.ecs.world.vpcs.values().next().value!;
+    const byHost = new Map([...this.ecs.world.instances.values()].map((i) => [i.hostName, i]));
+    await Promise.all(
+      agents.map(async (a) => {
+        const instance = byHost.get(a.node)!;
+        const agent = new CiliumAgentStandIn({
+          kc: this.kc,
+          node: a.node,
+          nodeUid: (await core.readNode({ name: a.node })).metadata!.uid!,
+          metadata: {
+            instanceId: instance.id,
+            instanceType: instance.instanceType,
+            zoneId: instance.zoneId,
+            vpcId: instance.vpcId,
+            vpcCidr: vpc.cidr,
+          },
+          updateRateMs: 1000,
+        });
+        await agent.start();
+        a.cilium = agent;
       }),
     );
   }
@@ -453,6 +492,7 @@ export class ChaosCluster {
   }
 
   async killAgent(a: AgentProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await a.cilium?.stop();
     if (!a.child || a.child.exitCode !== null || a.child.signalCode) return;
     a.child.kill(signal);
     await once(a.child, 'exit');

@@ -83,6 +83,10 @@ export class Checker {
   private async holders(): Promise<Holders> {
     await Promise.all(
       this.c.agents.map(async (a) => {
+        if (a.cilium) {
+          const held = [...a.cilium.allocations()].map(([ip, x]) => ({ pod: x.owner ?? '', ip }));
+          return void this.agentHeld.set(a.node, held);
+        }
         if (!a.child || a.child.exitCode !== null || a.child.signalCode) return;
         try {
           const r = await agentRequest(a.socket, 'GET', '/v1/allocations', undefined, 1000);

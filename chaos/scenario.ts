@@ -97,7 +97,7 @@ export async function runSeries(
     w = new Workload(c.agents, (node, name, ip) => c!.recordPod(node, name, ip));
     checker = new Checker(c, w);
     log(`${first.name}: ${c.nodes.length} nodes, ${c.operators.length} operators; warming up`);
-    if (c.operators.length && c.agents.some((a) => a.child)) {
+    if (c.operators.length && c.agents.some((a) => a.child || a.cilium)) {
       const warm = await waitRecovered(c, 90_000);
       if (warm === undefined)
         throw new Error(
@@ -182,6 +182,14 @@ async function phase(
   v['within-quota'] = quotaVerdict(c, t0, t1);
   v['create-tokens'] = tokenVerdict(c, t0);
   v['silent-once-deposed'] = deposedVerdict(c);
+  const cilium = c.agents.flatMap((a) => (a.cilium ? [a.cilium] : []));
+  if (cilium.length) {
+    // The agent fails an allocation whose ENI is not in status: no address may be pooled before its ENI is listed.
+    const early = cilium.flatMap((a) => [...a.unlisted].map((ip) => `${a.name}/${ip}`));
+    v['eni-listed-first'] = early.length
+      ? FAIL(`${early.length} pooled before their ENI was in status, first: ${early.slice(0, 3).join('; ')}`)
+      : OK(`${cilium.length} cilium-agents, every pooled address's ENI in status first`);
+  }
   result.verdicts = { ...v, ...own };
   result.workload = { allocations: w.allocations, releases: w.releases, failures: w.failures };
   result.ok = Object.values(result.verdicts).every((x) => x.ok);

@@ -41,6 +41,59 @@ function kubeFault(rules: KubeFaultRule[]) {
   };
 }
 
+/** The leader SIGKILLed every 8 s or so (a new replica started each time), a node joining each round. */
+async function leaderSigkill(ctx: ScenarioContext): Promise<void> {
+  const { c } = ctx;
+  const rounds = Math.max(1, Math.round(ctx.faultMs / 10_000));
+  for (let i = 0; i < rounds; i++) {
+    if (i < 3) void ctx.addNodes(1);
+    await sleep(3000);
+    const leader = c.leader();
+    if (leader) {
+      await c.killOperator(leader, 'SIGKILL');
+      await c.startOperator();
+    }
+    await sleep(5000);
+  }
+}
+
+/**
+ * `--pool-api ciliumnode`: answers lost on the calls that grow and shrink pools, and half the
+ * CiliumNode writes (the operator's and the agents') refused with a 409, while pods come and go:
+ * releases go through the agents' handshake under both.
+ */
+async function ciliumReleaseFaults(ctx: ScenarioContext): Promise<Record<string, Verdict>> {
+  const { c } = ctx;
+  const t0 = Date.now();
+  c.ecs.setFaults({
+    rules: ['AssignPrivateIpAddresses', 'UnassignPrivateIpAddresses', 'CreateNetworkInterface'].map((action) => ({
+      action,
+      kind: 'drop-answer' as const,
+      rate: 0.3,
+    })),
+  });
+  c.kube.setFaultRules(
+    ['ciliumnodes', 'ciliumnodes/status'].map((resource) => ({
+      verbs: ['update'],
+      resource,
+      action: 'respond' as const,
+      code: 409,
+      rate: 0.5,
+    })),
+  );
+  await ctx.addNodes(1);
+  await sleep(ctx.faultMs);
+  c.ecs.clearFaults();
+  c.kube.clearFaultRules();
+  const unassigns = c.ecs.calls({ since: t0 }).filter((r) => r.action === 'UnassignPrivateIpAddresses').length;
+  return {
+    'released-through-handshake': {
+      ok: unassigns > 0,
+      detail: `${unassigns} unassign calls during the fault, each after the agent's ready-for-release`,
+    },
+  };
+}
+
 /** Mutating cloud calls one operator made after `since`, per action. */
 function mutatingAfter(c: ChaosCluster, op: OperatorProcess, since: number): Record<string, number> {
   const out: Record<string, number> = {};
@@ -985,20 +1038,28 @@ export const SCENARIOS: Scenario[] = [
     cluster: { nodes: 4, heldBack: 3, replicas: 2 },
     faultMs: 30_000,
     recoverWithinMs: 90_000,
-    fault: async (ctx) => {
-      const { c } = ctx;
-      const rounds = Math.max(1, Math.round(ctx.faultMs / 10_000));
-      for (let i = 0; i < rounds; i++) {
-        if (i < 3) void ctx.addNodes(1);
-        await sleep(3000);
-        const leader = c.leader();
-        if (leader) {
-          await c.killOperator(leader, 'SIGKILL');
-          await c.startOperator();
-        }
-        await sleep(5000);
-      }
-    },
+    fault: leaderSigkill,
+  },
+  {
+    name: 'cilium-release-faults',
+    group: 'Processes',
+    summary:
+      '--pool-api ciliumnode with stand-in cilium-agents: 30% of creates, assigns and unassigns lost, half the CiliumNode updates refused (409), pods coming and going',
+    cluster: { ...small, poolApi: 'ciliumnode' },
+    faultMs: 30_000,
+    quickFaultMs: 12_000,
+    recoverWithinMs: 90_000,
+    fault: ciliumReleaseFaults,
+  },
+  {
+    name: 'cilium-leader-sigkill',
+    group: 'Processes',
+    summary:
+      '--pool-api ciliumnode with stand-in cilium-agents: the leader SIGKILLed every 8 s during a scale-up and churn, 3 times',
+    cluster: { nodes: 4, heldBack: 3, replicas: 2, poolApi: 'ciliumnode' },
+    faultMs: 30_000,
+    recoverWithinMs: 90_000,
+    fault: leaderSigkill,
   },
   {
     name: 'agent-killed-mid-burst',

@@ -1,5 +1,16 @@
 import { agentClient } from '../src/agent/client.js';
+import type { CiliumAgentStandIn } from '../testbed/cilium/agent.js';
 import type { AgentProcess } from './cluster.js';
+
+/** A pod's address from a cilium-agent: none free is an empty pool; any other failure (an ENI not in status) is one. */
+function ciliumAllocate(agent: CiliumAgentStandIn, owner: string): { ip: string } | 'pool-empty' {
+  try {
+    return { ip: agent.allocateNext(owner).ip };
+  } catch (e) {
+    if (/no more IPs available|no CiliumNode yet/.test((e as Error).message)) return 'pool-empty';
+    throw e;
+  }
+}
 
 /** Where pods are recorded as the scheduler and kubelet record them (ChaosCluster.recordPod). */
 export type PodRecorder = (node: string, name: string, ip: string | undefined | 'gone') => void;
@@ -78,11 +89,9 @@ export class Workload {
     this.held.set(key, h);
     this.pods(a.node, containerId, undefined);
     try {
-      const lease = await agentClient.allocate(
-        a.socket,
-        { containerId, ifName: 'eth0', pod: `default/${containerId}` },
-        5000,
-      );
+      const lease = a.cilium
+        ? ciliumAllocate(a.cilium, `default/${containerId}`)
+        : await agentClient.allocate(a.socket, { containerId, ifName: 'eth0', pod: `default/${containerId}` }, 5000);
       if (lease === 'pool-empty') {
         this.held.delete(key);
         this.pods(a.node, containerId, 'gone');
@@ -100,7 +109,8 @@ export class Workload {
   }
 
   private async release(a: AgentProcess, h: Held): Promise<void> {
-    await agentClient.release(a.socket, h.containerId, 'eth0', 5000);
+    if (a.cilium) a.cilium.release(h.ip!);
+    else await agentClient.release(a.socket, h.containerId, 'eth0', 5000);
     this.held.delete(`${h.node}/${h.containerId}`);
     this.pods(a.node, h.containerId, 'gone');
     this.releases++;

@@ -28,6 +28,8 @@ import { NodePlacement } from './class/node-placement.js';
 import { KubePlacementStore, objectEvents } from './class/store.js';
 import { CloudHealth } from './cloud-health.js';
 import { CiliumReconciler } from './cilium/reconciler.js';
+import { ciliumSpecFields } from './cilium/node-spec.js';
+import { publishedAddresses } from './cilium/publication.js';
 import { KubeCiliumNodeStore } from './cilium/store.js';
 import { CILIUM_API_VERSION, CILIUM_GROUP, CILIUM_NODES, CILIUM_VERSION, type CiliumNode } from './cilium/types.js';
 
@@ -98,6 +100,8 @@ export class Operator {
   /** `--pool-api ciliumnode` only. */
   private readonly ciliumNodes?: Informer<CiliumNode>;
   private readonly ciliumReconciler?: CiliumReconciler;
+  /** Nodes whose pool has addresses their CiliumNode does not offer yet: their cilium key goes first. */
+  private readonly unpublished = new Set<string>();
   private readonly poolReconciler: PoolReconciler;
   private readonly enis: EniLifecycle;
   private readonly classReconciler: ClassReconciler;
@@ -128,8 +132,10 @@ export class Operator {
     this.lostLeadership = new Promise((r) => (this.onLost = r));
     this.registry = options.registry ?? new Registry();
     this.metrics = new OperatorMetrics(this.registry);
-    // Classes first (their verdicts place nodes), then nodes (they create pools), then the pools
-    // with the largest deficit.
+    // Classes first (their verdicts place nodes); then a pool just made, before the nodes still
+    // to be placed (its first cloud calls go out at once: when many nodes join, a queue of
+    // placements would hold back the creations that take longest); then nodes (they create
+    // pools); then pools with the largest deficit.
     const clock = options.clock ?? systemClock;
     this.clock = clock;
     const now = () => clock.now();
@@ -141,8 +147,10 @@ export class Operator {
       priority: (key) => {
         const k = parseKey(key);
         if (k.kind === 'class') return Number.MAX_SAFE_INTEGER;
-        if (k.kind === 'node') return Number.MAX_SAFE_INTEGER - 1;
-        // What a pool got reaches the agent through its CiliumNode: as urgent as the pool was.
+        if (k.kind === 'pool' && this.pools.get(k.name)?.status === undefined) return Number.MAX_SAFE_INTEGER - 1;
+        if (k.kind === 'node') return Number.MAX_SAFE_INTEGER - 2;
+        // Addresses a pool got and its cilium-agent waits for cost no cloud call: they go next.
+        if (k.kind === 'cilium' && this.unpublished.has(k.name)) return Number.MAX_SAFE_INTEGER - 3;
         return this.poolDeficit(k.name);
       },
       clock,
@@ -173,7 +181,10 @@ export class Operator {
       onChange: (type, p) => {
         poolsByInstance.onChange(type, p);
         enqueuePool(p.metadata.name);
-        if (cilium) this.queue.add(ciliumKey(p.metadata.name));
+        if (cilium) {
+          this.noteUnpublished(p.metadata.name);
+          this.queue.add(ciliumKey(p.metadata.name));
+        }
         // A pool deleted while its node stays is made again at once.
         if (type === 'delete') this.queue.add(nodeKey(p.metadata.name));
       },
@@ -216,7 +227,10 @@ export class Operator {
       },
     });
     // The agent writes its CiliumNode often (each LocalNode change, its used addresses): each
-    // write is published onto (an address it used may end a handshake) and may change its pool's spec.
+    // write is published onto (an address it used may end a handshake). The node is placed
+    // again only when what it says of the pool's spec changed: most writes (its used
+    // addresses, the operator's own) do not, and node keys go before every pool's.
+    const specSaid = new Map<string, string>();
     if (cilium)
       this.ciliumNodes = new Informer<CiliumNode>({
         clock,
@@ -224,9 +238,15 @@ export class Operator {
         path: `/apis/${CILIUM_GROUP}/${CILIUM_VERSION}/ciliumnodes`,
         list: () => custom.listClusterCustomObject(CILIUM_NODES),
         logger,
-        onChange: (_, n) => {
-          this.queue.add(ciliumKey(n.metadata.name));
-          this.queue.add(nodeKey(n.metadata.name));
+        onChange: (type, n) => {
+          const name = n.metadata.name;
+          this.noteUnpublished(name);
+          this.queue.add(ciliumKey(name));
+          const said = type === 'delete' ? '' : JSON.stringify(ciliumSpecFields(n));
+          if (specSaid.get(name) === said) return;
+          if (type === 'delete') specSaid.delete(name);
+          else specSaid.set(name, said);
+          this.queue.add(nodeKey(name));
         },
       });
     const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger, { clock });
@@ -331,6 +351,17 @@ export class Operator {
   }
 
   /** What a pool lacks, from its last published status (a new pool: its preAllocate). */
+  /**
+   * `--pool-api ciliumnode`: notes whether the node's pool has addresses its CiliumNode does not
+   * offer yet, as either object changes (the queue asks of every key at every turn: a lookup).
+   */
+  private noteUnpublished(name: string): void {
+    const offered = this.ciliumNodes?.get(name)?.spec.ipam?.pool ?? {};
+    const waiting = [...publishedAddresses(this.pools.get(name)).keys()].some((ip) => !(ip in offered));
+    if (waiting) this.unpublished.add(name);
+    else this.unpublished.delete(name);
+  }
+
   private poolDeficit(name: string): number {
     const p = this.pools?.get(name);
     if (!p) return 0;

@@ -16,6 +16,8 @@ describe('chart, operator.poolApi', () => {
     const operator = objects.find((o) => o.kind === 'Deployment')!;
     expect(JSON.stringify(operator)).toContain('--pool-api=ciliumnode');
     expect(objects.some((o) => o.kind === 'DaemonSet')).toBe(false);
+    // Nor its service account and roles: least privilege.
+    expect(objects.filter((o) => (o.metadata as { name: string }).name.endsWith('-agent'))).toEqual([]);
     const cilium = rulesOf(objects).filter((r) => r.apiGroups.includes('cilium.io'));
     expect(cilium).toEqual([
       { apiGroups: ['cilium.io'], resources: ['ciliumnodes'], verbs: ['get', 'list', 'watch', 'update'] },

@@ -6,12 +6,12 @@ import YAML from 'yaml';
 import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
 import { cniPluginsUnavailable } from '../../testbed/cluster/runtime/node-image.js';
 import { nodeObject } from '../../testbed/ecs/index.js';
-import type { AuditEntry } from '../../testbed/kube/index.js';
 import { eventually, pop } from '../helpers/ecs.js';
 import { CHART, ROOT, run, setArgs, tool } from '../helpers/helm.js';
 import { type Kubectl } from '../helpers/kube.js';
 import { allPoolsReady, chartCluster, isReady, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
 import { nodeCni } from '../helpers/node-cni.js';
+import { roleAudit } from '../helpers/rbac-audit.js';
 
 // The chart used as users use it, start to end, under its own RBAC: addresses released, a pod
 // told why it waits, a pool deleted by hand, a node leaving, a leaked ENI collected, the Lease
@@ -298,66 +298,8 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
       expect(entries.length).toBeGreaterThan(10);
       // Every request was allowed: a 403 is a permission the chart lacks. Once helm uninstall has begun, the
       // roles go while the pods still stop (a Role may go before the operator gives its Lease back): not a lack.
-      expect(
-        entries.filter((e) => (e.code === 401 || e.code === 403) && e.time < uninstalledAt).map(describe403),
-      ).toEqual([]);
-      const used = new Set(entries.map(permission));
-      const granted = grants(objs, account);
-      // Nothing the code did that the chart does not grant (also true by the 403s above),
-      expect([...used].filter((p) => !granted.some((g) => covers(g, p))).sort()).toEqual([]);
-      // and nothing granted that the code did not use.
-      expect(
-        granted
-          .filter((g) => ![...used].some((p) => covers(g, p)))
-          .map((g) => g.text)
-          .sort(),
-      ).toEqual([]);
+      // Nothing the code did that the chart does not grant, and nothing granted that the code did not use.
+      expect(roleAudit(entries, objs, account, uninstalledAt)).toEqual({ refused: [], ungranted: [], unused: [] });
     }
   }, 60_000);
 });
-
-/** A request as an RBAC permission: `verb group/resource[/sub] @namespace|cluster [name]`. */
-function permission(e: AuditEntry): string {
-  const res = e.subresource ? `${e.resource}/${e.subresource}` : e.resource;
-  return `${e.verb} ${e.apiGroup}/${res} @${e.namespace ?? 'cluster'} ${e.name ?? ''}`.trim();
-}
-const describe403 = (e: AuditEntry) => `${e.code} ${permission(e)}`;
-
-interface Grant {
-  verb: string;
-  resource: string;
-  /** undefined: any namespace (a ClusterRole through a ClusterRoleBinding). */
-  namespace?: string;
-  names?: string[];
-  text: string;
-}
-
-/** Each verb × group × resource a service account's bound roles grant. */
-function grants(objs: any[], account: string): Grant[] {
-  const out: Grant[] = [];
-  for (const b of objs.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
-    if (!b.subjects.some((s: any) => s.kind === 'ServiceAccount' && s.name === account)) continue;
-    const role = objs.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name);
-    const namespace = b.kind === 'RoleBinding' ? b.metadata.namespace : undefined;
-    for (const rule of role.rules)
-      for (const group of rule.apiGroups)
-        for (const resource of rule.resources)
-          for (const verb of rule.verbs)
-            out.push({
-              verb,
-              resource: `${group}/${resource}`,
-              namespace,
-              names: rule.resourceNames,
-              text: `${verb} ${group}/${resource} @${namespace ?? 'cluster'}${rule.resourceNames ? ` ${rule.resourceNames}` : ''}`,
-            });
-  }
-  return out;
-}
-
-function covers(g: Grant, p: string): boolean {
-  const [verb, resource, where, name] = p.split(' ') as [string, string, string, string | undefined];
-  if (g.verb !== verb || g.resource !== resource) return false;
-  if (g.namespace !== undefined && where !== `@${g.namespace}`) return false;
-  // A request with no name (create, list, watch) is not covered by a rule limited to names.
-  return !g.names || (name !== undefined && g.names.includes(name));
-}
