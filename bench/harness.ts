@@ -14,7 +14,7 @@ import { DEFAULT_API_LIMITS } from '../src/cloud/limits.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
 import { Informer } from '../src/kube/informer.js';
 import { silentLogger } from '../src/observability/logger.js';
-import { CiliumAgentStandIn } from '../testbed/cilium/agent.js';
+import { standInFor, type CiliumAgentStandIn } from '../testbed/cilium/agent.js';
 import { ciliumNodeCrd } from '../testbed/cilium/index.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator } from '../testbed/ecs/index.js';
 import { startKubeEmulator, type KubeEmulator } from '../testbed/kube/index.js';
@@ -238,24 +238,14 @@ export class BenchCluster {
    */
   async startCiliumAgents(preAllocate: number): Promise<void> {
     const core = this.kc.makeApiClient(CoreV1Api);
-    const vpc = this.ecs.world.vpcs.values().next().value!;
-    const byHost = new Map([...this.ecs.world.instances.values()].map((i) => [i.hostName, i]));
     const queue = [...this.nodes];
     await Promise.all(
       Array.from({ length: 64 }, async () => {
         for (let node = queue.shift(); node; node = queue.shift()) {
-          const instance = byHost.get(node)!;
-          const agent = new CiliumAgentStandIn({
+          const agent = standInFor(this.ecs.world, {
             kc: this.kc,
             node,
             nodeUid: (await core.readNode({ name: node })).metadata!.uid!,
-            metadata: {
-              instanceId: instance.id,
-              instanceType: instance.instanceType,
-              zoneId: instance.zoneId,
-              vpcId: instance.vpcId,
-              vpcCidr: vpc.cidr,
-            },
             flags: { preAllocate },
             updateRateMs: 15_000 / this.o.timeScale,
           });

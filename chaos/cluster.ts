@@ -16,7 +16,7 @@ import {
 import { CRDS } from '../src/api/crds.js';
 import { API_VERSION, GROUP, VERSION, type ENIPool, type ENIPoolClass } from '../src/api/types.js';
 import { TAGS } from '../src/operator/eni/cloud-state.js';
-import { CiliumAgentStandIn } from '../testbed/cilium/agent.js';
+import { standInFor, type CiliumAgentStandIn } from '../testbed/cilium/agent.js';
 import { ciliumNodeCrd } from '../testbed/cilium/index.js';
 import { nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../testbed/ecs/index.js';
 import { agentRequest } from '../src/agent/client.js';
@@ -401,22 +401,12 @@ export class ChaosCluster {
   /** A stand-in cilium-agent per node: it creates its CiliumNode (so its Node must be registered). */
   private async startCiliumAgents(agents: AgentProcess[]): Promise<void> {
     const core = this.kc.makeApiClient(CoreV1Api);
-    const vpc = this.ecs.world.vpcs.values().next().value!;
-    const byHost = new Map([...this.ecs.world.instances.values()].map((i) => [i.hostName, i]));
     await Promise.all(
       agents.map(async (a) => {
-        const instance = byHost.get(a.node)!;
-        const agent = new CiliumAgentStandIn({
+        const agent = standInFor(this.ecs.world, {
           kc: this.kc,
           node: a.node,
           nodeUid: (await core.readNode({ name: a.node })).metadata!.uid!,
-          metadata: {
-            instanceId: instance.id,
-            instanceType: instance.instanceType,
-            zoneId: instance.zoneId,
-            vpcId: instance.vpcId,
-            vpcCidr: vpc.cidr,
-          },
           updateRateMs: 1000,
         });
         await agent.start();

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
-import YAML from 'yaml';
-import { CiliumAgentStandIn } from '../../testbed/cilium/agent.js';
+import { standInFor, type CiliumAgentStandIn } from '../../testbed/cilium/agent.js';
 import { CILIUM_NODE_CRD_PATH } from '../../testbed/cilium/index.js';
 import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
 import { eventually } from '../helpers/ecs.js';
-import { CHART, ROOT, run, setArgs, tool } from '../helpers/helm.js';
+import { CHART, ROOT, setArgs, template } from '../helpers/helm.js';
 import { type Kubectl } from '../helpers/kube.js';
 import { chartCluster, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
 import { roleAudit } from '../helpers/rbac-audit.js';
@@ -41,22 +40,9 @@ const ours = () =>
 async function startAgents(): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(cluster.kubeconfigPath);
-  const vpc = [...cluster.ecs.world.vpcs.values()][0]!;
   for (const node of cluster.nodes) {
-    const instance = [...cluster.ecs.world.instances.values()].find((i) => i.hostName === node)!;
-    const agent = new CiliumAgentStandIn({
-      kc,
-      node,
-      nodeUid: (await json(['get', 'node', node])).metadata.uid,
-      metadata: {
-        instanceId: instance.id,
-        instanceType: instance.instanceType,
-        zoneId: instance.zoneId,
-        vpcId: instance.vpcId,
-        vpcCidr: vpc.cidr,
-      },
-      updateRateMs: 500,
-    });
+    const nodeUid = (await json(['get', 'node', node])).metadata.uid;
+    const agent = standInFor(cluster.ecs.world, { kc, node, nodeUid, updateRateMs: 500 });
     await agent.start();
     agents.push(agent);
   }
@@ -133,11 +119,7 @@ maybe('the chart with operator.poolApi=ciliumnode, under its own RBAC (root)', (
   }, 240_000);
 
   test('the chart’s operator role grants exactly what the operator used in this run', async () => {
-    const rendered = await run(tool('helm'), ['template', 'eni-ipam', CHART, '--namespace', NS, ...setArgs(values)]);
-    expect(rendered.code).toBe(0);
-    const objs = YAML.parseAllDocuments(rendered.stdout)
-      .map((d) => d.toJSON())
-      .filter(Boolean);
+    const objs = await template(values);
     const entries = cluster.kube.audit({ user: OPERATOR });
     expect(entries.some((e) => e.resource === 'ciliumnodes' && e.subresource === 'status')).toBe(true);
     const audit = roleAudit(entries, objs, 'eni-ipam-operator', uninstalledAt);

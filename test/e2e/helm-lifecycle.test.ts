@@ -2,12 +2,11 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import YAML from 'yaml';
 import { chartValues, runtimeUnavailable, type EmulatedCluster } from '../../testbed/cluster/index.js';
 import { cniPluginsUnavailable } from '../../testbed/cluster/runtime/node-image.js';
 import { nodeObject } from '../../testbed/ecs/index.js';
 import { eventually, pop } from '../helpers/ecs.js';
-import { CHART, ROOT, run, setArgs, tool } from '../helpers/helm.js';
+import { CHART, ROOT, setArgs, template } from '../helpers/helm.js';
 import { type Kubectl } from '../helpers/kube.js';
 import { allPoolsReady, chartCluster, isReady, kubectlJson, type Helm } from '../helpers/chart-cluster.js';
 import { nodeCni } from '../helpers/node-cni.js';
@@ -285,11 +284,7 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
   }, 240_000);
 
   test('the chart’s roles grant exactly what the operator and the agent used in this run', async () => {
-    const rendered = await run(tool('helm'), ['template', 'eni-ipam', CHART, '--namespace', NS, ...setArgs(values)]);
-    expect(rendered.code).toBe(0);
-    const objs = YAML.parseAllDocuments(rendered.stdout)
-      .map((d) => d.toJSON())
-      .filter(Boolean);
+    const objs = await template(values);
     for (const [user, account] of [
       [OPERATOR, 'eni-ipam-operator'],
       [AGENT, 'eni-ipam-agent'],

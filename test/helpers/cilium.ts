@@ -2,7 +2,7 @@
 import { CILIUM_NODES, type CiliumNode } from '../../src/operator/cilium/types.js';
 import { ciliumNodeCrd } from '../../testbed/cilium/index.js';
 import type { Fixture } from '../../testbed/ecs/index.js';
-import { CiliumAgentStandIn, type AgentFlags } from '../../testbed/cilium/agent.js';
+import { standInFor, type AgentFlags, type CiliumAgentStandIn } from '../../testbed/cilium/agent.js';
 import { testCluster, type TestCluster } from './cluster.js';
 import { http } from './kube.js';
 
@@ -28,19 +28,10 @@ export async function ciliumCluster(patch?: (f: Fixture) => void): Promise<Ciliu
     async addCiliumNode(instanceId: string, o: Parameters<CiliumCluster['addCiliumNode']>[1] = {}) {
       const name = await base.addNode(instanceId, o.labels);
       const node = (await http(base.kube, 'GET', `/api/v1/nodes/${name}`)).body as any;
-      const instance = base.ecs.world.instances.get(instanceId)!;
-      const vpc = base.ecs.world.vpcs.get(instance.vpcId)!;
-      const agent = new CiliumAgentStandIn({
+      const agent = standInFor(base.ecs.world, {
         kc: base.kc,
         node: name,
         nodeUid: node.metadata.uid,
-        metadata: {
-          instanceId,
-          instanceType: instance.instanceType,
-          zoneId: instance.zoneId,
-          vpcId: instance.vpcId,
-          vpcCidr: vpc.cidr,
-        },
         flags: o.flags,
         updateRateMs: o.updateRateMs ?? 1000,
         labels: o.labels,

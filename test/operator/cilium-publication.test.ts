@@ -1,7 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { ENIPool } from '../../src/api/types.js';
-import type { NetworkInterface } from '../../src/cloud/index.js';
 import { omitEmpty, sameForAgent } from '../../src/operator/cilium/omit-empty.js';
 import {
   ciliumEni,
@@ -12,36 +11,12 @@ import {
   unservableByCilium,
 } from '../../src/operator/cilium/publication.js';
 import { ciliumSpecFields } from '../../src/operator/cilium/node-spec.js';
+import { VSW, eniFixture } from '../helpers/cilium-fixtures.js';
 import type { AllocationMap, CiliumNode, ReleaseState } from '../../src/operator/cilium/types.js';
 
-const vsw = {
-  id: 'vsw-1',
-  vpcId: 'vpc-1',
-  zoneId: 'z',
-  cidr: '10.1.2.0/24',
-  availableIpCount: 100,
-  name: '',
-  tags: {},
-};
-const eni = (id: string, deviceIndex: number | undefined, ips: string[], type = 'Secondary'): NetworkInterface => ({
-  id,
-  mac: `00:16:3e:00:00:0${deviceIndex ?? 9}`,
-  status: deviceIndex === undefined ? 'Attaching' : 'InUse',
-  type,
-  vpcId: 'vpc-1',
-  vSwitchId: 'vsw-1',
-  zoneId: 'z',
-  instanceId: 'i-1',
-  deviceIndex,
-  primaryIp: `10.1.2.${100 + (deviceIndex ?? 9)}`,
-  secondaryIps: ips,
-  ipv4Prefixes: [],
-  ipv6: [],
-  ipv6Prefixes: [],
-  securityGroupIds: ['sg-1'],
-  tags: {},
-  creationTime: '',
-});
+const vsw = VSW;
+const eni = (id: string, deviceIndex: number | undefined, ips: string[], type = 'Secondary') =>
+  eniFixture(id, deviceIndex, ips, { type });
 const poolOf = (enis: Array<{ id: string; ips: string[]; state?: string }>, extra: Partial<ENIPool['status']> = {}) =>
   ({
     metadata: { name: 'n' },

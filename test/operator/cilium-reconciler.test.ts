@@ -1,30 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ENIPool } from '../../src/api/types.js';
 import type { NetworkInterface } from '../../src/cloud/index.js';
+import { VSW, eniFixture } from '../helpers/cilium-fixtures.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { CiliumReconciler } from '../../src/operator/cilium/reconciler.js';
 import type { CiliumNode } from '../../src/operator/cilium/types.js';
 
-const vsw = { id: 'vsw-1', vpcId: 'vpc-1', zoneId: 'z', cidr: '10.1.2.0/24', availableIpCount: 9, name: '', tags: {} };
-const eni = (id: string, deviceIndex: number | undefined, ips: string[]): NetworkInterface => ({
-  id,
-  mac: '00:16:3e:00:00:01',
-  status: 'InUse',
-  type: deviceIndex === 0 ? 'Primary' : 'Secondary',
-  vpcId: 'vpc-1',
-  vSwitchId: 'vsw-1',
-  zoneId: 'z',
-  instanceId: 'i-1',
-  deviceIndex,
-  primaryIp: `10.1.2.${100 + (deviceIndex ?? 9)}`,
-  secondaryIps: ips,
-  ipv4Prefixes: [],
-  ipv6: [],
-  ipv6Prefixes: [],
-  securityGroupIds: ['sg-1'],
-  tags: {},
-  creationTime: '',
-});
+const vsw = VSW;
+/** Attached, with or without a device index. */
+const eni = (id: string, deviceIndex: number | undefined, ips: string[]) =>
+  eniFixture(id, deviceIndex, ips, { status: 'InUse' });
 
 /** One reconcile against fakes of its ports: what it wrote, and what it said. */
 function reconcilerWith(o: { pool?: ENIPool; enis: NetworkInterface[]; node?: CiliumNode }) {

@@ -3,6 +3,7 @@ import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Informer } from '../../src/kube/informer.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { omitEmpty } from '../../src/operator/cilium/omit-empty.js';
+import type { World } from '../ecs/world.js';
 import {
   CILIUM_API_VERSION,
   CILIUM_NODES,
@@ -351,6 +352,28 @@ export class CiliumAgentStandIn {
     clearTimeout(this.syncTimer);
     await this.informer?.stop();
   }
+}
+
+/**
+ * The stand-in for one node of an ECS world: its instance metadata (what the real agent reads
+ * from the metadata service) looked up by the node's host name.
+ */
+export function standInFor(
+  world: Pick<World, 'instances' | 'vpcs'>,
+  o: Omit<StandInOptions, 'metadata'>,
+): CiliumAgentStandIn {
+  const instance = [...world.instances.values()].find((i) => i.hostName === o.node);
+  if (!instance) throw new Error(`no instance of the ECS world has host name ${o.node}`);
+  return new CiliumAgentStandIn({
+    ...o,
+    metadata: {
+      instanceId: instance.id,
+      instanceType: instance.instanceType,
+      zoneId: instance.zoneId,
+      vpcId: instance.vpcId,
+      vpcCidr: world.vpcs.get(instance.vpcId)!.cidr,
+    },
+  });
 }
 
 /** The vSwitch gateway Cilium uses: the address at index -3 of the CIDR (x.x.x.253 of a /24). */
