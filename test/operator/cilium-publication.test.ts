@@ -219,4 +219,17 @@ describe('CiliumNode publication', () => {
     expect(sameForAgent(ciliumStatus({ node: nodeOf({}, echoed), ...input }), echoed)).toBe(true);
     expect(sameForAgent(status, { ...status, ipam: { 'release-ips': { [ip]: 'released' } } })).toBe(false);
   });
+
+  it('says on the node why its pool is Degraded, and nothing once it is not', () => {
+    const degraded = poolOf([{ id: 'eni-2', ips: [ip] }], {
+      conditions: [
+        { type: 'Degraded', status: 'True', reason: 'VSwitchExhausted', message: 'vsw-1 has no address left' },
+      ],
+    } as Partial<ENIPool['status']>);
+    const input = { instanceEnis: [eni('eni-2', 1, [ip])], vSwitches: [vsw] };
+    const said = ciliumStatus({ node: nodeOf(), pool: degraded, ...input });
+    expect(said.ipam?.['operator-status']).toEqual({ error: 'VSwitchExhausted: vsw-1 has no address left' });
+    const healthy = poolOf([{ id: 'eni-2', ips: [ip] }]);
+    expect(ciliumStatus({ node: nodeOf({}, said), pool: healthy, ...input }).ipam?.['operator-status']).toBeUndefined();
+  });
 });

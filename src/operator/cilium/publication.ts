@@ -97,7 +97,8 @@ export interface StatusInput {
 
 /**
  * The node's status with the operator's fields set: every attached ENI of the instance (the
- * primary one too: the agent starts only once the list is not empty), and the release states.
+ * primary one too: the agent starts only once the list is not empty), the release states, and
+ * `operator-status.error` while the pool is Degraded (why it cannot grow or shrink).
  * An ENI the pool in spec still names stays listed until its addresses have left the pool, so
  * the agent never holds an address whose ENI it cannot find.
  */
@@ -116,12 +117,18 @@ export function ciliumStatus(input: StatusInput): CiliumNodeStatus {
   );
   for (const [key, eni] of Object.entries(before))
     if (!(key in enis) && referenced.has(eni['network-interface-id'])) enis[key] = eni;
-  const { 'release-ips': _old, ...ipam } = node.status?.ipam ?? {};
+  const { 'release-ips': _states, 'operator-status': _error, ...ipam } = node.status?.ipam ?? {};
   const states = releaseStates(node, pool);
+  // Where a Cilium user looks for the operator's word on the node (kubectl get cn -o yaml).
+  const degraded = pool?.status?.conditions?.find((c) => c.type === 'Degraded' && c.status === 'True');
   return {
     ...node.status,
     'alibaba-cloud': { ...node.status?.['alibaba-cloud'], enis },
-    ipam: { ...ipam, ...(Object.keys(states).length ? { 'release-ips': states } : {}) },
+    ipam: {
+      ...ipam,
+      ...(Object.keys(states).length ? { 'release-ips': states } : {}),
+      ...(degraded ? { 'operator-status': { error: `${degraded.reason}: ${degraded.message}` } } : {}),
+    },
   };
 }
 
