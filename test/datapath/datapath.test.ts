@@ -13,8 +13,7 @@ import { inIpv6Prefix } from '../../src/ipam/ipv6-prefix.js';
 import { prefixAddresses } from '../../src/ipam/prefix.js';
 import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { destination as pinoDestination } from 'pino';
-import { startVpc, vpcUnavailable, type Vpc } from '../../testbed/vpc/index.js';
-import { runCli } from '../helpers/cli.js';
+import { vpcUnavailable, type Vpc } from '../../testbed/vpc/index.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { REGION, eventually, pop, sleep } from '../helpers/ecs.js';
 import { ROOT } from '../helpers/helm.js';
@@ -24,8 +23,10 @@ import {
   datapathUnavailable,
   deleteNamespaces,
   inNs,
+  installCniPlugins,
   ip,
   sh,
+  vpcNodes,
   startInNs,
   type PodSpec,
 } from '../helpers/netns.js';
@@ -255,31 +256,15 @@ beforeAll(async () => {
   const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
   await allReady(c, names, 30_000);
 
-  bin = mkdtempSync(join(tmpdir(), 'cni-bin-'));
-  // Installed as the agent DaemonSet's init container does it.
-  const installed = await runCli([
-    'install-cni',
-    '--bin-dir',
-    bin,
-    '--conf-dir',
-    mkdtempSync(join(tmpdir(), 'cni-conf-')),
-    '--conflist',
-    CONFLIST,
-  ]);
-  if (installed.code !== 0) throw new Error(`install-cni failed: ${installed.stderr}`);
-
-  const netnses = plan.map((_, k) => `${P}node${k + 1}`);
-  for (const ns of netnses) {
-    await ip('netns', 'add', ns);
-    await inNs(ns, 'ip', 'link', 'set', 'lo', 'up');
-  }
+  bin = await installCniPlugins([CONFLIST]);
   // The VPC makes each node's eth0 (its primary ENI, as the image's DHCP would) and its ENI devices.
-  vpc = await startVpc({
+  let netnses: string[];
+  ({ netnses, vpc } = await vpcNodes({
     world: c.ecs.world,
-    nodes: plan.map((p, k) => ({ instanceId: p.instance, netns: netnses[k]! })),
+    instances: plan.map((p) => p.instance),
     prefix: P,
     logger: process.env.DEBUG_VPC ? createLogger({ level: 'debug' }, pinoDestination('/tmp/vpc.log')) : undefined,
-  });
+  }));
   for (const [k, p] of plan.entries()) {
     const n = {
       name: names[k]!,

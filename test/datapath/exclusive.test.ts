@@ -12,8 +12,7 @@ import { IpRouteKernel } from '../../src/agent/datapath/kernel.js';
 import { nodeName } from '../../src/agent/datapath/exclusive.js';
 import { vSwitchGateway } from '../../src/ipam/gateway.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { startVpc, vpcUnavailable, type Vpc } from '../../testbed/vpc/index.js';
-import { runCli } from '../helpers/cli.js';
+import { vpcUnavailable, type Vpc } from '../../testbed/vpc/index.js';
 import { allReady, testCluster, type TestCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/ecs.js';
 import { ROOT } from '../helpers/helm.js';
@@ -23,8 +22,10 @@ import {
   datapathUnavailable,
   deleteNamespaces,
   inNs,
+  installCniPlugins,
   ip,
   sh,
+  vpcNodes,
   type PodSpec,
 } from '../helpers/netns.js';
 
@@ -163,29 +164,9 @@ beforeAll(async () => {
   ];
   const names = await Promise.all(plan.map((p) => c.addNode(p.instance, { datapath: p.label })));
   await allReady(c, names, 30_000);
-  bin = mkdtempSync(join(tmpdir(), 'cni-bin-'));
-  for (const conflist of [SHARED, EXCLUSIVE]) {
-    const installed = await runCli([
-      'install-cni',
-      '--bin-dir',
-      bin,
-      '--conf-dir',
-      mkdtempSync(join(tmpdir(), 'cni-conf-')),
-      '--conflist',
-      conflist,
-    ]);
-    if (installed.code !== 0) throw new Error(`install-cni failed: ${installed.stderr}`);
-  }
-  const netnses = plan.map((_, k) => `${P}node${k + 1}`);
-  for (const ns of netnses) {
-    await ip('netns', 'add', ns);
-    await inNs(ns, 'ip', 'link', 'set', 'lo', 'up');
-  }
-  vpc = await startVpc({
-    world: c.ecs.world,
-    nodes: plan.map((p, k) => ({ instanceId: p.instance, netns: netnses[k]! })),
-    prefix: P,
-  });
+  bin = await installCniPlugins([SHARED, EXCLUSIVE]);
+  let netnses: string[];
+  ({ netnses, vpc } = await vpcNodes({ world: c.ecs.world, instances: plan.map((p) => p.instance), prefix: P }));
   for (const [k, p] of plan.entries()) {
     const n = {
       name: names[k]!,

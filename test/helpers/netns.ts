@@ -1,5 +1,6 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CniRuntime,
@@ -8,6 +9,8 @@ import {
   type NetworkConfigList,
 } from '../../testbed/cluster/runtime/cni.js';
 import { namespacesUnavailable } from '../../testbed/cluster/runtime/network.js';
+import { startVpc, type Vpc, type VpcOptions } from '../../testbed/vpc/index.js';
+import { runCli } from './cli.js';
 
 /** Debian's containernetworking-plugins. */
 export const SYSTEM_CNI_DIR = '/usr/lib/cni';
@@ -136,4 +139,39 @@ export class MiniRuntime {
   async del(pod: PodSpec): Promise<void> {
     await this.cni.del(this.conf, this.attachment(pod));
   }
+}
+
+/** Installs the CNI plugin binaries as the agent DaemonSet's init container does, once per conflist; answers the bin dir. */
+export async function installCniPlugins(conflists: string[]): Promise<string> {
+  const bin = mkdtempSync(join(tmpdir(), 'cni-bin-'));
+  for (const conflist of conflists) {
+    const confDir = mkdtempSync(join(tmpdir(), 'cni-conf-'));
+    const installed = await runCli(['install-cni', '--bin-dir', bin, '--conf-dir', confDir, '--conflist', conflist]);
+    if (installed.code !== 0) throw new Error(`install-cni failed: ${installed.stderr}`);
+  }
+  return bin;
+}
+
+/**
+ * A network namespace per node (`<prefix>node1`…, loopback up) and the strict VPC over them:
+ * each node's eth0 and its ENIs' devices appear in its namespace.
+ */
+export async function vpcNodes(o: {
+  world: VpcOptions['world'];
+  instances: string[];
+  prefix: string;
+  logger?: VpcOptions['logger'];
+}): Promise<{ netnses: string[]; vpc: Vpc }> {
+  const netnses = o.instances.map((_, k) => `${o.prefix}node${k + 1}`);
+  for (const ns of netnses) {
+    await ip('netns', 'add', ns);
+    await inNs(ns, 'ip', 'link', 'set', 'lo', 'up');
+  }
+  const vpc = await startVpc({
+    world: o.world,
+    nodes: o.instances.map((instanceId, k) => ({ instanceId, netns: netnses[k]! })),
+    prefix: o.prefix,
+    ...(o.logger ? { logger: o.logger } : {}),
+  });
+  return { netnses, vpc };
 }
