@@ -141,7 +141,7 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
     const peerRealMs = peer ? peer.ms / o.timeScale : 0;
     const peerMutating = peer
       ? Object.entries(peer.calls)
-          .filter(([a]) => a !== 'DescribeNetworkInterfaces')
+          .filter(([a]) => !a.startsWith('Describe'))
           .reduce((n, [, k]) => n + k, 0)
       : 0;
     // A row per size, mode, and what differs from the defaults: preAllocate, real time with lowered quotas.
@@ -189,7 +189,7 @@ export async function scaleUp(o: ScaleUpOptions): Promise<void> {
               : 'all Ready within 1.2x the bound, mutating calls within 1.05x the minimum, no throttled response failing a reconcile'
           : undefined,
         met: big ? met : undefined,
-        note: `${peer ? 'Ready: each stand-in cilium-agent (testbed/cilium/agent.ts) serves its full pre-allocate from its CiliumNode. Cilium’s operator is computed, not run (bench/cilium-model.ts): one cloud change per node per pass, the next after a resync of the instance; Create, Attach and that resync through one bucket of 4 QPS, burst 20; at most 10 addresses per new ENI, its own primary among them; 6 polls 2.5 s apart for InUse. Its full resyncs every minute, worker limit and call latencies are left out, so its figures are a floor. ' : ''}${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}${realTime ? 'Real time (no time scaling)' : `Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts`}${o.quotaScale === 1 ? '' : `; every API quota at ${o.quotaScale}x its default (bursts too), so the queue lasts minutes`}. Charts: results/${scenario}.svg (${cilium ? 'cilium-agents serving' : 'pools Ready'}), results/${scenario}-calls.svg (mutating calls per action over time, against each action’s quota).`,
+        note: `${peer ? 'Ready: each stand-in cilium-agent (testbed/cilium/agent.ts) serves its full pre-allocate from its CiliumNode. Cilium’s operator is computed, not run (bench/cilium-model.ts): one cloud change per node per pass, the next after a resync of the instance; Create, Attach and that resync through one bucket of 4 QPS, burst 20; at most 10 addresses per new ENI, its own primary among them; 6 polls 2.5 s apart for InUse (their calls bypass the bucket). Its full resyncs every minute, syncs of instances it does not know yet, worker limit and call latencies are left out, so its figures are a floor. ' : ''}${bound.realMs < 5000 ? 'At this size the bound is little more than one attach delay, so the ratio shows the fixed latencies (registration, watches, status writes, polling) rather than the quota. ' : ''}${realTime ? 'Real time (no time scaling)' : `Time-scaled (--time-scale ${o.timeScale}): quotas and delays run ${o.timeScale} times faster, bursts stay counts`}${o.quotaScale === 1 ? '' : `; every API quota at ${o.quotaScale}x its default (bursts too), so the queue lasts minutes`}. Charts: results/${scenario}.svg (${cilium ? 'cilium-agents serving' : 'pools Ready'}), results/${scenario}-calls.svg (mutating calls per action over time, against each action’s quota).`,
       },
       {
         options: o,

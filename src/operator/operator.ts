@@ -29,7 +29,7 @@ import { KubePlacementStore, objectEvents } from './class/store.js';
 import { CloudHealth } from './cloud-health.js';
 import { CiliumReconciler } from './cilium/reconciler.js';
 import { ciliumSpecFields } from './cilium/node-spec.js';
-import { publishedAddresses } from './cilium/publication.js';
+import { publishedAddresses, unservableByCilium } from './cilium/publication.js';
 import { KubeCiliumNodeStore } from './cilium/store.js';
 import { CILIUM_API_VERSION, CILIUM_GROUP, CILIUM_NODES, CILIUM_VERSION, type CiliumNode } from './cilium/types.js';
 
@@ -100,8 +100,8 @@ export class Operator {
   /** `--pool-api ciliumnode` only. */
   private readonly ciliumNodes?: Informer<CiliumNode>;
   private readonly ciliumReconciler?: CiliumReconciler;
-  /** Nodes whose pool has addresses their CiliumNode does not offer yet: their cilium key goes first. */
-  private readonly unpublished = new Set<string>();
+  /** Nodes whose cilium-agent waits on the operator (see noteAgentWaits): their cilium key goes first. */
+  private readonly agentWaits = new Set<string>();
   private readonly poolReconciler: PoolReconciler;
   private readonly enis: EniLifecycle;
   private readonly classReconciler: ClassReconciler;
@@ -149,8 +149,8 @@ export class Operator {
         if (k.kind === 'class') return Number.MAX_SAFE_INTEGER;
         if (k.kind === 'pool' && this.pools.get(k.name)?.status === undefined) return Number.MAX_SAFE_INTEGER - 1;
         if (k.kind === 'node') return Number.MAX_SAFE_INTEGER - 2;
-        // Addresses a pool got and its cilium-agent waits for cost no cloud call: they go next.
-        if (k.kind === 'cilium' && this.unpublished.has(k.name)) return Number.MAX_SAFE_INTEGER - 3;
+        // What a cilium-agent waits for (addresses to use, its pods counted) costs no cloud call: next.
+        if (k.kind === 'cilium' && this.agentWaits.has(k.name)) return Number.MAX_SAFE_INTEGER - 3;
         return this.poolDeficit(k.name);
       },
       clock,
@@ -182,7 +182,7 @@ export class Operator {
         poolsByInstance.onChange(type, p);
         enqueuePool(p.metadata.name);
         if (cilium) {
-          this.noteUnpublished(p.metadata.name);
+          this.noteAgentWaits(p.metadata.name);
           this.queue.add(ciliumKey(p.metadata.name));
         }
         // A pool deleted while its node stays is made again at once.
@@ -240,7 +240,7 @@ export class Operator {
         logger,
         onChange: (type, n) => {
           const name = n.metadata.name;
-          this.noteUnpublished(name);
+          this.noteAgentWaits(name);
           this.queue.add(ciliumKey(name));
           const said = type === 'delete' ? '' : JSON.stringify(ciliumSpecFields(n));
           if (specSaid.get(name) === said) return;
@@ -352,14 +352,27 @@ export class Operator {
 
   /** What a pool lacks, from its last published status (a new pool: its preAllocate). */
   /**
-   * `--pool-api ciliumnode`: notes whether the node's pool has addresses its CiliumNode does not
-   * offer yet, as either object changes (the queue asks of every key at every turn: a lookup).
+   * `--pool-api ciliumnode`: notes whether the node's agent waits on its cilium key, as either
+   * object changes (the queue asks of every key at every turn: a lookup): addresses the pool
+   * got that its CiliumNode does not offer yet (none asked back, none released), or the agent's
+   * used addresses not yet in the pool, which the planner sizes by.
    */
-  private noteUnpublished(name: string): void {
-    const offered = this.ciliumNodes?.get(name)?.spec.ipam?.pool ?? {};
-    const waiting = [...publishedAddresses(this.pools.get(name)).keys()].some((ip) => !(ip in offered));
-    if (waiting) this.unpublished.add(name);
-    else this.unpublished.delete(name);
+  private noteAgentWaits(name: string): void {
+    const node = this.ciliumNodes?.get(name);
+    const pool = this.pools.get(name);
+    const offered = node?.spec.ipam?.pool ?? {};
+    const states = node?.status?.ipam?.['release-ips'] ?? {};
+    const requested = pool?.status?.releaseRequests ?? {};
+    const unoffered =
+      !!pool &&
+      !unservableByCilium(pool.spec) &&
+      [...publishedAddresses(pool).keys()].some((ip) => !(ip in offered) && !(ip in requested) && !states[ip]);
+    const used = Object.keys(node?.status?.ipam?.used ?? {});
+    const usedStale =
+      !!pool &&
+      (used.length !== Object.keys(pool.status?.used ?? {}).length || used.some((ip) => !pool.status?.used?.[ip]));
+    if (unoffered || usedStale) this.agentWaits.add(name);
+    else this.agentWaits.delete(name);
   }
 
   private poolDeficit(name: string): number {

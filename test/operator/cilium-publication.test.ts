@@ -5,6 +5,7 @@ import { omitEmpty, sameForAgent } from '../../src/operator/cilium/omit-empty.js
 import {
   ciliumEni,
   ciliumPool,
+  newReadyAnswer,
   ciliumStatus,
   poolAgentPatch,
   releaseStates,
@@ -231,5 +232,42 @@ describe('CiliumNode publication', () => {
     expect(said.ipam?.['operator-status']).toEqual({ error: 'VSwitchExhausted: vsw-1 has no address left' });
     const healthy = poolOf([{ id: 'eni-2', ips: [ip] }]);
     expect(ciliumStatus({ node: nodeOf({}, said), pool: healthy, ...input }).ipam?.['operator-status']).toBeUndefined();
+  });
+
+  it('answers for the agent an address it never had: not offered while asked for, free on a live read', () => {
+    // eni-3 never reached the agent (no vSwitch CIDR known): the planner asks for its addresses first.
+    const asked = poolOf(
+      [
+        { id: 'eni-2', ips: [ip] },
+        { id: 'eni-3', ips: ['10.1.2.21', '10.1.2.22'] },
+      ],
+      { releaseRequests: { '10.1.2.21': 't1', '10.1.2.22': 't1' } },
+    );
+    const node = nodeOf(inPool, { 'alibaba-cloud': { enis: { 'eni-2': listedEni } } });
+    expect(releaseStates(node, asked)).toEqual({});
+    expect(newReadyAnswer(node, asked)).toBe(true);
+    expect(poolAgentPatch(node, asked, { live: false })).toBeUndefined();
+    const ready = { answer: 'ready', requestedAt: 't1' };
+    expect(poolAgentPatch(node, asked, { live: true })).toEqual({
+      releaseAcks: { '10.1.2.21': ready, '10.1.2.22': ready },
+    });
+    // Its ENI listed now, the address is still not offered while the request stands.
+    const both = nodeOf(inPool, {
+      'alibaba-cloud': { enis: { 'eni-2': listedEni, 'eni-3': ciliumEni(eni('eni-3', 2, ['10.1.2.21']), [vsw]) } },
+    });
+    expect(Object.keys(ciliumPool(both, asked))).toEqual([ip]);
+  });
+
+  it('keeps an ENI’s vSwitch CIDR and its free addresses offered when the vSwitch list leaves it out', () => {
+    const pool = poolOf([{ id: 'eni-2', ips: [ip, '10.1.2.12'] }]);
+    const instanceEnis = [eni('eni-2', 1, [ip, '10.1.2.12'])];
+    const offered = { ipam: { pool: { [ip]: { resource: 'eni-2' }, '10.1.2.12': { resource: 'eni-2' } } } };
+    const first = ciliumStatus({ node: nodeOf(offered), pool, instanceEnis, vSwitches: [vsw] });
+    const node = nodeOf(offered, first);
+    const blind = ciliumStatus({ node, pool, instanceEnis, vSwitches: [] });
+    expect(blind['alibaba-cloud']!.enis!['eni-2']!.vswitch.cidr).toBe('10.1.2.0/24');
+    expect(Object.keys(ciliumPool(nodeOf(offered, blind), pool)).sort()).toEqual([ip, '10.1.2.12']);
+    // And an offered address stays while the pool publishes it, whatever the status says of its ENI.
+    expect(Object.keys(ciliumPool(nodeOf(offered, {}), pool)).sort()).toEqual([ip, '10.1.2.12']);
   });
 });

@@ -62,7 +62,13 @@ function requestedAddresses(pool: ENIPool | undefined): Map<string, string> {
 }
 
 /** An attached ENI as the agent reads it: found by its MAC, routed through table 10 + its index. */
-export function ciliumEni(eni: NetworkInterface, vSwitches: readonly VSwitch[], vpcCidr?: string): CiliumEni {
+export function ciliumEni(
+  eni: NetworkInterface,
+  vSwitches: readonly VSwitch[],
+  vpcCidr?: string,
+  /** The CIDR the node's status gave the ENI before: a vSwitch list that lacks it is no word on it. */
+  knownCidr?: string,
+): CiliumEni {
   const vsw = vSwitches.find((v) => v.id === eni.vSwitchId);
   return {
     'network-interface-id': eni.id,
@@ -72,7 +78,7 @@ export function ciliumEni(eni: NetworkInterface, vSwitches: readonly VSwitch[], 
     'security-groupids': [...eni.securityGroupIds],
     vpc: { 'vpc-id': eni.vpcId, ...(vpcCidr ? { cidr: vpcCidr } : {}) },
     'zone-id': eni.zoneId,
-    vswitch: { 'vswitch-id': eni.vSwitchId, cidr: vsw?.cidr ?? '' },
+    vswitch: { 'vswitch-id': eni.vSwitchId, cidr: vsw?.cidr ?? knownCidr ?? '' },
     'primary-ip-address': eni.primaryIp,
     // `primary` is omitted when false, as the agent's own writes carry it (Go omitempty).
     'private-ipsets': [
@@ -106,10 +112,10 @@ export function ciliumStatus(input: StatusInput): CiliumNodeStatus {
   const { node, pool } = input;
   const vpcCidr = node.spec['alibaba-cloud']?.['cidr-block'];
   const enis: Record<string, CiliumEni> = {};
+  const before = node.status?.['alibaba-cloud']?.enis ?? {};
   for (const eni of input.instanceEnis)
     if (eni.status === 'InUse' && eni.deviceIndex !== undefined)
-      enis[eni.id] = ciliumEni(eni, input.vSwitches, vpcCidr);
-  const before = node.status?.['alibaba-cloud']?.enis ?? {};
+      enis[eni.id] = ciliumEni(eni, input.vSwitches, vpcCidr, before[eni.id]?.vswitch?.cidr || undefined);
   const referenced = new Set(
     [...Object.values(node.spec.ipam?.pool ?? {}), ...Object.values(node.status?.ipam?.used ?? {})].map(
       (a) => a.resource,
@@ -172,11 +178,11 @@ function readyAcked(pool: ENIPool | undefined, ip: string, requestedAt: string |
 /**
  * `spec.ipam.pool` as the node should have it: the pool's addresses whose ENI the status (as
  * written) lists with the vSwitch CIDR the agent routes by, `{resource: <eni>}` each. An address
- * the agent says is used, or one in a handshake not yet `released`, never leaves it; a
- * `released` one leaves at once and is not offered again until the agent has dropped its entry
- * (it would never hand it out meanwhile). An address out of the pool whose release is confirmed
- * (a `ready` ack for the request standing, given by an agent that had it; the CiliumNode was
- * made anew since) is not offered: it may be unassigned at any moment.
+ * in it stays while the pool publishes it, while the agent says it is used, or while its
+ * handshake is not yet `released`; a `released` one leaves at once and is not offered again
+ * until the agent has dropped its entry (it would never hand it out meanwhile). An address out
+ * of it that the pool asks to release is not offered: it is on its way out (and, as the agent
+ * never had it, free at once: poolAgentPatch).
  */
 export function ciliumPool(node: CiliumNode, pool: ENIPool | undefined): AllocationMap {
   const listed = new Set(
@@ -187,17 +193,30 @@ export function ciliumPool(node: CiliumNode, pool: ENIPool | undefined): Allocat
   const states = node.status?.ipam?.['release-ips'] ?? {};
   const used = node.status?.ipam?.used ?? {};
   const requested = requestedAddresses(pool);
+  const published = publishedAddresses(pool);
   const before = node.spec.ipam?.pool ?? {};
   const out: AllocationMap = {};
-  for (const [ip, eni] of publishedAddresses(pool)) {
-    const goingOut = !(ip in before) && readyAcked(pool, ip, requested.get(ip));
-    if (listed.has(eni) && states[ip] !== 'released' && !goingOut) out[ip] = { resource: eni };
-  }
+  for (const [ip, eni] of published)
+    if (listed.has(eni) && states[ip] !== 'released' && !(requested.has(ip) && !(ip in before)))
+      out[ip] = { resource: eni };
   for (const [ip, entry] of Object.entries(before)) {
     const handshaking = states[ip] !== undefined && states[ip] !== 'released';
-    if (!(ip in out) && (ip in used || handshaking)) out[ip] = entry;
+    const kept = published.has(ip) && states[ip] !== 'released';
+    if (!(ip in out) && (ip in used || handshaking || kept)) out[ip] = entry;
   }
   return out;
+}
+
+/**
+ * Requested addresses the agent cannot hold: out of its pool, not used, never asked about
+ * (no entry). The pool never offered them, or offered them to a CiliumNode since made anew.
+ */
+function outOfReach(node: CiliumNode, ip: string): boolean {
+  return (
+    !(ip in (node.spec.ipam?.pool ?? {})) &&
+    !(ip in (node.status?.ipam?.used ?? {})) &&
+    node.status?.ipam?.['release-ips']?.[ip] === undefined
+  );
 }
 
 /**
@@ -216,7 +235,6 @@ export function poolAgentPatch(
     Object.entries(node.status?.ipam?.used ?? {}).map(([ip, a]) => [ip, { pod: a.owner ?? '' }]),
   );
   const states = node.status?.ipam?.['release-ips'] ?? {};
-  const inPool = node.spec.ipam?.pool ?? {};
   const acks: Record<string, ReleaseAck> = {};
   for (const [ip, requestedAt] of requestedAddresses(pool)) {
     const state = states[ip];
@@ -225,9 +243,9 @@ export function poolAgentPatch(
     // Not live: an ack already given stands until a live read says otherwise.
     else if (state === 'ready-for-release' && !o.live && readyAcked(pool, ip, requestedAt))
       acks[ip] = pool.status!.releaseAcks![ip]!;
-    // No entry (the CiliumNode was made anew): the old agent's promise holds while this one cannot have the address.
-    else if (state === undefined && !(ip in inPool) && !(ip in used) && readyAcked(pool, ip, requestedAt))
-      acks[ip] = pool.status!.releaseAcks![ip]!;
+    // Never the agent's (it is not offered while asked for): free, on the node as the API server has it.
+    else if (outOfReach(node, ip) && (o.live || readyAcked(pool, ip, requestedAt)))
+      acks[ip] = { answer: 'ready', requestedAt };
   }
   const patch: Record<string, unknown> = {};
   const usedPatch = mapPatch(pool.status?.used ?? {}, used);
@@ -237,11 +255,14 @@ export function poolAgentPatch(
   return Object.keys(patch).length ? patch : undefined;
 }
 
-/** Whether the cached node answers a request `ready` that the pool has no ack for yet (a live read decides). */
+/**
+ * Whether the cached node frees a requested address the pool has no `ready` ack for yet (a
+ * `ready-for-release`, or an address out of the agent's reach): a live read decides.
+ */
 export function newReadyAnswer(node: CiliumNode, pool: ENIPool): boolean {
   const states = node.status?.ipam?.['release-ips'] ?? {};
   return [...requestedAddresses(pool)].some(
-    ([ip, at]) => states[ip] === 'ready-for-release' && pool.status?.releaseAcks?.[ip]?.requestedAt !== at,
+    ([ip, at]) => (states[ip] === 'ready-for-release' || outOfReach(node, ip)) && !readyAcked(pool, ip, at),
   );
 }
 

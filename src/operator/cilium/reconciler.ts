@@ -48,9 +48,10 @@ export class CiliumReconciler {
     // The agent creates its CiliumNode; until it has, there is nothing to serve.
     if (!node || !this.deps.mayWrite()) return {};
     const pool = this.deps.cache.pool(name);
-    // No record of the node's pool (not made yet, or not published yet) is no word on it: an
+    // No record of the node's pool (not made yet, or no observation published yet: a condition
+    // alone, as a cloud outage at start writes, says nothing of its ENIs) is no word on it: an
     // empty pool read as the truth would take every free address from the agent.
-    if (!pool?.status) return {};
+    if (!pool?.status?.summary) return {};
     const why = unservableByCilium(pool.spec);
     if (why) {
       this.sayOnce(node, 'pool', 'UnservableByCilium', why);
