@@ -181,24 +181,22 @@ function readyAcked(pool: ENIPool | undefined, ip: string, requestedAt: string |
  * in it stays while the pool publishes it, while the agent says it is used, or while its
  * handshake is not yet `released`; a `released` one leaves at once and is not offered again
  * until the agent has dropped its entry (it would never hand it out meanwhile). An address out
- * of it that the pool asks to release is not offered: it is on its way out (and, as the agent
- * never had it, free at once: poolAgentPatch).
+ * of it whose release is confirmed (a `ready` ack for the request standing: an agent that had
+ * it answered, and the CiliumNode was made anew since) is not offered: it may be unassigned at
+ * any moment.
  */
 export function ciliumPool(node: CiliumNode, pool: ENIPool | undefined): AllocationMap {
-  const listed = new Set(
-    Object.values(node.status?.['alibaba-cloud']?.enis ?? {})
-      .filter((e) => e.vswitch?.cidr)
-      .map((e) => e['network-interface-id']),
-  );
+  const listed = listedEnis(node);
   const states = node.status?.ipam?.['release-ips'] ?? {};
   const used = node.status?.ipam?.used ?? {};
   const requested = requestedAddresses(pool);
   const published = publishedAddresses(pool);
   const before = node.spec.ipam?.pool ?? {};
   const out: AllocationMap = {};
-  for (const [ip, eni] of published)
-    if (listed.has(eni) && states[ip] !== 'released' && !(requested.has(ip) && !(ip in before)))
-      out[ip] = { resource: eni };
+  for (const [ip, eni] of published) {
+    const goingOut = !(ip in before) && readyAcked(pool, ip, requested.get(ip));
+    if (listed.has(eni) && states[ip] !== 'released' && !goingOut) out[ip] = { resource: eni };
+  }
   for (const [ip, entry] of Object.entries(before)) {
     const handshaking = states[ip] !== undefined && states[ip] !== 'released';
     const kept = published.has(ip) && states[ip] !== 'released';
@@ -207,16 +205,33 @@ export function ciliumPool(node: CiliumNode, pool: ENIPool | undefined): Allocat
   return out;
 }
 
-/**
- * Requested addresses the agent cannot hold: out of its pool, not used, never asked about
- * (no entry). The pool never offered them, or offered them to a CiliumNode since made anew.
- */
+/** The ENIs the node's status lists with the vSwitch CIDR the agent routes by: those whose addresses it may be offered. */
+function listedEnis(node: CiliumNode): Set<string> {
+  return new Set(
+    Object.values(node.status?.['alibaba-cloud']?.enis ?? {})
+      .filter((e) => e.vswitch?.cidr)
+      .map((e) => e['network-interface-id']),
+  );
+}
+
+/** A requested address the agent does not hold: out of its pool, not used, never asked about (no entry). */
 function outOfReach(node: CiliumNode, ip: string): boolean {
   return (
     !(ip in (node.spec.ipam?.pool ?? {})) &&
     !(ip in (node.status?.ipam?.used ?? {})) &&
     node.status?.ipam?.['release-ips']?.[ip] === undefined
   );
+}
+
+/**
+ * A requested address the agent was never offered, on the node as the API server has it: out of
+ * its reach, on an ENI its status does not list (an address enters the pool only once its ENI is
+ * listed, and a listed ENI stays listed while any of its addresses is pooled or used). The
+ * status is written before this is asked, so a CiliumNode made anew lists its ENIs first.
+ */
+function neverOffered(node: CiliumNode, pool: ENIPool, ip: string): boolean {
+  const eni = publishedAddresses(pool).get(ip);
+  return outOfReach(node, ip) && (eni === undefined || !listedEnis(node).has(eni));
 }
 
 /**
@@ -243,9 +258,10 @@ export function poolAgentPatch(
     // Not live: an ack already given stands until a live read says otherwise.
     else if (state === 'ready-for-release' && !o.live && readyAcked(pool, ip, requestedAt))
       acks[ip] = pool.status!.releaseAcks![ip]!;
-    // Never the agent's (it is not offered while asked for): free, on the node as the API server has it.
-    else if (outOfReach(node, ip) && (o.live || readyAcked(pool, ip, requestedAt)))
-      acks[ip] = { answer: 'ready', requestedAt };
+    // No entry (the CiliumNode was made anew): the old agent's promise holds while this one cannot have the address.
+    else if (outOfReach(node, ip) && readyAcked(pool, ip, requestedAt)) acks[ip] = pool.status!.releaseAcks![ip]!;
+    // Never offered to the agent (its ENI never listed): free, on the node as the API server has it.
+    else if (o.live && neverOffered(node, pool, ip)) acks[ip] = { answer: 'ready', requestedAt };
   }
   const patch: Record<string, unknown> = {};
   const usedPatch = mapPatch(pool.status?.used ?? {}, used);
@@ -257,12 +273,12 @@ export function poolAgentPatch(
 
 /**
  * Whether the cached node frees a requested address the pool has no `ready` ack for yet (a
- * `ready-for-release`, or an address out of the agent's reach): a live read decides.
+ * `ready-for-release`, or an address never offered to the agent): a live read decides.
  */
 export function newReadyAnswer(node: CiliumNode, pool: ENIPool): boolean {
   const states = node.status?.ipam?.['release-ips'] ?? {};
   return [...requestedAddresses(pool)].some(
-    ([ip, at]) => (states[ip] === 'ready-for-release' || outOfReach(node, ip)) && !readyAcked(pool, ip, at),
+    ([ip, at]) => (states[ip] === 'ready-for-release' || neverOffered(node, pool, ip)) && !readyAcked(pool, ip, at),
   );
 }
 
