@@ -235,7 +235,7 @@ describe('CiliumNode publication', () => {
   });
 
   it('answers for the agent an address it was never offered (its ENI never listed): free on a live read', () => {
-    // eni-3 never reached the agent (no vSwitch CIDR known): the planner asks for its addresses first.
+    // eni-3 never reached the agent (its status does not list it: no device index): the planner asks for its addresses first.
     const asked = poolOf(
       [
         { id: 'eni-2', ips: [ip] },

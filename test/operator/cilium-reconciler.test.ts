@@ -95,4 +95,19 @@ describe('CiliumReconciler', () => {
     expect(r.writes).toEqual([]);
     expect(r.warnings).toEqual(['UnservableByCilium']);
   });
+
+  it('says once that an ENI on a vSwitch it does not know is listed without a CIDR, its addresses not offered', async () => {
+    const pool = poolWith({
+      enis: [{ id: 'eni-2', state: 'InUse', ips: ['10.1.2.11'] }],
+      summary: { available: 1, used: 0, needed: 0 },
+    } as ENIPool['status']);
+    const lost = { ...eni('eni-2', 1, ['10.1.2.11']), vSwitchId: 'vsw-9' };
+    const r = reconcilerWith({ pool, enis: [eni('eni-1', 0, []), lost] });
+    await r.reconciler.reconcile('n');
+    await r.reconciler.reconcile('n');
+    expect(r.warnings).toEqual(['ENIWithoutVSwitchCIDR']);
+    expect(r.node().status!['alibaba-cloud']!.enis!['eni-2']!.vswitch).toEqual({ 'vswitch-id': 'vsw-9', cidr: '' });
+    // What the agent already had stays; nothing new is offered on that ENI.
+    expect(r.node().spec.ipam?.pool).toEqual({ '10.1.2.11': { resource: 'eni-2' } });
+  });
 });

@@ -225,13 +225,17 @@ function outOfReach(node: CiliumNode, ip: string): boolean {
 
 /**
  * A requested address the agent was never offered, on the node as the API server has it: out of
- * its reach, on an ENI its status does not list (an address enters the pool only once its ENI is
- * listed, and a listed ENI stays listed while any of its addresses is pooled or used). The
- * status is written before this is asked, so a CiliumNode made anew lists its ENIs first.
+ * its reach, published on an ENI its status does not list at all (an address enters the pool
+ * only once its ENI is listed, and a listed ENI stays listed while any of its addresses is
+ * pooled or used). The status is written before this is asked, so a CiliumNode made anew lists
+ * its ENIs first; one listed without a vSwitch CIDR may have been offered before: not this.
  */
 function neverOffered(node: CiliumNode, pool: ENIPool, ip: string): boolean {
   const eni = publishedAddresses(pool).get(ip);
-  return outOfReach(node, ip) && (eni === undefined || !listedEnis(node).has(eni));
+  const listed = Object.values(node.status?.['alibaba-cloud']?.enis ?? {}).some(
+    (e) => e['network-interface-id'] === eni,
+  );
+  return eni !== undefined && !listed && outOfReach(node, ip);
 }
 
 /**

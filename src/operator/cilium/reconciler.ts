@@ -104,6 +104,17 @@ export class CiliumReconciler {
     else this.said.delete(`${name}/index`);
     // The status first: the agent fails an allocation whose ENI it cannot find in it.
     const status = ciliumStatus({ node, pool, instanceEnis, vSwitches: await this.deps.cloud.vSwitches() });
+    const blind = Object.values(status['alibaba-cloud']?.enis ?? {}).filter((e) => !e.vswitch?.cidr);
+    if (blind.length)
+      this.sayOnce(
+        node,
+        'cidr',
+        'ENIWithoutVSwitchCIDR',
+        `the vSwitches of ENIs ${blind.map((e) => `${e['network-interface-id']} (${e.vswitch?.['vswitch-id']})`).join(', ')} ` +
+          'are not among the VPC vSwitches the operator knows: the agent routes by the vSwitch CIDR, so their addresses are ' +
+          'not offered to it (check that the vSwitch exists in the VPC and that DescribeVSwitches lists it)',
+      );
+    else this.said.delete(`${name}/cidr`);
     if (!sameForAgent(status, node.status)) {
       if (!this.deps.mayWrite()) return {};
       node = await this.deps.store.replaceStatus({ ...node, status });
