@@ -305,6 +305,7 @@ export class Operator {
         patchPoolStatus: (name, patch) => poolStore.patchStatus(name, undefined, patch),
         cloud: this.cloud,
         mayWrite: () => this.mayMutate(),
+        cloudSynced: () => this.health.resynced,
         warn: (n, reason, message) => {
           logger.warn({ node: n.metadata.name, reason }, message);
           if (this.mayMutate())

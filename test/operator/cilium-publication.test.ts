@@ -234,7 +234,7 @@ describe('CiliumNode publication', () => {
     expect(ciliumStatus({ node: nodeOf({}, said), pool: healthy, ...input }).ipam?.['operator-status']).toBeUndefined();
   });
 
-  it('answers for the agent an address it was never offered (its ENI never listed): free on a live read', () => {
+  it('answers for the agent an address it was never offered (its ENI attached without a device index): free on a live read', () => {
     // eni-3 never reached the agent (its status does not list it: no device index): the planner asks for its addresses first.
     const asked = poolOf(
       [
@@ -244,19 +244,24 @@ describe('CiliumNode publication', () => {
       { releaseRequests: { '10.1.2.21': 't1', '10.1.2.22': 't1' } },
     );
     const node = nodeOf(inPool, { 'alibaba-cloud': { enis: { 'eni-2': listedEni } } });
+    const unindexed = new Set(['eni-3']);
     expect(releaseStates(node, asked)).toEqual({});
-    expect(newReadyAnswer(node, asked)).toBe(true);
-    expect(poolAgentPatch(node, asked, { live: false })).toBeUndefined();
+    expect(newReadyAnswer(node, asked, unindexed)).toBe(true);
+    expect(poolAgentPatch(node, asked, { live: false, unindexed })).toBeUndefined();
     const ready = { answer: 'ready', requestedAt: 't1' };
-    expect(poolAgentPatch(node, asked, { live: true })).toEqual({
+    expect(poolAgentPatch(node, asked, { live: true, unindexed })).toEqual({
       releaseAcks: { '10.1.2.21': ready, '10.1.2.22': ready },
     });
+    // An ENI the status merely does not list (a CiliumNode made anew, a cold cache) may carry
+    // addresses a running agent holds: only the agent answers for them.
+    expect(newReadyAnswer(node, asked)).toBe(false);
+    expect(poolAgentPatch(node, asked, { live: true })).toBeUndefined();
     // Once its ENI is listed, an address may have reached the agent: only the agent answers for it.
     const both = nodeOf(inPool, {
       'alibaba-cloud': { enis: { 'eni-2': listedEni, 'eni-3': ciliumEni(eni('eni-3', 2, ['10.1.2.21']), [vsw]) } },
     });
-    expect(newReadyAnswer(both, asked)).toBe(false);
-    expect(poolAgentPatch(both, asked, { live: true })).toBeUndefined();
+    expect(newReadyAnswer(both, asked, unindexed)).toBe(false);
+    expect(poolAgentPatch(both, asked, { live: true, unindexed })).toBeUndefined();
     // Confirmed free while it was never offered, it is not offered now: it may go at any moment.
     const confirmed = { ...asked, status: { ...asked.status!, releaseAcks: { '10.1.2.21': ready } } } as ENIPool;
     expect(Object.keys(ciliumPool(both, confirmed)).sort()).toEqual([ip, '10.1.2.22']);

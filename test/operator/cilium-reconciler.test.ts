@@ -12,7 +12,7 @@ const eni = (id: string, deviceIndex: number | undefined, ips: string[]) =>
   eniFixture(id, deviceIndex, ips, { status: 'InUse' });
 
 /** One reconcile against fakes of its ports: what it wrote, and what it said. */
-function reconcilerWith(o: { pool?: ENIPool; enis: NetworkInterface[]; node?: CiliumNode }) {
+function reconcilerWith(o: { pool?: ENIPool; enis: NetworkInterface[]; node?: CiliumNode; synced?: boolean }) {
   let node: CiliumNode = o.node ?? {
     metadata: { name: 'n', resourceVersion: '1' },
     spec: {
@@ -41,6 +41,7 @@ function reconcilerWith(o: { pool?: ENIPool; enis: NetworkInterface[]; node?: Ci
     },
     cloud: { enisOfInstance: () => o.enis, vSwitches: () => Promise.resolve([vsw]) },
     mayWrite: () => true,
+    cloudSynced: () => o.synced ?? true,
     warn: (_n, reason) => warnings.push(reason),
     logger: silentLogger(),
   });
@@ -60,6 +61,16 @@ describe('CiliumReconciler', () => {
       expect(r.writes).toEqual([]);
       expect(r.node().spec.ipam?.pool).toEqual({ '10.1.2.11': { resource: 'eni-2' } });
     }
+  });
+
+  it('writes nothing before the cloud was read whole: a cold cache knows none of the node\u2019s ENIs', async () => {
+    const pool = poolWith({
+      enis: [{ id: 'eni-2', state: 'InUse', ips: ['10.1.2.11'] }],
+      summary: { available: 1, used: 0, needed: 0 },
+    } as ENIPool['status']);
+    const r = reconcilerWith({ pool, enis: [], synced: false });
+    await r.reconciler.reconcile('n');
+    expect(r.writes).toEqual([]);
   });
 
   it('publishes status before pool, then leaves the node alone, and says once that an unindexed ENI is kept out', async () => {

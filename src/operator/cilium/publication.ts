@@ -225,17 +225,17 @@ function outOfReach(node: CiliumNode, ip: string): boolean {
 
 /**
  * A requested address the agent was never offered, on the node as the API server has it: out of
- * its reach, published on an ENI its status does not list at all (an address enters the pool
- * only once its ENI is listed, and a listed ENI stays listed while any of its addresses is
- * pooled or used). The status is written before this is asked, so a CiliumNode made anew lists
- * its ENIs first; one listed without a vSwitch CIDR may have been offered before: not this.
+ * its reach, on an ENI the cloud has attached without a device index (`unindexed`, so never
+ * listed: an address enters the pool only once its ENI is listed) that the status does not list.
+ * Not an ENI the status merely does not list: a CiliumNode made anew under a running agent lists
+ * its ENIs only as the cloud cache has them, and the agent may hold their addresses.
  */
-function neverOffered(node: CiliumNode, pool: ENIPool, ip: string): boolean {
+function neverOffered(node: CiliumNode, pool: ENIPool, ip: string, unindexed: ReadonlySet<string>): boolean {
   const eni = publishedAddresses(pool).get(ip);
   const listed = Object.values(node.status?.['alibaba-cloud']?.enis ?? {}).some(
     (e) => e['network-interface-id'] === eni,
   );
-  return eni !== undefined && !listed && outOfReach(node, ip);
+  return eni !== undefined && unindexed.has(eni) && !listed && outOfReach(node, ip);
 }
 
 /**
@@ -248,7 +248,7 @@ function neverOffered(node: CiliumNode, pool: ENIPool, ip: string): boolean {
 export function poolAgentPatch(
   node: CiliumNode,
   pool: ENIPool,
-  o: { live: boolean },
+  o: { live: boolean; unindexed?: ReadonlySet<string> },
 ): Record<string, unknown> | undefined {
   const used = Object.fromEntries(
     Object.entries(node.status?.ipam?.used ?? {}).map(([ip, a]) => [ip, { pod: a.owner ?? '' }]),
@@ -265,7 +265,8 @@ export function poolAgentPatch(
     // No entry (the CiliumNode was made anew): the old agent's promise holds while this one cannot have the address.
     else if (outOfReach(node, ip) && readyAcked(pool, ip, requestedAt)) acks[ip] = pool.status!.releaseAcks![ip]!;
     // Never offered to the agent (its ENI never listed): free, on the node as the API server has it.
-    else if (o.live && neverOffered(node, pool, ip)) acks[ip] = { answer: 'ready', requestedAt };
+    else if (o.live && neverOffered(node, pool, ip, o.unindexed ?? new Set()))
+      acks[ip] = { answer: 'ready', requestedAt };
   }
   const patch: Record<string, unknown> = {};
   const usedPatch = mapPatch(pool.status?.used ?? {}, used);
@@ -279,10 +280,11 @@ export function poolAgentPatch(
  * Whether the cached node frees a requested address the pool has no `ready` ack for yet (a
  * `ready-for-release`, or an address never offered to the agent): a live read decides.
  */
-export function newReadyAnswer(node: CiliumNode, pool: ENIPool): boolean {
+export function newReadyAnswer(node: CiliumNode, pool: ENIPool, unindexed: ReadonlySet<string> = new Set()): boolean {
   const states = node.status?.ipam?.['release-ips'] ?? {};
   return [...requestedAddresses(pool)].some(
-    ([ip, at]) => (states[ip] === 'ready-for-release' || neverOffered(node, pool, ip)) && !readyAcked(pool, ip, at),
+    ([ip, at]) =>
+      (states[ip] === 'ready-for-release' || neverOffered(node, pool, ip, unindexed)) && !readyAcked(pool, ip, at),
   );
 }
 

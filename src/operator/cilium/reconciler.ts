@@ -20,6 +20,8 @@ export interface CiliumReconcilerDeps {
     vSwitches(): Promise<VSwitch[]>;
   };
   mayWrite: () => boolean;
+  /** Whether the cloud cache has been read whole once: before, its silence on an ENI says nothing. */
+  cloudSynced: () => boolean;
   /** A Warning about the node, on its CiliumNode. */
   warn(node: CiliumNode, reason: string, message: string): void;
   logger: Logger;
@@ -45,8 +47,10 @@ export class CiliumReconciler {
 
   async reconcile(name: string): Promise<{ backoff?: boolean }> {
     let node = this.deps.cache.ciliumNode(name);
-    // The agent creates its CiliumNode; until it has, there is nothing to serve.
-    if (!node || !this.deps.mayWrite()) return {};
+    // The agent creates its CiliumNode; until it has, there is nothing to serve. Nor before the
+    // cloud was read whole (every key is queued again then): a node's ENIs, as a cold cache
+    // gives them, would be none.
+    if (!node || !this.deps.mayWrite() || !this.deps.cloudSynced()) return {};
     const pool = this.deps.cache.pool(name);
     // No record of the node's pool (not made yet, or no observation published yet: a condition
     // alone, as a cloud outage at start writes, says nothing of its ENIs) is no word on it: an
@@ -58,15 +62,20 @@ export class CiliumReconciler {
       return {};
     }
     this.said.delete(`${name}/pool`);
+    const instanceId = node.spec['instance-id'] || pool.spec.instanceID;
+    const instanceEnis = instanceId ? this.deps.cloud.enisOfInstance(instanceId) : [];
+    const unindexed = new Set(
+      instanceEnis.filter((e) => e.status === 'InUse' && e.deviceIndex === undefined).map((e) => e.id),
+    );
     // An answer that lets an address go is taken from the API server, never from the cache.
     let live = false;
-    if (newReadyAnswer(node, pool)) {
+    if (newReadyAnswer(node, pool, unindexed)) {
       node = await this.deps.store.read(name);
       live = true;
     }
     for (let attempt = 1; node; attempt++) {
       try {
-        return await this.publish(node, pool, live);
+        return await this.publish(node, pool, live, { instanceId, instanceEnis, unindexed });
       } catch (e) {
         if (!isConflict(e) || attempt >= ATTEMPTS) {
           if (isConflict(e)) return { backoff: true };
@@ -87,18 +96,21 @@ export class CiliumReconciler {
     this.said.set(key, message);
   }
 
-  private async publish(read: CiliumNode, pool: ENIPool, live: boolean): Promise<{ backoff?: boolean }> {
+  private async publish(
+    read: CiliumNode,
+    pool: ENIPool,
+    live: boolean,
+    cloud: { instanceId?: string; instanceEnis: NetworkInterface[]; unindexed: ReadonlySet<string> },
+  ): Promise<{ backoff?: boolean }> {
     const name = read.metadata.name;
     let node = read;
-    const instanceId = node.spec['instance-id'] || pool.spec.instanceID;
-    const instanceEnis = instanceId ? this.deps.cloud.enisOfInstance(instanceId) : [];
-    const unindexed = instanceEnis.filter((e) => e.status === 'InUse' && e.deviceIndex === undefined).map((e) => e.id);
-    if (unindexed.length)
+    const { instanceId, instanceEnis, unindexed } = cloud;
+    if (unindexed.size)
       this.sayOnce(
         node,
         'index',
         'ENIWithoutDeviceIndex',
-        `ENIs ${unindexed.join(', ')} of instance ${instanceId} have no device index in the cloud's answer: the agent ` +
+        `ENIs ${[...unindexed].join(', ')} of instance ${instanceId} have no device index in the cloud's answer: the agent ` +
           'routes an ENI by its index, so their addresses are not offered to it until DescribeNetworkInterfaces gives one',
       );
     else this.said.delete(`${name}/index`);
@@ -135,7 +147,7 @@ export class CiliumReconciler {
         'CiliumNode pool published',
       );
     }
-    const patch = poolAgentPatch(node, pool, { live });
+    const patch = poolAgentPatch(node, pool, { live, unindexed });
     if (patch && this.deps.mayWrite()) await this.deps.patchPoolStatus(name, patch);
     return {};
   }
