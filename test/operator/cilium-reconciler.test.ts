@@ -45,7 +45,14 @@ function reconcilerWith(o: { pool?: ENIPool; enis: NetworkInterface[]; node?: Ci
     warn: (_n, reason) => warnings.push(reason),
     logger: silentLogger(),
   });
-  return { reconciler, writes, warnings, node: () => node };
+  return {
+    reconciler,
+    writes,
+    warnings,
+    node: () => node,
+    /** The CiliumNode deleted and made again by its agent. */
+    setNode: (n: CiliumNode) => void (node = n),
+  };
 }
 
 const poolWith = (status: ENIPool['status']) =>
@@ -120,5 +127,34 @@ describe('CiliumReconciler', () => {
     expect(r.node().status!['alibaba-cloud']!.enis!['eni-2']!.vswitch).toEqual({ 'vswitch-id': 'vsw-9', cidr: '' });
     // What the agent already had stays; nothing new is offered on that ENI.
     expect(r.node().spec.ipam?.pool).toEqual({ '10.1.2.11': { resource: 'eni-2' } });
+  });
+
+  it('keeps an address it confirmed free out of a CiliumNode made anew, though its pool cache does not show the ack yet', async () => {
+    // The pool as cached: a request for .12, and no ack (the cache lags the bridge's own patch).
+    const pool = poolWith({
+      enis: [{ id: 'eni-2', state: 'InUse', ips: ['10.1.2.11', '10.1.2.12'] }],
+      summary: { available: 2, used: 0, needed: 0 },
+      releaseRequests: { '10.1.2.12': 't1' },
+    } as ENIPool['status']);
+    const enis = [eni('eni-1', 0, []), eni('eni-2', 1, ['10.1.2.11', '10.1.2.12'])];
+    const answered: CiliumNode = {
+      metadata: { name: 'n', resourceVersion: '1' },
+      spec: {
+        'instance-id': 'i-1',
+        'alibaba-cloud': { 'cidr-block': '10.0.0.0/8' },
+        ipam: { pool: { '10.1.2.11': { resource: 'eni-2' }, '10.1.2.12': { resource: 'eni-2' } } },
+      },
+      status: { ipam: { 'release-ips': { '10.1.2.12': 'ready-for-release' } } },
+    };
+    const r = reconcilerWith({ pool, enis, node: answered });
+    await r.reconciler.reconcile('n');
+    expect(r.writes).toContain('pool');
+    // The agent's object is deleted and made again before the cache shows the ack.
+    r.setNode({
+      metadata: { name: 'n', resourceVersion: '9' },
+      spec: { 'instance-id': 'i-1', 'alibaba-cloud': { 'cidr-block': '10.0.0.0/8' } },
+    });
+    await r.reconciler.reconcile('n');
+    expect(Object.keys(r.node().spec.ipam?.pool ?? {})).toEqual(['10.1.2.11']);
   });
 });

@@ -1,4 +1,4 @@
-import type { ENIPool } from '../../api/types.js';
+import type { ENIPool, ReleaseAck } from '../../api/types.js';
 import type { NetworkInterface, VSwitch } from '../../cloud/index.js';
 import { isConflict } from '../../kube/errors.js';
 import type { Logger } from '../../observability/logger.js';
@@ -42,6 +42,12 @@ const ATTEMPTS = 3;
 export class CiliumReconciler {
   /** Per node, why its pool (or part of it) is not published: said once per reason. */
   private readonly said = new Map<string, string>();
+  /**
+   * Per node, the `ready` acks this reconciler wrote that its pool cache may not show yet: until
+   * it does, an address so confirmed is on its way out (a CiliumNode made anew meanwhile must
+   * not be offered it), whatever the cache says.
+   */
+  private readonly written = new Map<string, Record<string, ReleaseAck>>();
 
   constructor(private readonly deps: CiliumReconcilerDeps) {}
 
@@ -51,7 +57,9 @@ export class CiliumReconciler {
     // cloud was read whole (every key is queued again then): a node's ENIs, as a cold cache
     // gives them, would be none.
     if (!node || !this.deps.mayWrite() || !this.deps.cloudSynced()) return {};
-    const pool = this.deps.cache.pool(name);
+    const cached = this.deps.cache.pool(name);
+    if (!cached) this.written.delete(name);
+    const pool = cached && this.withWritten(cached);
     // No record of the node's pool (not made yet, or no observation published yet: a condition
     // alone, as a cloud outage at start writes, says nothing of its ENIs) is no word on it: an
     // empty pool read as the truth would take every free address from the agent.
@@ -87,6 +95,35 @@ export class CiliumReconciler {
       }
     }
     return {};
+  }
+
+  /** The pool as cached, with the ready acks written since that it does not show yet. */
+  private withWritten(pool: ENIPool): ENIPool {
+    const name = pool.metadata.name;
+    const mine = this.written.get(name);
+    if (!mine) return pool;
+    const requests = pool.status?.releaseRequests ?? {};
+    const acks = { ...(pool.status?.releaseAcks ?? {}) };
+    for (const [ip, ack] of Object.entries(mine)) {
+      const shown = acks[ip];
+      // Shown by the cache now, or moot (the request it answers is gone): forgotten.
+      if (requests[ip] !== ack.requestedAt || (shown?.answer === ack.answer && shown.requestedAt === ack.requestedAt))
+        delete mine[ip];
+      else acks[ip] = ack;
+    }
+    if (!Object.keys(mine).length) this.written.delete(name);
+    return { ...pool, status: { ...pool.status, releaseAcks: acks } } as ENIPool;
+  }
+
+  /** Notes the ready acks a pool patch wrote, and forgets those it withdrew. */
+  private noteWritten(name: string, patch: Record<string, unknown>): void {
+    const acks = (patch.releaseAcks ?? {}) as Record<string, ReleaseAck | null>;
+    const mine = this.written.get(name) ?? {};
+    for (const [ip, ack] of Object.entries(acks))
+      if (ack?.answer === 'ready') mine[ip] = ack;
+      else delete mine[ip];
+    if (Object.keys(mine).length) this.written.set(name, mine);
+    else this.written.delete(name);
   }
 
   /** A Warning about one matter of the node, once until the matter is cleared or changes. */
@@ -148,7 +185,10 @@ export class CiliumReconciler {
       );
     }
     const patch = poolAgentPatch(node, pool, { live, unindexed });
-    if (patch && this.deps.mayWrite()) await this.deps.patchPoolStatus(name, patch);
+    if (patch && this.deps.mayWrite()) {
+      await this.deps.patchPoolStatus(name, patch);
+      this.noteWritten(name, patch);
+    }
     return {};
   }
 }
