@@ -262,13 +262,8 @@ export class BenchCluster {
     this.stopWatches.push(() => clearInterval(watch));
   }
 
-  async waitAllServing(timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.servingAt.size < this.nodes.length) {
-      if (Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return true;
+  waitAllServing(timeoutMs: number): Promise<boolean> {
+    return this.waitForEveryNode(this.servingAt, timeoutMs);
   }
 
   /** The kubeconfig file the operator and agent processes read (written once). */
@@ -300,9 +295,14 @@ export class BenchCluster {
     return this.pools!.list();
   }
 
-  async waitAllReady(timeoutMs: number): Promise<boolean> {
+  waitAllReady(timeoutMs: number): Promise<boolean> {
+    return this.waitForEveryNode(this.readyAt, timeoutMs);
+  }
+
+  /** Waits until `seen` has a time for every node; false at the timeout. */
+  private async waitForEveryNode(seen: ReadonlyMap<string, number>, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
-    while (this.readyAt.size < this.nodes.length) {
+    while (seen.size < this.nodes.length) {
       if (Date.now() > deadline) return false;
       await new Promise((r) => setTimeout(r, 50));
     }
