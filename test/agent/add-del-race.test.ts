@@ -16,7 +16,7 @@ import type { Lease } from '../../src/agent/allocator.js';
 import type { KernelPort } from '../../src/agent/datapath/kernel.js';
 import type { KernelLink, KernelRoute, KernelRule, KernelView } from '../../src/agent/datapath/model.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 
@@ -122,7 +122,7 @@ class MemoryKernel implements KernelPort {
   }
 }
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let kc: KubeConfig;
 let custom: CustomObjectsApi;
 let kernel: MemoryKernel;

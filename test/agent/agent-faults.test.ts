@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, Watch } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { Agent, type AgentOptions } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
@@ -11,7 +11,7 @@ import { agentRequest } from '../../src/agent/client.js';
 import { FS_JOURNAL_OPS } from '../../src/agent/state-file.js';
 import type { ENIPool } from '../../src/api/types.js';
 import { createLogger } from '../../src/observability/logger.js';
-import type { KubeFaultRule } from '../../testbed/kube/index.js';
+import type { KubeFaultRule } from '../../testbed/control-plane/index.js';
 import { eventually, sleep } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 
@@ -42,14 +42,23 @@ async function agentWith(o: Partial<AgentOptions> = {}, dir = mkdtempSync(join(t
   const socket = join(dir, 'agent.sock');
   const server = await serveAgentApi(agent, socket);
   await eventually(() => agent.ready);
+  // The pool as the API server has it, each write seen (a watch), read without waiting.
+  let latest: ENIPool | undefined;
+  const watching = await new Watch(k.kc).watch(
+    '/apis/eniipam.io/v1alpha1/enipools',
+    { fieldSelector: `metadata.name=${NODE}` },
+    (_type, obj) => (latest = obj as ENIPool),
+    () => undefined,
+  );
+  await eventually(() => latest !== undefined);
   const close = async () => {
+    watching.abort();
     server.close();
     await agent.stop();
     await k.emu.close();
   };
   closers.push(close);
-  const pool = () =>
-    k.emu.store.get(k.emu.store.types.get('enipools.eniipam.io')!, undefined, NODE) as unknown as ENIPool;
+  const pool = () => latest!;
   const allocate = async (containerId: string) => {
     const r = await agentRequest(socket, 'POST', '/v1/allocate', {
       containerId,

@@ -11,13 +11,13 @@ import { Agent } from '../../src/agent/agent.js';
 import { serveAgentApi } from '../../src/agent/api.js';
 import type { ENIPool } from '../../src/api/types.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const IPS = Array.from({ length: 60 }, (_, i) => `192.168.16.${i + 1}`);
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let kc: KubeConfig;
 let custom: CustomObjectsApi;
 let agent: Agent;

@@ -10,11 +10,11 @@ import { Agent } from '../../src/agent/agent.js';
 import { MAX_BODY_BYTES, serveAgentApi } from '../../src/agent/api.js';
 import { agentClient, agentRequest } from '../../src/agent/client.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let kc: KubeConfig;
 const agents: Agent[] = [];
 const servers: HttpServer[] = [];

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { ENIPool } from '../../src/api/types.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { BIN } from '../helpers/cli.js';
 import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
@@ -16,7 +16,7 @@ import { agentArgs, servingOf } from '../../testbed/harness/process.js';
 
 const NODE = 'node-7';
 const IPS = Array.from({ length: 12 }, (_, i) => `10.7.0.${i + 10}`);
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let custom: CustomObjectsApi;
 let core: CoreV1Api;
 let dir: string;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import YAML from 'yaml';
 import { renderCrds } from '../../src/api/render.js';
 import type { ENIPool, ENIPoolClass } from '../../src/api/types.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { http, kube, kubectlFor, type Kubectl } from '../helpers/kube.js';
 
 const CRD_DIR = new URL('../../crds/', import.meta.url);
@@ -21,7 +21,7 @@ describe('generated CRDs', () => {
 });
 
 describe('the CRDs on an API server', () => {
-  let emu: KubeEmulator;
+  let emu: ControlPlane;
   let k: Kubectl;
   beforeAll(async () => {
     ({ emu } = await kube());

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { ROOT } from '../helpers/helm.js';
 import { agentClient, agentRequest } from '../../src/agent/client.js';
 import type { Lease } from '../../src/agent/allocator.js';
@@ -17,7 +17,7 @@ import { eventually } from '../helpers/ecs.js';
 import { kubeWithPool } from '../helpers/kube.js';
 import { agentArgs, servingOf } from '../../testbed/harness/process.js';
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let custom: CustomObjectsApi;
 let dir: string;
 beforeAll(async () => {

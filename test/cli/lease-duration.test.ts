@@ -11,11 +11,11 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { UsageError, parseFlags } from '../../src/cli/args.js';
 import { operatorCommand } from '../../src/cli/operator.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { http, kube } from '../helpers/kube.js';
 
 const BASE = ['--region', 'cn-hangzhou', '--vpc-id', 'vpc-1', '--cluster-id', 'c1'];
-let emu: KubeEmulator | undefined;
+let emu: ControlPlane | undefined;
 afterEach(async () => {
   await emu?.close();
   emu = undefined;

@@ -13,7 +13,7 @@ import { agentClient } from '../../src/agent/client.js';
 import { IpRouteKernel, type KernelPort } from '../../src/agent/datapath/kernel.js';
 import { CRDS } from '../../src/api/crds.js';
 import { createLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { run, tool } from '../helpers/helm.js';
 import { http, kube } from '../helpers/kube.js';
@@ -60,7 +60,7 @@ const ENI2 = eni(2, ['10.1.2.10', '10.1.2.11']);
 const ENI3 = eni(3, ['10.1.3.5', '10.1.3.10']);
 const ENI4 = eni(4, ['10.1.4.10']);
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let kc: KubeConfig;
 let custom: CustomObjectsApi;
 const stateDir = mkdtempSync(join(tmpdir(), 'node-routing-'));

@@ -20,7 +20,7 @@ import { DEFAULT_OPERATOR_CONFIG, type OperatorConfig } from '../../src/operator
 import { Operator, type LeaderElectionConfig } from '../../src/operator/operator.js';
 import { createLogger, silentLogger, type Logger } from '../../src/observability/logger.js';
 import { nodeObject, type EcsEmulator, type Fixture } from '../../testbed/ecs/index.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { DEMO_KEY, REGION, emulator, eventually } from './ecs.js';
 import { http, kube } from './kube.js';
 
@@ -28,7 +28,7 @@ export const CLUSTER_ID = 'c-test';
 
 export interface TestCluster {
   ecs: EcsEmulator;
-  kube: KubeEmulator;
+  kube: ControlPlane;
   kc: KubeConfig;
   custom: CustomObjectsApi;
   operators: Operator[];
@@ -57,14 +57,11 @@ export interface TestCluster {
   close(): Promise<void>;
 }
 
-/** Both emulators, the CRDs installed, and operators started in-process on demand. */
+/** The ECS emulator and a real control plane, the CRDs installed, and operators started in-process on demand. */
 export async function testCluster(patch?: (f: Fixture) => void): Promise<TestCluster> {
   const ecs = await emulator(patch);
   const { emu: kubeEmu, kc } = await kube();
-  for (const crd of Object.values(CRDS)) {
-    const r = await http(kubeEmu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-    if (r.status !== 201) throw new Error(`CRD not accepted: ${JSON.stringify(r.body)}`);
-  }
+  await kubeEmu.createCrds(Object.values(CRDS));
   const custom = kc.makeApiClient(CustomObjectsApi);
   const operators: Operator[] = [];
   const clients: CloudClient[] = [];

@@ -11,15 +11,15 @@ import { serveAgentApi } from '../../src/agent/api.js';
 import { CRDS } from '../../src/api/crds.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { eventually } from './ecs.js';
-import { startKubeEmulator, type KubeEmulator, type KubeEmulatorOptions } from '../../testbed/kube/index.js';
+import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from '../../testbed/control-plane/index.js';
 
 export interface Kubectl {
   (args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }>;
   dir: string;
 }
 
-/** Real kubectl against the emulator, with a fresh HOME and discovery cache (see toolchain.md 5.4). */
-export function kubectlFor(emu: KubeEmulator): Kubectl {
+/** Real kubectl against the control plane, with a fresh HOME and discovery cache (see toolchain.md 5.4). */
+export function kubectlFor(emu: Pick<ControlPlane, 'kubeconfig'>): Kubectl {
   const dir = mkdtempSync(join(tmpdir(), 'kubectl-'));
   const kubeconfig = join(dir, 'kubeconfig');
   writeFileSync(kubeconfig, emu.kubeconfig);
@@ -36,34 +36,17 @@ export function kubectlFor(emu: KubeEmulator): Kubectl {
   return Object.assign(run, { dir });
 }
 
-export async function kube(opts: KubeEmulatorOptions = {}): Promise<{ emu: KubeEmulator; kc: KubeConfig }> {
-  const emu = await startKubeEmulator(opts);
+/** A real control plane (etcd and kube-apiserver; see testbed/control-plane) and an admin client of it. */
+export async function kube(opts: ControlPlaneOptions = {}): Promise<{ emu: ControlPlane; kc: KubeConfig }> {
+  const emu = await startControlPlane(opts);
   const kc = new KubeConfig();
   kc.loadFromString(emu.kubeconfig);
   return { emu, kc };
 }
 
-/** Raw HTTP against the emulator, for status codes and headers. */
-export async function http(
-  emu: KubeEmulator,
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType = 'application/json',
-) {
-  const res = await fetch(`${emu.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': contentType },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
-  return { status: res.status, body: json, headers: res.headers };
+/** Raw HTTP as the admin, through the control plane's front: for status codes and bodies. */
+export function http(emu: Pick<ControlPlane, 'rest'>, method: string, path: string, body?: unknown, contentType?: string) {
+  return emu.rest(method, path, body, contentType);
 }
 
 /** A CRD with a structural schema, printer columns and a status subresource. */
@@ -119,11 +102,10 @@ export const widget = (name: string, spec: Record<string, unknown> = { size: 1 }
 
 export const WIDGETS = '/apis/example.io/v1/namespaces/default/widgets';
 
-/** A Kubernetes emulator with the eni-ipam CRDs and one ENIPool whose single InUse ENI holds `ips`. */
+/** A control plane with the eni-ipam CRDs and one ENIPool whose single InUse ENI holds `ips`. */
 export async function kubeWithPool(node: string, eni: { cidr: string; gateway: string; ips: string[]; mac?: string }) {
   const k = await kube();
-  for (const crd of Object.values(CRDS))
-    await http(k.emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  await k.emu.createCrds(Object.values(CRDS));
   const custom = k.kc.makeApiClient(CustomObjectsApi);
   await custom.createClusterCustomObject({
     group: 'eniipam.io',

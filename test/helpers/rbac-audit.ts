@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- rendered manifests are read freely */
-import type { AuditEntry } from '../../testbed/kube/index.js';
+import type { AuditEntry } from '../../testbed/control-plane/index.js';
 
 /**
  * The API server's audit log held against the chart's roles: a request as the permission it

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { EventRecorder } from '../../src/kube/events.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { kube } from '../helpers/kube.js';
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let kc: KubeConfig;
 beforeAll(async () => ({ emu, kc } = await kube()));
 afterAll(() => emu.close());

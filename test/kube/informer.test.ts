@@ -2,18 +2,18 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import { Informer } from '../../src/kube/informer.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { capturingLogger } from '../helpers/cloud.js';
 import { eventually } from '../helpers/ecs.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { kube } from '../helpers/kube.js';
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let kc: KubeConfig;
 let core: CoreV1Api;
 const informers: Array<Informer<V1ConfigMap>> = [];
 beforeEach(async () => {
-  ({ emu, kc } = await kube({ bookmarkIntervalMs: 100 }));
+  ({ emu, kc } = await kube());
   core = kc.makeApiClient(CoreV1Api);
 });
 afterEach(async () => {
@@ -57,11 +57,11 @@ describe('hardened informer', () => {
   });
 
   it('is not synced while its list fails (a 403, a 500), and is once a list succeeds', async () => {
-    emu.setFaults({ errors: { code: 500, rate: 1 } });
+    emu.setFaultRules([{ action: 'respond', code: 500 }]);
     const { informer } = configMaps();
     await informer.start();
     expect(informer.synced).toBe(false);
-    emu.setFaults({});
+    emu.clearFaultRules();
     await eventually(() => informer.synced, 10_000);
   });
 
@@ -121,10 +121,7 @@ describe('hardened informer', () => {
   });
 
   it('restarts a watch that heard nothing, not even a bookmark, for twice its longest timeout', async () => {
-    // A server that sends no bookmark (within the test), so that only the fake clock moves.
-    await emu.close();
-    ({ emu, kc } = await kube({ bookmarkIntervalMs: 3_600_000 }));
-    core = kc.makeApiClient(CoreV1Api);
+    // kube-apiserver sends a bookmark about once a minute: none comes within the test, so only the fake clock moves.
     const clock = new FakeClock();
     const { logger, lines } = capturingLogger();
     const { informer } = configMaps({ clock, logger, watchTimeoutSeconds: 10 });

@@ -4,12 +4,12 @@ import { LeaderElector } from '../../src/kube/leader-election.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import { isConflict } from '../../src/kube/errors.js';
 import { capturingLogger } from '../helpers/cloud.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { eventually, sleep } from '../helpers/ecs.js';
 import { startFaultProxy } from '../../testbed/harness/netfault.js';
 import { http, kube } from '../helpers/kube.js';
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let kc: KubeConfig;
 const electors: LeaderElector[] = [];
 beforeEach(async () => {
@@ -159,9 +159,9 @@ describe('leader election on a Lease', () => {
     const a = candidate('a', events);
     a.start();
     await eventually(() => a.leader);
-    emu.setFaults({ errors: { code: 500, rate: 1 } });
+    emu.setFaultRules([{ action: 'respond', code: 500 }]);
     await eventually(() => !a.leader, 3000);
-    emu.setFaults({});
+    emu.clearFaultRules();
     expect(events).toEqual(['a leads', 'a stops']);
     await eventually(() => a.leader, 3000);
   });
@@ -171,15 +171,17 @@ describe('leader election on a Lease', () => {
       metadata: { name: 'x' },
       spec: { holderIdentity: 'x', renewTime: '2026-01-01T00:00:00.123Z' },
     });
-    expect(r.status).toBe(422);
-    expect(r.body.message).toContain('spec.renewTime: Invalid value: "2026-01-01T00:00:00.123Z": must be a MicroTime');
+    expect(r.status).toBe(400);
+    expect(r.body.message).toContain(
+      'cannot be handled as a Lease: parsing time "2026-01-01T00:00:00.123Z" as "2006-01-02T15:04:05.000000Z07:00"',
+    );
   });
 
   it('steps down within the renew deadline when the API server stops answering, and never holds a stale lease', async () => {
     const target = new URL(emu.url);
     const proxy = await startFaultProxy({ host: target.hostname, port: Number(target.port) });
     const viaProxy = new KubeConfig();
-    viaProxy.loadFromString(emu.kubeconfig.replace(emu.url, proxy.url));
+    viaProxy.loadFromString(emu.kubeconfig.replace(emu.url, `https://${proxy.host}:${proxy.port}`));
     const events: string[] = [];
     const a = candidate('a', events, viaProxy);
     a.start();

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
 import { startFaultProxy, type FaultProxy } from '../../testbed/harness/netfault.js';
 import { kubeconfigFor } from '../../testbed/kube/auth/kubeconfig.js';
-import type { KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { eventually, sleep } from '../helpers/ecs.js';
 import { kube } from '../helpers/kube.js';
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let direct: KubeConfig;
 let proxy: FaultProxy;
 let viaProxy: KubeConfig;

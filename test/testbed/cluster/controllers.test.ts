@@ -7,7 +7,8 @@ import type { KubeEmulator } from '../../../testbed/kube/index.js';
 import { eventually } from '../../helpers/ecs.js';
 
 const until = (fn: () => void) => eventually(() => (fn(), true), 8000);
-import { http, kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { http, kube } from '../../helpers/kube-emulator.js';
 
 // The controllers with real kubectl; the test plays the kubelet (it marks bound pods Ready),
 // since no node runtime runs here (the runtime's own tests need root).

@@ -7,7 +7,8 @@ import YAML from 'yaml';
 import type { KubeEmulator } from '../../../testbed/kube/index.js';
 import { k8sProtobuf, pb } from '../../helpers/protobuf-wire.js';
 import { CHART, REQUIRED, CREDENTIAL_FORMS, run, setArgs, tool } from '../../helpers/helm.js';
-import { WIDGET_CRD, kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { WIDGET_CRD, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { kube } from '../../helpers/kube-emulator.js';
 
 /** A chart with one ConfigMap and a values schema, small enough to read in the test. */
 function tinyChart(): string {

@@ -5,7 +5,8 @@ import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import type { ExecRequest, ExecStreams, KubeEmulator, TerminalSize } from '../../../testbed/kube/index.js';
-import { kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { kube } from '../../helpers/kube-emulator.js';
 
 // pods/exec on the API server, spoken to by the real kubectl (and a raw WebSocket client for the
 // v4 protocol). The kubelet behind it is a stand-in that runs the command as a local process,

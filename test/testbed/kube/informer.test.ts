@@ -12,7 +12,8 @@ import {
 } from '@kubernetes/client-node';
 import type { KubeEmulator } from '../../../testbed/kube/index.js';
 import { eventually, sleep } from '../../helpers/ecs.js';
-import { WIDGET_CRD, http, kube, widget } from '../../helpers/kube.js';
+import { WIDGET_CRD, widget } from '../../helpers/kube.js';
+import { http, kube } from '../../helpers/kube-emulator.js';
 
 let emu: KubeEmulator;
 let kc: KubeConfig;

@@ -5,7 +5,8 @@ import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/c
 import YAML from 'yaml';
 import type { KubeEmulator } from '../../../testbed/kube/index.js';
 import { eventually, sleep } from '../../helpers/ecs.js';
-import { WIDGET_CRD, kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { WIDGET_CRD, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { kube } from '../../helpers/kube-emulator.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 let emu: KubeEmulator;

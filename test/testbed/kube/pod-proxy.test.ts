@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubeEmulator } from '../../../testbed/kube/index.js';
-import { http, kube, kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { kubectlFor, type Kubectl } from '../../helpers/kube.js';
+import { http, kube } from '../../helpers/kube-emulator.js';
 
 // The API server's proxy to a pod's port, as `kubectl get --raw .../pods/NAME:PORT/proxy/...` uses it.
 let emu: KubeEmulator;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeEmulator } from '../../../testbed/kube/index.js';
-import { http, kube } from '../../helpers/kube.js';
+import { http, kube } from '../../helpers/kube-emulator.js';
 
 // A pod on a node with a kubelet terminates gracefully: the DELETE only marks it, and it stays
 // through the kubelet's status writes until the kubelet deletes it for good (after its sandbox is

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeEmulator } from '../../../testbed/kube/index.js';
-import { WIDGETS, WIDGET_CRD, http, kube, widget } from '../../helpers/kube.js';
+import { WIDGETS, WIDGET_CRD, widget } from '../../helpers/kube.js';
+import { http, kube } from '../../helpers/kube-emulator.js';
 
 let emu: KubeEmulator;
 beforeAll(async () => {

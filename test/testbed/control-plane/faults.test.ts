@@ -9,11 +9,11 @@ import {
   type KubeConfig,
 } from '@kubernetes/client-node';
 import { nodeObject, startEcsEmulator, type EcsEmulator } from '../../../testbed/ecs/index.js';
-import type { KubeEmulator } from '../../../testbed/kube/index.js';
+import type { ControlPlane } from '../../../testbed/control-plane/index.js';
 import { eventually, fastWorld } from '../../helpers/ecs.js';
 import { http, kubeWithPool, kubectlFor, type Kubectl } from '../../helpers/kube.js';
 
-let emu: KubeEmulator;
+let emu: ControlPlane;
 let kc: KubeConfig;
 let ecs: EcsEmulator;
 let k: Kubectl;
@@ -44,7 +44,7 @@ const failure = async (p: Promise<unknown>): Promise<{ code: number; body: any; 
   throw new Error('expected the call to fail');
 };
 
-describe('Kubernetes emulator fault rules', () => {
+describe('fault rules of the front before kube-apiserver', () => {
   it('answers a LIST of nodes 403 Forbidden as the API server words it, and nothing else', async () => {
     emu.setFaultRules([{ verbs: ['list'], resource: 'nodes', action: 'respond', code: 403 }]);
     const core = kc.makeApiClient(CoreV1Api);
@@ -61,7 +61,7 @@ describe('Kubernetes emulator fault rules', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('Error from server (Forbidden): nodes is forbidden: User');
     // GET of one node and LIST of pools are not covered by the rule.
-    const name = emu.store.list(emu.store.types.get('nodes')!)[0]!.metadata.name!;
+    const name = nodeObject(ecs.world, [...ecs.world.instances.keys()][0]!).metadata.name;
     expect((await core.readNode({ name })).metadata?.name).toBe(name);
     expect((await k(['get', 'enipools', '-o', 'name'])).stdout).toContain('enipool.eniipam.io/node-a');
     expect(emu.faultRules()[0]).toMatchObject({ hits: 2, active: true });
@@ -104,7 +104,7 @@ describe('Kubernetes emulator fault rules', () => {
     emu.setFaultRules([{ verbs: ['get'], action: 'respond', code: 429, retryAfterSeconds: 7 }]);
     const raw = await http(emu, 'GET', '/api/v1/namespaces/default');
     expect(raw.status).toBe(429);
-    expect(raw.headers.get('retry-after')).toBe('7');
+    expect(raw.headers['retry-after']).toBe('7');
     expect(raw.body).toMatchObject({ reason: 'TooManyRequests', details: { retryAfterSeconds: 7 } });
   });
 
@@ -164,7 +164,7 @@ describe('Kubernetes emulator fault rules', () => {
   it('holds a request without an answer until the rule is removed, then resets it', async () => {
     emu.setFaultRules([{ verbs: ['get'], resource: 'leases', action: 'hang' }]);
     let settled = false;
-    const pending = fetch(`${emu.url}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x`)
+    const pending = http(emu, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x')
       .then(
         () => 'answered',
         () => 'reset',
@@ -222,15 +222,15 @@ describe('Kubernetes emulator fault rules', () => {
     expect(r.status).toBe(200);
     await eventually(
       async () =>
-        fetch(`${emu.url}/version`).then(
+        http(emu, 'GET', '/version').then(
           () => false,
-          (e: Error) => /ECONNREFUSED/.test(String((e.cause as Error | undefined)?.message ?? e)),
+          (e: Error) => /ECONNREFUSED/.test(String(e)),
         ),
       1000,
     );
     await eventually(
       async () =>
-        fetch(`${emu.url}/version`).then(
+        http(emu, 'GET', '/version').then(
           (x) => x.status === 200,
           () => false,
         ),
