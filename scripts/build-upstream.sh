@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the upstream programs the testbed runs, from pinned releases, through the Go module
-# proxy, into .tools/upstream/<program>-<version>/ (not committed), and links each as
-# .tools/<program>. A program already built at its pinned version is reused; the first build
-# takes minutes per program on two cores (Go's build cache keeps later ones short).
+# proxy, into a cache keyed by program and version ($ENI_IPAM_UPSTREAM_CACHE, default
+# ~/.cache/eni-ipam/upstream/<program>-<version>/, shared by every checkout on the machine, never
+# committed), and links each as .tools/<program>. A program already built at its pinned version
+# is reused; the first build takes minutes per program on two cores.
 #
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy   Kubernetes $K8S
 #   etcd                                                                  etcd $ETCD
@@ -30,7 +31,8 @@ fi
 
 root=$(pwd)
 tools=$root/.tools
-mkdir -p "$tools/upstream"
+store=${ENI_IPAM_UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/eni-ipam/upstream}
+mkdir -p "$tools" "$store"
 export GOFLAGS="${GOFLAGS:-} -mod=mod -buildvcs=false"
 export CGO_ENABLED=0
 export GOTOOLCHAIN=local
@@ -40,9 +42,9 @@ say() { printf 'build-upstream: %s\n' "$*" >&2; }
 # build NAME VERSION MODULE_DIR PACKAGE [LDFLAGS]: go build PACKAGE in MODULE_DIR into place.
 build() {
   local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:-}
-  local out=$tools/upstream/$name-$version
+  local out=$store/$name-$version
   if [ -x "$out/$name" ]; then
-    ln -sfn "upstream/$name-$version/$name" "$tools/$name"
+    ln -sfn "$out/$name" "$tools/$name"
     return
   fi
   say "building $name $version (minutes on a cold Go cache) ..."
@@ -57,7 +59,7 @@ build() {
   wait "$ticker" 2>/dev/null || true
   [ "$rc" -eq 0 ] || { echo >&2; say "building $name $version failed (go build $pkg in $dir)"; exit 1; }
   rm -rf "$out" && mv "$out.tmp" "$out"
-  ln -sfn "upstream/$name-$version/$name" "$tools/$name"
+  ln -sfn "$out/$name" "$tools/$name"
   echo >&2
   say "built $name $version in $((SECONDS - start)) s"
 }
@@ -65,7 +67,7 @@ build() {
 # A module of our own per upstream release: go.mod pins the release, main.go (where the
 # release's main package cannot be built from the proxy) calls the release's own main.
 k8s_module() {
-  local dir=$tools/upstream/src/kubernetes-$K8S
+  local dir=$store/src/kubernetes-$K8S
   if [ ! -f "$dir/go.sum.done" ]; then
     mkdir -p "$dir"
     {
@@ -96,7 +98,7 @@ k8s_ldflags() {
 }
 
 etcd_module() {
-  local dir=$tools/upstream/src/etcd-$ETCD
+  local dir=$store/src/etcd-$ETCD
   if [ ! -f "$dir/go.sum.done" ]; then
     mkdir -p "$dir"
     printf 'module eni-ipam.local/upstream/etcd\n\ngo 1.24.0\n\nrequire go.etcd.io/etcd/server/v3 v%s\n' "$ETCD" >"$dir/go.mod"
@@ -110,7 +112,7 @@ etcd_module() {
 }
 
 coredns_module() {
-  local dir=$tools/upstream/src/coredns-$COREDNS
+  local dir=$store/src/coredns-$COREDNS
   if [ ! -f "$dir/go.sum.done" ]; then
     mkdir -p "$dir"
     printf 'module eni-ipam.local/upstream/coredns\n\ngo 1.24.0\n\nrequire github.com/coredns/coredns v%s\n' "$COREDNS" >"$dir/go.mod"

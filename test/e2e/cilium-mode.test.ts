@@ -71,7 +71,7 @@ describe('--pool-api ciliumnode, 8 nodes', () => {
   it('leaves the CiliumNode alone when the agent writes it back as it reads it (Go drops empty fields)', async () => {
     const agent = c.agents[1]!;
     await sleep(1500);
-    const before = agent.foreignWrites();
+    const before = await agent.settledForeignWrites();
     for (let n = 0; n < 3; n++) {
       const writes = agent.statusWrites.length;
       // A write of the same used: only the encoding of the operator's fields can differ.
@@ -79,7 +79,7 @@ describe('--pool-api ciliumnode, 8 nodes', () => {
       await eventually(() => (agent.statusWrites.length > writes ? true : undefined));
     }
     await sleep(1000);
-    expect(agent.foreignWrites()).toBe(before);
+    expect(await agent.settledForeignWrites()).toBe(before);
   });
 
   it('records the pool Events on the CiliumNode', async () => {

@@ -302,8 +302,7 @@ describe('operator cases', () => {
   it('finds the instance of a node without providerID by its address, and flags a pool its class no longer selects', async () => {
     c = await testCluster();
     await c.addClass('tiered', { ...POD_CLASS, nodeSelector: { matchLabels: { tier: 'web' } } });
-    const node = await c.addNode('i-demo-05', { tier: 'web' });
-    await c.kc.makeApiClient(CoreV1Api).patchNode({ name: node, body: [{ op: 'remove', path: '/spec/providerID' }] });
+    const node = await c.addNode('i-demo-05', { tier: 'web' }, { withoutProviderID: true });
     await c.startOperator();
     const [pool] = await allReady(c, [node]);
     expect(pool!.spec.instanceID).toBe('i-demo-05');

@@ -27,8 +27,10 @@ const STARTUP = { key: 'eniipam.io/pool-not-ready', effect: 'NoSchedule' };
 const OTHER = { key: 'example.com/dedicated', value: 'batch', effect: 'NoSchedule' };
 const condition = (p: ENIPool, type: string) => p.status?.conditions?.find((x) => x.type === type);
 
+/** The node's taints but those Kubernetes keeps itself (`node.kubernetes.io/not-ready` until a kubelet reports Ready). */
 async function taintsOf(cluster: TestCluster, node: string): Promise<V1Taint[]> {
-  return (await cluster.kc.makeApiClient(CoreV1Api).readNode({ name: node })).spec?.taints ?? [];
+  const taints = (await cluster.kc.makeApiClient(CoreV1Api).readNode({ name: node })).spec?.taints ?? [];
+  return taints.filter((t) => !t.key.startsWith('node.kubernetes.io/'));
 }
 
 const strip = (t: V1Taint) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect });

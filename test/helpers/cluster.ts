@@ -48,7 +48,11 @@ export interface TestCluster {
   addNode(
     instanceId: string,
     labels?: Record<string, string>,
-    o?: { taints?: Array<{ key: string; value?: string; effect: string }> },
+    o?: {
+      taints?: Array<{ key: string; value?: string; effect: string }>;
+      /** Registered without spec.providerID (which, once set, no update may remove). */
+      withoutProviderID?: boolean;
+    },
   ): Promise<string>;
   addClass(name: string, spec: ENIPoolClass['spec']): Promise<void>;
   pool(name: string): Promise<ENIPool>;
@@ -108,7 +112,9 @@ export async function testCluster(patch?: (f: Fixture) => void): Promise<TestClu
     },
     async addNode(instanceId, labels = {}, o = {}) {
       const node = nodeObject(ecs.world, instanceId, labels);
-      const body = o.taints ? { ...node, spec: { ...node.spec, taints: o.taints } } : node;
+      const spec: Record<string, unknown> = { ...node.spec, ...(o.taints ? { taints: o.taints } : {}) };
+      if (o.withoutProviderID) delete spec.providerID;
+      const body = { ...node, spec };
       const r = await http(kubeEmu, 'POST', '/api/v1/nodes', body);
       if (r.status !== 201) throw new Error(`node not created: ${JSON.stringify(r.body)}`);
       return node.metadata.name;

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +8,7 @@ import { Agent } from '../../src/agent/agent.js';
 import type { PodEventPolicy } from '../../src/agent/pod-events.js';
 import { serveAgentApi } from '../../src/agent/api.js';
 import { CRDS } from '../../src/api/crds.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { eventually } from './ecs.js';
 import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from '../../testbed/control-plane/index.js';
 
@@ -36,16 +35,25 @@ export function kubectlFor(emu: Pick<ControlPlane, 'kubeconfig'>): Kubectl {
   return Object.assign(run, { dir });
 }
 
-/** A real control plane (etcd and kube-apiserver; see testbed/control-plane) and an admin client of it. */
+/**
+ * A real control plane (etcd, kube-apiserver, and the controllers that make ServiceAccounts and
+ * delete namespaces; see testbed/control-plane) and an admin client of it.
+ */
 export async function kube(opts: ControlPlaneOptions = {}): Promise<{ emu: ControlPlane; kc: KubeConfig }> {
-  const emu = await startControlPlane(opts);
+  const emu = await startControlPlane({ controllers: ['serviceaccount', 'namespace'], ...opts });
   const kc = new KubeConfig();
   kc.loadFromString(emu.kubeconfig);
   return { emu, kc };
 }
 
 /** Raw HTTP as the admin, through the control plane's front: for status codes and bodies. */
-export function http(emu: Pick<ControlPlane, 'rest'>, method: string, path: string, body?: unknown, contentType?: string) {
+export function http(
+  emu: Pick<ControlPlane, 'rest'>,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType?: string,
+) {
   return emu.rest(method, path, body, contentType);
 }
 
@@ -157,7 +165,7 @@ export async function agentOnSocket(
     stateDir: dir,
     cooldownMs: o.cooldownMs,
     statusIntervalMs: 200,
-    logger: silentLogger(),
+    logger: process.env.DEBUG_AGENT ? createLogger({ level: process.env.DEBUG_AGENT }) : silentLogger(),
     registry: new Registry(),
     ...(o.podEvents ? { podEvents: o.podEvents } : {}),
   });

@@ -87,6 +87,8 @@ export class CiliumAgentStandIn {
   /** Versions of its CiliumNode the agent wrote itself, and every version it was told of. */
   private readonly ownVersions = new Set<string>();
   private readonly seenVersions = new Set<string>();
+  /** Writes sent and not yet answered: the watch may show their versions before the answer names them as ours. */
+  private writesInFlight = 0;
 
   constructor(private readonly o: StandInOptions) {
     this.custom = o.kc.makeApiClient(CustomObjectsApi);
@@ -130,23 +132,31 @@ export class CiliumAgentStandIn {
         if (e?.code !== 404) throw e;
       }
       const next = this.mutate(current);
+      this.writesInFlight++;
       try {
         const written = (
           current
             ? await this.custom.replaceClusterCustomObject({ ...CILIUM_NODES, name: this.o.node, body: next })
             : await this.custom.createClusterCustomObject({ ...CILIUM_NODES, body: next })
         ) as CiliumNode;
-        this.wrote(written);
+        this.wrote(written, next.metadata.resourceVersion);
         return;
       } catch (e: any) {
         if (e?.code !== 409 || attempt >= UPDATE_ATTEMPTS) throw e;
         await new Promise((r) => setTimeout(r, UPDATE_BACKOFF_MS));
+      } finally {
+        this.writesInFlight--;
       }
     }
   }
 
-  private wrote(node: CiliumNode): void {
-    if (node.metadata.resourceVersion) this.ownVersions.add(node.metadata.resourceVersion);
+  /**
+   * A write answered: its version is the agent's own, unless the write changed nothing (the API
+   * server then answers the version it already had, which may be another writer's).
+   */
+  private wrote(node: CiliumNode, sentVersion: string | undefined): void {
+    const v = node.metadata.resourceVersion;
+    if (v && v !== sentVersion) this.ownVersions.add(v);
   }
 
   /** The object as the agent sends it: decoded into Go types and encoded again (omitempty drops empties). */
@@ -299,6 +309,12 @@ export class CiliumAgentStandIn {
     return [...this.seenVersions].filter((v) => !this.ownVersions.has(v)).length;
   }
 
+  /** foreignWrites() once none of its own writes is in flight (each own version is then known as its own). */
+  async settledForeignWrites(): Promise<number> {
+    while (this.writesInFlight > 0) await new Promise((r) => setTimeout(r, 10));
+    return this.foreignWrites();
+  }
+
   /** The addresses it has handed out. */
   allocations(): ReadonlyMap<string, AllocationIP> {
     return this.allocated;
@@ -331,18 +347,21 @@ export class CiliumAgentStandIn {
     const used: Record<string, AllocationIP> = {};
     for (const [ip, a] of this.allocated) used[ip] = { ...pool[ip], owner: a.owner, resource: a.resource };
     node.status = { ...node.status, ipam: { ...node.status?.ipam, used } };
+    this.writesInFlight++;
     try {
       const written = await this.custom.replaceClusterCustomObjectStatus({
         ...CILIUM_NODES,
         name: this.o.node,
         body: omitEmpty(node),
       });
-      this.wrote(written as CiliumNode);
+      this.wrote(written as CiliumNode, node.metadata.resourceVersion);
       this.statusWrites.push(Date.now());
     } catch {
       this.refusedWrites++;
       this.syncing = false;
       return this.triggerSync();
+    } finally {
+      this.writesInFlight--;
     }
     this.syncing = false;
   }

@@ -71,5 +71,7 @@ export function readAudit(path: string, f: AuditFilter = {}): AuditEntry[] {
       code: e.responseStatus?.code ?? 0,
     });
   }
-  return [...byId.values()].filter((e) => (!f.user || e.user === f.user) && (f.since === undefined || e.time >= f.since));
+  return [...byId.values()].filter(
+    (e) => (!f.user || e.user === f.user) && (f.since === undefined || e.time >= f.since),
+  );
 }

@@ -3,7 +3,12 @@ import { Agent, createServer, request, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
-import { KubeFaultRules, parseKubeFaultSpec, type KubeFaultRule, type KubeFaultRuleState } from '../kube/core/faults.js';
+import {
+  KubeFaultRules,
+  parseKubeFaultSpec,
+  type KubeFaultRule,
+  type KubeFaultRuleState,
+} from '../kube/core/faults.js';
 import type { AuditEntry, AuditFilter } from './audit.js';
 import { StatusError } from '../kube/core/errors.js';
 import type { CertKey } from './pki.js';
@@ -134,7 +139,14 @@ export async function startFront(o: FrontOptions): Promise<Front> {
 
   const forward = (req: IncomingMessage, res: ServerResponse) => {
     const up = request(
-      { host: o.upstream.host, port: o.upstream.port, method: req.method, path: req.url, headers: forwardedHeaders(req), agent },
+      {
+        host: o.upstream.host,
+        port: o.upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: forwardedHeaders(req),
+        agent,
+      },
       (upRes) => {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         res.flushHeaders();

@@ -25,8 +25,13 @@ export interface ControlPlaneOptions {
   /** The front's address (default 127.0.0.1, a free port). */
   host?: string;
   port?: number;
-  /** Run kube-controller-manager (workload controllers, GC, namespaces, ServiceAccounts and their tokens, EndpointSlices). */
-  controllers?: boolean;
+  /**
+   * Run kube-controller-manager: `true` for all its controllers (workloads, garbage collection,
+   * namespaces, ServiceAccounts and their tokens, EndpointSlices, nodes), or the names of some
+   * (as its --controllers flag takes them). With `serviceaccount`, start waits for the `default`
+   * namespace's ServiceAccount, without which no pod is admitted.
+   */
+  controllers?: boolean | string[];
   /** Run kube-scheduler. */
   scheduler?: boolean;
   /** Addresses and names the serving certificate covers besides loopback and the in-cluster names. */
@@ -233,13 +238,18 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           `--service-cluster-ip-range=${serviceCidr}`,
           ...(opts.clusterCidr ? ['--allocate-node-cidrs=true', `--cluster-cidr=${opts.clusterCidr}`] : []),
           '--leader-elect=false',
-          '--controllers=*,bootstrapsigner,tokencleaner',
+          `--controllers=${opts.controllers === true ? '*,bootstrapsigner,tokencleaner' : opts.controllers.join(',')}`,
           '--profiling=false',
           '--v=1',
         ],
         { logDir },
       );
       running.push(cm);
+      if (opts.controllers === true || opts.controllers.includes('serviceaccount'))
+        await untilReady(
+          cm,
+          async () => (await rest('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200,
+        );
     }
     if (opts.scheduler) {
       const kc = kubeconfigFile('scheduler', apiserverUrl, pki.scheduler);

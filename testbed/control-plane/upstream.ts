@@ -11,18 +11,15 @@ import { CHECKOUT } from '../checkout.js';
  */
 
 export type UpstreamProgram =
-  | 'etcd'
-  | 'kube-apiserver'
-  | 'kube-controller-manager'
-  | 'kube-scheduler'
-  | 'kube-proxy'
-  | 'coredns';
+  'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'coredns';
 
 /** Where a program is, or an error saying how to build it. */
 export function upstreamBinary(name: UpstreamProgram): string {
   const path = join(CHECKOUT, '.tools', name);
   if (!existsSync(path))
-    throw new Error(`${name} is not built: run \`npm run tools\` (it builds the upstream programs into .tools/ with Go)`);
+    throw new Error(
+      `${name} is not built: run \`npm run tools\` (it builds the upstream programs into .tools/ with Go)`,
+    );
   return path;
 }
 
@@ -96,10 +93,14 @@ export async function untilReady(p: RunningProgram, ready: () => Promise<boolean
   void p.exited.then((c) => (exitCode = c));
   for (;;) {
     if (exitCode !== undefined)
-      throw new Error(`${p.name} exited with ${exitCode} before it was ready; its log (${p.logPath}) ends:\n${p.tail()}`);
+      throw new Error(
+        `${p.name} exited with ${exitCode} before it was ready; its log (${p.logPath}) ends:\n${p.tail()}`,
+      );
     if (await ready().catch(() => false)) return;
     if (Date.now() > deadline)
-      throw new Error(`${p.name} was not ready within ${timeoutMs / 1000} s; its log (${p.logPath}) ends:\n${p.tail()}`);
+      throw new Error(
+        `${p.name} was not ready within ${timeoutMs / 1000} s; its log (${p.logPath}) ends:\n${p.tail()}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }
