@@ -9,8 +9,8 @@ import { kubectlFor, type Kubectl } from './kube.js';
 export type Helm = (args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
 
 /**
- * An emulated cluster for the chart's end-to-end tests, as a user has one: TLS, service-account
- * tokens and RBAC (auth), the AccessKey Secret the chart's values name, and real kubectl and Helm
+ * A local cluster for the chart's end-to-end tests, as a user has one: a real control plane (TLS,
+ * certificates and service-account tokens, the Node authorizer and RBAC), the AccessKey Secret the chart's values name, and real kubectl and Helm
  * pointed at it (Helm in kube-system, where the chart goes).
  */
 export async function chartCluster(o: {
@@ -22,14 +22,13 @@ export async function chartCluster(o: {
   const cluster = await startCluster({
     nodes: o.nodes,
     workDir: mkdtempSync(join(tmpdir(), `${o.name}-`)),
-    auth: true,
     backoffBaseMs: o.backoffBaseMs,
   });
   const kubectl = kubectlFor(cluster.kube);
   const helmBin = tool('helm');
   const helm: Helm = (args) =>
     run(helmBin, [...args, '--kubeconfig', cluster.kubeconfigPath, '--namespace', 'kube-system']);
-  createAccessKeySecret(cluster);
+  await createAccessKeySecret(cluster);
   return { cluster, kubectl, helm };
 }
 

@@ -1,3 +1,4 @@
+import { KUBERNETES_VERSION } from '../control-plane/upstream.js';
 import { formatTaint, parseTaint, type TaintSpec } from '../../src/kube/taint.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,12 +84,6 @@ export const emulateCluster: CommandSpec = {
     },
     { name: 'fixture', type: 'string', value: 'FILE', help: 'the ECS world (default: the one `emulate ecs` serves)' },
     {
-      name: 'auth',
-      type: 'boolean',
-      default: true,
-      help: 'authenticate and authorize with RBAC (--no-auth: every request is the admin)',
-    },
-    {
       name: 'register-with-taints',
       type: 'string',
       value: 'KEY[=VALUE]:EFFECT,...',
@@ -127,7 +122,6 @@ export const emulateCluster: CommandSpec = {
         nodes: f.nodes as number,
         workDir,
         fixture: f.fixture ? loadFixtureFile(String(f.fixture)) : undefined,
-        auth: Boolean(f.auth),
         registerWithTaints: taintsOf(String(f['register-with-taints'])),
         logger: createLogger({ level: String(f['log-level']), name: 'eni-ipam-cluster' }),
       });
@@ -135,7 +129,7 @@ export const emulateCluster: CommandSpec = {
       if (e instanceof WorkDirInUse || e instanceof ClusterOptionError) throw new UsageError(e.message);
       throw e;
     }
-    createAccessKeySecret(cluster);
+    await createAccessKeySecret(cluster);
     const kc = cluster.kubeconfigPath;
     const chart = join(CHECKOUT, 'charts', 'eni-ipam');
     // The values that point the chart at this cluster's emulators, so the install line is always the same.
@@ -143,7 +137,7 @@ export const emulateCluster: CommandSpec = {
     writeFileSync(valuesFile, valuesYaml(chartValues(cluster)));
     const out = [
       `ECS emulator ${cluster.ecs.url} (region ${cluster.ecs.world.region})`,
-      `Kubernetes API ${cluster.kube.url} (TLS${f.auth ? ', RBAC' : ''}); nodes: ${cluster.nodes.join(' ')}`,
+      `Kubernetes API ${cluster.kube.url} (kube-apiserver ${KUBERNETES_VERSION}: TLS, Node authorizer and RBAC); nodes: ${cluster.nodes.join(' ')}`,
       `kubeconfig written to ${kc}`,
       vpcHostLine(cluster),
       `Secret kube-system/eni-ipam-access-key holds the emulator's AccessKey.`,

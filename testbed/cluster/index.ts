@@ -1,17 +1,20 @@
 import type { TaintSpec } from '../../src/kube/taint.js';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../src/observability/logger.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { defaultWorld, nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../ecs/index.js';
 import { lockWorkDir } from './work-dir-lock.js';
-import { StatusError } from '../kube/core/errors.js';
-import { startKubeEmulator, type KubeEmulator } from '../kube/index.js';
-import { startControllers, type Controllers } from './controllers/index.js';
-import { Objects } from './objects.js';
+import { startControlPlane, type ControlPlane } from '../control-plane/index.js';
+import { issue } from '../control-plane/pki.js';
 import { Kubelet } from './runtime/kubelet.js';
+import { startKubeletServer, type KubeletServer } from './runtime/kubelet-server.js';
 import { ClusterNetwork, runtimeUnavailable } from './runtime/network.js';
+import { NodeApi } from './runtime/node-api.js';
+import { NodeRegistration } from './runtime/node-registration.js';
 import { servePodLog } from './runtime/pod-log.js';
+import type { RawApi } from './runtime/raw-api.js';
 import type { TokenMinter } from './runtime/volumes.js';
 import { startVpc, type Vpc, type VpcNode, type VpcOptions } from '../vpc/index.js';
 
@@ -27,7 +30,7 @@ export { CHECKOUT };
 
 export interface ClusterOptions {
   nodes: number;
-  /** Kubeconfig, node directories (hostPath roots, pods' volumes) go here. */
+  /** Kubeconfig, the control plane's state, node directories (hostPath roots, pods' volumes) go here. */
   workDir: string;
   /** Mounted at /app in every container (built: dist/src must exist). */
   checkout?: string;
@@ -39,8 +42,6 @@ export interface ClusterOptions {
   backoffBaseMs?: number;
   /** The API server's port (default 6443). */
   kubePort?: number;
-  /** Authenticate and authorize requests with RBAC (pods run with their service accounts' rights). */
-  auth?: boolean;
   /** The emulated VPC's knobs: what ENI devices are called, how late they appear after InUse. */
   vpc?: Pick<VpcOptions, 'deviceName' | 'deviceDelayMs'>;
   /**
@@ -55,7 +56,7 @@ export const STARTUP_TAINT: TaintSpec = { key: 'eniipam.io/pool-not-ready', effe
 
 export interface EmulatedCluster {
   ecs: EcsEmulator;
-  kube: KubeEmulator;
+  kube: ControlPlane;
   network: ClusterNetwork;
   kubelets: Kubelet[];
   /** The VPC in namespaces: each node's ENIs appear in its namespace; `vpc.vpcHost` is outside the cluster. */
@@ -67,32 +68,120 @@ export interface EmulatedCluster {
 }
 
 /**
- * Service-account tokens from the API server's TokenRequest, bound to the pod, as the kubelet gets
- * them for projected volumes.
+ * Service-account tokens from the API server's TokenRequest, bound to the pod, asked with the
+ * node's credentials as the kubelet asks for its projected volumes (the Node authorizer lets a
+ * node ask only for its own pods).
  */
 export const boundTokens =
-  (kube: KubeEmulator): TokenMinter =>
+  (api: RawApi): TokenMinter =>
   async (r) => {
-    const t = kube.issueServiceAccountToken({
-      namespace: r.namespace,
-      serviceAccount: r.serviceAccountName,
-      audiences: r.audiences.length ? r.audiences : undefined,
-      expirationSeconds: Math.max(600, r.expirationSeconds),
-      boundObject: { kind: 'Pod', name: r.pod.name, uid: r.pod.uid },
-    });
-    return { token: t.token, expirationTimestamp: t.expirationTimestamp };
+    const path = `/api/v1/namespaces/${r.namespace}/serviceaccounts/${r.serviceAccountName}/token`;
+    const body = {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: {
+        audiences: r.audiences.length ? r.audiences : undefined,
+        expirationSeconds: Math.max(600, r.expirationSeconds),
+        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: r.pod.name, uid: r.pod.uid },
+      },
+    };
+    const t = await api('POST', path, body);
+    if (t.status !== 201) throw new Error(`TokenRequest for ${r.namespace}/${r.serviceAccountName} refused (${t.status}): ${t.body?.message}`);
+    return { token: t.body.status.token, expirationTimestamp: t.body.status.expirationTimestamp };
   };
 
+/** One node: its network namespace, its kubelet (with the node's credentials) and the kubelet's API. */
+async function startNode(
+  o: ClusterOptions,
+  kube: ControlPlane,
+  network: ClusterNetwork,
+  ecs: EcsEmulator,
+  index: number,
+  instanceId: string,
+  logger: Logger,
+) {
+  const inst = ecs.world.instances.get(instanceId)!;
+  const ecsUrl = new URL(ecs.url);
+  const net = await network.addNode(index, { host: ecsUrl.hostname, port: Number(ecsUrl.port) });
+  const n = nodeObject(ecs.world, inst.id, {
+    'kubernetes.io/hostname': inst.hostName,
+    'kubernetes.io/os': 'linux',
+    'kubernetes.io/arch': 'amd64',
+  });
+  const dir = join(o.workDir, 'nodes', inst.hostName);
+  rmSync(dir, { recursive: true, force: true });
+  const log = logger.child({ component: 'kubelet', node: inst.hostName });
+  const kc = new KubeConfig();
+  kc.loadFromString(await kube.nodeKubeconfig(inst.hostName));
+  const api = new NodeApi(kc, inst.hostName, log);
+  const kubelet = new Kubelet({
+    objects: api,
+    node: inst.hostName,
+    network: net,
+    cluster: network,
+    dir,
+    checkout: o.checkout ?? CHECKOUT,
+    apiHost: network.hostAddress,
+    apiPort: Number(new URL(kube.url).port),
+    caCert: kube.caCert,
+    mint: o.mint ?? boundTokens(api.api),
+    logger: log,
+    backoffBaseMs: o.backoffBaseMs,
+  });
+  const server: KubeletServer = await startKubeletServer({
+    serving: await issue(kube.pki.ca, {
+      subject: `CN=system:node:${inst.hostName}, O=system:nodes`,
+      usage: 'server',
+      sans: ['localhost', '127.0.0.1'],
+    }),
+    ca: kube.caCert,
+    backend: {
+      pod: (namespace, name) => api.get('pods', namespace, name),
+      prepareExec: (pod, request) => kubelet.prepareExec(pod, request),
+      serveLog: (pod, query, res) => servePodLog(kubelet, pod, query, res),
+    },
+  });
+  const taints = o.registerWithTaints ?? [STARTUP_TAINT];
+  const registration = new NodeRegistration({
+    api: api.api,
+    node: {
+      ...n,
+      status: undefined,
+      spec: { ...n.spec, podCIDR: net.podCIDR, podCIDRs: [net.podCIDR], ...(taints.length ? { taints } : {}) },
+    },
+    addresses: [
+      ...n.status.addresses,
+      { type: 'Hostname', address: inst.hostName },
+      { type: 'InternalDNS', address: 'localhost' },
+    ],
+    kubeletPort: server.port,
+    log,
+  });
+  await registration.register();
+  await api.start();
+  kubelet.start();
+  const stop = async () => {
+    registration.stop();
+    await kubelet.stop();
+    await api.stop();
+    await server.close();
+  };
+  return { name: inst.hostName, kubelet, net, stop };
+}
+
 /**
- * A local cluster: the ECS and Kubernetes emulators on a bridge, the workload controllers,
- * and N nodes (one per emulated ECS instance, as a cloud provider registers them), each a
- * network namespace with a kubelet that runs pods of eni-ipam's image and of the toolbox as
- * local processes, outside the host network through the node's CNI chain. Needs root.
+ * A local cluster: the ECS emulator and a real control plane (see testbed/control-plane) on a
+ * bridge, and N nodes (one per emulated ECS instance, as a cloud provider registers them), each
+ * a network namespace with a kubelet that registers the Node with the node's own credentials,
+ * runs pods of eni-ipam's image and of the toolbox as local processes, outside the host network
+ * through the node's CNI chain, and serves exec and logs to the API server. Needs root.
  */
 export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> {
   const why = runtimeUnavailable();
   if (why) throw new Error(`cannot run emulated nodes: ${why}`);
-  const logger = o.logger ?? silentLogger();
+  // DEBUG_CLUSTER=<level>: the kubelets' logs on stderr, for a test that fails.
+  const logger =
+    o.logger ?? (process.env.DEBUG_CLUSTER ? createLogger({ level: process.env.DEBUG_CLUSTER }) : silentLogger());
   // Refused before anything is started or written: a mistake must not break a running cluster.
   const world = o.fixture ?? defaultWorld();
   if (world.instances.length < o.nodes)
@@ -110,14 +199,13 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
     throw e;
   }
   let ecs: EcsEmulator | undefined;
-  let kube: KubeEmulator | undefined;
-  let controllers: Controllers | undefined;
+  let kube: ControlPlane | undefined;
   let vpc: Vpc | undefined;
+  const nodeStops: Array<() => Promise<void>> = [];
   const kubelets: Kubelet[] = [];
   const close = async () => {
-    await Promise.all(kubelets.map((k) => k.stop()));
+    await Promise.all(nodeStops.map((s) => s()));
     await vpc?.stop();
-    controllers?.stop();
     await kube?.close();
     await ecs?.close();
     await network.destroy();
@@ -125,86 +213,37 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
   };
   try {
     // RRSA: the ECS emulator's STS takes this cluster's projected service-account tokens.
-    const trust: { verify?: (token: string, audience: string) => string | undefined } = {};
+    const trust: { verify?: (token: string, audiences: string[]) => string | undefined } = {};
     ecs = await startEcsEmulator({
       fixture: o.fixture,
       host: network.hostAddress,
-      oidcVerifier: (token, audience) => trust.verify?.(token, audience),
+      oidcVerifier: (token, audience) => trust.verify?.(token, [audience]),
     });
-    const kubeconfigPath = join(o.workDir, 'kubeconfig');
     // HTTPS, as in-cluster clients require, with the bridge address in the certificate.
-    kube = await startKubeEmulator({
+    const cpDir = join(o.workDir, 'control-plane');
+    rmSync(cpDir, { recursive: true, force: true });
+    kube = await startControlPlane({
+      workDir: cpDir,
       host: network.hostAddress,
       port: o.kubePort ?? 6443,
-      kubeconfigPath,
-      tls: { sans: [network.hostAddress] },
-      auth: o.auth,
+      sans: [network.hostAddress],
+      advertiseAddress: network.hostAddress,
+      controllers: true,
+      scheduler: true,
     });
-    const api = kube;
-    trust.verify = (token, audience) => api.verifyServiceAccountToken(token, [audience]);
-    const objects = new Objects(kube.store);
-    controllers = startControllers(objects, logger.child({ component: 'controllers' }), { caCert: kube.caCert });
+    const kubeconfigPath = join(o.workDir, 'kubeconfig');
+    writeFileSync(kubeconfigPath, kube.kubeconfig, { mode: 0o600 });
+    trust.verify = kube.verifyServiceAccountToken;
     const instances = [...ecs.world.instances.values()].slice(0, o.nodes);
     const nodes: string[] = [];
     const vpcNodes: VpcNode[] = [];
     for (const [i, inst] of instances.entries()) {
-      const ecsUrl = new URL(ecs.url);
-      const net = await network.addNode(i, { host: ecsUrl.hostname, port: Number(ecsUrl.port) });
+      const node = await startNode(o, kube, network, ecs, i, inst.id, logger);
+      nodeStops.push(node.stop);
+      kubelets.push(node.kubelet);
+      nodes.push(node.name);
       // The node's eth0 stays on the bridge (the API server and the emulators are there): not the VPC's.
-      vpcNodes.push({ instanceId: inst.id, netns: net.netns, primaryDevice: null });
-      const n = nodeObject(ecs.world, inst.id, {
-        'kubernetes.io/hostname': inst.hostName,
-        'kubernetes.io/os': 'linux',
-        'kubernetes.io/arch': 'amd64',
-      });
-      const dir = join(o.workDir, 'nodes', inst.hostName);
-      rmSync(dir, { recursive: true, force: true });
-      const taints = o.registerWithTaints ?? [STARTUP_TAINT];
-      objects.create('nodes', {
-        ...n,
-        spec: { ...n.spec, podCIDR: net.podCIDR, podCIDRs: [net.podCIDR], ...(taints.length ? { taints } : {}) },
-      } as never);
-      const created = objects.get('nodes', undefined, inst.hostName)!;
-      objects.updateStatus('nodes', undefined, inst.hostName, {
-        ...n.status,
-        addresses: [...n.status.addresses, { type: 'Hostname', address: inst.hostName }],
-        conditions: [
-          {
-            type: 'Ready',
-            status: 'True',
-            reason: 'KubeletReady',
-            message: 'kubelet is posting ready status',
-            lastHeartbeatTime: created.metadata.creationTimestamp,
-            lastTransitionTime: created.metadata.creationTimestamp,
-          },
-        ],
-        nodeInfo: {
-          kubeletVersion: 'v1.32.0-eni-ipam-emulated',
-          osImage: 'eni-ipam emulated node',
-          operatingSystem: 'linux',
-          architecture: 'amd64',
-          containerRuntimeVersion: 'eni-ipam-emulator://local-processes',
-          kernelVersion: '',
-          kubeProxyVersion: '',
-        },
-      });
-      const kubelet = new Kubelet({
-        objects,
-        node: inst.hostName,
-        network: net,
-        cluster: network,
-        dir,
-        checkout: o.checkout ?? CHECKOUT,
-        apiHost: network.hostAddress,
-        apiPort: Number(new URL(kube.url).port),
-        caCert: kube.caCert ?? '',
-        mint: o.mint ?? boundTokens(api),
-        logger: logger.child({ component: 'kubelet' }),
-        backoffBaseMs: o.backoffBaseMs,
-      });
-      kubelet.start();
-      kubelets.push(kubelet);
-      nodes.push(inst.hostName);
+      vpcNodes.push({ instanceId: inst.id, netns: node.net.netns, primaryDevice: null });
     }
     vpc = await startVpc({
       world: ecs.world,
@@ -213,24 +252,6 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
       logger,
       ...o.vpc,
     });
-    kube.store.hooks.kubeletRuns = (node) => nodes.includes(node);
-    kube.store.hooks.podLog = (pod, query, res) =>
-      servePodLog(
-        kubelets.find((k) => k.node === pod.spec?.nodeName),
-        pod,
-        query,
-        res,
-      );
-    kube.store.hooks.podExec = (pod, request) => {
-      const kubelet = kubelets.find((k) => k.node === pod.spec?.nodeName);
-      if (!kubelet)
-        throw new StatusError(
-          400,
-          'BadRequest',
-          `node ${pod.spec?.nodeName} of pod ${pod.metadata.name} runs no kubelet`,
-        );
-      return kubelet.prepareExec(pod, request);
-    };
     return { ecs, kube, network, kubelets, vpc, nodes, kubeconfigPath, close };
   } catch (e) {
     await close().catch(() => undefined);
@@ -260,12 +281,10 @@ export function chartValues(cluster: EmulatedCluster): string[] {
 }
 
 /** Creates the AccessKey Secret of the ECS emulator's first credential (what a user creates with kubectl). */
-export function createAccessKeySecret(cluster: EmulatedCluster): void {
+export async function createAccessKeySecret(cluster: EmulatedCluster): Promise<void> {
   const key = cluster.ecs.fixture.credentials[0];
   if (!key) throw new Error('the ECS world has no credentials to put in a Secret');
-  const objects = new Objects(cluster.kube.store);
-  if (objects.get('secrets', ACCESS_KEY_SECRET.namespace, ACCESS_KEY_SECRET.name)) return;
-  objects.create('secrets', {
+  const r = await cluster.kube.rest('POST', `/api/v1/namespaces/${ACCESS_KEY_SECRET.namespace}/secrets`, {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { ...ACCESS_KEY_SECRET },
@@ -275,4 +294,5 @@ export function createAccessKeySecret(cluster: EmulatedCluster): void {
       'access-key-secret': Buffer.from(key.accessKeySecret).toString('base64'),
     },
   });
+  if (r.status !== 201 && r.status !== 409) throw new Error(`the AccessKey Secret was refused (${r.status}): ${r.body?.message}`);
 }

@@ -6,6 +6,7 @@ import { kubeconfigFor } from '../kube/auth/kubeconfig.js';
 import type { KubeFaultRule, KubeFaultRuleState } from '../kube/core/faults.js';
 import { readAudit, AUDIT_POLICY, type AuditEntry, type AuditFilter } from './audit.js';
 import { startFront, type Front } from './front.js';
+import { serviceAccountTokenVerifier } from './service-account-tokens.js';
 import { controlPlanePki, FRONT_PROXY_CLIENT, nodeClientCert, pkiPath, type ControlPlanePki } from './pki-files.js';
 import { freePort, runUpstream, untilReady, type RunningProgram } from './upstream.js';
 
@@ -57,6 +58,8 @@ export interface ControlPlane {
   pki: ControlPlanePki;
   /** A kubelet's kubeconfig (`system:node:<name>`), for the Node authorizer and NodeRestriction. */
   nodeKubeconfig(node: string): Promise<string>;
+  /** The subject of a service-account token this control plane issued for one of `audiences`, or undefined. */
+  verifyServiceAccountToken(token: string, audiences: string[]): string | undefined;
   /** The API server's audit log (level Metadata), oldest first. */
   audit(filter?: AuditFilter): AuditEntry[];
   setFaultRules(rules: KubeFaultRule[]): void;
@@ -95,7 +98,8 @@ function apiserverArgs(o: {
   const p = (w: Parameters<typeof pkiPath>[1], e: 'crt' | 'key') => pkiPath(o.pki, w, e);
   return [
     `--etcd-servers=${o.etcd}`,
-    '--bind-address=127.0.0.1',
+    // Loopback alone, unless the `kubernetes` Service's endpoint is to reach it from elsewhere.
+    `--bind-address=${o.advertise.startsWith('127.') ? '127.0.0.1' : '0.0.0.0'}`,
     `--secure-port=${o.port}`,
     `--advertise-address=${o.advertise}`,
     `--tls-cert-file=${p('apiserver', 'crt')}`,
@@ -104,6 +108,12 @@ function apiserverArgs(o: {
     `--kubelet-client-certificate=${p('apiserverKubeletClient', 'crt')}`,
     `--kubelet-client-key=${p('apiserverKubeletClient', 'key')}`,
     `--kubelet-certificate-authority=${p('ca', 'crt')}`,
+    // The local cluster's kubelets serve on this machine, each on its own port, named by an
+    // InternalDNS address (localhost); a cloud node's InternalIP is its ECS instance's.
+    '--kubelet-preferred-address-types=InternalDNS,InternalIP,Hostname,ExternalDNS,ExternalIP',
+    // exec reaches the kubelet as the client's WebSocket (channel.k8s.io), which the local
+    // kubelets speak, rather than translated to SPDY.
+    '--feature-gates=TranslateStreamCloseWebsocketRequests=false',
     `--requestheader-client-ca-file=${p('frontProxyCa', 'crt')}`,
     `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,
     '--requestheader-username-headers=X-Remote-User',
@@ -205,8 +215,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         });
         req.on('error', reject);
         if (body !== undefined) {
+          const text = typeof body === 'string' ? body : JSON.stringify(body);
           req.setHeader('content-type', contentType);
-          req.end(typeof body === 'string' ? body : JSON.stringify(body));
+          req.setHeader('content-length', Buffer.byteLength(text));
+          req.end(text);
         } else req.end();
       });
     await untilReady(apiserver, async () => (await rest('GET', '/readyz')).status === 200);
@@ -296,6 +308,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         const cert = await nodeClientCert(pki, node);
         return kubeconfigFor(f.url, 'default', { caCert: pki.ca.cert, clientCert: cert.cert, clientKey: cert.key });
       },
+      verifyServiceAccountToken: serviceAccountTokenVerifier(pki.serviceAccount.publicKey, SERVICE_ACCOUNT_ISSUER),
       audit: (filter) => readAudit(auditLog, filter),
       setFaultRules: (r) => f.setFaultRules(r),
       clearFaultRules: () => f.clearFaultRules(),

@@ -10,6 +10,9 @@ import { CHECKOUT } from '../checkout.js';
  * child processes whose output goes to a log file each, and stopped with them.
  */
 
+/** The Kubernetes release scripts/build-upstream.sh builds (its K8S pin). */
+export const KUBERNETES_VERSION = 'v1.33.13';
+
 export type UpstreamProgram =
   'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'coredns';
 

@@ -104,7 +104,7 @@ maybe('the node runtime (root)', () => {
     // Pods outside the host network get their addresses from the node's CNI chain: here the
     // standard ptp and host-local over the node's podCIDR.
     for (const node of cluster.nodes) {
-      const n = cluster.kube.store.get(cluster.kube.store.types.get('nodes')!, undefined, node)!;
+      const n = (await cluster.kube.rest('GET', `/api/v1/nodes/${node}`)).body;
       installHostLocalConflist(cluster, node, 'pods', { subnet: n.spec.podCIDR });
     }
     expect((await kubectl(['create', 'secret', 'generic', 'creds', '--from-literal=user=alice'])).code).toBe(0);
@@ -123,7 +123,7 @@ maybe('the node runtime (root)', () => {
       const x = await getPod('web');
       return ready(x) && x;
     });
-    const node = cluster.kube.store.get(cluster.kube.store.types.get('nodes')!, undefined, cluster.nodes[0]!)!;
+    const node = (await cluster.kube.rest('GET', `/api/v1/nodes/${cluster.nodes[0]}`)).body;
     expect(p.status.podIP.startsWith(node.spec.podCIDR.split('.').slice(0, 3).join('.'))).toBe(true);
     const seen: any = await (await fetch(`http://${p.status.podIP}:8000/`)).json();
     expect(seen).toMatchObject({

@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { KubeObject } from '../../kube/core/types.js';
-import type { Objects } from '../objects.js';
+import type { KubeletObjects } from './node-api.js';
 import type { ImageConfig } from './container.js';
 import { fieldValue } from './volumes.js';
 
@@ -34,7 +34,7 @@ const quantityBytes = (q: string): string => {
 };
 
 export interface EnvContext {
-  objects: Objects;
+  objects: KubeletObjects;
   pod: KubeObject;
   hostIP: string;
   podIP: string;

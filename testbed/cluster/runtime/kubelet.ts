@@ -6,7 +6,8 @@ import type { Logger } from '../../../src/observability/logger.js';
 import { StatusError } from '../../kube/core/errors.js';
 import type { ExecRequest, ExecSession } from '../../kube/pods/pod-exec.js';
 import type { KubeObject } from '../../kube/core/types.js';
-import { now, type Objects } from '../objects.js';
+import { now } from '../objects.js';
+import type { KubeletObjects } from './node-api.js';
 import { CniRuntime } from './cni.js';
 import {
   LogBuffer,
@@ -29,7 +30,7 @@ import { podStatus, recordPodEvent, type ContainerRun, type PodRun } from './pod
 import { MountError, containerMounts, isNetnsDir, setUpVolumes, type Mount, type TokenMinter } from './volumes.js';
 
 export interface KubeletOptions {
-  objects: Objects;
+  objects: KubeletObjects;
   node: string;
   network: NodeNetwork;
   cluster: ClusterNetwork;
@@ -197,6 +198,7 @@ export class Kubelet {
     let dirs: Map<string, string> | undefined;
     while (!dirs && !run.terminating) {
       try {
+        await this.o.objects.prepare?.(run.pod);
         run.tokens = [];
         dirs = await setUpVolumes(
           {

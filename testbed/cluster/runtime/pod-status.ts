@@ -1,7 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ChildProcess } from 'node:child_process';
 import type { KubeObject } from '../../kube/core/types.js';
-import { now, setCondition, type Objects } from '../objects.js';
+import { now, setCondition } from '../objects.js';
+import type { KubeletObjects } from './node-api.js';
 import type { ContainerSpec, LogBuffer } from './container.js';
 import type { PodSandbox } from './pod-sandbox.js';
 import type { TokenFile } from './volumes.js';
@@ -120,7 +121,7 @@ export function podStatus(run: PodRun, pod: KubeObject, node: string, hostIP: st
 
 /** An Event about a pod, as the kubelet reports it. */
 export function recordPodEvent(
-  objects: Objects,
+  objects: Pick<KubeletObjects, 'create'>,
   pod: KubeObject,
   node: string,
   type: 'Normal' | 'Warning',

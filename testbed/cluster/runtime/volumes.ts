@@ -2,7 +2,7 @@
 import { chownSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { KubeObject } from '../../kube/core/types.js';
-import type { Objects } from '../objects.js';
+import type { KubeletObjects } from './node-api.js';
 
 /** Mints a service-account token for a pod (the TokenRequest API, bound to the pod). */
 export type TokenMinter = (r: {
@@ -45,10 +45,9 @@ export interface TokenFile {
 /** A volume that cannot be set up yet (a missing Secret, say): the pod waits in ContainerCreating. */
 export class MountError extends Error {}
 
-export const SA_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export interface VolumeContext {
-  objects: Objects;
+  objects: KubeletObjects;
   pod: KubeObject;
   node: string;
   hostIP: string;
@@ -261,25 +260,7 @@ export async function setUpVolumes(ctx: VolumeContext, tokens: TokenFile[]): Pro
       throw e instanceof MountError && e.message.startsWith('MountVolume') ? e : fail(e as Error);
     }
   }
-  if (automounts(ctx)) {
-    const dir = join(ctx.podDir, 'volumes', 'kube-api-access');
-    mkdirSync(dir, { recursive: true });
-    await tokenFile(ctx, join(dir, 'token'), undefined, 3607, 0o644, tokens);
-    writeFile(ctx, join(dir, 'ca.crt'), ctx.caCert, 0o644);
-    writeFile(ctx, join(dir, 'namespace'), ctx.pod.metadata.namespace ?? '', 0o644);
-    dirs.set('kube-api-access', dir);
-  }
   return dirs;
-}
-
-function automounts(ctx: VolumeContext): boolean {
-  if (ctx.pod.spec?.automountServiceAccountToken === false) return false;
-  const sa = ctx.objects.get(
-    'serviceaccounts',
-    ctx.pod.metadata.namespace,
-    ctx.pod.spec?.serviceAccountName ?? 'default',
-  );
-  return ctx.pod.spec?.automountServiceAccountToken === true || sa?.automountServiceAccountToken !== false;
 }
 
 /** The mounts of one container: its volumeMounts (subPath included), and the service-account volume. */
@@ -297,7 +278,5 @@ export function containerMounts(container: any, dirs: Map<string, string>): Moun
       ...(fromHost ? { fromHost: true } : {}),
     });
   }
-  const sa = dirs.get('kube-api-access');
-  if (sa && !out.some((m) => m.target === SA_MOUNT)) out.push({ source: sa, target: SA_MOUNT, readOnly: true });
   return out;
 }
