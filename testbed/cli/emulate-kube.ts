@@ -1,28 +1,33 @@
-import { startKubeEmulator } from '../kube/index.js';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { startControlPlane } from '../control-plane/index.js';
+import { KUBERNETES_VERSION } from '../control-plane/upstream.js';
 import { addressFlag, addressOf, listenFailure } from '../../src/cli/addresses.js';
-import { untilSignal, type CommandSpec } from '../../src/cli/args.js';
+import { UsageError, untilSignal, type CommandSpec } from '../../src/cli/args.js';
+import { lockWorkDir, WorkDirInUse } from '../cluster/work-dir-lock.js';
 
 export const emulateKube: CommandSpec = {
   name: 'emulate kube',
-  summary: 'Serve an emulated Kubernetes API (v1.32) that kubectl and client-node use like a real cluster.',
+  summary: `Run a Kubernetes control plane (${KUBERNETES_VERSION}: etcd, kube-apiserver, controller-manager, scheduler) on this machine.`,
   description: [
-    'Prints "listening http://HOST:PORT" (https with --tls) first and serves until SIGINT or SIGTERM.',
-    'Use it with: kubectl --kubeconfig FILE get nodes (FILE from --kubeconfig-out).',
-    'With --tls it makes a CA at start, serves HTTPS for 127.0.0.1, localhost, kubernetes.default.svc and',
-    'the --tls-san addresses, and writes the CA beside the kubeconfig as ca.crt (the kubeconfig carries it and',
-    "the admin's client certificate). With --auth it authenticates requests (admin credentials, service-account",
-    'tokens from TokenRequest; anyone else is system:anonymous) and authorizes them with RBAC.',
+    'Prints "listening https://HOST:PORT" first and serves until SIGINT or SIGTERM. The programs are the',
+    'upstream releases `npm run tools` builds (the first run builds them if it has not). TLS everywhere, with',
+    'a CA made in --work-dir; certificate and service-account token authentication; the Node authorizer and',
+    'RBAC. Its objects (etcd) and certificates stay in --work-dir, so a restart on the same folder keeps them.',
+    'Use it with: kubectl --kubeconfig FILE get nodes (FILE from --kubeconfig-out: the admin, with the CA,',
+    'which is also written beside it as ca.crt).',
   ].join('\n'),
   flags: [
     addressFlag('listen', '127.0.0.1:6443', 'address to listen on (port 0: any free port)'),
-    { name: 'kubeconfig-out', type: 'string', value: 'FILE', help: 'write a kubeconfig for this server to FILE' },
+    { name: 'kubeconfig-out', type: 'string', value: 'FILE', help: 'write the admin kubeconfig to FILE' },
     {
-      name: 'state',
+      name: 'work-dir',
       type: 'string',
-      value: 'FILE',
-      help: 'keep the objects in FILE, loaded at start and saved on change',
+      value: 'DIR',
+      default: join(tmpdir(), 'eni-ipam-kube'),
+      help: 'etcd’s data, the certificates and the programs’ logs; kept across restarts',
     },
-    { name: 'tls', type: 'boolean', help: 'serve HTTPS with a CA made at start (ca.crt beside --kubeconfig-out)' },
     {
       name: 'tls-san',
       type: 'string',
@@ -35,21 +40,6 @@ export const emulateKube: CommandSpec = {
           ? undefined
           : 'must be a comma-separated list of addresses or names',
     },
-    {
-      name: 'auth',
-      type: 'boolean',
-      help:
-        'require credentials and authorize every request with RBAC ' +
-        '(the kubeconfig stays cluster-admin); needs --tls',
-    },
-    {
-      name: 'history',
-      type: 'number',
-      value: 'N',
-      default: 10000,
-      help: 'events kept for watches that resume; older resourceVersions get 410 Expired',
-      check: (v) => (Number.isInteger(v) && Number(v) > 0 ? undefined : 'must be a positive integer'),
-    },
   ],
   async run(flags) {
     const { host, port } = addressOf(flags.listen);
@@ -59,35 +49,37 @@ export const emulateKube: CommandSpec = {
         : String(flags['tls-san'])
             .split(',')
             .map((a) => a.trim());
-    if (sans.length && !flags.tls) {
-      process.stderr.write('eni-ipam emulate kube: --tls-san needs --tls\n');
-      return 2;
+    const workDir = String(flags['work-dir']);
+    mkdirSync(workDir, { recursive: true });
+    let unlock: () => void;
+    try {
+      unlock = lockWorkDir(workDir, 'control plane');
+    } catch (e) {
+      if (e instanceof WorkDirInUse) throw new UsageError(e.message);
+      throw e;
     }
-    if (flags.auth && !flags.tls) {
-      process.stderr.write(
-        'eni-ipam emulate kube: --auth needs --tls (kubectl and client-go send credentials only over HTTPS)\n',
-      );
-      return 2;
+    const cp = await startControlPlane({ host, port, workDir, sans, controllers: true, scheduler: true }).catch(
+      (e: unknown) => {
+        unlock();
+        throw listenFailure('listen', String(flags.listen), e) ?? e;
+      },
+    );
+    // The files first: whoever waits for the listening line uses them next.
+    const out = flags['kubeconfig-out'] as string | undefined;
+    const ca = out && join(dirname(out), 'ca.crt');
+    if (out && ca) {
+      writeFileSync(out, cp.kubeconfig, { mode: 0o600 });
+      copyFileSync(cp.caPath, ca);
     }
-    const emu = await startKubeEmulator({
-      host,
-      port,
-      kubeconfigPath: flags['kubeconfig-out'] as string | undefined,
-      statePath: flags.state as string | undefined,
-      historyLimit: flags.history as number,
-      tls: flags.tls ? { sans } : false,
-      auth: Boolean(flags.auth),
-    }).catch((e: unknown) => {
-      throw listenFailure('listen', String(flags.listen), e) ?? e;
-    });
-    process.stdout.write(`listening ${emu.url}\n`);
-    if (emu.caPath) process.stdout.write(`CA certificate written to ${emu.caPath}\n`);
-    if (emu.kubeconfigPath)
-      process.stdout.write(
-        `kubeconfig written to ${emu.kubeconfigPath}: kubectl --kubeconfig ${emu.kubeconfigPath} get namespaces\n`,
-      );
+    process.stdout.write(`listening ${cp.url}\n`);
+    if (out) {
+      process.stdout.write(`CA certificate written to ${ca}\n`);
+      process.stdout.write(`kubeconfig written to ${out}: kubectl --kubeconfig ${out} get namespaces\n`);
+    }
+    process.stdout.write(`logs of etcd and the Kubernetes programs in ${join(cp.workDir, 'logs')}\n`);
     await untilSignal();
-    await emu.close();
+    await cp.close();
+    unlock();
     return 0;
   },
 };

@@ -8,7 +8,7 @@ import { readAudit, AUDIT_POLICY, type AuditEntry, type AuditFilter } from './au
 import { startFront, type Front } from './front.js';
 import { serviceAccountTokenVerifier } from './service-account-tokens.js';
 import { controlPlanePki, FRONT_PROXY_CLIENT, nodeClientCert, pkiPath, type ControlPlanePki } from './pki-files.js';
-import { freePort, runUpstream, untilReady, type RunningProgram } from './upstream.js';
+import { ensureUpstream, freePort, runUpstream, untilReady, type RunningProgram } from './upstream.js';
 
 export type { AuditEntry, AuditFilter } from './audit.js';
 export type { KubeFaultRule, KubeFaultRuleState } from '../kube/core/faults.js';
@@ -141,6 +141,12 @@ function apiserverArgs(o: {
 
 /** Starts etcd and kube-apiserver (and the controllers and scheduler when asked), then the front. */
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  ensureUpstream([
+    'etcd',
+    'kube-apiserver',
+    ...(opts.controllers ? (['kube-controller-manager'] as const) : []),
+    ...(opts.scheduler ? (['kube-scheduler'] as const) : []),
+  ]);
   const ownDir = !opts.workDir;
   const workDir = opts.workDir ?? mkdtempSync(join(tmpdir(), 'eni-ipam-kube-'));
   const logDir = join(workDir, 'logs');

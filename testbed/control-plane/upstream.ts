@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, openSync, readFileSync, closeSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -24,6 +24,20 @@ export function upstreamBinary(name: UpstreamProgram): string {
       `${name} is not built: run \`npm run tools\` (it builds the upstream programs into .tools/ with Go)`,
     );
   return path;
+}
+
+/**
+ * Builds the programs that are not built yet (scripts/build-upstream.sh, minutes the first
+ * time, its progress on stderr); throws with the script's last words when it cannot.
+ */
+export function ensureUpstream(names: UpstreamProgram[]): void {
+  const missing = names.filter((n) => !existsSync(join(CHECKOUT, '.tools', n)));
+  if (!missing.length) return;
+  process.stderr.write(`building the upstream control plane (${missing.join(', ')}), once: this takes minutes\n`);
+  const r = spawnSync('bash', [join(CHECKOUT, 'scripts', 'build-upstream.sh'), ...missing], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (r.status !== 0) throw new Error(`cannot build ${missing.join(', ')}: scripts/build-upstream.sh failed (see above)`);
 }
 
 /** A free TCP port on `host` (asked of the kernel, then let go: the program binds it next). */

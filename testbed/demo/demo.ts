@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { Server } from 'node:http';
 import { Agent } from '../../src/agent/agent.js';
@@ -19,7 +19,8 @@ import { serveObservability, type ListenAddress } from '../../src/observability/
 import { silentLogger } from '../../src/observability/logger.js';
 import { lockWorkDir } from '../cluster/work-dir-lock.js';
 import { nodeObject, startEcsEmulator, type Fixture } from '../ecs/index.js';
-import { startKubeEmulator } from '../kube/index.js';
+import { startControlPlane } from '../control-plane/index.js';
+import { KUBERNETES_VERSION } from '../control-plane/upstream.js';
 import { MUTATING_SHOWN, renderLine, renderScreen, type DemoView } from './view.js';
 
 export interface DemoOptions {
@@ -77,17 +78,19 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
   rmSync(join(o.workDir, 'nodes'), { recursive: true, force: true });
   const ecs = await startEcsEmulator();
   const kubeconfigPath = join(o.workDir, 'kubeconfig');
-  const kube = await startKubeEmulator({ kubeconfigPath });
+  const controlPlaneDir = join(o.workDir, 'control-plane');
+  rmSync(controlPlaneDir, { recursive: true, force: true });
+  const kube = await startControlPlane({ workDir: controlPlaneDir, controllers: ['serviceaccount', 'namespace'] });
+  writeFileSync(kubeconfigPath, kube.kubeconfig, { mode: 0o600 });
   const kc = new KubeConfig();
   kc.loadFromString(kube.kubeconfig);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
   o.out(`ECS emulator ${ecs.url} (region cn-hangzhou, AccessKeyId demo)`);
   const kubectl = `kubectl --kubeconfig ${kubeconfigPath} get enipools`;
-  o.out(`Kubernetes emulator ${kube.url}; try: ${kubectl}`);
+  o.out(`Kubernetes ${KUBERNETES_VERSION} (kube-apiserver and etcd) ${kube.url}; try: ${kubectl}`);
 
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  for (const crd of Object.values(CRDS)) await ext.createCustomResourceDefinition({ body: crd as never });
+  await kube.createCrds(Object.values(CRDS));
   const spec = {
     vSwitchTags: { role: 'pods' },
     securityGroupTags: { role: 'pods' },
