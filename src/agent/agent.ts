@@ -65,8 +65,6 @@ export interface AgentOptions {
   journalOps?: Partial<JournalOps>;
   logger: Logger;
   registry: Registry;
-  /** Namespace of the Events about the (cluster-scoped) pool. */
-  eventNamespace?: string;
   /** The node's datapath (ENI devices, per-ENI tables, per-pod rules); none when absent (tests, --node-routing=false). */
   datapath?: DatapathOptions;
   /** The system's clock unless a test gives another. */
@@ -194,7 +192,7 @@ export class Agent {
       clock: this.clock,
     });
     // Each of its Events says one episode (a recovery, a stray address, a status outage): none repeats.
-    this.events = new EventRecorder(options.kc, options.eventNamespace ?? 'default', 'eni-ipam-agent', options.logger, {
+    this.events = new EventRecorder(options.kc, 'eni-ipam-agent', options.logger, {
       fold: false,
       clock: this.clock,
     });

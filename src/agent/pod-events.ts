@@ -118,7 +118,7 @@ export class PodEvents {
     private readonly o: { node: string; clock: Clock; logger: Logger; policy?: PodEventPolicy },
   ) {
     this.gate = new PodEventGate(o.policy ?? DEFAULT_POD_EVENT_POLICY);
-    this.recorder = new EventRecorder(kc, 'default', 'eni-ipam-agent', o.logger, { clock: o.clock, foldBy: 'reason' });
+    this.recorder = new EventRecorder(kc, 'eni-ipam-agent', o.logger, { clock: o.clock, foldBy: 'reason' });
     this.core = kc.makeApiClient(CoreV1Api);
   }
 

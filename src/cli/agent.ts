@@ -184,13 +184,6 @@ export const agentCommand: CommandSpec = {
     },
     addressFlag('metrics-addr', '0.0.0.0:9091', 'serve /metrics here'),
     addressFlag('health-addr', '0.0.0.0:8081', 'serve /healthz and /readyz (pool seen) here'),
-    {
-      name: 'event-namespace',
-      type: 'string',
-      value: 'NS',
-      default: process.env.POD_NAMESPACE ?? 'default',
-      help: 'namespace of the Events about this node’s (cluster-scoped) pool',
-    },
     LOG_LEVEL_FLAG,
   ],
   async run(f) {
@@ -241,7 +234,6 @@ export const agentCommand: CommandSpec = {
         stateDir,
         cooldownMs: (f.cooldown as number) * 1000,
         statusIntervalMs: (f['status-interval'] as number) * 1000,
-        eventNamespace: String(f['event-namespace']),
         podEvents: podEventPolicy((f['pod-event-interval'] as number) * 1000),
         ...(cniConf ? { cniConf } : {}),
         logger,

@@ -235,13 +235,6 @@ export const operatorCommand: CommandSpec = {
         }
       },
     },
-    {
-      name: 'event-namespace',
-      type: 'string',
-      value: 'NS',
-      default: 'default',
-      help: 'namespace of the Events about (cluster-scoped) pools and classes',
-    },
     addressFlag('metrics-addr', '0.0.0.0:9090', 'serve /metrics here'),
     addressFlag('health-addr', '0.0.0.0:8080', 'serve /healthz and /readyz here'),
     {
@@ -336,7 +329,6 @@ export const operatorCommand: CommandSpec = {
         gcIntervalMs: (f['gc-interval'] as number) * 1000,
         gcMinAgeMs: (f['gc-min-age'] as number) * 1000,
         nodeGoneGraceMs: (f['node-gone-grace'] as number) * 1000,
-        eventNamespace: String(f['event-namespace']),
         startupTaint: f['startup-taint'] ? parseTaint(String(f['startup-taint'])) : undefined,
       },
       leaderElection: f['leader-elect']

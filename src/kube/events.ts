@@ -12,6 +12,13 @@ export interface EventTarget {
 }
 
 /**
+ * Where the API server keeps Events about cluster-scoped objects (pools, classes, nodes): its
+ * validation refuses any other namespace for an Event whose involvedObject has none (422
+ * "involvedObject.namespace: ... does not match event.namespace"), as client-go's recorder knows.
+ */
+export const CLUSTER_SCOPED_EVENTS_NAMESPACE = 'default';
+
+/**
  * Records core/v1 Events on objects, so `kubectl describe` explains each decision. A repeat of
  * the same reason and message on the same object within ten minutes bumps the count of the
  * existing Event instead of creating another (`fold: false`: a recorder whose Events never repeat
@@ -23,7 +30,6 @@ export class EventRecorder {
 
   constructor(
     kc: KubeConfig,
-    private readonly namespace: string,
     private readonly component: string,
     private readonly logger: Logger,
     private readonly options: {
@@ -37,7 +43,7 @@ export class EventRecorder {
   }
 
   async record(target: EventTarget, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const namespace = target.namespace ?? this.namespace;
+    const namespace = target.namespace ?? CLUSTER_SCOPED_EVENTS_NAMESPACE;
     // Same-named objects in two namespaces, or a pod made again under its old name, are other objects.
     const byReason = this.options.foldBy === 'reason';
     const key = `${namespace}/${target.kind}/${target.name}/${target.uid ?? ''}/${reason}${byReason ? '' : `/${message}`}`;

@@ -21,8 +21,6 @@ export interface OperatorConfig {
   gcIntervalMs: number;
   /** A leaked ENI must be at least this old to be collected. */
   gcMinAgeMs: number;
-  /** Namespace for Events on cluster-scoped ENIPools. */
-  eventNamespace: string;
   pollMinIntervalMs: number;
   pollMaxIntervalMs: number;
   /** A Node gone while its instance still exists keeps its ENIs this long. */
@@ -41,7 +39,6 @@ export const DEFAULT_OPERATOR_CONFIG: Omit<OperatorConfig, 'clusterId' | 'vpcId'
   resyncIntervalMs: 5 * 60_000,
   gcIntervalMs: 10 * 60_000,
   gcMinAgeMs: 10 * 60_000,
-  eventNamespace: 'default',
   pollMinIntervalMs: 250,
   pollMaxIntervalMs: 4000,
   nodeGoneGraceMs: 10 * 60_000,

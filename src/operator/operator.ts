@@ -249,7 +249,7 @@ export class Operator {
           this.queue.add(nodeKey(name));
         },
       });
-    const events = new EventRecorder(kc, config.eventNamespace, 'eni-ipam-operator', logger, { clock });
+    const events = new EventRecorder(kc, 'eni-ipam-operator', logger, { clock });
     // The pool side: one memory per node, shared by the reconciler and the background ENI work;
     // the ENI work in flight is the lifecycle's ledger, which the reconciler reads through it.
     const memory = new NodeMemories();

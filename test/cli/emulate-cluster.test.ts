@@ -51,9 +51,10 @@ maybe('eni-ipam emulate cluster (root)', () => {
           /^VPC host 192\.168\.67\.252 \(vSwitch vsw-j-pods, namespace ecv\S+-host\) serves ping, TCP echo :7, HTTP :80/,
         ),
       );
-      const api = /^Kubernetes API (https:\/\/(\S+):\d+) \(TLS, RBAC\); nodes: node-01$/.exec(
-        lines.find((l) => l.startsWith('Kubernetes API'))!,
-      )!;
+      const api =
+        /^Kubernetes API (https:\/\/(\S+):\d+) \(kube-apiserver v1\.33\.13: TLS, Node authorizer and RBAC\); nodes: node-01$/.exec(
+          lines.find((l) => l.startsWith('Kubernetes API'))!,
+        )!;
       expect(api).not.toBeNull();
       // The printed command, as a user pastes it.
       const argv = lines

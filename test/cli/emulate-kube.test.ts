@@ -14,13 +14,24 @@ describe('eni-ipam emulate kube', () => {
     const dir = mkdtempSync(join(tmpdir(), 'emulate-kube-'));
     const kubeconfig = join(dir, 'kubeconfig');
     const env = { ...process.env, HOME: dir, KUBECACHEDIR: join(dir, 'cache') };
-    const args = ['emulate', 'kube', '--listen', '127.0.0.1:0', '--kubeconfig-out', kubeconfig, '--work-dir', join(dir, 'cp')];
+    const args = [
+      'emulate',
+      'kube',
+      '--listen',
+      '127.0.0.1:0',
+      '--kubeconfig-out',
+      kubeconfig,
+      '--work-dir',
+      join(dir, 'cp'),
+    ];
     const CONFIGMAP = join(dir, 'cm.yaml');
     writeFileSync(CONFIGMAP, 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: survivor}\ndata: {k: v}\n');
     const first = await startCli(args, { until: /^listening (https:\/\/\S+)$/, timeoutMs: 90_000 });
     try {
       expect(existsSync(join(dir, 'ca.crt'))).toBe(true);
-      const version = JSON.parse((await run('kubectl', ['--kubeconfig', kubeconfig, 'version', '-o', 'json'], { env })).stdout);
+      const version = JSON.parse(
+        (await run('kubectl', ['--kubeconfig', kubeconfig, 'version', '-o', 'json'], { env })).stdout,
+      );
       expect(version.serverVersion.gitVersion).toBe('v1.33.13');
       await run('kubectl', ['--kubeconfig', kubeconfig, 'apply', '-f', CONFIGMAP], { env });
       const who = await run(

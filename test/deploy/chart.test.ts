@@ -114,6 +114,10 @@ describe('the Helm chart', () => {
         verbs: ['get', 'update'],
         names: ['eni-ipam-operator'],
       },
+    ]);
+    // Its Events are all about cluster-scoped objects: the API server keeps those in `default` only.
+    expect(find(objs, 'Role', '-operator-events').metadata.namespace).toBe('default');
+    expect(rules('Role', '-operator-events')).toEqual([
       { groups: [''], resources: ['events'], verbs: ['create', 'patch'], names: undefined },
     ]);
     expect(rules('ClusterRole', '-agent')).toEqual([
@@ -127,7 +131,8 @@ describe('the Helm chart', () => {
     ]);
     expect(objs.some((o: any) => o.kind === 'Role' && o.metadata.name.endsWith('-agent'))).toBe(false);
     for (const b of objs.filter((o) => o.kind.endsWith('Binding')) as any[]) {
-      expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: b.roleRef.name, namespace: 'kube-system' }]);
+      const account = b.roleRef.name.replace(/-events$/, '');
+      expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: account, namespace: 'kube-system' }]);
     }
     // The Lease the Role names is the one the operator is told to use.
     expect(find(objs, 'Deployment').spec.template.spec.containers[0].args).toContain(
@@ -178,7 +183,6 @@ describe('the Helm chart', () => {
         '--cluster-id=prod-1',
         '--leader-elect',
         '--leader-elect-namespace=kube-system',
-        '--event-namespace=kube-system',
         '--credentials-dir=/etc/eni-ipam/credentials',
         '--mode=normal',
       ]),
@@ -257,12 +261,7 @@ describe('the Helm chart', () => {
       '--conflist=/etc/eni-ipam/cni/10-eni-ipam.conflist',
     ]);
     expect(agent.args).toEqual(
-      expect.arrayContaining([
-        'agent',
-        '--state-dir=/var/lib/eni-ipam',
-        '--socket=/run/eni-ipam/agent.sock',
-        '--event-namespace=kube-system',
-      ]),
+      expect.arrayContaining(['agent', '--state-dir=/var/lib/eni-ipam', '--socket=/run/eni-ipam/agent.sock']),
     );
     expect(agent.env.find((e: any) => e.name === 'NODE_NAME').valueFrom.fieldRef.fieldPath).toBe('spec.nodeName');
     expect(agent.ports.map((p: any) => [p.name, p.containerPort, p.hostPort])).toEqual([

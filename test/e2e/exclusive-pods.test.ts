@@ -186,7 +186,7 @@ maybe('exclusive ENIs through the chart on the emulated cluster (root)', () => {
     });
     expect(pending.spec.nodeName).toBeUndefined();
     expect(pending.status.conditions.find((c: any) => c.type === 'PodScheduled').message).toMatch(
-      /1 node\(s\) Insufficient eniipam\.io\/eni/,
+      /0\/3 nodes are available: 1 Insufficient eniipam\.io\/eni/,
     );
   }, 180_000);
 

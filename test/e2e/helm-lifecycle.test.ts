@@ -175,7 +175,9 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
     const deleting = kubectl(['delete', 'enipool', node, '--timeout=90s']);
     // The agent keeps an address in use: its ENI waits (the Event repeats), the others go.
     await until(async () => {
-      const events = (await json(['get', 'events', '-n', NS, '--field-selector', `involvedObject.name=${node}`])).items;
+      // Events about a (cluster-scoped) pool are in `default`, as the API server requires.
+      const events = (await json(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${node}`]))
+        .items;
       return events.some((e: any) => e.reason === 'ENIsInUse' && e.count >= 2);
     }, 60_000);
     expect(tagged(node).some((e) => [e.primaryIp, ...e.secondaryIps].includes(inUse))).toBe(true);
@@ -245,7 +247,7 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
     rmSync(stateDir, { recursive: true, force: true });
     expect((await kubectl(['delete', 'pod', '-n', NS, agent.metadata.name])).code).toBe(0);
     await until(async () => {
-      const events = (await json(['get', 'events', '-n', NS])).items;
+      const events = (await json(['get', 'events', '-n', 'default'])).items;
       return events.some((e: any) => e.reason === 'RecoveredAllocations' && e.involvedObject.name === node);
     }, 90_000);
     // The recovered address is its holder's still: a new allocation gets another.

@@ -19,7 +19,7 @@ const events = async (name: string) =>
 
 describe('Events', () => {
   it('a repeat folds into the Event it repeats (its count), by a patch', async () => {
-    const r = new EventRecorder(kc, 'default', 'test', silentLogger());
+    const r = new EventRecorder(kc, 'test', silentLogger());
     const target = { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', name: 'folded' };
     await r.record(target, 'Warning', 'Same', 'the same words');
     await r.record(target, 'Warning', 'Same', 'the same words');
@@ -30,7 +30,7 @@ describe('Events', () => {
 
   it('without folding, a recorder only creates (it needs no right to patch)', async () => {
     const before = emu.audit().filter((e) => e.resource === 'events' && e.verb === 'patch').length;
-    const r = new EventRecorder(kc, 'default', 'test', silentLogger(), { fold: false });
+    const r = new EventRecorder(kc, 'test', silentLogger(), { fold: false });
     const target = { apiVersion: 'eniipam.io/v1alpha1', kind: 'ENIPool', name: 'unfolded' };
     await r.record(target, 'Warning', 'Same', 'the same words');
     await r.record(target, 'Warning', 'Same', 'the same words');

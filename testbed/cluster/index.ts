@@ -86,7 +86,10 @@ export const boundTokens =
       },
     };
     const t = await api('POST', path, body);
-    if (t.status !== 201) throw new Error(`TokenRequest for ${r.namespace}/${r.serviceAccountName} refused (${t.status}): ${t.body?.message}`);
+    if (t.status !== 201)
+      throw new Error(
+        `TokenRequest for ${r.namespace}/${r.serviceAccountName} refused (${t.status}): ${t.body?.message}`,
+      );
     return { token: t.body.status.token, expirationTimestamp: t.body.status.expirationTimestamp };
   };
 
@@ -294,5 +297,6 @@ export async function createAccessKeySecret(cluster: EmulatedCluster): Promise<v
       'access-key-secret': Buffer.from(key.accessKeySecret).toString('base64'),
     },
   });
-  if (r.status !== 201 && r.status !== 409) throw new Error(`the AccessKey Secret was refused (${r.status}): ${r.body?.message}`);
+  if (r.status !== 201 && r.status !== 409)
+    throw new Error(`the AccessKey Secret was refused (${r.status}): ${r.body?.message}`);
 }

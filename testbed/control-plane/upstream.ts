@@ -37,7 +37,8 @@ export function ensureUpstream(names: UpstreamProgram[]): void {
   const r = spawnSync('bash', [join(CHECKOUT, 'scripts', 'build-upstream.sh'), ...missing], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  if (r.status !== 0) throw new Error(`cannot build ${missing.join(', ')}: scripts/build-upstream.sh failed (see above)`);
+  if (r.status !== 0)
+    throw new Error(`cannot build ${missing.join(', ')}: scripts/build-upstream.sh failed (see above)`);
 }
 
 /** A free TCP port on `host` (asked of the kernel, then let go: the program binds it next). */

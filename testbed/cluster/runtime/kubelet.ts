@@ -6,7 +6,6 @@ import type { Logger } from '../../../src/observability/logger.js';
 import { StatusError } from '../../kube/core/errors.js';
 import type { ExecRequest, ExecSession } from '../../kube/pods/pod-exec.js';
 import type { KubeObject } from '../../kube/core/types.js';
-import { now } from '../objects.js';
 import type { KubeletObjects } from './node-api.js';
 import { CniRuntime } from './cni.js';
 import {
@@ -26,7 +25,7 @@ import type { ClusterNetwork, NodeNetwork } from './network.js';
 import { NODE_CNI_BIN_DIR, NODE_CNI_CONF_DIR, NODE_CNI_DIRS, installNodeImage } from './node-image.js';
 import { PodSandboxes, SandboxError, type PodSandbox } from './pod-sandbox.js';
 import { runProbe } from './probes.js';
-import { podStatus, recordPodEvent, type ContainerRun, type PodRun } from './pod-status.js';
+import { now, podStatus, recordPodEvent, type ContainerRun, type PodRun } from './pod-status.js';
 import { MountError, containerMounts, isNetnsDir, setUpVolumes, type Mount, type TokenMinter } from './volumes.js';
 
 export interface KubeletOptions {

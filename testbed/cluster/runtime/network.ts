@@ -34,8 +34,10 @@ export function namespacesUnavailable(tools: string[], packages: string): string
     }
   }
   try {
-    execFileSync('ip', ['netns', 'add', 'eniemu-probe']);
-    execFileSync('ip', ['netns', 'del', 'eniemu-probe']);
+    // A name of this process's own: test files probe at once from several workers.
+    const probe = `eniemu-probe-${process.pid}`;
+    execFileSync('ip', ['netns', 'add', probe]);
+    execFileSync('ip', ['netns', 'del', probe]);
   } catch (e) {
     return `cannot create a network namespace: ${(e as Error).message}`;
   }

@@ -10,7 +10,12 @@ export interface KubeletObjects {
   list(kind: 'pods'): KubeObject[];
   onChange(kinds: ['pods'], fn: () => void): () => void;
   create(kind: 'events', obj: KubeObject): unknown;
-  delete(kind: 'pods', namespace: string | undefined, name: string, opts?: { gracePeriodSeconds?: number; uid?: string }): void;
+  delete(
+    kind: 'pods',
+    namespace: string | undefined,
+    name: string,
+    opts?: { gracePeriodSeconds?: number; uid?: string },
+  ): void;
   updateStatus(kind: 'pods', namespace: string | undefined, name: string, status: unknown): unknown;
   /** Reads what the pod references (Secrets, ConfigMaps), so that `get` answers them. */
   prepare?(pod: KubeObject): Promise<void>;
@@ -28,7 +33,8 @@ function references(pod: KubeObject): Array<{ kind: 'secrets' | 'configmaps'; na
   const volume = (v: any) => {
     if (v.secret?.secretName) out.push({ kind: 'secrets', name: v.secret.secretName });
     if (v.configMap?.name) out.push({ kind: 'configmaps', name: v.configMap.name });
-    for (const s of v.projected?.sources ?? []) volume({ secret: s.secret && { secretName: s.secret.name }, configMap: s.configMap });
+    for (const s of v.projected?.sources ?? [])
+      volume({ secret: s.secret && { secretName: s.secret.name }, configMap: s.configMap });
   };
   for (const v of pod.spec?.volumes ?? []) volume(v);
   for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
@@ -83,25 +89,34 @@ export class NodeApi implements KubeletObjects {
   private async listWatch(): Promise<void> {
     const selector = `fieldSelector=${encodeURIComponent(`spec.nodeName=${this.node}`)}`;
     while (!this.stopped) {
-      const list = await this.api('GET', `/api/v1/pods?${selector}`).catch((e: Error) => ({ status: 0, body: e.message }));
+      const list = await this.api('GET', `/api/v1/pods?${selector}`).catch((e: Error) => ({
+        status: 0,
+        body: e.message,
+      }));
       if (list.status !== 200) {
         this.log.warn({ status: list.status, body: list.body }, 'cannot list the node’s pods; trying again');
         await sleep(1000);
         continue;
       }
       this.pods.clear();
-      for (const p of list.body.items as KubeObject[]) this.pods.set(p.metadata.uid!, { apiVersion: 'v1', kind: 'Pod', ...p });
+      for (const p of list.body.items as KubeObject[])
+        this.pods.set(p.metadata.uid!, { apiVersion: 'v1', kind: 'Pod', ...p });
       this.synced = true;
       this.notify();
       let rv: string = list.body.metadata.resourceVersion;
       // Watch from the list's version; a watch that ends resumes from the last version seen, an expired one relists.
-      for (let expired = false; !expired && !this.stopped; ) {
+      for (let expired = false; !expired && !this.stopped;) {
         expired = await new Promise<boolean>((resolve) => {
           let gone = false;
           void new Watch(this.kc)
             .watch(
               '/api/v1/pods',
-              { fieldSelector: `spec.nodeName=${this.node}`, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 240 },
+              {
+                fieldSelector: `spec.nodeName=${this.node}`,
+                resourceVersion: rv,
+                allowWatchBookmarks: true,
+                timeoutSeconds: 240,
+              },
               (type, obj: any) => {
                 if (type === 'ERROR') return void (gone = true);
                 if (obj?.metadata?.resourceVersion) rv = obj.metadata.resourceVersion;
@@ -127,7 +142,8 @@ export class NodeApi implements KubeletObjects {
   }
 
   get(kind: 'pods' | 'secrets' | 'configmaps', namespace: string | undefined, name: string) {
-    if (kind === 'pods') return [...this.pods.values()].find((p) => p.metadata.namespace === namespace && p.metadata.name === name);
+    if (kind === 'pods')
+      return [...this.pods.values()].find((p) => p.metadata.namespace === namespace && p.metadata.name === name);
     return this.refs.get(key(kind, namespace, name)) ?? undefined;
   }
 
@@ -154,8 +170,18 @@ export class NodeApi implements KubeletObjects {
     void this.write('POST', `/api/v1/namespaces/${obj.metadata.namespace}/events`, obj);
   }
 
-  delete(_kind: 'pods', namespace: string | undefined, name: string, opts: { gracePeriodSeconds?: number; uid?: string } = {}): void {
-    const body = { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: opts.gracePeriodSeconds, preconditions: opts.uid ? { uid: opts.uid } : undefined };
+  delete(
+    _kind: 'pods',
+    namespace: string | undefined,
+    name: string,
+    opts: { gracePeriodSeconds?: number; uid?: string } = {},
+  ): void {
+    const body = {
+      kind: 'DeleteOptions',
+      apiVersion: 'v1',
+      gracePeriodSeconds: opts.gracePeriodSeconds,
+      preconditions: opts.uid ? { uid: opts.uid } : undefined,
+    };
     void this.write('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}`, body);
   }
 
@@ -163,8 +189,17 @@ export class NodeApi implements KubeletObjects {
     const cur = this.get('pods', namespace, name);
     if (cur && JSON.stringify(cur.status) === JSON.stringify(status)) return;
     // The whole status, as the kubelet sends it; merge patch replaces its lists, and null removes what went.
-    const removed = Object.fromEntries(Object.keys(cur?.status ?? {}).filter((k) => !(k in status)).map((k) => [k, null]));
-    void this.write('PATCH', `/api/v1/namespaces/${namespace}/pods/${name}/status`, { status: { ...removed, ...status } }, 'application/merge-patch+json');
+    const removed = Object.fromEntries(
+      Object.keys(cur?.status ?? {})
+        .filter((k) => !(k in status))
+        .map((k) => [k, null]),
+    );
+    void this.write(
+      'PATCH',
+      `/api/v1/namespaces/${namespace}/pods/${name}/status`,
+      { status: { ...removed, ...status } },
+      'application/merge-patch+json',
+    );
   }
 
   /** A write whose failure is logged: a conflict or a vanished object is the next sync's to retry. */

@@ -39,7 +39,9 @@ export class NodeRegistration {
   async register(): Promise<void> {
     const r = await this.o.api('POST', '/api/v1/nodes', this.o.node);
     if (r.status !== 201 && r.status !== 409)
-      throw new Error(`node ${this.name} could not register (${r.status}): ${r.body?.message ?? JSON.stringify(r.body)}`);
+      throw new Error(
+        `node ${this.name} could not register (${r.status}): ${r.body?.message ?? JSON.stringify(r.body)}`,
+      );
     await this.beat();
     this.timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
   }

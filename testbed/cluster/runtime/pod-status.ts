@@ -1,11 +1,29 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ChildProcess } from 'node:child_process';
 import type { KubeObject } from '../../kube/core/types.js';
-import { now, setCondition } from '../objects.js';
 import type { KubeletObjects } from './node-api.js';
 import type { ContainerSpec, LogBuffer } from './container.js';
 import type { PodSandbox } from './pod-sandbox.js';
 import type { TokenFile } from './volumes.js';
+
+export const now = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** A condition list with one condition set; its lastTransitionTime moves only when the status changes. */
+export function setCondition(
+  conditions: any[] | undefined,
+  c: { type: string; status: string; reason?: string; message?: string },
+  extra: Record<string, string> = {},
+): any[] {
+  const list = [...(conditions ?? [])];
+  const i = list.findIndex((x) => x.type === c.type);
+  const old = i >= 0 ? list[i] : undefined;
+  const t = now();
+  const next = { ...extra, ...c, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : t };
+  if (old && old.status === next.status && old.reason === next.reason && old.message === next.message) return list;
+  if (i >= 0) list[i] = { ...old, ...next };
+  else list.push(next);
+  return list;
+}
 
 /** One container as the kubelet runs it. */
 export interface ContainerRun {

@@ -45,7 +45,6 @@ export interface TokenFile {
 /** A volume that cannot be set up yet (a missing Secret, say): the pod waits in ContainerCreating. */
 export class MountError extends Error {}
 
-
 export interface VolumeContext {
   objects: KubeletObjects;
   pod: KubeObject;
