@@ -7,8 +7,10 @@ import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { defaultWorld, nodeObject, startEcsEmulator, type EcsEmulator, type Fixture } from '../ecs/index.js';
 import { lockWorkDir } from './work-dir-lock.js';
 import { startControlPlane, type ControlPlane } from '../control-plane/index.js';
+import { ensureUpstream } from '../control-plane/upstream.js';
 import { issue } from '../control-plane/pki.js';
 import { Kubelet } from './runtime/kubelet.js';
+import { startKubeProxy } from './runtime/kube-proxy.js';
 import { startKubeletServer, type KubeletServer } from './runtime/kubelet-server.js';
 import { ClusterNetwork, runtimeUnavailable } from './runtime/network.js';
 import { NodeApi } from './runtime/node-api.js';
@@ -163,7 +165,15 @@ async function startNode(
   await registration.register();
   await api.start();
   kubelet.start();
+  const proxy = await startKubeProxy({
+    kube,
+    node: inst.hostName,
+    netns: net.netns,
+    hostIP: net.hostIP,
+    dir: join(dir, 'kube-proxy'),
+  });
   const stop = async () => {
+    await proxy.stop();
     registration.stop();
     await kubelet.stop();
     await api.stop();
@@ -192,6 +202,7 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
       `the ECS world has ${world.instances.length} instances; --nodes ${o.nodes} needs as many ` +
         '(lower --nodes, or give a --fixture with more instances)',
     );
+  ensureUpstream(['kube-proxy']);
   mkdirSync(o.workDir, { recursive: true });
   const unlock = lockWorkDir(o.workDir);
   let network: ClusterNetwork;

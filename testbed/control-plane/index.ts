@@ -158,7 +158,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     for (const p of [...running].reverse()) await p.stop();
   };
   try {
-    const pki = await controlPlanePki(workDir, opts.sans ?? []);
+    const serviceCidr = opts.serviceCidr ?? '10.96.0.0/16';
+    // In-cluster clients reach it at the `kubernetes` Service's address, the range's first.
+    const pki = await controlPlanePki(workDir, [...(opts.sans ?? []), firstAddress(serviceCidr)]);
     const caPath = pkiPath(pki, 'ca', 'crt');
     const admin = new Agent({ ca: pki.ca.cert, cert: pki.admin.cert, key: pki.admin.key, keepAlive: true });
 
@@ -186,7 +188,6 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const auditPolicy = join(workDir, 'audit-policy.yaml');
     const auditLog = join(logDir, 'audit.log');
     writeFileSync(auditPolicy, AUDIT_POLICY);
-    const serviceCidr = opts.serviceCidr ?? '10.96.0.0/16';
     const apiserver = runUpstream(
       'kube-apiserver',
       apiserverArgs({
@@ -340,6 +341,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 }
 
 type Rest = ControlPlane['rest'];
+
+/** The first address of an IPv4 range (10.96.0.0/16: 10.96.0.1). */
+function firstAddress(cidr: string): string {
+  const [base] = cidr.split('/');
+  const n = base!.split('.').reduce((a, o) => a * 256 + Number(o), 0) + 1;
+  return [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
+}
 
 async function createCrds(rest: Rest, crds: object[]): Promise<void> {
   const path = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';

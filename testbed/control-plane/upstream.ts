@@ -66,11 +66,15 @@ export interface RunningProgram {
 export function runUpstream(
   name: UpstreamProgram,
   args: string[],
-  o: { logDir: string; logName?: string; env?: NodeJS.ProcessEnv; cwd?: string },
+  o: { logDir: string; logName?: string; env?: NodeJS.ProcessEnv; cwd?: string; netns?: string },
 ): RunningProgram {
   const logPath = join(o.logDir, `${o.logName ?? name}.log`);
   const fd = openSync(logPath, 'a');
-  const child = spawn(upstreamBinary(name), args, {
+  // In a network namespace (a node's), through `ip netns exec`, which also gives it that namespace's /etc/netns files.
+  const [cmd, argv] = o.netns
+    ? ['ip', ['netns', 'exec', o.netns, upstreamBinary(name), ...args]]
+    : [upstreamBinary(name), args];
+  const child = spawn(cmd, argv, {
     stdio: ['ignore', fd, fd],
     env: { ...process.env, ...o.env },
     cwd: o.cwd,

@@ -322,4 +322,63 @@ maybe('the node runtime (root)', () => {
     expect(q.status.containerStatuses[0].state.waiting.reason).toBe('ContainerCreating');
     await kubectl(['delete', 'pod', 'nginx', 'nosecret', '--grace-period=1']);
   }, 60_000);
+  test('Services through kube-proxy: a ClusterIP from a pod of another node and from a node, a NodePort from the machine, the kubernetes Service from a pod; no endpoint, no answer', async () => {
+    expect(
+      (await kubectl(['apply', '-f', '-'], JSON.stringify(pod('backend', { nodeName: cluster.nodes[1], port: 8030 }))))
+        .code,
+    ).toBe(0);
+    const svc = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'backend', namespace: 'default' },
+      spec: { type: 'NodePort', selector: { app: 'backend' }, ports: [{ port: 80, targetPort: 8030 }] },
+    };
+    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(svc))).code).toBe(0);
+    await until(async () => ready(await getPod('backend')), 30_000);
+    const s = JSON.parse((await kubectl(['get', 'service', 'backend', '-o', 'json'])).stdout);
+    const clusterIP: string = s.spec.clusterIP;
+    const nodePort: number = s.spec.ports[0].nodePort;
+    expect(clusterIP).toMatch(/^10\.96\./);
+    const client = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'client', namespace: 'default' },
+      spec: { nodeName: cluster.nodes[0], containers: [{ name: 'c', image: 'eni-ipam/toolbox' }] },
+    };
+    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(client))).code).toBe(0);
+    await until(async () => (await getPod('client')).status.phase === 'Running', 30_000);
+    // From a pod of the other node, through the node's kube-proxy rules.
+    const viaPod = (await until(async () => {
+      const r = await kubectl(['exec', 'client', '--', 'curl', '-s', '-m', '3', `http://${clusterIP}/`]);
+      return r.code === 0 && JSON.parse(r.stdout);
+    })) as { hostname: string };
+    expect(viaPod.hostname).toBe('backend');
+    // From the node itself, and a NodePort from the machine (at any node's address).
+    const fromNode = await cluster.kubelets[0]!.exec(['curl', '-s', '-m', '3', `http://${clusterIP}/`]);
+    expect(JSON.parse(fromNode.stdout).hostname).toBe('backend');
+    const nodeIP: string = (await getPod('client')).status.hostIP;
+    const viaNodePort = (await (await fetch(`http://${nodeIP}:${nodePort}/`)).json()) as { hostname: string };
+    expect(viaNodePort.hostname).toBe('backend');
+    // The kubernetes Service, from a pod, as in-cluster clients reach it: TLS checked against the
+    // cluster's CA, the pod's own service-account token.
+    const sa = '/var/run/secrets/kubernetes.io/serviceaccount';
+    const review = await kubectl([
+      'exec',
+      'client',
+      '--',
+      'sh',
+      '-c',
+      `curl -s -m 5 --cacert ${sa}/ca.crt -H "Authorization: Bearer $(cat ${sa}/token)" -H 'content-type: application/json' ` +
+        `-d '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}' https://10.96.0.1/apis/authentication.k8s.io/v1/selfsubjectreviews`,
+    ]);
+    expect(JSON.parse(review.stdout).status.userInfo.username).toBe('system:serviceaccount:default:default');
+    // Negative control: without an endpoint the ClusterIP answers nothing.
+    await kubectl(['delete', 'pod', 'backend', '--grace-period=1', '--wait=true']);
+    await until(async () => {
+      const r = await cluster.kubelets[0]!.exec(['curl', '-s', '-m', '2', `http://${clusterIP}/`]);
+      return r.code !== 0;
+    });
+    await kubectl(['delete', 'pod', 'client', '--grace-period=1']);
+    await kubectl(['delete', 'service', 'backend']);
+  }, 120_000);
 });

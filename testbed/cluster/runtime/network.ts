@@ -94,6 +94,9 @@ export class ClusterNetwork {
     await ip('link', 'add', net.bridge, 'type', 'bridge');
     await ip('addr', 'add', `${net.hostAddress}/24`, 'dev', net.bridge);
     await ip('link', 'set', net.bridge, 'up');
+    // The machine routes between the nodes' pod ranges (a pod reaching a Service's endpoint on
+    // another node), as a container engine turns forwarding on for its bridges.
+    await run('sysctl', ['-qw', 'net.ipv4.ip_forward=1']);
     return net;
   }
 
