@@ -97,39 +97,35 @@ k8s_ldflags() {
   echo "-X $v.gitVersion=v$K8S -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z"
 }
 
-etcd_module() {
-  local dir=$store/src/etcd-$ETCD
+# wrapper_module NAME VERSION MODULE MAIN_GO: a module of ours requiring MODULE at VERSION whose
+# main.go is MAIN_GO (the release's own main, whose root module cannot be built from the proxy).
+wrapper_module() {
+  local name=$1 version=$2 module=$3 main=$4
+  local dir=$store/src/$name-$version
   if [ ! -f "$dir/go.sum.done" ]; then
     mkdir -p "$dir"
-    printf 'module eni-ipam.local/upstream/etcd\n\ngo 1.24.0\n\nrequire go.etcd.io/etcd/server/v3 v%s\n' "$ETCD" >"$dir/go.mod"
-    # etcd's own main.go is this call; its root module cannot be built from the proxy.
-    printf 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n' >"$dir/main.go"
-    say "resolving etcd $ETCD's modules ..."
-    (cd "$dir" && go mod tidy >/dev/null) || { say "cannot resolve go.etcd.io/etcd/server/v3 v$ETCD"; exit 1; }
+    printf 'module eni-ipam.local/upstream/%s\n\ngo 1.24.0\n\nrequire %s v%s\n' "$name" "$module" "$version" >"$dir/go.mod"
+    printf '%b' "$main" >"$dir/main.go"
+    say "resolving $name $version's modules ..."
+    (cd "$dir" && go mod tidy >/dev/null) || { say "cannot resolve $module v$version"; exit 1; }
     touch "$dir/go.sum.done"
   fi
   echo "$dir"
 }
 
-coredns_module() {
-  local dir=$store/src/coredns-$COREDNS
-  if [ ! -f "$dir/go.sum.done" ]; then
-    mkdir -p "$dir"
-    printf 'module eni-ipam.local/upstream/coredns\n\ngo 1.24.0\n\nrequire github.com/coredns/coredns v%s\n' "$COREDNS" >"$dir/go.mod"
-    # CoreDNS's own coredns.go: the plugins compiled in are the release's (core/plugin).
-    printf 'package main\n\nimport (\n\t_ "github.com/coredns/coredns/core/plugin"\n\t"github.com/coredns/coredns/coremain"\n)\n\nfunc main() { coremain.Run() }\n' >"$dir/main.go"
-    say "resolving CoreDNS $COREDNS's modules ..."
-    (cd "$dir" && go mod tidy >/dev/null) || { say "cannot resolve github.com/coredns/coredns v$COREDNS"; exit 1; }
-    touch "$dir/go.sum.done"
-  fi
-  echo "$dir"
-}
+# etcd's own main.go is this call.
+ETCD_MAIN='package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n'
+# CoreDNS's own coredns.go: the plugins compiled in are the release's (core/plugin).
+COREDNS_MAIN='package main\n\nimport (\n\t_ "github.com/coredns/coredns/core/plugin"\n\t"github.com/coredns/coredns/coremain"\n)\n\nfunc main() { coremain.Run() }\n'
 
 wanted=${*:-"etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy coredns"}
 for p in $wanted; do
   case $p in
-  etcd) build etcd "$ETCD" "$(etcd_module)" . ;;
-  coredns) build coredns "$COREDNS" "$(coredns_module)" . "-X github.com/coredns/coredns/coremain.GitCommit=v$COREDNS" ;;
+  etcd) build etcd "$ETCD" "$(wrapper_module etcd "$ETCD" go.etcd.io/etcd/server/v3 "$ETCD_MAIN")" . ;;
+  coredns)
+    dir=$(wrapper_module coredns "$COREDNS" github.com/coredns/coredns "$COREDNS_MAIN")
+    build coredns "$COREDNS" "$dir" . "-X github.com/coredns/coredns/coremain.GitCommit=v$COREDNS"
+    ;;
   kube-apiserver | kube-controller-manager | kube-scheduler | kube-proxy)
     build "$p" "$K8S" "$(k8s_module)" "k8s.io/kubernetes/cmd/$p" "$(k8s_ldflags)"
     ;;

@@ -1,16 +1,17 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kubeconfigFor } from '../kube/auth/kubeconfig.js';
-import type { KubeFaultRule, KubeFaultRuleState } from '../kube/core/faults.js';
 import { readAudit, AUDIT_POLICY, type AuditEntry, type AuditFilter } from './audit.js';
 import { startFront, type Front } from './front.js';
+import { httpsJson, type RestAnswer } from './https-json.js';
 import { serviceAccountTokenVerifier } from './service-account-tokens.js';
 import { controlPlanePki, FRONT_PROXY_CLIENT, nodeClientCert, pkiPath, type ControlPlanePki } from './pki-files.js';
 import { ensureUpstream, freePort, runUpstream, untilReady, type RunningProgram } from './upstream.js';
 
 export type { AuditEntry, AuditFilter } from './audit.js';
+export type { RestAnswer } from './https-json.js';
 export type { KubeFaultRule, KubeFaultRuleState } from '../kube/core/faults.js';
 
 /**
@@ -44,7 +45,20 @@ export interface ControlPlaneOptions {
   clusterCidr?: string;
 }
 
-export interface ControlPlane {
+/** The faults tests inject, and the requests seen: the front's (front.ts). */
+type FrontControls = Pick<
+  Front,
+  | 'setFaultRules'
+  | 'clearFaultRules'
+  | 'faultRules'
+  | 'closeWatches'
+  | 'expireNextWatches'
+  | 'refuseConnections'
+  | 'openWatches'
+  | 'requests'
+>;
+
+export interface ControlPlane extends FrontControls {
   /** The front's URL: what every client uses. */
   url: string;
   /** kube-apiserver's own URL (no faults). */
@@ -62,26 +76,11 @@ export interface ControlPlane {
   verifyServiceAccountToken(token: string, audiences: string[]): string | undefined;
   /** The API server's audit log (level Metadata), oldest first. */
   audit(filter?: AuditFilter): AuditEntry[];
-  setFaultRules(rules: KubeFaultRule[]): void;
-  clearFaultRules(): void;
-  faultRules(): KubeFaultRuleState[];
-  closeWatches(): void;
-  expireNextWatches(n: number): void;
-  refuseConnections(ms: number): Promise<void>;
-  openWatches(): number;
-  requests(): Record<string, number>;
   /** Creates CRDs and waits until the API server serves each (Established). */
   createCrds(crds: object[]): Promise<void>;
   /** Admin requests through the front: `{status, body}` (JSON parsed when it is). */
   rest(method: string, path: string, body?: unknown, contentType?: string): Promise<RestAnswer>;
   close(): Promise<void>;
-}
-
-export interface RestAnswer {
-  status: number;
-  /** JSON parsed when it is. */
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-  headers: NodeJS.Dict<string | string[]>;
 }
 
 const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
@@ -204,30 +203,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     running.push(apiserver);
     const apiserverUrl = `https://127.0.0.1:${port}`;
     let base = apiserverUrl; // the front's, once it listens
-    const rest: ControlPlane['rest'] = (method, path, body, contentType = 'application/json') =>
-      new Promise((resolve, reject) => {
-        const req = request(`${base}${path}`, { method, agent: admin }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (c) => (text += c));
-          res.on('end', () => {
-            let parsed: unknown = text;
-            try {
-              parsed = JSON.parse(text);
-            } catch {
-              /* not JSON: kept as text */
-            }
-            resolve({ status: res.statusCode ?? 0, body: parsed, headers: res.headers });
-          });
-        });
-        req.on('error', reject);
-        if (body !== undefined) {
-          const text = typeof body === 'string' ? body : JSON.stringify(body);
-          req.setHeader('content-type', contentType);
-          req.setHeader('content-length', Buffer.byteLength(text));
-          req.end(text);
-        } else req.end();
-      });
+    const rest: ControlPlane['rest'] = (method, path, body, contentType) =>
+      httpsJson(`${base}${path}`, { method, agent: admin }, body, contentType);
     await untilReady(apiserver, async () => (await rest('GET', '/readyz')).status === 200);
 
     const kubeconfigFile = (name: string, url: string, user: { cert: string; key: string }) => {
@@ -317,14 +294,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       },
       verifyServiceAccountToken: serviceAccountTokenVerifier(pki.serviceAccount.publicKey, SERVICE_ACCOUNT_ISSUER),
       audit: (filter) => readAudit(auditLog, filter),
-      setFaultRules: (r) => f.setFaultRules(r),
-      clearFaultRules: () => f.clearFaultRules(),
-      faultRules: () => f.faultRules(),
-      closeWatches: () => f.closeWatches(),
-      expireNextWatches: (n) => f.expireNextWatches(n),
-      refuseConnections: (ms) => f.refuseConnections(ms),
-      openWatches: () => f.openWatches(),
-      requests: () => f.requests(),
+      setFaultRules: f.setFaultRules,
+      clearFaultRules: f.clearFaultRules,
+      faultRules: f.faultRules,
+      closeWatches: f.closeWatches,
+      expireNextWatches: f.expireNextWatches,
+      refuseConnections: f.refuseConnections,
+      openWatches: f.openWatches,
+      requests: f.requests,
       rest,
       createCrds: (crds) => createCrds(rest, crds),
       async close() {
