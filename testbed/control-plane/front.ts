@@ -54,13 +54,13 @@ export interface FrontOptions {
   audit(filter: AuditFilter): AuditEntry[];
 }
 
-const ADMIN = '/_emulator/';
+export const ADMIN = '/_emulator/';
 
 /**
  * GET, PUT and DELETE /_emulator/faults (the fault rules, and `unreachableMs`) and GET
  * /_emulator/audit?user=U&since=MS, for the fault suite's processes and `eni-ipam emulate kube` users.
  */
-async function admin(
+export async function admin(
   req: IncomingMessage,
   res: ServerResponse,
   rules: KubeFaultRules,

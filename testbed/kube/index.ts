@@ -5,8 +5,9 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { AuditLog, type AuditEntry, type AuditFilter } from './core/audit.js';
-import { KubeFaultRules, parseKubeFaultSpec, type KubeFaultRule, type KubeFaultRuleState } from './core/faults.js';
+import { KubeFaultRules, type KubeFaultRule, type KubeFaultRuleState } from './core/faults.js';
 import { kubeconfigFor } from './auth/kubeconfig.js';
+import { ADMIN, admin } from '../control-plane/front.js';
 import { makeClusterPki, type ClusterPki } from './auth/pki.js';
 import { bootstrapPolicy } from './auth/rbac.js';
 import { upgradeHandler } from './pods/pod-exec.js';
@@ -164,9 +165,9 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   const sockets = new Set<Socket>();
   // Set below, once the listener exists.
   let refuseConnections: (ms: number) => Promise<void> = async () => {};
-  const admin = adminHandler(faultRules, state.audit, (ms) => refuseConnections(ms));
+  const adminRoutes = adminHandler(faultRules, state.audit, (ms) => refuseConnections(ms));
   const serve = (req: IncomingMessage, res: ServerResponse) =>
-    void (req.url?.startsWith(ADMIN) ? admin(req, res) : handler(req, res));
+    void (req.url?.startsWith(ADMIN) ? adminRoutes(req, res) : handler(req, res));
   const pki: ClusterPki | undefined = opts.tls
     ? await makeClusterPki(typeof opts.tls === 'object' ? opts.tls.sans : [], saved.ca)
     : undefined;
@@ -262,43 +263,7 @@ export async function startKubeEmulator(opts: KubeEmulatorOptions = {}): Promise
   };
 }
 
-const ADMIN = '/_emulator/';
-
-/** GET, PUT and DELETE /_emulator/faults: the fault rules over HTTP, for `eni-ipam emulate kube` users. */
+/** GET, PUT and DELETE /_emulator/faults and GET /_emulator/audit, as the control plane's front serves them. */
 function adminHandler(rules: KubeFaultRules, audit: AuditLog, refuse: (ms: number) => Promise<void>) {
-  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const json = (status: number, body: unknown) =>
-      void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    const url = new URL(req.url ?? '/', 'http://kube');
-    const route = `${req.method} ${url.pathname.slice(ADMIN.length)}`;
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    if (route === 'GET faults') return json(200, { rules: rules.list() });
-    if (route === 'GET audit') {
-      const since = url.searchParams.get('since');
-      return json(200, {
-        items: audit.list({
-          user: url.searchParams.get('user') ?? undefined,
-          since: since ? Number(since) : undefined,
-        }),
-      });
-    }
-    if (route === 'DELETE faults') return json(200, (rules.clear(), { rules: [] }));
-    if (route === 'PUT faults') {
-      let spec;
-      try {
-        spec = parseKubeFaultSpec(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
-      } catch (e) {
-        return json(400, {
-          error: e instanceof SyntaxError ? `the body is not JSON: ${e.message}` : (e as Error).message,
-        });
-      }
-      rules.set(spec.rules ?? []);
-      json(200, { rules: rules.list(), unreachableMs: spec.unreachableMs });
-      // Answer first: the listener goes away with the connection this answer travels on.
-      if (spec.unreachableMs) res.on('finish', () => setTimeout(() => void refuse(spec.unreachableMs!), 20));
-      return;
-    }
-    json(404, { error: `no admin route ${route}; try GET, PUT or DELETE faults, or GET audit` });
-  };
+  return (req: IncomingMessage, res: ServerResponse) => admin(req, res, rules, { audit: (f) => audit.list(f), refuse });
 }

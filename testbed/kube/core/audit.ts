@@ -2,30 +2,9 @@ import type { ServerResponse } from 'node:http';
 import type { Attributes } from '../auth/rbac.js';
 import type { Identity } from '../auth/tokens.js';
 
-/**
- * One resource request as kube-apiserver's audit log records it at the `Metadata` level: who
- * asked, the RBAC attributes it was authorized on, and the answer's code. What a test needs to
- * derive the permissions a program really uses from a run of it.
- */
-export interface AuditEntry {
-  /** Milliseconds since the epoch, when the request came. */
-  time: number;
-  user: string;
-  groups: string[];
-  verb: string;
-  apiGroup: string;
-  resource: string;
-  subresource?: string;
-  namespace?: string;
-  name?: string;
-  code: number;
-}
+import type { AuditEntry, AuditFilter } from '../../control-plane/audit.js';
 
-export interface AuditFilter {
-  user?: string;
-  /** Entries answered at or after this time (ms). */
-  since?: number;
-}
+export type { AuditEntry, AuditFilter } from '../../control-plane/audit.js';
 
 /** Who asked what, as an entry records it (the answer's code apart). */
 function requestOf(user: Identity, a: Extract<Attributes, { resourceRequest: true }>): Omit<AuditEntry, 'code'> {
