@@ -16,7 +16,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { eventually } from '../helpers/ecs.js';
 import { run, tool } from '../helpers/helm.js';
-import { http, kube } from '../helpers/kube.js';
+import { kube } from '../helpers/kube.js';
 import { datapathUnavailable, deleteNamespaces, inNs, ip, sh } from '../helpers/netns.js';
 import { cniVars, ipamConf } from '../helpers/cni-call.js';
 
@@ -247,8 +247,7 @@ beforeAll(async () => {
   mainBefore = await table('main');
 
   ({ emu, kc } = await kube());
-  for (const crd of Object.values(CRDS))
-    await http(emu, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  await emu.createCrds(Object.values(CRDS));
   custom = kc.makeApiClient(CustomObjectsApi);
   await createPool(NODE, [ENI2]);
 }, 60_000);

@@ -1,12 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read JSON answers freely */
 import { afterAll, describe, expect, it } from '@jest/globals';
-import {
-  ApiextensionsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  RbacAuthorizationV1Api,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { CRDS } from '../../src/api/crds.js';
 import type { ENIPool } from '../../src/api/types.js';
@@ -15,12 +9,13 @@ import { DEFAULT_OPERATOR_CONFIG } from '../../src/operator/config.js';
 import { Operator } from '../../src/operator/operator.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import { nodeObject, type EcsEmulator } from '../../testbed/ecs/index.js';
-import { issueServiceAccountToken, startKubeEmulator, type KubeEmulator } from '../../testbed/kube/index.js';
+import type { ControlPlane } from '../../testbed/control-plane/index.js';
 import { capturingLogger, metricValue } from '../helpers/cloud.js';
 import { DEMO_KEY, REGION, emulator, eventually } from '../helpers/ecs.js';
+import { kube as controlPlane } from '../helpers/kube.js';
 
 let ecs: EcsEmulator;
-let kube: KubeEmulator;
+let kube: ControlPlane;
 const operators: Operator[] = [];
 const clients: CloudClient[] = [];
 afterAll(async () => {
@@ -70,11 +65,9 @@ const ready = (p: ENIPool) => p.status?.conditions?.find((k) => k.type === 'Read
 describe('an operator that may not list Nodes (an RBAC change, an overloaded API server)', () => {
   it('neither leads nor reports ready, and deletes no pool and no ENI, until it can', async () => {
     ecs = await emulator();
-    kube = await startKubeEmulator({ tls: true, auth: true });
-    const admin = new KubeConfig();
-    admin.loadFromString(kube.kubeconfig);
-    for (const crd of Object.values(CRDS))
-      await admin.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd as any });
+    let admin: KubeConfig;
+    ({ emu: kube, kc: admin } = await controlPlane());
+    await kube.createCrds(Object.values(CRDS));
     const custom = admin.makeApiClient(CustomObjectsApi);
     const core = admin.makeApiClient(CoreV1Api);
     await eventually(
@@ -100,7 +93,7 @@ describe('an operator that may not list Nodes (an RBAC change, an overloaded API
     const pools = async () =>
       ((await custom.listClusterCustomObject({ group: 'eniipam.io', version: 'v1alpha1', plural: 'enipools' })) as any)
         .items as ENIPool[];
-    await eventually(async () => (await pools()).length === nodes.length && (await pools()).every(ready), 30_000, 100);
+    await eventually(async () => (await pools()).length === nodes.length && (await pools()).every(ready), 90_000, 100);
     await first.stop();
     const enis = ecs
       .state()
@@ -128,11 +121,14 @@ describe('an operator that may not list Nodes (an RBAC change, an overloaded API
         subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: 'default' }],
       },
     });
-    const { token } = issueServiceAccountToken(kube, {
-      namespace: 'default',
-      serviceAccount: 'operator',
-      expirationSeconds: 3600,
-    });
+    // A token of the service account, from the API server's TokenRequest.
+    const token = (
+      await core.createNamespacedServiceAccountToken({
+        namespace: 'default',
+        name: 'operator',
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      })
+    ).status!.token;
     const sa = new KubeConfig();
     sa.loadFromOptions({
       clusters: [{ name: 'c', server: admin.getCurrentCluster()!.server, caData: admin.getCurrentCluster()!.caData }],

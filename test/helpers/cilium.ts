@@ -19,8 +19,7 @@ export interface CiliumCluster extends TestCluster {
 /** A test cluster with our CiliumNode CRD installed, whose nodes run stand-in cilium-agents. */
 export async function ciliumCluster(patch?: (f: Fixture) => void): Promise<CiliumCluster> {
   const base = await testCluster(patch);
-  const r = await http(base.kube, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', ciliumNodeCrd());
-  if (r.status !== 201) throw new Error(`CiliumNode CRD not accepted: ${JSON.stringify(r.body)}`);
+  await base.kube.createCrds([ciliumNodeCrd()]);
   const agents: CiliumAgentStandIn[] = [];
   const close = base.close.bind(base);
   return Object.assign(base, {
