@@ -1,4 +1,6 @@
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startControlPlane } from '../control-plane/index.js';
@@ -6,6 +8,14 @@ import { KUBERNETES_VERSION } from '../control-plane/upstream.js';
 import { addressFlag, addressOf, listenFailure } from '../../src/cli/addresses.js';
 import { UsageError, untilSignal, type CommandSpec } from '../../src/cli/args.js';
 import { lockWorkDir, WorkDirInUse } from '../cluster/work-dir-lock.js';
+
+/** Listens on the address and lets it go again: whether the front could take it. */
+async function probeListen(host: string, port: number): Promise<void> {
+  const server = createServer();
+  server.listen(port, host);
+  await once(server, 'listening');
+  await new Promise((r) => server.close(r));
+}
 
 export const emulateKube: CommandSpec = {
   name: 'emulate kube',
@@ -49,6 +59,11 @@ export const emulateKube: CommandSpec = {
         : String(flags['tls-san'])
             .split(',')
             .map((a) => a.trim());
+    // The address first: one this host refuses is one line and exit 2, before etcd and
+    // kube-apiserver take their half a minute to start.
+    await probeListen(host, port).catch((e: unknown) => {
+      throw listenFailure('listen', String(flags.listen), e) ?? e;
+    });
     const workDir = String(flags['work-dir']);
     mkdirSync(workDir, { recursive: true });
     let unlock: () => void;
