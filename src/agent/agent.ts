@@ -430,6 +430,8 @@ export class Agent {
       );
       this.advertised = want;
     } catch (e) {
+      // A write that fails once stop() has begun is not retried: stop() has cleared the timers.
+      if (this.stopped) return;
       this.options.logger.warn(
         { node: this.options.node, err: (e as Error).message, resource: ENI_RESOURCE, value: want },
         'cannot write the node’s exclusive ENIs to its status; trying again in 5 s',

@@ -1,3 +1,5 @@
+// Found on the real API server too: a Node status write still in flight when stop() begins
+// fails (the Node is not there) and armed its retry after stop() had cleared the timers.
 // Found in review: Agent.stop() cancels the cooling timer, then stops the status writer,
 // whose last write plans the status (planStatus -> clearCoolingWhenDone) and so arms the cooling
 // timer again: after stop() a timer is left on the agent's clock whenever an address is cooling.

@@ -44,17 +44,18 @@ describe('eni-ipam demo', () => {
 
   it('starts each run from a clean state: a second run in the same directory takes nothing from the first', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'demo-again-'));
-    const args = ['demo', '--duration', '5', '--nodes', '3', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'];
-    const first = await runCli(args, 60_000);
+    // Long enough for pods to come once the pools are Ready, on a loaded machine too.
+    const args = ['demo', '--duration', '15', '--nodes', '3', '--work-dir', dir, '--metrics-addr', '127.0.0.1:0'];
+    const first = await runCli(args, 90_000);
     expect(first.code).toBe(0);
     // The first run's agents left their state (allocations of a world that is gone) behind.
     expect(readdirSync(join(dir, 'nodes')).length).toBe(3);
-    const second = await runCli(args, 60_000);
+    const second = await runCli(args, 90_000);
     expect(second.code).toBe(0);
     // Its first view line counts no address in use: none of the first run's pods came back.
     expect(second.stdout).toMatch(/^nodes ready \d\/3 \| IPs available \d+ used 0 /m);
     expect(second.stdout).toMatch(/^ {2}pod IPs handed out: [1-9]\d*; waits on an empty pool: 0$/m);
-  }, 120_000);
+  }, 240_000);
 
   it('refuses a work directory another running demo holds, with exit 2 and what to do', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'demo-busy-'));
