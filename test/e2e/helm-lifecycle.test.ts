@@ -139,7 +139,16 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
             /the pool is exhausted \(VSwitchExhausted/.test(e.message) &&
             e.count >= 2,
         );
-      }, 60_000);
+      }, 120_000).catch(async (e) => {
+        // What the pod and the node's agent saw, for a failure on a loaded machine.
+        const events = (await json(['get', 'events', '--field-selector', 'involvedObject.name=waiting'])).items;
+        const agent = (await json(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=agent'])).items.find(
+          (p: any) => p.spec.nodeName === node,
+        );
+        const logs = agent ? (await kubectl(['logs', '-n', NS, agent.metadata.name, '--tail=30'])).stdout : 'no agent';
+        const seen = events.map((x: any) => `${x.reason} x${x.count}: ${x.message}`).join('\n');
+        throw new Error(`${(e as Error).message}\n${seen}\n${logs}`);
+      });
       expect(told.involvedObject).toMatchObject({ kind: 'Pod', namespace: 'default', name: 'waiting', uid });
       expect(told.message).toMatch(new RegExp(`^no free pod IP on node ${node} yet: the pool is exhausted`));
       const described = (await kubectl(['describe', 'pod', 'waiting'])).stdout;
@@ -165,7 +174,7 @@ maybe('the chart through a whole life, under its own RBAC (root)', () => {
       await kubectl(['delete', 'pod', 'waiting', '--wait=false']);
       for (const f of fillers) await cni(0, 'DEL', f);
     }
-  }, 150_000);
+  }, 240_000);
 
   test('a pool deleted by hand on a live node: its ENIs go once the agent confirms them free, and a new pool is made at once', async () => {
     const node = cluster.nodes[1]!;
