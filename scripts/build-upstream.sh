@@ -49,10 +49,13 @@ build() {
   fi
   say "building $name $version (minutes on a cold Go cache) ..."
   local start=$SECONDS
+  # Never a half binary of an interrupted run: each build starts from an empty folder.
+  rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
   # A dot every 30 s, so a long build shows it is alive.
   (while sleep 30; do printf '.' >&2; done) &
-  local ticker=$!
+  ticker=$!
+  trap 'kill $ticker 2>/dev/null' EXIT
   local rc=0
   (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp/$name" "$pkg") || rc=$?
   kill "$ticker" 2>/dev/null || true

@@ -44,10 +44,12 @@ async function agentWith(o: Partial<AgentOptions> = {}, dir = mkdtempSync(join(t
   await eventually(() => agent.ready);
   // The pool as the API server has it, each write seen (a watch), read without waiting.
   let latest: ENIPool | undefined;
+  /** Every version of the pool the watch delivered, in order (none is missed between two looks). */
+  const versions: ENIPool[] = [];
   const watching = await new Watch(k.kc).watch(
     '/apis/eniipam.io/v1alpha1/enipools',
     { fieldSelector: `metadata.name=${NODE}` },
-    (_type, obj) => (latest = obj as ENIPool),
+    (_type, obj) => versions.push((latest = obj as ENIPool)),
     () => undefined,
   );
   await eventually(() => latest !== undefined);
@@ -71,7 +73,7 @@ async function agentWith(o: Partial<AgentOptions> = {}, dir = mkdtempSync(join(t
     (await registry.getSingleMetric(name)!.get()).values.find((v) =>
       Object.entries(labels).every(([k, l]) => v.labels[k] === l),
     )?.value ?? 0;
-  return { ...k, agent, dir, socket, lines, pool, allocate, metric, close };
+  return { ...k, agent, dir, socket, lines, pool, versions, allocate, metric, close };
 }
 
 const statusPatches: KubeFaultRule = { verbs: ['patch'], resource: 'enipools/status', action: 'respond' };
@@ -168,17 +170,16 @@ describe('the agent’s status writes under a refusing API server', () => {
     const a = await agentWith({ random: () => 1, statusBackoffMaxMs: 5000, statusStaleAfterMs: 900 });
     await eventually(() => a.pool().status?.agentConditions?.[0]?.status === 'True');
     a.emu.setFaultRules([{ ...statusPatches, code: 409, times: 4 }]);
-    const seen: string[] = [];
-    const look = () => {
-      const c = a.pool().status?.agentConditions?.find((x) => x.type === 'StatusReported');
-      const now = `${c?.status}/${c?.reason}`;
-      if (seen.at(-1) !== now) seen.push(now);
-    };
-    const watch = setInterval(look, 5);
+    const from = a.versions.length - 1;
     const ip = (await a.allocate('c1')).body.lease.ip;
     await eventually(() => JSON.stringify(usedIps(a.pool())) === JSON.stringify([ip]), 5000);
-    clearInterval(watch);
-    look();
+    // The condition through every version the API server held since, in order.
+    const seen: string[] = [];
+    for (const p of a.versions.slice(from)) {
+      const c = p.status?.agentConditions?.find((x) => x.type === 'StatusReported');
+      const now = `${c?.status}/${c?.reason}`;
+      if (seen.at(-1) !== now) seen.push(now);
+    }
     expect(seen).toEqual(['True/Reported', 'False/Conflict', 'True/Reported']);
   }, 20_000);
 });

@@ -162,23 +162,30 @@ async function startNode(
     kubeletPort: server.port,
     log,
   });
-  await registration.register();
-  await api.start();
-  kubelet.start();
-  const proxy = await startKubeProxy({
-    kube,
-    node: inst.hostName,
-    netns: net.netns,
-    hostIP: net.hostIP,
-    dir: join(dir, 'kube-proxy'),
-  });
+  let proxy: Awaited<ReturnType<typeof startKubeProxy>> | undefined;
+  // Each part stops whatever happened before, so a failure part-way leaves nothing running.
   const stop = async () => {
-    await proxy.stop();
+    await proxy?.stop();
     registration.stop();
-    await kubelet.stop();
+    await kubelet.stop().catch(() => undefined);
     await api.stop();
     await server.close();
   };
+  try {
+    await registration.register();
+    await api.start();
+    kubelet.start();
+    proxy = await startKubeProxy({
+      kube,
+      node: inst.hostName,
+      netns: net.netns,
+      hostIP: net.hostIP,
+      dir: join(dir, 'kube-proxy'),
+    });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
   return { name: inst.hostName, kubelet, net, stop };
 }
 
@@ -217,13 +224,19 @@ export async function startCluster(o: ClusterOptions): Promise<EmulatedCluster> 
   let vpc: Vpc | undefined;
   const nodeStops: Array<() => Promise<void>> = [];
   const kubelets: Kubelet[] = [];
+  // Every step runs whatever an earlier one threw: no process or namespace outlives close().
   const close = async () => {
-    await Promise.all(nodeStops.map((s) => s()));
-    await vpc?.stop();
-    await kube?.close();
-    await ecs?.close();
-    await network.destroy();
+    const steps = [
+      () => Promise.all(nodeStops.map((s) => s())),
+      () => vpc?.stop(),
+      () => kube?.close(),
+      () => ecs?.close(),
+      () => network.destroy(),
+    ];
+    let failure: unknown;
+    for (const step of steps) await Promise.resolve(step()).catch((e: unknown) => (failure ??= e));
     unlock();
+    if (failure) throw failure;
   };
   try {
     // RRSA: the ECS emulator's STS takes this cluster's projected service-account tokens.

@@ -91,7 +91,8 @@ export async function admin(
     rules.set(spec.rules ?? []);
     json(200, { rules: rules.list(), unreachableMs: spec.unreachableMs });
     // Answer first: the listener goes away with the connection this answer travels on.
-    if (spec.unreachableMs) res.on('finish', () => setTimeout(() => void o.refuse(spec.unreachableMs!), 20));
+    if (spec.unreachableMs)
+      res.on('finish', () => setTimeout(() => void o.refuse(spec.unreachableMs!).catch(() => undefined), 20));
     return;
   }
   json(404, { error: `no admin route ${route}; try GET, PUT or DELETE faults, or GET audit` });
@@ -163,7 +164,14 @@ export async function startFront(o: FrontOptions): Promise<Front> {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    if (req.url?.startsWith(ADMIN)) return admin(req, res, rules, { audit: o.audit, refuse: refuseConnections });
+    if (req.url?.startsWith(ADMIN)) {
+      // The test harness's routes: the cluster's admins only (a client certificate in system:masters).
+      if (!certIdentity(req.socket as TLSSocket)?.groups.includes('system:masters'))
+        return void res
+          .writeHead(403, { 'content-type': 'text/plain' })
+          .end('the /_emulator/ routes need an admin client certificate\n');
+      return admin(req, res, rules, { audit: o.audit, refuse: refuseConnections });
+    }
     const info = requestInfoOf(req.method ?? 'GET', req.url ?? '/');
     if (info) {
       const key = `${info.verb} ${info.group ? `${info.resource}.${info.group}` : info.resource}${info.subresource ? `/${info.subresource}` : ''}`;
@@ -193,7 +201,12 @@ export async function startFront(o: FrontOptions): Promise<Front> {
     forward(req, res);
   };
 
-  // exec, attach and port-forward upgrade the connection: the front passes the bytes through.
+  /**
+   * exec, attach and port-forward upgrade the connection: once kube-apiserver answers 101, the
+   * front passes the bytes through. Nothing more of the caller's goes up before that answer, and
+   * any other answer ends both connections: a connection carrying the front's certificate must
+   * never take a second request the front has not read (it would go up as whoever it claims).
+   */
   const upgrade = (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const up = tlsConnect({
       host: o.upstream.host,
@@ -208,9 +221,36 @@ export async function startFront(o: FrontOptions): Promise<Front> {
       const lines = [`${req.method} ${req.url} HTTP/1.1`, `host: ${o.upstream.host}:${o.upstream.port}`];
       for (const [k, v] of Object.entries(headers)) for (const one of [v].flat()) lines.push(`${k}: ${one}`);
       up.write(`${lines.join('\r\n')}\r\n\r\n`);
-      if (head.length) up.write(head);
-      up.pipe(socket);
-      socket.pipe(up);
+      let answer = Buffer.alloc(0);
+      const onData = (chunk: Buffer) => {
+        answer = Buffer.concat([answer, chunk]);
+        const end = answer.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        up.off('data', onData);
+        const answerHead = answer.toString('latin1', 0, end);
+        if (!/^HTTP\/1\.[01] 101 /.test(answerHead)) {
+          // Refused (or not an upgrade): relay this one answer, then close both connections.
+          const length = /\r\ncontent-length: *(\d+)/i.exec(answerHead);
+          let left = length ? end + 4 + Number(length[1]) - answer.length : Infinity;
+          const relay = (chunk: Buffer) => {
+            socket.write(chunk);
+            left -= chunk.length;
+            const last = chunk.subarray(-5).toString('latin1') === '0\r\n\r\n';
+            if (left <= 0 || (!length && last)) {
+              socket.end();
+              up.destroy();
+            }
+          };
+          relay(answer);
+          up.on('data', relay);
+          return;
+        }
+        socket.write(answer);
+        if (head.length) up.write(head);
+        up.pipe(socket);
+        socket.pipe(up);
+      };
+      up.on('data', onData);
     });
     up.on('error', () => socket.destroy());
     socket.on('error', () => up.destroy());
@@ -234,11 +274,17 @@ export async function startFront(o: FrontOptions): Promise<Front> {
     for (const s of sockets) s.destroy();
     sockets.clear();
   };
+  let refusing = false;
+  let closing = false;
   async function refuseConnections(ms: number) {
+    if (refusing || closing) return;
+    refusing = true;
     const closed = new Promise((r) => server.close(r));
     resetAll();
     await closed;
     await new Promise((r) => setTimeout(r, ms));
+    refusing = false;
+    if (closing) return;
     server.listen(port, o.host);
     await once(server, 'listening');
   }
@@ -260,6 +306,7 @@ export async function startFront(o: FrontOptions): Promise<Front> {
     openWatches: () => watches.size,
     requests: () => ({ ...counts }),
     async close() {
+      closing = true;
       rules.clear();
       const closed = new Promise((r) => server.close(r));
       resetAll();

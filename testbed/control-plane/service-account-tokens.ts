@@ -31,7 +31,7 @@ export function serviceAccountTokenVerifier(publicKeyPem: string, issuer: string
       };
       const aud = [claims.aud ?? []].flat();
       if (claims.iss !== issuer || !claims.sub || !aud.some((a) => audiences.includes(a))) return undefined;
-      if (claims.exp === undefined || claims.exp * 1000 <= now) return undefined;
+      if (typeof claims.exp !== 'number' || claims.exp * 1000 <= now) return undefined;
       if (claims.nbf !== undefined && claims.nbf * 1000 > now + 60_000) return undefined;
       return claims.sub;
     } catch {

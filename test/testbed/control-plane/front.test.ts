@@ -37,3 +37,32 @@ describe('the front before kube-apiserver', () => {
     expect(refused.status).toBe(401);
   });
 });
+
+describe('the front’s upgrade path', () => {
+  it('sends nothing more of the caller’s up a connection kube-apiserver did not upgrade', async () => {
+    const { connect } = await import('node:tls');
+    const url = new URL(cp.url);
+    // No client certificate: an upgrade kube-apiserver refuses, then a second request on the same
+    // connection, which would travel as the front's own certificate if the bytes were passed on.
+    const socket = connect({ host: url.hostname, port: Number(url.port), ca: cp.caCert, servername: 'localhost' });
+    await new Promise((r) => socket.once('secureConnect', r));
+    let answer = '';
+    socket.on('data', (c) => (answer += c.toString('latin1')));
+    const closed = new Promise((r) => socket.once('close', r));
+    socket.write(
+      'GET /api/v1/namespaces/kube-system/secrets HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n' +
+        'GET /api/v1/namespaces/kube-system/secrets HTTP/1.1\r\nHost: x\r\nX-Remote-User: kubernetes-admin\r\n' +
+        'X-Remote-Group: system:masters\r\n\r\n',
+    );
+    await closed;
+    // One answer, a refusal; no list of Secrets.
+    expect(answer).not.toContain('"kind":"SecretList"');
+    expect(answer).toMatch(/^HTTP\/1\.1 (401|403) /);
+  });
+
+  it('serves its /_emulator/ routes to the cluster’s admins only', async () => {
+    expect((await anonymous('/_emulator/faults', {})).status).toBe(403);
+    expect((await cp.rest('GET', '/_emulator/faults')).status).toBe(200);
+  });
+});

@@ -48,6 +48,11 @@ export async function startKubeProxy(o: {
     logDir: o.dir,
     netns: o.netns,
   });
-  await untilReady(proxy, async () => (await fetch(`http://${o.hostIP}:10256/healthz`)).ok, 60_000);
+  try {
+    await untilReady(proxy, async () => (await fetch(`http://${o.hostIP}:10256/healthz`)).ok, 60_000);
+  } catch (e) {
+    await proxy.stop();
+    throw e;
+  }
   return proxy;
 }

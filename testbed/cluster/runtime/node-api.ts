@@ -93,7 +93,7 @@ export class NodeApi implements KubeletObjects {
         status: 0,
         body: e.message,
       }));
-      if (list.status !== 200) {
+      if (list.status !== 200 || !Array.isArray(list.body?.items)) {
         this.log.warn({ status: list.status, body: list.body }, 'cannot list the node’s pods; trying again');
         await sleep(1000);
         continue;
@@ -125,10 +125,14 @@ export class NodeApi implements KubeletObjects {
                 else this.pods.set(obj.metadata.uid, obj);
                 this.notify();
               },
-              () => resolve(gone),
+              // An error ending the watch (a 410, a refused or broken connection): list again.
+              (err: unknown) => resolve(gone || !!err),
             )
             .then(
-              (c) => (this.watching = c),
+              (c) => {
+                this.watching = c;
+                if (this.stopped) c.abort();
+              },
               () => resolve(true),
             );
         });
