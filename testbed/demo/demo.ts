@@ -226,7 +226,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoSummary> {
     if (readyAt === undefined) return;
     const a = agents[Math.floor(Math.random() * agents.length)]!;
     const pods = running.get(a.node)!;
-    if (pods.length < o.podsPerNode || Math.random() < 0.5) {
+    // About podsPerNode on each node: below it a pod starts, above it one stops, at it either (a
+    // walk left free above it would outgrow any pool in a long run).
+    if (pods.length < o.podsPerNode || (pods.length === o.podsPerNode && Math.random() < 0.5)) {
       const id = `pod-${++podSeq}`;
       pods.push(id);
       const lease = await agentClient.allocate(a.socket, { containerId: id, ifName: 'eth0', pod: `default/${id}` });
