@@ -231,7 +231,8 @@ export async function startFront(o: FrontOptions): Promise<Front> {
         if (!/^HTTP\/1\.[01] 101 /.test(answerHead)) {
           // Refused (or not an upgrade): relay this one answer, then close both connections.
           const length = /\r\ncontent-length: *(\d+)/i.exec(answerHead);
-          let left = length ? end + 4 + Number(length[1]) - answer.length : Infinity;
+          // Bytes of the answer still to relay: its head and body (a length), else until the last chunk.
+          let left = length ? end + 4 + Number(length[1]) : Infinity;
           const relay = (chunk: Buffer) => {
             socket.write(chunk);
             left -= chunk.length;
