@@ -221,11 +221,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       const cm = runUpstream(
         'kube-controller-manager',
         [
-          `--kubeconfig=${kc}`,
-          `--authentication-kubeconfig=${kc}`,
-          `--authorization-kubeconfig=${kc}`,
-          '--bind-address=127.0.0.1',
-          `--secure-port=${await freePort()}`,
+          ...(await componentArgs(kc)),
           '--use-service-account-credentials=true',
           `--service-account-private-key-file=${join(pki.dir, 'sa.key')}`,
           `--root-ca-file=${caPath}`,
@@ -233,10 +229,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           `--cluster-signing-key-file=${pkiPath(pki, 'ca', 'key')}`,
           `--service-cluster-ip-range=${serviceCidr}`,
           ...(opts.clusterCidr ? ['--allocate-node-cidrs=true', `--cluster-cidr=${opts.clusterCidr}`] : []),
-          '--leader-elect=false',
           `--controllers=${opts.controllers === true ? '*,bootstrapsigner,tokencleaner' : opts.controllers.join(',')}`,
-          '--profiling=false',
-          '--v=1',
         ],
         { logDir },
       );
@@ -249,22 +242,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     }
     if (opts.scheduler) {
       const kc = kubeconfigFile('scheduler', apiserverUrl, pki.scheduler);
-      running.push(
-        runUpstream(
-          'kube-scheduler',
-          [
-            `--kubeconfig=${kc}`,
-            `--authentication-kubeconfig=${kc}`,
-            `--authorization-kubeconfig=${kc}`,
-            '--bind-address=127.0.0.1',
-            `--secure-port=${await freePort()}`,
-            '--leader-elect=false',
-            '--profiling=false',
-            '--v=1',
-          ],
-          { logDir },
-        ),
-      );
+      running.push(runUpstream('kube-scheduler', await componentArgs(kc), { logDir }));
     }
 
     front = await startFront({
@@ -318,6 +296,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 }
 
 type Rest = ControlPlane['rest'];
+
+/**
+ * What kube-controller-manager and kube-scheduler share: one kubeconfig for the API and for
+ * checking who calls their own port (loopback, a free one), one instance each (no election).
+ */
+async function componentArgs(kubeconfig: string): Promise<string[]> {
+  return [
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${await freePort()}`,
+    '--leader-elect=false',
+    '--profiling=false',
+    '--v=1',
+  ];
+}
 
 /** The first address of an IPv4 range (10.96.0.0/16: 10.96.0.1). */
 function firstAddress(cidr: string): string {
